@@ -1,0 +1,32 @@
+/**
+ * The one list of error codes. A code is a stable interface: the CLI, the
+ * console and scripts branch on it, so a code is never renamed or reused for
+ * another kind of failure. Each code is documented in docs/ERRORS.md; a test
+ * fails when one is missing there.
+ *
+ * Domain errors carry no HTTP status: src/api/error-handler.ts maps codes to
+ * statuses in one place.
+ */
+export const errorCodes = {
+  invalid_yaml: "A YAML file could not be parsed; the message names the file, line and column.",
+  invalid_input: "A value does not match the schema; the message names its path and what is expected.",
+  unknown_key: "A key that the schema does not know; the message suggests the nearest known key.",
+  name_taken: "A model, adapter or alias name is already used in the catalog's one namespace.",
+  unknown_fallback: "A fallback names a model that is not in the catalog.",
+  fallback_cycle: "Fallbacks that lead back to the model that named them.",
+  unknown_engine: "A profile names an engine llmgw has no driver for.",
+  invalid_profile: "A profile that its engine cannot run (for example, a GPU engine with no cards).",
+  context_too_long: "A context longer than the model was trained for.",
+  model_not_found: "No model of that name in the catalog.",
+  declared_in_file: "The model is declared in server.yaml; the file would undo a change at the next start.",
+  profile_not_found: "The model has no profile of that name.",
+  unauthorized: "No bearer token, or one the server does not know.",
+  forbidden: "The token is valid but its role may not do this.",
+  version_unsupported: "The CLI and the server (or agent and server) have no API version in common.",
+  route_not_found: "No API route at that method and path.",
+  server_unreachable: "The CLI could not connect to the server at the address it names.",
+  config_invalid: "server.yaml or a command-line option is not usable; the message says which and why.",
+  internal: "A failure inside llmgw; the server log has the details under the request id.",
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;

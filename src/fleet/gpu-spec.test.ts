@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { parseHardwareSpec } from "./gpu-spec.js";
+import { gpuClassFromProductName } from "./gpu-classes.js";
+
+describe("parseHardwareSpec", () => {
+  it("reads one node per group with its class, memory and fabric", () => {
+    const spec = parseHardwareSpec("2xH100-80GB@nvl0,4xL40S-48GB@pcie,cpu:32c/256g");
+    expect(spec.groups).toEqual([
+      { count: 2, gpuClass: "h100", label: "H100-80GB", memoryBytes: 80 * 1024 ** 3, fabric: "nvl0" },
+      { count: 4, gpuClass: "l40s", label: "L40S-48GB", memoryBytes: 48 * 1024 ** 3, fabric: "pcie" },
+    ]);
+    expect(spec.host).toEqual({ cpuCores: 32, memoryBytes: 256 * 1024 ** 3 });
+  });
+
+  it("fills in the usual memory of a known card and leaves the fabric to the node", () => {
+    const spec = parseHardwareSpec("8xH100");
+    expect(spec.groups[0]).toMatchObject({ count: 8, gpuClass: "h100", memoryBytes: 80 * 1024 ** 3, fabric: undefined });
+  });
+
+  it("refuses a group it cannot read, naming the group and the form", () => {
+    expect(() => parseHardwareSpec("2xH100-80GB@nvl0,two cards")).toThrow(/"two cards" is not COUNTxCARD-MEMORY@FABRIC/);
+    expect(() => parseHardwareSpec("0xH100-80GB")).toThrow(/count must be 1 or more/);
+    expect(() => parseHardwareSpec("2xMysteryCard")).toThrow(/memory llmgw does not know/);
+  });
+});
+
+describe("gpuClassFromProductName", () => {
+  it.each([
+    ["NVIDIA H100 80GB HBM3", "h100"],
+    ["NVIDIA H100 NVL", "h100"],
+    ["NVIDIA A100-SXM4-80GB", "a100"],
+    ["NVIDIA A100-PCIE-40GB", "a100"],
+    ["NVIDIA L40S", "l40s"],
+    ["NVIDIA L40", "l40"],
+    ["NVIDIA L4", "l4"],
+    ["NVIDIA GeForce RTX 4090", "rtx4090"],
+    ["NVIDIA RTX A6000", "a6000"],
+    ["NVIDIA RTX 6000 Ada Generation", "rtx6000ada"],
+    ["Tesla T4", "t4"],
+    ["NVIDIA A10G", "a10g"],
+    ["NVIDIA Strange Card 9", "strangecard9"],
+  ])("%s is %s", (productName, expected) => {
+    expect(gpuClassFromProductName(productName)).toBe(expected);
+  });
+});

@@ -1,0 +1,73 @@
+import { DomainError } from "../errors/domain-error.js";
+import { gpuClassFromProductName, gpuClassInfo } from "./gpu-classes.js";
+
+/**
+ * The hardware shorthand shared by `ctl model plan --gpus` (what-if fleets)
+ * and `llmgw agent --simulate` (pretend hardware):
+ *
+ *   "2xH100-80GB@nvl0,4xL40S-48GB@pcie,cpu:32c/256g"
+ *
+ * Each comma-separated GPU group is one node: COUNT x CARD[-MEMORY] [@FABRIC].
+ * `cpu:Nc/Mg` sets host cores and memory (for --simulate, the node's host; for
+ * --gpus, a CPU-only node).
+ */
+export interface GpuGroupSpec {
+  readonly count: number;
+  readonly gpuClass: string;
+  /** The card's name as written, e.g. "H100-80GB". */
+  readonly label: string;
+  readonly memoryBytes: number;
+  /** Undefined when not given: the node's own fabric (one per node). */
+  readonly fabric: string | undefined;
+}
+
+export interface HostSpec {
+  readonly cpuCores: number;
+  readonly memoryBytes: number;
+}
+
+export interface HardwareSpec {
+  readonly groups: readonly GpuGroupSpec[];
+  readonly host: HostSpec | undefined;
+}
+
+const GiB = 1024 ** 3;
+
+function invalid(spec: string, part: string, why: string): DomainError {
+  return new DomainError(
+    "invalid_input",
+    `hardware spec "${spec}": "${part}" ${why}`,
+    'Write each node as COUNTxCARD-MEMORY@FABRIC, comma-separated, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie", and host resources as "cpu:32c/256g".',
+  );
+}
+
+export function parseHardwareSpec(spec: string): HardwareSpec {
+  const groups: GpuGroupSpec[] = [];
+  let host: HostSpec | undefined;
+  const parts = spec.split(",").map((part) => part.trim()).filter((part) => part.length > 0);
+  if (parts.length === 0) throw invalid(spec, spec, "is empty");
+  for (const part of parts) {
+    const cpu = /^cpu:(\d+)c\/(\d+(?:\.\d+)?)g$/i.exec(part);
+    if (cpu) {
+      if (host) throw invalid(spec, part, "repeats the host (give cpu:… once)");
+      host = { cpuCores: Number(cpu[1]), memoryBytes: Math.round(Number(cpu[2]) * GiB) };
+      continue;
+    }
+    const gpu = /^(\d+)x([A-Za-z0-9][A-Za-z0-9 ._-]*?)(?:-(\d+(?:\.\d+)?)GB?)?(?:@([A-Za-z0-9._-]+))?$/i.exec(part);
+    if (!gpu) throw invalid(spec, part, "is not COUNTxCARD-MEMORY@FABRIC or cpu:Nc/Mg");
+    const count = Number(gpu[1]);
+    if (count < 1) throw invalid(spec, part, "has no cards (the count must be 1 or more)");
+    const name = gpu[2] as string;
+    const gpuClass = gpuClassFromProductName(name);
+    const memoryGB = gpu[3] !== undefined ? Number(gpu[3]) : gpuClassInfo(gpuClass)?.defaultMemoryGB;
+    if (memoryGB === undefined) throw invalid(spec, part, `names a card whose memory llmgw does not know; add it, as in ${name}-48GB`);
+    groups.push({
+      count,
+      gpuClass,
+      label: gpu[3] !== undefined ? `${name}-${gpu[3]}GB` : name,
+      memoryBytes: Math.round(memoryGB * GiB),
+      fabric: gpu[4],
+    });
+  }
+  return { groups, host };
+}
