@@ -1,0 +1,56 @@
+import type { EngineName } from "../catalog/schema.js";
+
+/**
+ * The contract every engine driver keeps (SPEC S4). A driver is pure: it turns
+ * what the control plane decided into a command line, and reads the engine's
+ * metrics text back. It starts nothing; the agent does that.
+ */
+export interface EngineLaunchInput {
+  /** The name clients ask for; engines serve it under this name. */
+  readonly modelName: string;
+  /** Where the agent put the weights: a folder (safetensors) or a file (GGUF). */
+  readonly weightsPath: string;
+  /** GPU indices on this node, as nvidia-smi numbers them; empty for a CPU replica. */
+  readonly cards: readonly number[];
+  readonly port: number;
+  /** Tokens one request may use; undefined leaves the engine's own default. */
+  readonly context: number | undefined;
+  /** Requests served at once (llama.cpp's slots); 1 when the profile says nothing. */
+  readonly slots: number;
+  /** Host CPU cores the profile reserves (llama.cpp --threads). */
+  readonly cpuCores: number | undefined;
+  /** The share of each card the engine may take (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static). */
+  readonly gpuMemoryUtilization: number;
+  readonly quantization: string | undefined;
+  readonly adapters: readonly { readonly name: string; readonly path: string; readonly scale?: number | undefined }[];
+  /** The profile's extra arguments, appended last so an operator can override a generated flag. */
+  readonly extraArgs: readonly string[];
+  readonly extraEnv: Readonly<Record<string, string>>;
+}
+
+export interface EngineLaunch {
+  /** argv[0] is the program (looked up on PATH, or an absolute path). */
+  readonly argv: readonly string[];
+  /** Added to the agent's environment; CUDA_VISIBLE_DEVICES is always set here. */
+  readonly env: Readonly<Record<string, string>>;
+  /** GET this path on 127.0.0.1:port; 200 means ready to serve. */
+  readonly healthPath: string;
+}
+
+/** What llmgw reads from an engine's /metrics, whatever the engine calls it. */
+export interface EngineMetrics {
+  readonly requestsRunning: number | undefined;
+  readonly requestsWaiting: number | undefined;
+  /** 0..1 */
+  readonly kvCacheUsage: number | undefined;
+  readonly promptTokensTotal: number | undefined;
+  readonly generationTokensTotal: number | undefined;
+}
+
+export interface EngineDriver {
+  readonly engine: EngineName;
+  /** The program the agent looks for on PATH to say the engine is installed. */
+  readonly program: string;
+  build(input: EngineLaunchInput): EngineLaunch;
+  parseMetrics(text: string): EngineMetrics;
+}
