@@ -26,6 +26,17 @@ export const errorCodes = {
   route_not_found: "No API route at that method and path.",
   server_unreachable: "The CLI could not connect to the server at the address it names.",
   config_invalid: "server.yaml or a command-line option is not usable; the message says which and why.",
+  join_refused: "The server refused the agent's join token or node credential; the message says which and how to get a new one.",
+  source_unavailable: "A replica's weights could not be fetched; the message names the URL or path and the answer it got.",
+  checksum_mismatch: "Fetched weights do not match the checksum the source published; the message names the file and both sums.",
+  engine_missing: "The engine's program is not installed on the node; the message names the engine, the program and the node.",
+  engine_failed: "An engine exited or never became healthy while loading; the message carries its log tail.",
+  port_taken: "The port chosen for an engine is already used by another process on the node.",
+  cards_busy: "A replica asks for cards another replica on the node already uses.",
+  replica_not_found: "No replica of that id on the node.",
+  replica_conflict: "A replica of that id already runs on the node with a different specification.",
+  node_not_found: "No node of that name has joined the server.",
+  agent_unreachable: "The server could not reach a node agent at the control address it reported.",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 
