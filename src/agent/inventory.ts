@@ -1,0 +1,155 @@
+import { execFile } from "node:child_process";
+import { constants as fsConstants } from "node:fs";
+import { access, mkdir, statfs } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { engineNames, type EngineName } from "../catalog/schema.js";
+import type { HardwareSpec } from "../fleet/gpu-spec.js";
+import { nvidiaSmiQueryArguments, parseNvidiaSmi } from "../fleet/nvidia-smi.js";
+import type { GpuInventory, Inventory } from "./protocol.js";
+
+const execFileAsync = promisify(execFile);
+
+/** Where an engine may live when it is not a program on PATH (ComfyUI's main.py, an SGLang checkout). */
+export type EnginePaths = Partial<Record<EngineName, string>>;
+
+export interface InventoryOptions {
+  readonly hostname: string;
+  /** The node's fabric; a simulated card group with its own @fabric keeps that one. */
+  readonly fabric: string;
+  readonly simulate: HardwareSpec | undefined;
+  readonly weightsDirectory: string;
+  readonly enginePaths: EnginePaths;
+  readonly pathEnvironment?: string | undefined;
+}
+
+/** Looks a program up the way a shell would: an absolute or relative path as is, a bare name on PATH. */
+export async function findProgram(program: string, pathEnvironment = process.env.PATH ?? ""): Promise<string | undefined> {
+  const candidates = program.includes("/")
+    ? [path.resolve(program)]
+    : pathEnvironment
+        .split(path.delimiter)
+        .filter((directory) => directory.length > 0)
+        .map((directory) => path.join(directory, program));
+  for (const candidate of candidates) {
+    try {
+      await access(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // not here; try the next directory
+    }
+  }
+  return undefined;
+}
+
+async function fileExists(file: string): Promise<boolean> {
+  try {
+    await access(file, fsConstants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SGLang runs as `python -m sglang.launch_server`, so there is no program to
+ * find: ask Python whether the package is importable. find_spec does not
+ * import it, because importing sglang pulls in torch and takes seconds.
+ */
+async function pythonHasModule(module: string): Promise<boolean> {
+  const python = (await findProgram("python3")) ?? (await findProgram("python"));
+  if (!python) return false;
+  try {
+    await execFileAsync(python, ["-c", `import importlib.util,sys; sys.exit(0 if importlib.util.find_spec(${JSON.stringify(module)}) else 1)`], {
+      timeout: 10_000,
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The programs each engine needs, per SPEC S3: a configured path wins over the lookup. */
+export async function detectEngines(enginePaths: EnginePaths, pathEnvironment?: string): Promise<EngineName[]> {
+  const found: EngineName[] = [];
+  for (const engine of engineNames) {
+    const configured = enginePaths[engine];
+    let present: boolean;
+    if (configured !== undefined) {
+      present = await fileExists(configured);
+    } else {
+      switch (engine) {
+        case "vllm":
+          present = (await findProgram("vllm", pathEnvironment)) !== undefined;
+          break;
+        case "sglang":
+          present = await pythonHasModule("sglang");
+          break;
+        case "trtllm":
+          present = (await findProgram("trtllm-serve", pathEnvironment)) !== undefined;
+          break;
+        case "llamacpp":
+          present = (await findProgram("llama-server", pathEnvironment)) !== undefined;
+          break;
+        case "comfyui":
+          // ComfyUI is a folder with main.py, never on PATH: only a configured path finds it.
+          present = false;
+          break;
+      }
+    }
+    if (present) found.push(engine);
+  }
+  return found;
+}
+
+async function realGpus(fabric: string, pathEnvironment?: string): Promise<GpuInventory[]> {
+  const nvidiaSmi = await findProgram("nvidia-smi", pathEnvironment);
+  if (!nvidiaSmi) return [];
+  // A wedged driver can hang nvidia-smi for minutes; the agent must still join (as a CPU node) and heartbeat.
+  const { stdout } = await execFileAsync(nvidiaSmi, [...nvidiaSmiQueryArguments], { timeout: 15_000 });
+  return parseNvidiaSmi(stdout).map((gpu) => ({
+    index: gpu.index,
+    uuid: gpu.uuid,
+    name: gpu.name,
+    class: gpu.gpuClass,
+    memory_bytes: gpu.memoryBytes,
+    ...(gpu.memoryUsedBytes !== undefined ? { memory_used_bytes: gpu.memoryUsedBytes } : {}),
+    fabric,
+  }));
+}
+
+/** Pretend cards from --simulate, numbered 0.. across the groups as nvidia-smi would number them. */
+export function simulatedGpus(spec: HardwareSpec, hostname: string, fabric: string): GpuInventory[] {
+  const gpus: GpuInventory[] = [];
+  for (const group of spec.groups) {
+    for (let card = 0; card < group.count; card += 1) {
+      const index = gpus.length;
+      gpus.push({
+        index,
+        uuid: `GPU-simulated-${hostname}-${index}`,
+        name: `Simulated ${group.label}`,
+        class: group.gpuClass,
+        memory_bytes: group.memoryBytes,
+        memory_used_bytes: 0,
+        fabric: group.fabric ?? fabric,
+      });
+    }
+  }
+  return gpus;
+}
+
+export async function collectInventory(options: InventoryOptions): Promise<Inventory> {
+  await mkdir(options.weightsDirectory, { recursive: true });
+  const disk = await statfs(options.weightsDirectory);
+  const simulate = options.simulate;
+  return {
+    hostname: options.hostname,
+    gpus: simulate ? simulatedGpus(simulate, options.hostname, options.fabric) : await realGpus(options.fabric, options.pathEnvironment),
+    memory_bytes: simulate?.host?.memoryBytes ?? os.totalmem(),
+    cpu_cores: simulate?.host?.cpuCores ?? os.availableParallelism(),
+    engines: simulate ? [...engineNames] : await detectEngines(options.enginePaths, options.pathEnvironment),
+    disk_free_bytes: Number(disk.bavail) * Number(disk.bsize),
+    simulated: simulate !== undefined,
+  };
+}

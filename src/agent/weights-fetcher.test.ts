@@ -1,0 +1,246 @@
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { fetchWeights, type FetchProgress } from "./weights-fetcher.js";
+
+interface RequestRecord {
+  method: string;
+  url: string;
+  range: string | undefined;
+}
+
+/** A file server with the behaviours the fetcher must survive: ranges, cut connections, listings. */
+class FileServer {
+  readonly files = new Map<string, Buffer>();
+  readonly requests: RequestRecord[] = [];
+  /** Paths whose next GET is cut after this many bytes. */
+  readonly cutAfter = new Map<string, number>();
+  listings = true;
+  private server = http.createServer((request, response) => this.handle(request, response));
+  url = "";
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(request: http.IncomingMessage, response: http.ServerResponse): void {
+    const pathname = decodeURIComponent(new URL(request.url ?? "/", this.url).pathname);
+    this.requests.push({ method: request.method ?? "", url: pathname, range: request.headers.range });
+    if (pathname.endsWith("/")) {
+      const children = [...this.files.keys()].filter((file) => file.startsWith(pathname)).map((file) => file.slice(pathname.length));
+      if (!this.listings || children.length === 0) {
+        response.writeHead(this.listings ? 404 : 403).end();
+        return;
+      }
+      const entries = new Set(children.map((child) => (child.includes("/") ? `${child.split("/")[0]}/` : child)));
+      const links = [...entries].map((entry) => `<a href="${encodeURI(entry)}">${entry}</a>`).join("\n");
+      // As nginx autoindex writes it, with a parent link and a sort link to skip.
+      response.writeHead(200, { "content-type": "text/html" }).end(`<html><body><a href="../">../</a><a href="?C=N;O=D">Name</a>\n${links}</body></html>`);
+      return;
+    }
+    const content = this.files.get(pathname);
+    if (!content) {
+      response.writeHead(404).end("not found");
+      return;
+    }
+    const etag = `"${createHash("md5").update(content).digest("hex")}"`;
+    const range = /^bytes=(\d+)-$/.exec(request.headers.range ?? "");
+    const start = range ? Number(range[1]) : 0;
+    const headers: Record<string, string | number> = { etag, "accept-ranges": "bytes", "content-length": content.length - start };
+    if (range) headers["content-range"] = `bytes ${start}-${content.length - 1}/${content.length}`;
+    response.writeHead(range ? 206 : 200, headers);
+    if (request.method === "HEAD") {
+      response.end();
+      return;
+    }
+    const cut = this.cutAfter.get(pathname);
+    if (cut !== undefined) {
+      this.cutAfter.delete(pathname);
+      response.write(content.subarray(start, start + cut), () => {
+        // Give the bytes time to reach the client before the connection drops, as a flaky proxy would.
+        setTimeout(() => response.destroy(), 50);
+      });
+      return;
+    }
+    response.end(content.subarray(start));
+  }
+}
+
+let server: FileServer;
+let cacheDirectory: string;
+
+beforeAll(async () => {
+  server = new FileServer();
+  await server.start();
+});
+afterAll(async () => {
+  await server.stop();
+});
+beforeEach(async () => {
+  cacheDirectory = await mkdtemp(path.join(os.tmpdir(), "llmgw-weights-"));
+  server.files.clear();
+  server.requests.length = 0;
+  server.cutAfter.clear();
+  server.listings = true;
+});
+afterEach(async () => {
+  await rm(cacheDirectory, { recursive: true, force: true });
+});
+
+const baseOptions = () => ({ cacheDirectory, nodeName: "node-a", hubUrl: "http://127.0.0.1:1", hubToken: undefined, retryDelayMs: 10 });
+
+describe("fetchWeights over http", () => {
+  it("fetches one file and reports progress up to its size", async () => {
+    const content = randomBytes(100_000);
+    server.files.set("/models/tiny.gguf", content);
+    const progress: FetchProgress[] = [];
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/models/tiny.gguf`, onProgress: (step) => progress.push(step) });
+    expect(await readFile(weightsPath)).toEqual(content);
+    expect(progress.at(-1)).toEqual({ bytesDone: 100_000, bytesTotal: 100_000 });
+  });
+
+  it("resumes with a Range request after the connection is cut mid-file", async () => {
+    const content = randomBytes(300_000);
+    server.files.set("/models/big.safetensors", content);
+    server.cutAfter.set("/models/big.safetensors", 120_000);
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/models/big.safetensors` });
+    expect(createHash("sha256").update(await readFile(weightsPath)).digest("hex")).toBe(createHash("sha256").update(content).digest("hex"));
+    const gets = server.requests.filter((request) => request.method === "GET");
+    expect(gets).toHaveLength(2);
+    expect(gets[0]?.range).toBeUndefined();
+    // It asks only for what it lacks: from the first byte it did not get.
+    const resumedFrom = Number(/bytes=(\d+)-/.exec(gets[1]?.range ?? "")?.[1]);
+    expect(resumedFrom).toBeGreaterThan(0);
+    expect(resumedFrom).toBeLessThanOrEqual(120_000);
+  });
+
+  it("fetches a folder file by file from its autoindex listing, subfolders included", async () => {
+    server.files.set("/models/llama/config.json", Buffer.from('{"a":1}'));
+    server.files.set("/models/llama/model-00001-of-00002.safetensors", randomBytes(5000));
+    server.files.set("/models/llama/model-00002-of-00002.safetensors", randomBytes(7000));
+    server.files.set("/models/llama/tokenizer/tokenizer.json", Buffer.from("{}"));
+    const progress: FetchProgress[] = [];
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/models/llama/`, onProgress: (step) => progress.push(step) });
+    expect(await readFile(path.join(weightsPath, "config.json"), "utf8")).toBe('{"a":1}');
+    expect(await readFile(path.join(weightsPath, "tokenizer", "tokenizer.json"), "utf8")).toBe("{}");
+    expect((await readFile(path.join(weightsPath, "model-00002-of-00002.safetensors"))).length).toBe(7000);
+    expect(progress.at(-1)).toEqual({ bytesDone: 12_009, bytesTotal: 12_009 });
+  });
+
+  it("fetches a folder without a listing from model.safetensors.index.json and its companions", async () => {
+    server.listings = false;
+    server.files.set("/m/model.safetensors.index.json", Buffer.from(JSON.stringify({ weight_map: { a: "model-1.safetensors", b: "model-2.safetensors", c: "model-1.safetensors" } })));
+    server.files.set("/m/model-1.safetensors", Buffer.from("one"));
+    server.files.set("/m/model-2.safetensors", Buffer.from("two"));
+    server.files.set("/m/config.json", Buffer.from("{}"));
+    server.files.set("/m/tokenizer.json", Buffer.from("{}"));
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/m/` });
+    expect(await readFile(path.join(weightsPath, "model-2.safetensors"), "utf8")).toBe("two");
+    expect(await readFile(path.join(weightsPath, "tokenizer.json"), "utf8")).toBe("{}");
+  });
+
+  it("fails a source that answers 404 with a reason naming the URL and the node", async () => {
+    const source = `${server.url}/models/missing.gguf`;
+    await expect(fetchWeights({ ...baseOptions(), source })).rejects.toMatchObject({
+      code: "source_unavailable",
+      message: expect.stringContaining(`${source} on node node-a: the server answered 404`),
+    });
+  });
+
+  it("refuses a file whose sha256 differs from the one pinned in the source, and keeps no file", async () => {
+    server.files.set("/x.gguf", Buffer.from("tampered"));
+    const pinned = createHash("sha256").update("original").digest("hex");
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/x.gguf#sha256=${pinned}` })).rejects.toMatchObject({ code: "checksum_mismatch" });
+    const good = createHash("sha256").update("tampered").digest("hex");
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/x.gguf#sha256=${good}` });
+    expect(await readFile(weightsPath, "utf8")).toBe("tampered");
+  });
+
+  it("does not fetch again what is already complete in the cache", async () => {
+    server.files.set("/f/config.json", Buffer.from("{}"));
+    await fetchWeights({ ...baseOptions(), source: `${server.url}/f/` });
+    server.requests.length = 0;
+    await fetchWeights({ ...baseOptions(), source: `${server.url}/f/` });
+    expect(server.requests).toEqual([]);
+  });
+
+  it("uses a local path in place, and names the node when it is missing", async () => {
+    const local = path.join(cacheDirectory, "local.gguf");
+    await writeFile(local, "x");
+    expect(await fetchWeights({ ...baseOptions(), source: local })).toBe(local);
+    await expect(fetchWeights({ ...baseOptions(), source: "/nowhere/model.gguf" })).rejects.toThrow(/\/nowhere\/model.gguf does not exist on node node-a/);
+  });
+});
+
+describe("fetchWeights from a Hugging Face hub", () => {
+  let hub: http.Server;
+  let hubUrl = "";
+  const shard = randomBytes(4096);
+  const shardSha256 = createHash("sha256").update(shard).digest("hex");
+  const hubFiles: Record<string, Buffer> = {
+    "config.json": Buffer.from('{"model_type":"llama"}'),
+    "model.safetensors": shard,
+    "pytorch_model.bin": Buffer.from("duplicate weights, never wanted"),
+    "original/consolidated.pth": Buffer.from("duplicate"),
+  };
+  let authorization: string | undefined;
+
+  beforeAll(async () => {
+    hub = http.createServer((request, response) => {
+      const url = new URL(request.url ?? "/", "http://x");
+      authorization = request.headers.authorization;
+      if (url.pathname === "/api/models/org/tiny/tree/v1") {
+        const entries = Object.entries(hubFiles).map(([file, content]) => ({
+          type: "file",
+          path: file,
+          size: content.length,
+          oid: "0".repeat(40),
+          ...(file.endsWith(".safetensors") ? { lfs: { oid: shardSha256, size: content.length, pointerSize: 130 } } : {}),
+        }));
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(entries));
+        return;
+      }
+      const resolve = /^\/org\/tiny\/resolve\/v1\/(.+)$/.exec(url.pathname);
+      const content = resolve ? hubFiles[decodeURIComponent(resolve[1] ?? "")] : undefined;
+      if (!content) {
+        response.writeHead(404, { "content-type": "application/json" }).end('{"error":"Repository not found"}');
+        return;
+      }
+      response.writeHead(200, { "content-length": content.length }).end(content);
+    });
+    await new Promise<void>((resolve) => hub.listen(0, "127.0.0.1", resolve));
+    hubUrl = `http://127.0.0.1:${(hub.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    hub.closeAllConnections();
+    await new Promise<void>((resolve) => hub.close(() => resolve()));
+  });
+
+  it("fetches the safetensors and small files of hf://org/name@revision, skipping duplicate formats", async () => {
+    const weightsPath = await fetchWeights({ ...baseOptions(), hubUrl, hubToken: "hf_secret", source: "hf://org/tiny@v1" });
+    expect(await readFile(path.join(weightsPath, "model.safetensors"))).toEqual(shard);
+    await expect(readFile(path.join(weightsPath, "pytorch_model.bin"))).rejects.toThrow();
+    expect(authorization).toBe("Bearer hf_secret");
+  });
+
+  it("fetches one named file of a repository as a file", async () => {
+    const weightsPath = await fetchWeights({ ...baseOptions(), hubUrl, source: "hf://org/tiny@v1/config.json" });
+    expect(await readFile(weightsPath, "utf8")).toBe('{"model_type":"llama"}');
+  });
+
+  it("names the repository, revision and hub when the repository is unknown", async () => {
+    await expect(fetchWeights({ ...baseOptions(), hubUrl, source: "hf://org/absent@v1" })).rejects.toThrow(
+      new RegExp(`hf://org/absent@v1 at ${hubUrl} on node node-a: the hub answered 404`),
+    );
+  });
+});

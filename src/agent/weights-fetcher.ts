@@ -1,0 +1,393 @@
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { pipeline } from "node:stream/promises";
+import { Transform } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import { listFiles } from "@huggingface/hub";
+import { Agent, interceptors, request, type Dispatcher } from "undici";
+import { DomainError } from "../errors/domain-error.js";
+import {
+  cacheLocation,
+  checksumFromHeaders,
+  companionFiles,
+  parseFolderListing,
+  parseWeightsSource,
+  selectHubFiles,
+  shardsFromIndex,
+  type WeightsSource,
+} from "./weights-source.js";
+
+export interface FetchProgress {
+  readonly bytesDone: number;
+  /** Undefined until every file's size is known. */
+  readonly bytesTotal: number | undefined;
+}
+
+export interface FetchWeightsOptions {
+  readonly source: string;
+  /** DATA_DIR/weights */
+  readonly cacheDirectory: string;
+  /** Named in failure reasons, so an operator knows which machine could not fetch. */
+  readonly nodeName: string;
+  readonly hubUrl: string;
+  readonly hubToken: string | undefined;
+  readonly onProgress?: ((progress: FetchProgress) => void) | undefined;
+  readonly signal?: AbortSignal | undefined;
+  /** Attempts per file when the connection breaks; each resumes where the last stopped. */
+  readonly maxAttempts?: number | undefined;
+  /** First pause between attempts, doubled each time. */
+  readonly retryDelayMs?: number | undefined;
+}
+
+interface RemoteFile {
+  readonly url: string;
+  /** Relative to the source's cache folder; "" for a single-file source. */
+  readonly relativePath: string;
+  size: number | undefined;
+  readonly sha256: string | undefined;
+  readonly headers: Record<string, string>;
+}
+
+/** A folder is complete once this marker exists; without it a restarted agent checks every file again. */
+const completeMarker = ".llmgw-complete";
+
+// Follows the hub's redirect to its CDN; undici strips Authorization on a cross-origin redirect.
+const redirectingDispatcher: Dispatcher = new Agent({ connectTimeout: 30_000, headersTimeout: 60_000, bodyTimeout: 120_000 }).compose(
+  interceptors.redirect({ maxRedirections: 5 }),
+);
+
+function unavailable(what: string, hint: string): DomainError {
+  return new DomainError("source_unavailable", what, hint);
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Retrying helps with a broken connection or an overloaded server, never with a missing file. */
+function retryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+async function sizeOf(file: string): Promise<number | undefined> {
+  try {
+    return (await stat(file)).size;
+  } catch {
+    return undefined;
+  }
+}
+
+async function sha256OfFile(file: string): Promise<string> {
+  const hash = createHash("sha256");
+  await pipeline(createReadStream(file), hash);
+  return hash.digest("hex");
+}
+
+class ProgressCounter {
+  private readonly done = new Map<string, number>();
+  constructor(
+    private readonly files: readonly RemoteFile[],
+    private readonly report: ((progress: FetchProgress) => void) | undefined,
+  ) {}
+  set(relativePath: string, bytes: number): void {
+    this.done.set(relativePath, bytes);
+    this.emit();
+  }
+  emit(): void {
+    if (!this.report) return;
+    let bytesDone = 0;
+    for (const bytes of this.done.values()) bytesDone += bytes;
+    const sizes = this.files.map((file) => file.size);
+    const bytesTotal = sizes.every((size) => size !== undefined) ? sizes.reduce<number>((sum, size) => sum + (size ?? 0), 0) : undefined;
+    this.report({ bytesDone, bytesTotal: bytesTotal === undefined ? undefined : Math.max(bytesTotal, bytesDone) });
+  }
+}
+
+/**
+ * Downloads one file to `destination` through `destination.partial`, resuming
+ * with a Range request after a broken connection (a 70 GB shard must not
+ * restart from zero because a proxy dropped it at 60 GB). If-Range with the
+ * ETag makes a server whose file changed meanwhile send it whole, so the
+ * partial never mixes two versions. The file appears under its real name only
+ * when complete and, when a checksum is known, verified.
+ */
+async function downloadFile(file: RemoteFile, destination: string, options: FetchWeightsOptions, progress: ProgressCounter): Promise<void> {
+  const existing = await sizeOf(destination);
+  if (existing !== undefined) {
+    progress.set(file.relativePath, existing);
+    return;
+  }
+  await mkdir(path.dirname(destination), { recursive: true });
+  const partial = `${destination}.partial`;
+  const metaFile = `${destination}.partial.json`;
+  let etag: string | undefined;
+  try {
+    etag = (JSON.parse(await readFile(metaFile, "utf8")) as { etag?: string }).etag;
+  } catch {
+    etag = undefined;
+  }
+  const maxAttempts = options.maxAttempts ?? 6;
+  let delay = options.retryDelayMs ?? 500;
+  let lastProblem = "";
+  for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+    options.signal?.throwIfAborted();
+    if (attempt > 1) {
+      await sleep(delay, undefined, { signal: options.signal });
+      delay = Math.min(delay * 2, 30_000);
+    }
+    let offset = (await sizeOf(partial)) ?? 0;
+    const headers: Record<string, string> = { ...file.headers };
+    if (offset > 0) {
+      headers.range = `bytes=${offset}-`;
+      if (etag !== undefined) headers["if-range"] = etag;
+    }
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(file.url, { method: "GET", headers, dispatcher: redirectingDispatcher, signal: options.signal });
+    } catch (error) {
+      options.signal?.throwIfAborted();
+      lastProblem = `could not connect (${(error as Error).message})`;
+      continue;
+    }
+    const status = response.statusCode;
+    if (status === 416) {
+      await response.body.dump();
+      // The partial already holds the whole file (the cut came after the last byte), or it is longer than the file now is.
+      if (file.size !== undefined && offset === file.size) break;
+      await rm(partial, { force: true });
+      lastProblem = "the server refused the resume range";
+      continue;
+    }
+    if (status !== 200 && status !== 206) {
+      await response.body.dump();
+      if (!retryableStatus(status)) {
+        throw unavailable(
+          `could not fetch ${file.url} on node ${options.nodeName}: the server answered ${status}${status === 404 ? " (not found)" : status === 401 || status === 403 ? " (not allowed)" : ""}`,
+          status === 401 || status === 403
+            ? "Give the agent a token for this source (HF_TOKEN for the hub), or make the file readable."
+            : "Check the profile's source: the URL must name a file that exists (a folder ends in /).",
+        );
+      }
+      lastProblem = `the server answered ${status}`;
+      continue;
+    }
+    const contentRange = headerText(response.headers["content-range"]);
+    if (status === 206) {
+      const start = /bytes (\d+)-/.exec(contentRange ?? "");
+      if (!start || Number(start[1]) !== offset) {
+        // A range other than the one asked for would corrupt the file if appended.
+        await response.body.dump();
+        await rm(partial, { force: true });
+        lastProblem = `the server sent range "${contentRange ?? ""}" for a request from byte ${offset}`;
+        continue;
+      }
+    } else {
+      offset = 0;
+    }
+    const length = Number(headerText(response.headers["content-length"]) ?? Number.NaN);
+    const total = /\/(\d+)$/.exec(contentRange ?? "")?.[1];
+    if (total !== undefined) file.size = Number(total);
+    else if (Number.isFinite(length)) file.size = offset + length;
+    const responseEtag = headerText(response.headers.etag);
+    etag = responseEtag ?? etag;
+    const expectedSha256 = file.sha256 ?? checksumFromHeaders(response.headers);
+    if (responseEtag !== undefined) await writeFile(metaFile, JSON.stringify({ etag: responseEtag }));
+    let written = offset;
+    progress.set(file.relativePath, written);
+    const counter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        written += chunk.length;
+        progress.set(file.relativePath, written);
+        callback(null, chunk);
+      },
+    });
+    try {
+      await pipeline(response.body, counter, createWriteStream(partial, { flags: status === 206 ? "a" : "w" }));
+    } catch (error) {
+      options.signal?.throwIfAborted();
+      lastProblem = `the connection broke after ${written} bytes (${(error as Error).message})`;
+      continue;
+    }
+    const size = (await sizeOf(partial)) ?? 0;
+    if (file.size !== undefined && size < file.size) {
+      lastProblem = `the connection ended after ${size} of ${file.size} bytes`;
+      continue;
+    }
+    if (expectedSha256 !== undefined) {
+      const actual = await sha256OfFile(partial);
+      if (actual !== expectedSha256) {
+        await rm(partial, { force: true });
+        await rm(metaFile, { force: true });
+        throw new DomainError(
+          "checksum_mismatch",
+          `${file.url} fetched on node ${options.nodeName} has sha256 ${actual}, but the source published ${expectedSha256}`,
+          "Fetch it again (the partial file was removed); if it repeats, the file on the server differs from its published checksum.",
+        );
+      }
+    }
+    await rename(partial, destination);
+    await rm(metaFile, { force: true });
+    progress.set(file.relativePath, size);
+    return;
+  }
+  throw unavailable(
+    `could not fetch ${file.url} on node ${options.nodeName} after ${maxAttempts} attempts: ${lastProblem}`,
+    "Check the node's network to the source; a restart of the replica resumes where this stopped.",
+  );
+}
+
+async function getText(url: string, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<{ status: number; text: string; type: string }> {
+  const response = await request(url, { method: "GET", headers, dispatcher: redirectingDispatcher, signal });
+  const text = response.statusCode === 200 ? await response.body.text() : (await response.body.dump(), "");
+  return { status: response.statusCode, text, type: headerText(response.headers["content-type"]) ?? "" };
+}
+
+async function headSize(url: string, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<{ status: number; size: number | undefined }> {
+  const response = await request(url, { method: "HEAD", headers, dispatcher: redirectingDispatcher, signal });
+  await response.body.dump();
+  const length = Number(headerText(response.headers["content-length"]) ?? Number.NaN);
+  return { status: response.statusCode, size: Number.isFinite(length) ? length : undefined };
+}
+
+const maxListedFiles = 10_000;
+const maxListingDepth = 4;
+
+/** The files under an http folder: from its autoindex page, or else from model.safetensors.index.json. */
+async function listHttpFolder(folderUrl: string, options: FetchWeightsOptions): Promise<RemoteFile[]> {
+  const files: RemoteFile[] = [];
+  const walk = async (url: string, prefix: string, depth: number): Promise<boolean> => {
+    const page = await getText(url, {}, options.signal);
+    if (page.status !== 200 || !/html/i.test(page.type)) return false;
+    const listing = parseFolderListing(page.text, url);
+    for (const name of listing.files) {
+      files.push({ url: new URL(encodeURIComponent(name), url).toString(), relativePath: prefix + name, size: undefined, sha256: undefined, headers: {} });
+    }
+    if (files.length > maxListedFiles) throw unavailable(`${folderUrl} lists more than ${maxListedFiles} files`, "Point the source at the model's own folder.");
+    if (depth < maxListingDepth) {
+      for (const folder of listing.folders) await walk(new URL(`${encodeURIComponent(folder)}/`, url).toString(), `${prefix}${folder}/`, depth + 1);
+    }
+    return true;
+  };
+  if (await walk(folderUrl, "", 0)) {
+    if (files.length === 0) throw unavailable(`${folderUrl} lists no files (fetched on node ${options.nodeName})`, "Check the folder URL; it must list the model's files.");
+  } else {
+    const indexUrl = new URL("model.safetensors.index.json", folderUrl).toString();
+    const index = await getText(indexUrl, {}, options.signal);
+    if (index.status !== 200) {
+      throw unavailable(
+        `could not fetch ${folderUrl} on node ${options.nodeName}: the folder has no listing and ${indexUrl} answered ${index.status}`,
+        "Serve the folder with a directory listing (nginx autoindex on), or put model.safetensors.index.json in it, or name one file.",
+      );
+    }
+    const names = ["model.safetensors.index.json", ...shardsFromIndex(index.text, indexUrl)];
+    for (const companion of companionFiles) {
+      const url = new URL(companion, folderUrl).toString();
+      const head = await headSize(url, {}, options.signal);
+      if (head.status === 200) names.push(companion);
+    }
+    for (const name of names) files.push({ url: new URL(name, folderUrl).toString(), relativePath: name, size: undefined, sha256: undefined, headers: {} });
+  }
+  // Sizes up front, so progress is a fraction of the whole folder from the first byte.
+  for (const file of files) {
+    if (file.size === undefined) file.size = (await headSize(file.url, file.headers, options.signal)).size;
+  }
+  return files;
+}
+
+async function listHubFiles(source: Extract<WeightsSource, { kind: "hub" }>, options: FetchWeightsOptions): Promise<{ files: RemoteFile[]; singleFile: boolean }> {
+  const hubUrl = options.hubUrl.replace(/\/+$/, "");
+  const headers: Record<string, string> = options.hubToken ? { authorization: `Bearer ${options.hubToken}` } : {};
+  const listed: { path: string; size: number; sha256: string | undefined }[] = [];
+  try {
+    for await (const entry of listFiles({
+      repo: { type: "model", name: source.repo },
+      revision: source.revision,
+      recursive: true,
+      hubUrl,
+      ...(options.hubToken ? { accessToken: options.hubToken } : {}),
+    })) {
+      if (entry.type !== "file") continue;
+      listed.push({ path: entry.path, size: entry.lfs?.size ?? entry.size, sha256: entry.lfs?.oid });
+      if (listed.length > maxListedFiles) break;
+    }
+  } catch (error) {
+    const status = (error as { statusCode?: number }).statusCode;
+    throw unavailable(
+      `could not list hf://${source.repo}@${source.revision} at ${hubUrl} on node ${options.nodeName}: ${status !== undefined ? `the hub answered ${status}` : (error as Error).message}`,
+      status === 401 || status === 403 || status === 404
+        ? "Check the repository name and revision; a gated or private repository needs HF_TOKEN on the agent."
+        : "Check the node's network to the hub (or set --hf-endpoint to a mirror).",
+    );
+  }
+  const wanted = source.path;
+  const exact = listed.find((entry) => entry.path === wanted);
+  const selected = exact
+    ? [exact]
+    : wanted === ""
+      ? listed.filter((entry) => selectHubFiles(listed.map((item) => item.path)).includes(entry.path))
+      : listed.filter((entry) => entry.path.startsWith(`${wanted}/`));
+  if (selected.length === 0) {
+    throw unavailable(
+      `hf://${source.repo}@${source.revision}${wanted ? `/${wanted}` : ""} at ${hubUrl} has no files${wanted ? ` under ${wanted}` : ""} (listed on node ${options.nodeName})`,
+      "Check the path after the revision; it names a file or folder in the repository.",
+    );
+  }
+  const files = selected.map((entry) => ({
+    url: `${hubUrl}/${source.repo}/resolve/${encodeURIComponent(source.revision)}/${entry.path.split("/").map(encodeURIComponent).join("/")}`,
+    relativePath: exact ? "" : wanted === "" ? entry.path : entry.path.slice(wanted.length + 1),
+    size: entry.size,
+    sha256: entry.sha256,
+    headers,
+  }));
+  return { files, singleFile: exact !== undefined };
+}
+
+/**
+ * Puts a replica's weights in the cache and returns where the engine finds
+ * them: a file (one URL, one hub file) or a folder. Local paths are used in
+ * place. A source fetched completely before is not fetched again.
+ */
+export async function fetchWeights(options: FetchWeightsOptions): Promise<string> {
+  const source = parseWeightsSource(options.source);
+  if (source.kind === "local") {
+    if ((await sizeOf(source.path)) === undefined) {
+      throw unavailable(
+        `local path ${source.path} does not exist on node ${options.nodeName}`,
+        "Put the weights at that path on this node (or on a shared mount), or give a URL the agent can fetch.",
+      );
+    }
+    return source.path;
+  }
+  const target = path.join(options.cacheDirectory, cacheLocation(source));
+  if (source.kind === "http-file") {
+    const file: RemoteFile = { url: source.url, relativePath: "", size: undefined, sha256: source.sha256, headers: {} };
+    await downloadFile(file, target, options, new ProgressCounter([file], options.onProgress));
+    return target;
+  }
+  if ((await sizeOf(path.join(target, completeMarker))) !== undefined) {
+    options.onProgress?.({ bytesDone: 1, bytesTotal: 1 });
+    return target;
+  }
+  let files: RemoteFile[];
+  let singleFile = false;
+  if (source.kind === "http-folder") {
+    files = await listHttpFolder(source.url, options);
+  } else {
+    ({ files, singleFile } = await listHubFiles(source, options));
+  }
+  if (singleFile) {
+    const only = files[0] as RemoteFile;
+    await downloadFile(only, target, options, new ProgressCounter(files, options.onProgress));
+    return target;
+  }
+  const progress = new ProgressCounter(files, options.onProgress);
+  progress.emit();
+  for (const file of files) {
+    const destination = path.join(target, ...file.relativePath.split("/").filter((segment) => segment !== ".."));
+    await downloadFile(file, destination, options, progress);
+  }
+  await writeFile(path.join(target, completeMarker), `${new Date().toISOString()} ${options.source}\n`);
+  return target;
+}

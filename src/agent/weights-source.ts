@@ -1,0 +1,180 @@
+import { createHash } from "node:crypto";
+import path from "node:path";
+import { DomainError } from "../errors/domain-error.js";
+
+/**
+ * What a profile's `source` means (SPEC S3), decided without I/O:
+ *   https://host/model.gguf[#sha256=HEX]   one file
+ *   https://host/models/llama/              a folder, fetched file by file from its listing or index
+ *   hf://org/name[@revision][/path]         a Hugging Face repository (or one file or folder in it)
+ *   /srv/models/llama, ./x, file:///x       used in place
+ */
+export type WeightsSource =
+  | { readonly kind: "http-file"; readonly url: string; readonly sha256: string | undefined }
+  | { readonly kind: "http-folder"; readonly url: string }
+  | { readonly kind: "hub"; readonly repo: string; readonly revision: string; readonly path: string }
+  | { readonly kind: "local"; readonly path: string };
+
+const sha256Pattern = /^[0-9a-f]{64}$/;
+
+function invalidSource(source: string, why: string): DomainError {
+  return new DomainError(
+    "invalid_input",
+    `source "${source}" ${why}`,
+    "Give an http(s) URL (a folder ends in /), hf://org/name@revision, or an absolute path on the node.",
+  );
+}
+
+export function parseWeightsSource(source: string): WeightsSource {
+  if (/^https?:\/\//i.test(source)) {
+    let url: URL;
+    try {
+      url = new URL(source);
+    } catch {
+      throw invalidSource(source, "is not a valid URL");
+    }
+    // A #sha256=HEX fragment (as pip does) pins the file's content when the server publishes no checksum.
+    const fragment = /^#sha256=([0-9a-fA-F]{64})$/.exec(url.hash);
+    if (url.hash !== "" && !fragment) throw invalidSource(source, "has a fragment other than #sha256=<64 hex digits>");
+    url.hash = "";
+    if (url.pathname.endsWith("/")) return { kind: "http-folder", url: url.toString() };
+    return { kind: "http-file", url: url.toString(), sha256: fragment?.[1]?.toLowerCase() };
+  }
+  if (source.startsWith("hf://")) {
+    const segments = source.slice("hf://".length).split("/").filter((segment) => segment.length > 0);
+    const [owner, nameAndRevision, ...rest] = segments;
+    if (owner === undefined || nameAndRevision === undefined) throw invalidSource(source, "does not name a repository as hf://org/name");
+    const at = nameAndRevision.indexOf("@");
+    const name = at === -1 ? nameAndRevision : nameAndRevision.slice(0, at);
+    const revision = at === -1 ? "main" : nameAndRevision.slice(at + 1);
+    if (name.length === 0 || revision.length === 0) throw invalidSource(source, "has an empty name or revision");
+    if (rest.some((segment) => segment === "..")) throw invalidSource(source, "climbs out of the repository with ..");
+    return { kind: "hub", repo: `${owner}/${name}`, revision, path: rest.join("/") };
+  }
+  if (source.startsWith("file://")) return { kind: "local", path: new URL(source).pathname };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) throw invalidSource(source, "uses a scheme the agent cannot fetch");
+  return { kind: "local", path: path.resolve(source) };
+}
+
+/** A path segment safe on every file system we run on, and never `..`. */
+function safeSegment(segment: string): string {
+  const cleaned = segment.replace(/[^A-Za-z0-9._-]/g, "_");
+  return cleaned === "" || cleaned === "." || cleaned === ".." ? "_" : cleaned;
+}
+
+/**
+ * Where a source lives in the weights cache, relative to it. Readable (an
+ * operator clearing the cache by hand can tell what is what) and stable, so a
+ * restarted agent finds what it fetched before and does not fetch it again.
+ */
+export function cacheLocation(source: WeightsSource): string {
+  switch (source.kind) {
+    case "http-file":
+    case "http-folder": {
+      const url = new URL(source.url);
+      const segments = url.pathname.split("/").filter((segment) => segment.length > 0).map(safeSegment);
+      if (url.search !== "") {
+        // Two URLs that differ only in their query are two files; keep them apart.
+        const queryHash = createHash("sha256").update(url.search).digest("hex").slice(0, 8);
+        segments.push(`${segments.pop() ?? "index"}_${queryHash}`);
+      }
+      return path.join("http", safeSegment(url.host), ...segments);
+    }
+    case "hub":
+      return path.join(
+        "hf",
+        ...source.repo.split("/").map(safeSegment),
+        safeSegment(source.revision),
+        ...source.path.split("/").filter((segment) => segment.length > 0).map(safeSegment),
+      );
+    case "local":
+      return source.path;
+  }
+}
+
+export function checksumFromHeaders(headers: Record<string, string | string[] | undefined>): string | undefined {
+  // The hub sends the LFS file's sha256 as X-Linked-Etag (on the redirect) or ETag; other servers' ETags are opaque.
+  for (const name of ["x-linked-etag", "etag"]) {
+    const value = headers[name];
+    const text = (Array.isArray(value) ? value[0] : value)?.replace(/^W\//, "").replace(/"/g, "").toLowerCase();
+    if (text !== undefined && sha256Pattern.test(text)) return text;
+  }
+  return undefined;
+}
+
+/**
+ * The links of an autoindex page (nginx, Apache, python -m http.server): the
+ * files and subfolders directly under the folder. Sorting links, parent links,
+ * absolute links elsewhere and query links are dropped.
+ */
+export function parseFolderListing(html: string, folderUrl: string): { files: string[]; folders: string[] } {
+  const files = new Set<string>();
+  const folders = new Set<string>();
+  const folder = new URL(folderUrl);
+  for (const match of html.matchAll(/href\s*=\s*["']([^"']+)["']/gi)) {
+    const href = (match[1] ?? "").replace(/&amp;/g, "&");
+    if (href.startsWith("?") || href.startsWith("#")) continue;
+    let target: URL;
+    try {
+      target = new URL(href, folder);
+    } catch {
+      continue;
+    }
+    if (target.origin !== folder.origin || target.search !== "" || !target.pathname.startsWith(folder.pathname)) continue;
+    const relative = decodeURIComponent(target.pathname.slice(folder.pathname.length));
+    if (relative === "" || relative.startsWith("/")) continue;
+    const name = relative.endsWith("/") ? relative.slice(0, -1) : relative;
+    // Only direct children: deeper links would be fetched twice when their folder is listed.
+    if (name.includes("/") || name === "." || name === "..") continue;
+    if (relative.endsWith("/")) folders.add(name);
+    else files.add(name);
+  }
+  return { files: [...files].sort(), folders: [...folders].sort() };
+}
+
+/** Files that go with a safetensors index: the config and tokenizer the engines read beside the shards. */
+export const companionFiles = [
+  "config.json",
+  "generation_config.json",
+  "tokenizer.json",
+  "tokenizer_config.json",
+  "tokenizer.model",
+  "special_tokens_map.json",
+  "vocab.json",
+  "merges.txt",
+  "chat_template.jinja",
+  "preprocessor_config.json",
+] as const;
+
+export function shardsFromIndex(indexText: string, where: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(indexText);
+  } catch {
+    throw new DomainError("source_unavailable", `${where} is not JSON`, "Serve the model.safetensors.index.json the model was saved with.");
+  }
+  const weightMap = (parsed as { weight_map?: unknown }).weight_map;
+  if (typeof weightMap !== "object" || weightMap === null) {
+    throw new DomainError("source_unavailable", `${where} has no weight_map`, "Serve the model.safetensors.index.json the model was saved with.");
+  }
+  const shards = new Set<string>();
+  for (const value of Object.values(weightMap)) {
+    if (typeof value === "string" && !value.includes("..")) shards.add(value);
+  }
+  return [...shards].sort();
+}
+
+/**
+ * Which files of a hub repository an engine needs. A repository often holds
+ * the same weights several times (safetensors, pytorch .bin, GGUF, an
+ * original/ checkpoint); fetching all of them doubles or triples the download,
+ * so with safetensors present only they and the small files are kept.
+ */
+export function selectHubFiles(paths: readonly string[]): string[] {
+  const hasSafetensors = paths.some((file) => file.endsWith(".safetensors"));
+  if (!hasSafetensors) return paths.filter((file) => file !== ".gitattributes");
+  return paths.filter((file) => {
+    if (file === ".gitattributes" || file.startsWith("original/")) return false;
+    return !/\.(bin|pt|pth|msgpack|h5|gguf|onnx|ckpt)$/.test(file);
+  });
+}
