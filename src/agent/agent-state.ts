@@ -1,0 +1,88 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+import { DomainError } from "../errors/domain-error.js";
+import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "./protocol.js";
+
+/**
+ * What a restarted agent needs to adopt its engines and rejoin without a new
+ * join token: DATA_DIR/agent-state.json. It holds the node credential, so it
+ * is written readable by its owner only.
+ */
+export const persistedReplicaSchema = z.object({
+  spec: replicaSpecSchema,
+  state: z.enum(replicaStates),
+  since: z.string(),
+  port: z.number().int().optional(),
+  pid: z.number().int().optional(),
+  process_group: z.number().int().optional(),
+  /** /proc start time, so a pid reused by another program after the engine died is not adopted. */
+  start_ticks: z.string().optional(),
+  health_path: z.string().optional(),
+  weights_path: z.string().optional(),
+  reason: z.string().optional(),
+  progress: replicaProgressSchema.optional(),
+  /** A terminal state already delivered to the server in a heartbeat. */
+  reported: z.boolean().optional(),
+});
+export type PersistedReplica = z.infer<typeof persistedReplicaSchema>;
+
+export const agentStateSchema = z.object({
+  version: z.literal(1),
+  server_url: z.string(),
+  node_name: z.string(),
+  credential: z.string().optional(),
+  replicas: z.array(persistedReplicaSchema),
+});
+export type AgentState = z.infer<typeof agentStateSchema>;
+
+export async function readAgentState(file: string): Promise<AgentState | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+  const parsed = agentStateSchema.safeParse(JSON.parse(text));
+  if (!parsed.success) {
+    throw new DomainError(
+      "config_invalid",
+      `${file} is not an agent state file this version can read: ${parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`,
+      "Move the file aside to start afresh (engines it started keep running and must then be stopped by hand), or run the agent version that wrote it.",
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * Writes are atomic (a temporary file renamed over the old one, which POSIX
+ * makes all-or-nothing) and serialised: an agent killed mid-write leaves the
+ * previous state, never half a file that would orphan every engine.
+ */
+export class AgentStateWriter {
+  private queue: Promise<void> = Promise.resolve();
+  constructor(private readonly file: string) {}
+
+  write(state: AgentState): Promise<void> {
+    const text = `${JSON.stringify(state, null, 2)}\n`;
+    const next = this.queue.then(async () => {
+      await mkdir(path.dirname(this.file), { recursive: true });
+      const temporary = `${this.file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+      try {
+        await writeFile(temporary, text, { mode: 0o600 });
+        await rename(temporary, this.file);
+      } catch (error) {
+        await rm(temporary, { force: true });
+        throw error;
+      }
+    });
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async flushed(): Promise<void> {
+    await this.queue;
+  }
+}

@@ -1,0 +1,170 @@
+import { spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import net from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { request } from "undici";
+
+/** A free TCP port on this machine, as the kernel hands one out. */
+export async function findFreePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/**
+ * Whether nothing listens on the port. Binding the wildcard address fails
+ * when any address holds the port, so an engine bound to 127.0.0.1 and one
+ * bound to 0.0.0.0 are both found.
+ */
+export async function isPortFree(port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const server = net.createServer();
+    server.once("error", () => resolve(false));
+    server.listen({ port, host: "0.0.0.0", exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+interface ProcessStat {
+  readonly state: string;
+  readonly processGroup: number;
+  /** Clock ticks after boot when the process started: with the pid, it names one process for good. */
+  readonly startTicks: string;
+}
+
+async function readProcessStat(pid: number): Promise<ProcessStat | undefined> {
+  let text: string;
+  try {
+    text = await readFile(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses; the fields after its last ')' are fixed.
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const state = fields[0];
+  const processGroup = fields[2];
+  const startTicks = fields[19];
+  if (state === undefined || processGroup === undefined || startTicks === undefined) return undefined;
+  return { state, processGroup: Number(processGroup), startTicks };
+}
+
+const hasProc = async () => (await readProcessStat(process.pid)) !== undefined;
+
+export async function processStartTicks(pid: number): Promise<string | undefined> {
+  return (await readProcessStat(pid))?.startTicks;
+}
+
+/**
+ * Whether the process runs. A zombie does not count: when the agent is gone
+ * and no one reaps the engine, its pid lingers dead. A pid whose start time
+ * differs from the recorded one was reused by another program after the
+ * engine died, and does not count either.
+ */
+export async function isProcessAlive(pid: number, expectedStartTicks?: string): Promise<boolean> {
+  const stat = await readProcessStat(pid);
+  if (stat) return stat.state !== "Z" && (expectedStartTicks === undefined || stat.startTicks === expectedStartTicks);
+  if (await hasProc()) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Whether any live (not zombie) process is left in the group. */
+export async function isProcessGroupAlive(processGroup: number): Promise<boolean> {
+  if (await hasProc()) {
+    for (const entry of await readdir("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      const stat = await readProcessStat(Number(entry));
+      if (stat && stat.processGroup === processGroup && stat.state !== "Z") return true;
+    }
+    return false;
+  }
+  try {
+    process.kill(-processGroup, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function signalGroup(processGroup: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-processGroup, signal);
+  } catch {
+    // ESRCH: the group is already gone, which is what a stop wants.
+  }
+}
+
+/**
+ * SIGTERM to the whole group (vLLM and SGLang fork a worker per card; killing
+ * only the leader orphans workers that keep the cards' memory), a grace period
+ * for the engine to finish and free its cards, then SIGKILL to what is left.
+ * Returns whether SIGKILL was needed.
+ */
+export async function stopProcessGroup(processGroup: number, graceMs: number, pollMs = 100): Promise<boolean> {
+  signalGroup(processGroup, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!(await isProcessGroupAlive(processGroup))) return false;
+    await sleep(pollMs);
+  }
+  if (!(await isProcessGroupAlive(processGroup))) return false;
+  signalGroup(processGroup, "SIGKILL");
+  for (let attempt = 0; attempt < 50 && (await isProcessGroupAlive(processGroup)); attempt += 1) await sleep(pollMs);
+  return true;
+}
+
+export interface SpawnedEngine {
+  readonly pid: number;
+  /** The engine leads its own group: pid and group id are the same. */
+  readonly processGroup: number;
+  /** Resolves when the process exits, while this agent process is its parent. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts an engine so that it outlives the agent: detached (its own session
+ * and process group, so a signal to the agent's group or the agent's death
+ * does not reach it), stdin closed, stdout and stderr appended to its log file
+ * rather than piped (a pipe would break when the agent exits).
+ */
+export async function spawnEngine(argv: readonly string[], env: NodeJS.ProcessEnv, logPath: string, cwd?: string): Promise<SpawnedEngine> {
+  const [program, ...args] = argv;
+  if (program === undefined) throw new Error("engine command line is empty");
+  const logDescriptor = openSync(logPath, "a");
+  try {
+    const child = spawn(program, args, { detached: true, stdio: ["ignore", logDescriptor, logDescriptor], env, ...(cwd ? { cwd } : {}) });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", () => resolve());
+      child.once("error", reject);
+    });
+    child.unref();
+    const pid = child.pid;
+    if (pid === undefined) throw new Error(`no pid for ${program}`);
+    return { pid, processGroup: pid, exited };
+  } finally {
+    closeSync(logDescriptor);
+  }
+}
+
+/** One health probe; any answer but 200, or none within the timeout, is not healthy. */
+export async function probeHealth(url: string, timeoutMs = 3000): Promise<boolean> {
+  try {
+    const response = await request(url, { method: "GET", headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+    await response.body.dump();
+    return response.statusCode === 200;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,174 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pino from "pino";
+import { request } from "undici";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../../test/support/fake-engine.js";
+import { isProcessAlive, isProcessGroupAlive } from "./engine-process.js";
+import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "./protocol.js";
+import { defaultLogRotation } from "./replica-log.js";
+import { ReplicaSupervisor, type ReplicaSupervisorOptions } from "./replica-supervisor.js";
+
+let directory: string;
+let weights: string;
+let engineScript: string;
+let supervisors: ReplicaSupervisor[] = [];
+const extraCleanups: (() => Promise<void> | void)[] = [];
+
+beforeEach(async () => {
+  directory = await mkdtemp(path.join(os.tmpdir(), "llmgw-supervisor-"));
+  weights = path.join(directory, "model.gguf");
+  await writeFile(weights, "weights");
+  engineScript = await writeFakeEngine(directory);
+});
+
+afterEach(async () => {
+  for (const supervisor of supervisors) {
+    await supervisor.close();
+    for (const record of supervisor.persisted()) killGroup(record.process_group);
+  }
+  supervisors = [];
+  for (const cleanup of extraCleanups.splice(0)) await cleanup();
+  await rm(directory, { recursive: true, force: true });
+});
+
+function makeSupervisor(overrides: Partial<ReplicaSupervisorOptions> = {}): ReplicaSupervisor {
+  const supervisor = new ReplicaSupervisor({
+    nodeName: "node-a",
+    dataDirectory: directory,
+    driverFor: standInDriverFor(process.execPath, [engineScript]),
+    simulation: undefined,
+    enginePaths: {},
+    hubUrl: "http://127.0.0.1:1",
+    hubToken: undefined,
+    startupTimeoutMs: 10_000,
+    stopGraceMs: 2000,
+    drainTimeoutMs: 5000,
+    healthPollMs: 100,
+    logRotation: defaultLogRotation,
+    onChange: () => undefined,
+    logger: pino({ level: "silent" }),
+    ...overrides,
+  });
+  supervisors.push(supervisor);
+  return supervisor;
+}
+
+function spec(overrides: Partial<ReplicaSpecInput> = {}) {
+  return replicaSpecSchema.parse({ id: "r1", model: "tiny", profile: "default", engine: "llamacpp", source: weights, cards: [0, 1], ...overrides });
+}
+
+async function until(supervisor: ReplicaSupervisor, id: string, states: string[]): Promise<ReplicaStatus> {
+  return await waitFor(() => {
+    const status = supervisor.get(id);
+    return status && states.includes(status.state) ? status : undefined;
+  }, 20_000, `replica ${id} to be ${states.join(" or ")}`);
+}
+
+describe("ReplicaSupervisor", () => {
+  it("starts an engine on its cards, waits for health and reports ready with its endpoint", async () => {
+    const supervisor = makeSupervisor();
+    expect(supervisor.start(spec()).state).toBe("fetching");
+    const ready = await until(supervisor, "r1", ["ready", "failed"]);
+    expect(ready).toMatchObject({ state: "ready", endpoint: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), pid: expect.any(Number) });
+    const answer = await request(`${ready.endpoint}/pid`);
+    expect(await answer.body.text()).toBe(String(ready.pid));
+    const log = await readFile(path.join(directory, "logs", "r1.log"), "utf8");
+    expect(log).toContain("CUDA_VISIBLE_DEVICES=0,1");
+    expect(log).toContain(`--weights ${weights}`);
+  });
+
+  it("fails an engine that exits while loading, with its exit code and log tail", async () => {
+    const supervisor = makeSupervisor();
+    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "crash" } }));
+    const failed = await until(supervisor, "r1", ["failed", "ready"]);
+    expect(failed.state).toBe("failed");
+    expect(failed.reason).toContain("engine llamacpp exited with code 3 while loading tiny on node node-a");
+    expect(failed.reason).toContain("RuntimeError: CUDA out of memory while loading layer 31");
+  });
+
+  it("fails an engine whose health never answers within the deadline, and kills it", async () => {
+    const supervisor = makeSupervisor({ startupTimeoutMs: 1500 });
+    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "never-healthy" } }));
+    const pid = (await waitFor(() => supervisor.persisted()[0]?.pid, 10_000, "a pid")) as number;
+    const failed = await until(supervisor, "r1", ["failed", "ready"]);
+    expect(failed.reason).toMatch(/did not answer GET http:\/\/127\.0\.0\.1:\d+\/health within 2 s/);
+    expect(failed.reason).toContain("fake engine pid");
+    expect(await isProcessAlive(pid)).toBe(false);
+  });
+
+  it("stops with SIGTERM to the process group", async () => {
+    const supervisor = makeSupervisor();
+    supervisor.start(spec());
+    const ready = await until(supervisor, "r1", ["ready", "failed"]);
+    expect(supervisor.stop("r1", false).state).toBe("draining");
+    await until(supervisor, "r1", ["stopped"]);
+    expect(await isProcessAlive(ready.pid ?? 0)).toBe(false);
+    expect(await readFile(path.join(directory, "logs", "r1.log"), "utf8")).toContain("SIGTERM received, exiting");
+  });
+
+  it("kills an engine that ignores SIGTERM after the grace period, workers in its group included", async () => {
+    const supervisor = makeSupervisor({ stopGraceMs: 700 });
+    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }));
+    const ready = await until(supervisor, "r1", ["ready", "failed"]);
+    const started = Date.now();
+    supervisor.stop("r1", false);
+    await until(supervisor, "r1", ["stopped"]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(650);
+    expect(await isProcessGroupAlive(ready.pid ?? 0)).toBe(false);
+    expect(await readFile(path.join(directory, "logs", "r1.log"), "utf8")).toContain("ignoring SIGTERM");
+  });
+
+  it("drains: waits for the request in flight before stopping", async () => {
+    const supervisor = makeSupervisor();
+    supervisor.start(spec());
+    const ready = await until(supervisor, "r1", ["ready", "failed"]);
+    const slow = request(`${ready.endpoint}/slow`).then(async (answer) => await answer.body.text());
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    supervisor.stop("r1", true);
+    expect(await slow).toBe("done");
+    await until(supervisor, "r1", ["stopped"]);
+  });
+
+  it("fails a replica whose engine program is not installed, naming the engine and the node", async () => {
+    const supervisor = makeSupervisor({ driverFor: standInDriverFor("llama-server-not-installed", []) });
+    supervisor.start(spec());
+    const failed = await until(supervisor, "r1", ["failed", "ready"]);
+    expect(failed.reason).toContain('engine llamacpp is not installed on node node-a: program "llama-server-not-installed" was not found on PATH');
+  });
+
+  it("fails a replica whose port is taken by another process", async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    extraCleanups.push(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+    const port = (blocker.address() as AddressInfo).port;
+    const supervisor = makeSupervisor();
+    supervisor.start(spec({ port }));
+    const failed = await until(supervisor, "r1", ["failed", "ready"]);
+    expect(failed.reason).toContain(`port ${port} on node node-a is already taken by another process`);
+  });
+
+  it("fails a replica whose source answers 404, naming the URL", async () => {
+    const server = http.createServer((_request, response) => response.writeHead(404).end());
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    extraCleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const source = `http://127.0.0.1:${(server.address() as AddressInfo).port}/models/absent.gguf`;
+    const supervisor = makeSupervisor();
+    supervisor.start(spec({ source }));
+    const failed = await until(supervisor, "r1", ["failed", "ready"]);
+    expect(failed.reason).toContain(`could not fetch ${source} on node node-a: the server answered 404`);
+  });
+
+  it("refuses a second replica on cards in use, and treats a repeated start as the same replica", async () => {
+    const supervisor = makeSupervisor();
+    supervisor.start(spec());
+    expect(supervisor.start(spec()).id).toBe("r1");
+    expect(() => supervisor.start(spec({ id: "r2", cards: [1] }))).toThrow(/cards 1 on node node-a are used by replica r1/);
+    expect(() => supervisor.start(spec({ model: "other" }))).toThrow(/already runs on node node-a/);
+    await until(supervisor, "r1", ["ready", "failed"]);
+  });
+});

@@ -1,0 +1,612 @@
+import { appendFile, mkdir } from "node:fs/promises";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
+import { request } from "undici";
+import type { EngineName } from "../catalog/schema.js";
+import type { EngineDriver, EngineLaunch } from "../engines/driver.js";
+import { DomainError, isDomainError } from "../errors/domain-error.js";
+import type { PersistedReplica } from "./agent-state.js";
+import {
+  findFreePort,
+  isPortFree,
+  isProcessAlive,
+  probeHealth,
+  processStartTicks,
+  spawnEngine,
+  stopProcessGroup,
+} from "./engine-process.js";
+import { findProgram, type EnginePaths } from "./inventory.js";
+import type { ReplicaProgress, ReplicaSpec, ReplicaState, ReplicaStatus } from "./protocol.js";
+import { terminalReplicaStates } from "./protocol.js";
+import { readLogTail, rotateLogIfLarge, type LogRotation } from "./replica-log.js";
+import { fetchWeights } from "./weights-fetcher.js";
+import { cacheLocation, parseWeightsSource } from "./weights-source.js";
+
+export interface SimulationSettings {
+  /** How to run `llmgw`: [node, ...flags, path to bin/llmgw.js]; `sim-engine ...` is appended. */
+  readonly llmgwCommand: readonly string[];
+  /** Fetch remote sources for real; otherwise the weights are pretended and the download skipped. */
+  readonly fetch: boolean;
+  /** The class of a pretend card, passed to the simulated engine for its timing. */
+  readonly cardClass: (index: number) => string | undefined;
+}
+
+export interface ReplicaSupervisorOptions {
+  readonly nodeName: string;
+  readonly dataDirectory: string;
+  readonly driverFor: (engine: EngineName) => EngineDriver;
+  readonly simulation: SimulationSettings | undefined;
+  readonly enginePaths: EnginePaths;
+  readonly hubUrl: string;
+  readonly hubToken: string | undefined;
+  readonly startupTimeoutMs: number;
+  readonly stopGraceMs: number;
+  readonly drainTimeoutMs: number;
+  readonly healthPollMs: number;
+  readonly logRotation: LogRotation;
+  /** A state change to persist and to report early; progress changes are not persisted. */
+  readonly onChange: (kind: "state" | "progress") => void;
+  readonly logger: Logger;
+}
+
+interface Replica {
+  spec: ReplicaSpec;
+  state: ReplicaState;
+  since: string;
+  progress: ReplicaProgress | undefined;
+  port: number | undefined;
+  pid: number | undefined;
+  processGroup: number | undefined;
+  startTicks: string | undefined;
+  healthPath: string | undefined;
+  weightsPath: string | undefined;
+  reason: string | undefined;
+  adopted: boolean;
+  reported: boolean;
+  /** Aborts the fetch and the health wait: on stop, and when the agent closes. */
+  abort: AbortController;
+  /** The fetch-start-wait sequence; a stop awaits it so it never races a spawn. */
+  running: Promise<void> | undefined;
+  stopping: Promise<void> | undefined;
+  /** Set when the engine's process is seen gone. */
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+}
+
+const logTailLines = 20;
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function isTerminal(state: ReplicaState): boolean {
+  return terminalReplicaStates.includes(state);
+}
+
+/**
+ * Runs a node's replicas: fetch, start, wait for health, report, stop, and
+ * adopt what a previous agent process left running. Every failure ends in the
+ * `failed` state with a reason an operator can act on; nothing here kills an
+ * engine except a stop, a failed start, or an engine that stopped answering.
+ */
+export class ReplicaSupervisor {
+  private readonly replicas = new Map<string, Replica>();
+  private closing = false;
+  private readonly timers: NodeJS.Timeout[] = [];
+
+  constructor(private readonly options: ReplicaSupervisorOptions) {}
+
+  private get logsDirectory(): string {
+    return path.join(this.options.dataDirectory, "logs");
+  }
+
+  private get weightsDirectory(): string {
+    return path.join(this.options.dataDirectory, "weights");
+  }
+
+  logPath(id: string): string {
+    return path.join(this.logsDirectory, `${id}.log`);
+  }
+
+  /** Background duties: log rotation, and noticing adopted engines that exit (they are not this process's children). */
+  startBackgroundTasks(watchIntervalMs = 2000, rotateIntervalMs = 10_000): void {
+    this.timers.push(
+      setInterval(() => void this.watchAdopted(), watchIntervalMs),
+      setInterval(() => {
+        for (const replica of this.replicas.values()) {
+          if (replica.pid !== undefined) void rotateLogIfLarge(this.logPath(replica.spec.id), this.options.logRotation).catch(() => undefined);
+        }
+      }, rotateIntervalMs),
+    );
+    for (const timer of this.timers) timer.unref();
+  }
+
+  /**
+   * Stops supervising without stopping any engine: fetches and health waits
+   * are abandoned (the state file keeps them; the next agent resumes them).
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const timer of this.timers) clearInterval(timer);
+    for (const replica of this.replicas.values()) replica.abort.abort();
+    await Promise.allSettled([...this.replicas.values()].map((replica) => replica.running));
+  }
+
+  list(): ReplicaStatus[] {
+    return [...this.replicas.values()].map((replica) => this.status(replica));
+  }
+
+  get(id: string): ReplicaStatus | undefined {
+    const replica = this.replicas.get(id);
+    return replica ? this.status(replica) : undefined;
+  }
+
+  /** Whether the id names a replica this agent has, or had and kept a log for. */
+  has(id: string): boolean {
+    return this.replicas.has(id);
+  }
+
+  private status(replica: Replica): ReplicaStatus {
+    const { spec } = replica;
+    const live = !isTerminal(replica.state);
+    return {
+      id: spec.id,
+      model: spec.model,
+      profile: spec.profile,
+      engine: spec.engine,
+      cards: spec.cards,
+      state: replica.state,
+      ...(replica.state === "fetching" && replica.progress ? { progress: replica.progress } : {}),
+      ...(live && replica.port !== undefined && replica.pid !== undefined ? { endpoint: `http://127.0.0.1:${replica.port}` } : {}),
+      ...(live && replica.pid !== undefined ? { pid: replica.pid } : {}),
+      ...(replica.reason !== undefined ? { reason: replica.reason } : {}),
+      ...(replica.adopted ? { adopted: true } : {}),
+      since: replica.since,
+    };
+  }
+
+  persisted(): PersistedReplica[] {
+    return [...this.replicas.values()].map((replica) => ({
+      spec: replica.spec,
+      state: replica.state,
+      since: replica.since,
+      ...(replica.port !== undefined ? { port: replica.port } : {}),
+      ...(replica.pid !== undefined ? { pid: replica.pid } : {}),
+      ...(replica.processGroup !== undefined ? { process_group: replica.processGroup } : {}),
+      ...(replica.startTicks !== undefined ? { start_ticks: replica.startTicks } : {}),
+      ...(replica.healthPath !== undefined ? { health_path: replica.healthPath } : {}),
+      ...(replica.weightsPath !== undefined ? { weights_path: replica.weightsPath } : {}),
+      ...(replica.reason !== undefined ? { reason: replica.reason } : {}),
+      ...(replica.reported ? { reported: true } : {}),
+    }));
+  }
+
+  /**
+   * After a heartbeat delivered these statuses: terminal replicas the server
+   * has now seen are forgotten (their logs stay on disk for `ctl logs`).
+   */
+  acknowledge(delivered: readonly ReplicaStatus[]): void {
+    let changed = false;
+    for (const status of delivered) {
+      const replica = this.replicas.get(status.id);
+      if (replica && isTerminal(replica.state) && replica.state === status.state) {
+        this.replicas.delete(status.id);
+        changed = true;
+      }
+    }
+    if (changed) this.options.onChange("state");
+  }
+
+  private transition(replica: Replica, state: ReplicaState, reason?: string): void {
+    replica.state = state;
+    replica.since = now();
+    replica.reason = reason;
+    replica.reported = false;
+    this.options.logger.info({ replica: replica.spec.id, state, ...(reason ? { reason } : {}) }, `replica-${state}`);
+    this.options.onChange("state");
+  }
+
+  private newReplica(spec: ReplicaSpec, state: ReplicaState): Replica {
+    return {
+      spec,
+      state,
+      since: now(),
+      progress: undefined,
+      port: undefined,
+      pid: undefined,
+      processGroup: undefined,
+      startTicks: undefined,
+      healthPath: undefined,
+      weightsPath: undefined,
+      reason: undefined,
+      adopted: false,
+      reported: false,
+      abort: new AbortController(),
+      running: undefined,
+      stopping: undefined,
+      exit: undefined,
+    };
+  }
+
+  /**
+   * Starts a replica in the background and answers at once with its status
+   * (fetching). Idempotent for a repeated request with the same spec, so a
+   * server that retries after a lost answer does not start a second engine.
+   */
+  start(spec: ReplicaSpec): ReplicaStatus {
+    const existing = this.replicas.get(spec.id);
+    if (existing && !isTerminal(existing.state)) {
+      if (JSON.stringify(existing.spec) === JSON.stringify(spec)) return this.status(existing);
+      throw new DomainError(
+        "replica_conflict",
+        `replica ${spec.id} already runs on node ${this.options.nodeName} (${existing.spec.model}/${existing.spec.profile}, ${existing.state}) with a different specification`,
+        "Stop it first, or start the new one under another id.",
+      );
+    }
+    const busy = [...this.replicas.values()].find(
+      (other) => !isTerminal(other.state) && other.spec.cards.some((card) => spec.cards.includes(card)),
+    );
+    if (busy) {
+      const shared = busy.spec.cards.filter((card) => spec.cards.includes(card));
+      throw new DomainError(
+        "cards_busy",
+        `cards ${shared.join(",")} on node ${this.options.nodeName} are used by replica ${busy.spec.id} (${busy.spec.model}, ${busy.state})`,
+        "Stop that replica first, or place this one on other cards.",
+      );
+    }
+    const replica = this.newReplica(spec, "fetching");
+    this.replicas.set(spec.id, replica);
+    this.options.logger.info({ replica: spec.id, model: spec.model, engine: spec.engine, cards: spec.cards }, "replica-fetching");
+    this.options.onChange("state");
+    replica.running = this.run(replica);
+    return this.status(replica);
+  }
+
+  private interrupted(replica: Replica): boolean {
+    return this.closing || replica.stopping !== undefined || replica.abort.signal.aborted;
+  }
+
+  private async run(replica: Replica): Promise<void> {
+    try {
+      const weightsPath = await this.fetch(replica);
+      replica.weightsPath = weightsPath;
+      const adapters: { name: string; path: string; scale?: number }[] = [];
+      for (const adapter of replica.spec.adapters) {
+        const adapterPath = await this.fetchSource(replica, adapter.source, false);
+        adapters.push({ name: adapter.name, path: adapterPath, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) });
+      }
+      if (this.interrupted(replica)) return;
+      replica.progress = undefined;
+      this.transition(replica, "starting");
+      await this.launch(replica, weightsPath, adapters);
+      if (this.interrupted(replica)) return;
+      await this.waitHealthy(replica, replica.spec.startup_timeout_ms ?? this.options.startupTimeoutMs);
+      if (this.interrupted(replica)) return;
+      this.transition(replica, "ready");
+    } catch (error) {
+      if (this.interrupted(replica)) return;
+      await this.fail(replica, error);
+    }
+  }
+
+  private async fail(replica: Replica, error: unknown): Promise<void> {
+    const reason = isDomainError(error) ? `${error.message}. ${error.hint}` : `agent error on node ${this.options.nodeName}: ${(error as Error).message}`;
+    // A failed start must not leave an engine holding the cards the next placement will use.
+    if (replica.processGroup !== undefined && replica.exit === undefined) {
+      await stopProcessGroup(replica.processGroup, replica.spec.stop_grace_ms ?? this.options.stopGraceMs);
+    }
+    this.transition(replica, "failed", reason);
+  }
+
+  private async fetch(replica: Replica): Promise<string> {
+    return await this.fetchSource(replica, replica.spec.source, true);
+  }
+
+  private async fetchSource(replica: Replica, source: string, reportProgress: boolean): Promise<string> {
+    const simulation = this.options.simulation;
+    const parsed = parseWeightsSource(source);
+    if (simulation && !simulation.fetch && parsed.kind !== "local") {
+      // Pretend weights: the demo and CI have no network and no room for real models.
+      const pretend = path.join(this.weightsDirectory, "simulated", cacheLocation(parsed));
+      await mkdir(pretend, { recursive: true });
+      if (reportProgress) {
+        replica.progress = { fraction: 1, bytes_done: 0, bytes_total: 0 };
+        this.options.onChange("progress");
+      }
+      return pretend;
+    }
+    return await fetchWeights({
+      source,
+      cacheDirectory: this.weightsDirectory,
+      nodeName: this.options.nodeName,
+      hubUrl: this.options.hubUrl,
+      hubToken: this.options.hubToken,
+      signal: replica.abort.signal,
+      onProgress: reportProgress
+        ? (progress) => {
+            replica.progress = {
+              fraction: progress.bytesTotal ? Math.min(1, progress.bytesDone / progress.bytesTotal) : 0,
+              bytes_done: progress.bytesDone,
+              ...(progress.bytesTotal !== undefined ? { bytes_total: progress.bytesTotal } : {}),
+            };
+            this.options.onChange("progress");
+          }
+        : undefined,
+    });
+  }
+
+  /** The command that runs: the driver's own, or the simulated engine given the driver's arguments. */
+  private async commandLine(spec: ReplicaSpec, driver: EngineDriver, launch: EngineLaunch): Promise<{ argv: string[]; env: Record<string, string> }> {
+    const env: Record<string, string> = { ...launch.env };
+    // Every engine sees only its own cards; a driver that forgot would let it grab every card on the node.
+    env.CUDA_VISIBLE_DEVICES ??= spec.cards.join(",");
+    const simulation = this.options.simulation;
+    if (simulation) {
+      const firstCard = spec.cards[0];
+      const cardClass = firstCard !== undefined ? simulation.cardClass(firstCard) : undefined;
+      const hints: Record<string, string> = {
+        LLMGW_SIM_NODE: this.options.nodeName,
+        ...(cardClass !== undefined ? { LLMGW_SIM_GPU_CLASS: cardClass } : {}),
+        ...(spec.simulation?.weights_bytes_per_card !== undefined ? { LLMGW_SIM_WEIGHTS_BYTES_PER_CARD: String(spec.simulation.weights_bytes_per_card) } : {}),
+        ...(spec.simulation?.load_ms !== undefined ? { LLMGW_SIM_LOAD_MS: String(spec.simulation.load_ms) } : {}),
+      };
+      return {
+        argv: [...simulation.llmgwCommand, "sim-engine", "--engine", spec.engine, "--", ...launch.argv.slice(1)],
+        env: { ...env, ...hints },
+      };
+    }
+    const [program, ...args] = launch.argv;
+    const configured = this.options.enginePaths[spec.engine];
+    const wanted = configured !== undefined && program === driver.program ? configured : program;
+    const found = wanted === undefined ? undefined : await findProgram(wanted, env.PATH ?? process.env.PATH);
+    if (found === undefined) {
+      throw new DomainError(
+        "engine_missing",
+        `engine ${spec.engine} is not installed on node ${this.options.nodeName}: program "${wanted ?? ""}" was not found${wanted?.includes("/") ? "" : " on PATH"}`,
+        `Install ${spec.engine} on ${this.options.nodeName} (or start the agent with --engine-path ${spec.engine}=PATH), or place the replica on a node whose inventory lists ${spec.engine}.`,
+      );
+    }
+    return { argv: [found, ...args], env };
+  }
+
+  private async launch(replica: Replica, weightsPath: string, adapters: { name: string; path: string; scale?: number }[]): Promise<void> {
+    const { spec } = replica;
+    const driver = this.options.driverFor(spec.engine);
+    const port = spec.port ?? (await findFreePort());
+    if (!(await isPortFree(port))) throw this.portTaken(spec, port);
+    const launch = driver.build({
+      modelName: spec.model,
+      weightsPath,
+      cards: spec.cards,
+      port,
+      context: spec.context,
+      slots: spec.slots,
+      cpuCores: spec.cpu_cores,
+      gpuMemoryUtilization: spec.gpu_memory_utilization,
+      quantization: spec.quantization,
+      adapters,
+      extraArgs: spec.args,
+      extraEnv: spec.env,
+    });
+    const { argv, env } = await this.commandLine(spec, driver, launch);
+    await mkdir(this.logsDirectory, { recursive: true });
+    const logPath = this.logPath(spec.id);
+    // Only argv goes in the log: the environment may carry tokens (S9: no secret in a log).
+    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${argv.join(" ")}\n`);
+    let spawned;
+    try {
+      spawned = await spawnEngine(argv, { ...process.env, ...env }, logPath);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "EACCES") {
+        throw new DomainError(
+          "engine_missing",
+          `engine ${spec.engine} could not be started on node ${this.options.nodeName}: ${argv[0] ?? ""} ${(error as NodeJS.ErrnoException).code === "EACCES" ? "is not executable" : "does not exist"}`,
+          `Install ${spec.engine} on ${this.options.nodeName}, or place the replica on a node whose inventory lists it.`,
+        );
+      }
+      throw error;
+    }
+    replica.pid = spawned.pid;
+    replica.processGroup = spawned.processGroup;
+    replica.port = port;
+    replica.healthPath = launch.healthPath;
+    replica.startTicks = await processStartTicks(spawned.pid);
+    this.options.logger.info({ replica: spec.id, pid: spawned.pid, port }, "replica-spawned");
+    this.options.onChange("state");
+    void spawned.exited.then((exit) => this.exited(replica, exit));
+  }
+
+  private portTaken(spec: ReplicaSpec, port: number): DomainError {
+    return new DomainError(
+      "port_taken",
+      `port ${port} on node ${this.options.nodeName} is already taken by another process, so ${spec.engine} cannot serve ${spec.model} on it`,
+      spec.port !== undefined ? "Leave the replica's port out (the agent picks a free one), or free that port." : "Start the replica again; the agent picks another free port.",
+    );
+  }
+
+  private async logTail(id: string): Promise<string> {
+    const lines = await readLogTail(this.logPath(id), logTailLines);
+    return lines.length > 0 ? `; last lines of ${this.logPath(id)}:\n${lines.join("\n")}` : `; its log ${this.logPath(id)} is empty`;
+  }
+
+  private describeExit(exit: { code: number | null; signal: NodeJS.Signals | null }): string {
+    return exit.signal ? `was killed by ${exit.signal}` : exit.code === null ? "exited" : `exited with code ${exit.code}`;
+  }
+
+  private async exited(replica: Replica, exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<void> {
+    replica.exit = exit;
+    if (this.closing || replica.stopping !== undefined || isTerminal(replica.state)) return;
+    if (replica.state === "starting") return; // waitHealthy reports it, with the load failure's reason
+    const { spec } = replica;
+    this.transition(
+      replica,
+      "failed",
+      `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} (pid ${replica.pid ?? "?"}) ${this.describeExit(exit)} while ${replica.state}${await this.logTail(spec.id)}`,
+    );
+  }
+
+  private async waitHealthy(replica: Replica, timeoutMs: number): Promise<void> {
+    const { spec } = replica;
+    const url = `http://127.0.0.1:${replica.port ?? 0}${replica.healthPath ?? "/health"}`;
+    const deadline = Date.now() + timeoutMs;
+    while (!this.interrupted(replica)) {
+      if (replica.exit) {
+        const port = replica.port;
+        if (port !== undefined && !(await isPortFree(port))) throw this.portTaken(spec, port);
+        throw new DomainError(
+          "engine_failed",
+          `engine ${spec.engine} ${this.describeExit(replica.exit)} while loading ${spec.model} on node ${this.options.nodeName}${await this.logTail(spec.id)}`,
+          "Read the log tail above; `llmgw ctl logs " + spec.id + "` shows all of it.",
+        );
+      }
+      if (await probeHealth(url, Math.min(3000, Math.max(500, this.options.healthPollMs * 4)))) return;
+      if (Date.now() >= deadline) {
+        throw new DomainError(
+          "engine_failed",
+          `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} did not answer GET ${url} within ${Math.round(timeoutMs / 1000)} s${await this.logTail(spec.id)}`,
+          "Give the profile a longer startup timeout if the model is large, or read the log for a load that hangs.",
+        );
+      }
+      try {
+        await sleep(this.options.healthPollMs, undefined, { signal: replica.abort.signal });
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /**
+   * Stops a replica in the background and answers at once (draining). With
+   * `drain`, the engine first finishes what it is serving (its own
+   * running/waiting gauges reach zero, or the drain timeout passes), so a
+   * rollout does not cut answers mid-stream.
+   */
+  stop(id: string, drain: boolean): ReplicaStatus {
+    const replica = this.replicas.get(id);
+    if (!replica) {
+      throw new DomainError("replica_not_found", `no replica ${id} on node ${this.options.nodeName}`, "List the node's replicas with `llmgw ctl replicas`.");
+    }
+    if (isTerminal(replica.state)) {
+      // Clearing a failed or stopped replica: the server has its reason; the log stays on disk.
+      this.replicas.delete(id);
+      this.options.onChange("state");
+      return this.status(replica);
+    }
+    if (!replica.stopping) {
+      const wasReady = replica.state === "ready";
+      this.transition(replica, "draining");
+      replica.stopping = this.stopNow(replica, drain && wasReady);
+    }
+    return this.status(replica);
+  }
+
+  private async stopNow(replica: Replica, drain: boolean): Promise<void> {
+    try {
+      if (drain) await this.waitDrained(replica);
+      replica.abort.abort();
+      await replica.running?.catch(() => undefined);
+      if (replica.processGroup !== undefined && replica.exit === undefined) {
+        const killed = await stopProcessGroup(replica.processGroup, replica.spec.stop_grace_ms ?? this.options.stopGraceMs);
+        if (killed) this.options.logger.warn({ replica: replica.spec.id }, "engine ignored SIGTERM for its grace period; killed");
+      }
+      if (!this.closing) this.transition(replica, "stopped");
+    } catch (error) {
+      if (!this.closing) this.transition(replica, "failed", `stopping on node ${this.options.nodeName} failed: ${(error as Error).message}`);
+    }
+  }
+
+  /** Waits until the engine reports nothing running or waiting, for at most the drain timeout. */
+  private async waitDrained(replica: Replica): Promise<void> {
+    const driver = this.options.driverFor(this.options.simulation ? "vllm" : replica.spec.engine);
+    const deadline = Date.now() + this.options.drainTimeoutMs;
+    while (Date.now() < deadline && !this.closing && replica.exit === undefined) {
+      try {
+        const response = await request(`http://127.0.0.1:${replica.port ?? 0}/metrics`, { signal: AbortSignal.timeout(2000) });
+        const text = await response.body.text();
+        if (response.statusCode === 200) {
+          const metrics = driver.parseMetrics(text);
+          if ((metrics.requestsRunning ?? 0) + (metrics.requestsWaiting ?? 0) === 0 && metrics.requestsRunning !== undefined) return;
+        }
+      } catch {
+        // unreadable metrics: keep waiting until the deadline rather than cut requests short
+      }
+      await sleep(Math.max(100, this.options.healthPollMs));
+    }
+  }
+
+  /** Waits for every stop in progress (tests and shutdown). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.replicas.values()].flatMap((replica) => [replica.running, replica.stopping]));
+  }
+
+  private async watchAdopted(): Promise<void> {
+    for (const replica of this.replicas.values()) {
+      if (!replica.adopted || replica.pid === undefined || replica.exit !== undefined || isTerminal(replica.state)) continue;
+      if (!(await isProcessAlive(replica.pid, replica.startTicks))) await this.exited(replica, { code: null, signal: null });
+    }
+  }
+
+  /**
+   * Takes over what a previous agent process left (SPEC S3): a live engine
+   * whose health answers is reported as it was, and nothing is restarted. A
+   * fetch that was cut resumes; an engine that died meanwhile is failed with
+   * its log tail; a stop that was in progress is finished.
+   */
+  async adopt(previous: readonly PersistedReplica[]): Promise<void> {
+    await Promise.all(previous.map((record) => this.adoptOne(record)));
+  }
+
+  private async adoptOne(record: PersistedReplica): Promise<void> {
+    const replica = this.newReplica(record.spec, record.state);
+    Object.assign(replica, {
+      since: record.since,
+      port: record.port,
+      pid: record.pid,
+      processGroup: record.process_group,
+      startTicks: record.start_ticks,
+      healthPath: record.health_path,
+      weightsPath: record.weights_path,
+      reason: record.reason,
+      reported: record.reported ?? false,
+      progress: record.progress,
+    });
+    this.replicas.set(record.spec.id, replica);
+    if (isTerminal(record.state)) return;
+    if (record.pid === undefined) {
+      // Cut before an engine existed: fetch again (resuming partial files) and start it.
+      replica.state = "fetching";
+      replica.running = this.run(replica);
+      return;
+    }
+    replica.adopted = true;
+    const { spec } = replica;
+    if (!(await isProcessAlive(record.pid, record.start_ticks))) {
+      replica.exit = { code: null, signal: null };
+      this.transition(
+        replica,
+        "failed",
+        `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} (pid ${record.pid}) was no longer running when the agent restarted${await this.logTail(spec.id)}`,
+      );
+      return;
+    }
+    if (record.state === "draining") {
+      replica.stopping = this.stopNow(replica, false);
+      return;
+    }
+    const healthy = await probeHealth(`http://127.0.0.1:${record.port ?? 0}${record.health_path ?? "/health"}`);
+    this.options.logger.info({ replica: spec.id, pid: record.pid, healthy }, "replica-adopted");
+    if (healthy) {
+      if (record.state !== "ready") this.transition(replica, "ready");
+      return;
+    }
+    // Alive but not answering (still loading, or busy): wait for it as for a start, and fail it only past the deadline.
+    replica.running = (async () => {
+      try {
+        await this.waitHealthy(replica, spec.startup_timeout_ms ?? this.options.startupTimeoutMs);
+        if (!this.interrupted(replica) && replica.state !== "ready") this.transition(replica, "ready");
+      } catch (error) {
+        if (!this.interrupted(replica)) await this.fail(replica, error);
+      }
+    })();
+  }
+}
