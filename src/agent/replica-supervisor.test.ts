@@ -50,6 +50,7 @@ function makeSupervisor(overrides: Partial<ReplicaSupervisorOptions> = {}): Repl
     drainTimeoutMs: 5000,
     healthPollMs: 100,
     logRotation: defaultLogRotation,
+    terminalRetentionMs: 60_000,
     onChange: () => undefined,
     logger: pino({ level: "silent" }),
     ...overrides,

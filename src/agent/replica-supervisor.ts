@@ -45,6 +45,12 @@ export interface ReplicaSupervisorOptions {
   readonly drainTimeoutMs: number;
   readonly healthPollMs: number;
   readonly logRotation: LogRotation;
+  /**
+   * How long a stopped or failed replica stays listed after the server has
+   * seen it: long enough for `GET /agent/v1/replicas` to explain a failure,
+   * short enough that ids do not pile up.
+   */
+  readonly terminalRetentionMs: number;
   /** A state change to persist and to report early; progress changes are not persisted. */
   readonly onChange: (kind: "state" | "progress") => void;
   readonly logger: Logger;
@@ -189,8 +195,15 @@ export class ReplicaSupervisor {
     let changed = false;
     for (const status of delivered) {
       const replica = this.replicas.get(status.id);
-      if (replica && isTerminal(replica.state) && replica.state === status.state) {
-        this.replicas.delete(status.id);
+      if (replica && isTerminal(replica.state) && replica.state === status.state && !replica.reported) {
+        replica.reported = true;
+        changed = true;
+      }
+    }
+    const cutoff = Date.now() - this.options.terminalRetentionMs;
+    for (const [id, replica] of this.replicas) {
+      if (replica.reported && isTerminal(replica.state) && Date.parse(replica.since) <= cutoff) {
+        this.replicas.delete(id);
         changed = true;
       }
     }

@@ -16,7 +16,7 @@ const args = process.argv.slice(2);
 const port = Number(args[args.indexOf("--port") + 1]);
 const mode = process.env.FAKE_ENGINE_MODE ?? "ok";
 const loadMs = Number(process.env.FAKE_ENGINE_LOAD_MS ?? 100);
-console.log("fake engine pid " + process.pid + " loading on port " + port + " CUDA_VISIBLE_DEVICES=" + process.env.CUDA_VISIBLE_DEVICES + " args=" + args.join(" "));
+console.log("fake engine pid " + process.pid + " loading on port " + port + " CUDA_VISIBLE_DEVICES=" + process.env.CUDA_VISIBLE_DEVICES + " LLMGW_SIM_GPU_CLASS=" + process.env.LLMGW_SIM_GPU_CLASS + " args=" + args.join(" "));
 if (mode === "crash") {
   setTimeout(() => { console.error("RuntimeError: CUDA out of memory while loading layer 31"); process.exit(3); }, loadMs);
 } else {

@@ -1,0 +1,380 @@
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pino, { type Logger } from "pino";
+import { DomainError } from "../errors/domain-error.js";
+import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
+import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
+import { buildControlApi } from "./control-api.js";
+import { loadEngineDrivers, type DriverLookup } from "./engine-drivers.js";
+import { collectInventory, type EnginePaths } from "./inventory.js";
+import { nodeNameSchema, protocolVersion, type Inventory, type ReplicaStatus } from "./protocol.js";
+import { defaultLogRotation, type LogRotation } from "./replica-log.js";
+import { ReplicaSupervisor } from "./replica-supervisor.js";
+import { postHeartbeat, postJoin, type ServerCallFailure } from "./server-client.js";
+
+export interface AgentOptions {
+  /** The server's base URL, e.g. http://control:8080 */
+  readonly server: string;
+  /** Needed for the first join only: the credential it earns is kept in the data directory. */
+  readonly joinToken?: string | undefined;
+  /** Default: the host name. */
+  readonly name?: string | undefined;
+  /** Default: one fabric per node, named after it. */
+  readonly fabric?: string | undefined;
+  readonly labels?: Readonly<Record<string, string>> | undefined;
+  /** Default: ./llmgw-agent-data */
+  readonly dataDirectory?: string | undefined;
+  /** HOST:PORT for the control API. Default 127.0.0.1:0 (any free port, loopback only). */
+  readonly listen?: string | undefined;
+  /** The control URL the server should call, when it differs from the listen address (NAT, 0.0.0.0). */
+  readonly advertise?: string | undefined;
+  /** Pretend hardware, as "4xH100-80GB@nvl0,cpu:32c/256g"; every engine becomes the simulated one. */
+  readonly simulate?: string | undefined;
+  /** With --simulate, fetch remote sources for real instead of pretending. */
+  readonly simulateFetch?: boolean | undefined;
+  readonly enginePaths?: EnginePaths | undefined;
+  readonly hubUrl?: string | undefined;
+  readonly hubToken?: string | undefined;
+  /** Until the server's join answer says otherwise. Default 2000. */
+  readonly heartbeatIntervalMs?: number | undefined;
+  readonly startupTimeoutMs?: number | undefined;
+  readonly stopGraceMs?: number | undefined;
+  readonly drainTimeoutMs?: number | undefined;
+  readonly healthPollMs?: number | undefined;
+  readonly logRotation?: LogRotation | undefined;
+  /** How long stopped and failed replicas stay listed after being reported. Default 60000. */
+  readonly terminalRetentionMs?: number | undefined;
+  /** Default: src/engines/drivers. Tests give a stand-in. */
+  readonly driverFor?: DriverLookup | undefined;
+  /** How to run `llmgw` for the simulated engine. Default: this node binary and the package's bin/llmgw.js. */
+  readonly llmgwCommand?: readonly string[] | undefined;
+  readonly logger?: Logger | undefined;
+}
+
+export interface RunningAgent {
+  /** The control API's URL as advertised to the server. */
+  readonly url: string;
+  readonly name: string;
+  readonly dataDirectory: string;
+  readonly supervisor: ReplicaSupervisor;
+  /**
+   * Settles when the agent stops: resolves after close(), rejects when the
+   * server refuses it for good (another protocol version, a refused join
+   * token). The CLI prints the rejection and exits non-zero.
+   */
+  readonly done: Promise<void>;
+  /** Resolves at the first accepted join or heartbeat. */
+  readonly connected: Promise<void>;
+  /** Sends a heartbeat now (tests; also after a state change). */
+  heartbeatNow(): Promise<void>;
+  /** Stops the control API and heartbeats. Engines keep running: the next agent adopts them. */
+  close(): Promise<void>;
+}
+
+const maxBackoffMs = 30_000;
+const inventoryRefreshMs = 30_000;
+
+function defaultNodeName(): string {
+  const cleaned = os.hostname().split(".")[0]?.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "") ?? "";
+  return (cleaned || "node").slice(0, 63);
+}
+
+export function parseListen(listen: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(listen) ?? /^()()(\d+)$/.exec(listen);
+  const port = Number(match?.[3]);
+  if (!match || !Number.isInteger(port) || port > 65535) {
+    throw new DomainError("config_invalid", `--listen "${listen}" is not HOST:PORT`, "Write it as 127.0.0.1:0 (any free port) or 0.0.0.0:9090.");
+  }
+  return { host: match[1] ?? (match[2] || "127.0.0.1"), port };
+}
+
+/** The package's bin/llmgw.js, found from this file whether it runs from src/ or dist/src/. */
+function defaultLlmgwCommand(): string[] {
+  let directory = path.dirname(fileURLToPath(import.meta.url));
+  for (let depth = 0; depth < 6; depth += 1) {
+    const candidate = path.join(directory, "bin", "llmgw.js");
+    if (existsSync(candidate)) return [process.execPath, candidate];
+    directory = path.dirname(directory);
+  }
+  return [process.execPath, process.argv[1] ?? "llmgw"];
+}
+
+/** A random wait around the given one, so agents that lost the server together do not return in one wave. */
+function jittered(milliseconds: number): number {
+  return Math.round(milliseconds * (0.8 + Math.random() * 0.4));
+}
+
+export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  const logger = options.logger ?? pino({ name: "llmgw-agent" });
+  const nameResult = nodeNameSchema.safeParse(options.name ?? defaultNodeName());
+  if (!nameResult.success) {
+    throw new DomainError("config_invalid", `--name "${options.name ?? ""}": ${nameResult.error.issues[0]?.message ?? "invalid"}`, "Give a name such as gpu-node-1.");
+  }
+  const name = nameResult.data;
+  let serverUrl: string;
+  try {
+    serverUrl = new URL(options.server).toString();
+  } catch {
+    throw new DomainError("config_invalid", `--server "${options.server}" is not a URL`, "Give the server's address, such as http://control-plane:8080.");
+  }
+  const fabric = options.fabric ?? name;
+  const dataDirectory = path.resolve(options.dataDirectory ?? "llmgw-agent-data");
+  const simulate: HardwareSpec | undefined = options.simulate !== undefined ? parseHardwareSpec(options.simulate) : undefined;
+  const listen = parseListen(options.listen ?? "127.0.0.1:0");
+  const stateFile = path.join(dataDirectory, "agent-state.json");
+  await mkdir(dataDirectory, { recursive: true });
+
+  const previous = await readAgentState(stateFile);
+  // A credential is the server's answer to one join; another server would refuse it.
+  let credential = previous && previous.server_url === serverUrl ? previous.credential : undefined;
+  if (credential === undefined && !options.joinToken) {
+    throw new DomainError(
+      "join_refused",
+      `agent ${name} has no join token and no saved credential for ${serverUrl} in ${stateFile}`,
+      "Get a join token with `llmgw ctl node token` and pass it with --token (or LLMGW_JOIN_TOKEN).",
+    );
+  }
+  const driverFor = options.driverFor ?? (await loadEngineDrivers());
+  const enginePaths = options.enginePaths ?? {};
+  const gatherInventory = async (): Promise<Inventory> =>
+    await collectInventory({ hostname: os.hostname(), fabric, simulate, weightsDirectory: path.join(dataDirectory, "weights"), enginePaths });
+  let inventory = await gatherInventory();
+
+  const stateWriter = new AgentStateWriter(stateFile);
+  let closed = false;
+  let connectedOnce = false;
+  let beat: () => Promise<void> = async () => undefined;
+  let heartbeatSoon: NodeJS.Timeout | undefined;
+  const persist = async (): Promise<void> => {
+    const state: AgentState = {
+      version: 1,
+      server_url: serverUrl,
+      node_name: name,
+      ...(credential !== undefined ? { credential } : {}),
+      replicas: supervisor.persisted(),
+    };
+    await stateWriter.write(state).catch((error: unknown) => logger.error({ error: (error as Error).message, stateFile }, "could not write agent state"));
+  };
+  const supervisor: ReplicaSupervisor = new ReplicaSupervisor({
+    nodeName: name,
+    dataDirectory,
+    driverFor,
+    simulation: simulate
+      ? {
+          llmgwCommand: options.llmgwCommand ?? defaultLlmgwCommand(),
+          fetch: options.simulateFetch ?? false,
+          cardClass: (index) => inventory.gpus.find((gpu) => gpu.index === index)?.class,
+        }
+      : undefined,
+    enginePaths,
+    hubUrl: options.hubUrl ?? process.env.HF_ENDPOINT ?? "https://huggingface.co",
+    hubToken: options.hubToken ?? process.env.HF_TOKEN,
+    startupTimeoutMs: options.startupTimeoutMs ?? 30 * 60_000,
+    stopGraceMs: options.stopGraceMs ?? 30_000,
+    drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
+    healthPollMs: options.healthPollMs ?? 500,
+    logRotation: options.logRotation ?? defaultLogRotation,
+    terminalRetentionMs: options.terminalRetentionMs ?? 60_000,
+    logger,
+    onChange: (kind) => {
+      if (closed) return;
+      if (kind === "state") void persist();
+      // A state change reaches the server within a fraction of a second, not at the next beat.
+      if (kind === "state" && connectedOnce && !heartbeatSoon) {
+        heartbeatSoon = setTimeout(() => {
+          heartbeatSoon = undefined;
+          void beat();
+        }, 100);
+      }
+    },
+  });
+  // Adopt before anything else: the first report to the server must already include the running engines.
+  await supervisor.adopt(previous?.replicas ?? []);
+  await persist();
+  supervisor.startBackgroundTasks();
+
+  const app = buildControlApi({ supervisor, nodeName: name, credential: () => credential, onChange: () => undefined });
+  await app.listen({ host: listen.host, port: listen.port });
+  const boundPort = (app.server.address() as { port: number }).port;
+  const advertisedHost = listen.host === "0.0.0.0" || listen.host === "::" ? os.hostname() : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
+  const url = options.advertise ?? `http://${advertisedHost}:${boundPort}`;
+
+  let heartbeatIntervalMs = options.heartbeatIntervalMs ?? 2000;
+  let sendInventory = true;
+  let lastInventoryText = "";
+  let lastInventoryRefresh = Date.now();
+  let failures = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let beating: Promise<void> | undefined;
+
+  let resolveDone!: () => void;
+  let rejectDone!: (error: unknown) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    resolveDone = resolve;
+    rejectDone = reject;
+  });
+  // Handled here so a refusal nobody awaits is not an unhandled rejection; awaiting `done` still sees it.
+  done.catch(() => undefined);
+  let resolveConnected!: () => void;
+  const connected = new Promise<void>((resolve) => {
+    resolveConnected = resolve;
+  });
+
+  const stopForGood = async (error: DomainError): Promise<void> => {
+    logger.error({ code: error.code }, error.message);
+    await close(error);
+  };
+
+  const join = async (): Promise<"joined" | ServerCallFailure> => {
+    if (!options.joinToken) {
+      return { kind: "refused", status: 401, message: `the server refused agent ${name}'s saved credential and no join token was given` };
+    }
+    const result = await postJoin(serverUrl, {
+      protocol: protocolVersion,
+      join_token: options.joinToken,
+      name,
+      address: url,
+      fabric,
+      labels: { ...(options.labels ?? {}) },
+      inventory,
+    });
+    if (!result.ok) return result.failure;
+    credential = result.value.credential;
+    heartbeatIntervalMs = result.value.heartbeat_interval_ms;
+    sendInventory = false;
+    lastInventoryText = JSON.stringify(inventory);
+    await persist();
+    logger.info({ server: serverUrl, node: name, address: url }, "agent-joined");
+    return "joined";
+  };
+
+  const handleFailure = async (failure: ServerCallFailure, during: string): Promise<void> => {
+    switch (failure.kind) {
+      case "version":
+        await stopForGood(failure.error);
+        return;
+      case "refused":
+        if (during === "join") {
+          await stopForGood(
+            new DomainError(
+              "join_refused",
+              `the server at ${serverUrl} refused agent ${name}'s join: ${failure.message}`,
+              "Get a fresh join token with `llmgw ctl node token` and start the agent with --token.",
+            ),
+          );
+          return;
+        }
+        // The server forgot this node or its credential (its state was reset): join again.
+        logger.warn({ message: failure.message }, "credential refused; joining again");
+        credential = undefined;
+        {
+          const rejoined = await join();
+          if (rejoined !== "joined") await handleFailure(rejoined, "join");
+          else {
+            connectedOnce = true;
+            resolveConnected();
+          }
+        }
+        return;
+      case "unreachable":
+      case "rejected":
+        failures += 1;
+        // Engines keep running whatever happens here: an outage of the control plane must never take the models down.
+        logger.warn({ failures, message: failure.message }, `${during} failed; replicas keep running, retrying`);
+        return;
+    }
+  };
+
+  beat = async (): Promise<void> => {
+    if (closed) return;
+    if (beating) return await beating;
+    beating = (async () => {
+      try {
+        if (credential === undefined) {
+          const joined = await join();
+          if (joined !== "joined") {
+            await handleFailure(joined, "join");
+            return;
+          }
+        }
+        if (Date.now() - lastInventoryRefresh > inventoryRefreshMs) {
+          lastInventoryRefresh = Date.now();
+          inventory = await gatherInventory().catch(() => inventory);
+        }
+        const inventoryText = JSON.stringify(inventory);
+        const withInventory = sendInventory || inventoryText !== lastInventoryText;
+        const replicas: ReplicaStatus[] = supervisor.list();
+        const result = await postHeartbeat(serverUrl, credential as string, {
+          protocol: protocolVersion,
+          name,
+          address: url,
+          ...(withInventory ? { inventory } : {}),
+          replicas,
+        });
+        if (!result.ok) {
+          await handleFailure(result.failure, "heartbeat");
+          return;
+        }
+        failures = 0;
+        if (withInventory) {
+          sendInventory = false;
+          lastInventoryText = inventoryText;
+        }
+        supervisor.acknowledge(replicas);
+        connectedOnce = true;
+        resolveConnected();
+      } catch (error) {
+        failures += 1;
+        logger.error({ error: (error as Error).message }, "heartbeat failed");
+      } finally {
+        beating = undefined;
+      }
+    })();
+    return await beating;
+  };
+
+  const schedule = (): void => {
+    if (closed) return;
+    const delay = failures === 0 ? heartbeatIntervalMs : Math.min(maxBackoffMs, heartbeatIntervalMs * 2 ** Math.min(failures, 8));
+    timer = setTimeout(() => {
+      void beat().finally(schedule);
+    }, jittered(delay));
+  };
+
+  const close = async (error?: DomainError): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    if (timer) clearTimeout(timer);
+    if (heartbeatSoon) clearTimeout(heartbeatSoon);
+    await app.close();
+    await supervisor.close();
+    // The last word on disk: what the next agent adopts.
+    const state: AgentState = { version: 1, server_url: serverUrl, node_name: name, ...(credential !== undefined ? { credential } : {}), replicas: supervisor.persisted() };
+    await stateWriter.write(state).catch(() => undefined);
+    await stateWriter.flushed();
+    if (error) rejectDone(error);
+    else resolveDone();
+  };
+
+  // The first contact runs before startAgent returns, so a refused token or a
+  // server of another version fails the start itself, with its message.
+  await beat();
+  if (closed) {
+    await done;
+  }
+  schedule();
+
+  return {
+    url,
+    name,
+    dataDirectory,
+    supervisor,
+    done,
+    connected,
+    heartbeatNow: () => beat(),
+    close: () => close(),
+  };
+}

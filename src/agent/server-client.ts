@@ -1,0 +1,112 @@
+import { request } from "undici";
+import type { z } from "zod";
+import { DomainError } from "../errors/domain-error.js";
+import {
+  agentPaths,
+  heartbeatResponseSchema,
+  joinResponseSchema,
+  protocolOf,
+  protocolVersion,
+  versionMismatchMessage,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type JoinRequest,
+  type JoinResponse,
+} from "./protocol.js";
+
+/** What went wrong talking to the server, sorted by what the agent does next. */
+export type ServerCallFailure =
+  /** Connection refused, timeout, 5xx: keep every replica running and try again later. */
+  | { readonly kind: "unreachable"; readonly message: string }
+  /** The credential or join token was refused (401/403), or the node is unknown (404): join again, if a join token is at hand. */
+  | { readonly kind: "refused"; readonly status: number; readonly message: string }
+  /** The server speaks another protocol: nothing the agent can do but stop and say so. */
+  | { readonly kind: "version"; readonly error: DomainError }
+  /** Any other refusal (400: a message the server could not read). */
+  | { readonly kind: "rejected"; readonly status: number; readonly message: string };
+
+export type ServerCallResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: ServerCallFailure };
+
+function errorParts(body: unknown): { message: string; hint: string | undefined } | undefined {
+  const error = (body as { error?: { message?: unknown; hint?: unknown } } | undefined)?.error;
+  if (error && typeof error.message === "string") return { message: error.message, hint: typeof error.hint === "string" ? error.hint : undefined };
+  return undefined;
+}
+
+function errorMessage(body: unknown): string | undefined {
+  const parts = errorParts(body);
+  return parts ? (parts.hint ? `${parts.message}. ${parts.hint}` : parts.message) : undefined;
+}
+
+async function post<T>(serverUrl: string, path: string, body: unknown, credential: string | undefined, schema: z.ZodType<T>): Promise<ServerCallResult<T>> {
+  const url = new URL(path, serverUrl).toString();
+  let statusCode: number;
+  let text: string;
+  try {
+    const response = await request(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(credential ? { authorization: `Bearer ${credential}` } : {}) },
+      body: JSON.stringify(body),
+      headersTimeout: 10_000,
+      bodyTimeout: 10_000,
+      signal: AbortSignal.timeout(15_000),
+    });
+    statusCode = response.statusCode;
+    text = await response.body.text();
+  } catch (error) {
+    return { ok: false, failure: { kind: "unreachable", message: `could not reach the server at ${url}: ${(error as Error).message}` } };
+  }
+  let parsed: unknown;
+  try {
+    parsed = text.length > 0 ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  const serverMessage = errorMessage(parsed);
+  const code = (parsed as { error?: { code?: unknown } } | undefined)?.error?.code;
+  if (statusCode === 426 || (statusCode === 409 && code === "version_unsupported")) {
+    return {
+      ok: false,
+      failure: {
+        kind: "version",
+        error: new DomainError(
+          "version_unsupported",
+          errorParts(parsed)?.message ?? `the server at ${serverUrl} refused agent protocol ${protocolVersion} (answer ${statusCode})`,
+          errorParts(parsed)?.hint ?? "Run an agent of the same llmgw release as the server (npm install -g llmgw@<server version>).",
+        ),
+      },
+    };
+  }
+  if (statusCode >= 500 || statusCode === 408 || statusCode === 429) {
+    return { ok: false, failure: { kind: "unreachable", message: `the server at ${url} answered ${statusCode}${serverMessage ? `: ${serverMessage}` : ""}` } };
+  }
+  if (statusCode === 401 || statusCode === 403 || statusCode === 404) {
+    return { ok: false, failure: { kind: "refused", status: statusCode, message: serverMessage ?? `the server at ${url} answered ${statusCode}` } };
+  }
+  if (statusCode !== 200 && statusCode !== 201) {
+    return { ok: false, failure: { kind: "rejected", status: statusCode, message: serverMessage ?? `the server at ${url} answered ${statusCode}` } };
+  }
+  const theirs = protocolOf(parsed);
+  if (theirs !== protocolVersion) {
+    return {
+      ok: false,
+      failure: {
+        kind: "version",
+        error: new DomainError("version_unsupported", versionMismatchMessage("agent", theirs, `answer of ${url}`), "Run an agent of the same llmgw release as the server."),
+      },
+    };
+  }
+  const result = schema.safeParse(parsed);
+  if (!result.success) {
+    return { ok: false, failure: { kind: "rejected", status: statusCode, message: `the server's answer at ${url} is not an agent protocol ${protocolVersion} message: ${result.error.message}` } };
+  }
+  return { ok: true, value: result.data };
+}
+
+export async function postJoin(serverUrl: string, body: JoinRequest): Promise<ServerCallResult<JoinResponse>> {
+  return await post(serverUrl, agentPaths.join, body, undefined, joinResponseSchema);
+}
+
+export async function postHeartbeat(serverUrl: string, credential: string, body: HeartbeatRequest): Promise<ServerCallResult<HeartbeatResponse>> {
+  return await post(serverUrl, agentPaths.heartbeat, body, credential, heartbeatResponseSchema);
+}

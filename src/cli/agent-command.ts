@@ -1,0 +1,117 @@
+import { Command, InvalidArgumentError, Option } from "commander";
+import { engineNames, type EngineName } from "../catalog/schema.js";
+import { startAgent, type AgentOptions } from "../agent/agent.js";
+import { isDomainError } from "../errors/domain-error.js";
+
+function parseLabels(text: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const pair of text.split(",").map((part) => part.trim()).filter((part) => part.length > 0)) {
+    const equals = pair.indexOf("=");
+    if (equals <= 0) throw new InvalidArgumentError(`"${pair}" is not key=value (write --labels zone=a,rack=12)`);
+    labels[pair.slice(0, equals)] = pair.slice(equals + 1);
+  }
+  return labels;
+}
+
+function collectEnginePath(text: string, previous: Partial<Record<EngineName, string>>): Partial<Record<EngineName, string>> {
+  const equals = text.indexOf("=");
+  const engine = text.slice(0, Math.max(equals, 0));
+  if (equals <= 0 || !(engineNames as readonly string[]).includes(engine)) {
+    throw new InvalidArgumentError(`"${text}" is not ENGINE=PATH with ENGINE one of ${engineNames.join(", ")} (e.g. comfyui=/opt/ComfyUI/main.py)`);
+  }
+  return { ...previous, [engine]: text.slice(equals + 1) };
+}
+
+function seconds(text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError(`"${text}" is not a number of seconds greater than 0`);
+  return value;
+}
+
+interface AgentCommandOptions {
+  server: string;
+  token?: string;
+  name?: string;
+  fabric?: string;
+  labels?: Record<string, string>;
+  dataDir: string;
+  listen: string;
+  advertise?: string;
+  simulate?: string;
+  simulateFetch?: boolean;
+  enginePath?: Partial<Record<EngineName, string>>;
+  hfEndpoint?: string;
+  startupTimeout: number;
+  stopGrace: number;
+}
+
+/**
+ * `llmgw agent`: one per machine (SPEC S0, S3). `overrides` lets a test run
+ * the real command with a stand-in engine driver.
+ */
+export function registerAgentCommand(program: Command, overrides: Partial<AgentOptions> = {}): Command {
+  return program
+    .command("agent")
+    .description("run the node agent: join the server, report this machine's GPUs, run the replicas the server places here")
+    .addOption(new Option("--server <url>", "the server to join, e.g. http://control:8080").env("LLMGW_SERVER").makeOptionMandatory())
+    .addOption(
+      new Option("--token <join-token>", "join token from `llmgw ctl node token` (needed once; the credential it earns is kept in --data-dir)").env(
+        "LLMGW_JOIN_TOKEN",
+      ),
+    )
+    .option("--name <name>", "node name (default: the host name)")
+    .option("--fabric <fabric>", "the interconnect this node's cards share with others (default: one fabric per node, its name)")
+    .option("--labels <key=value,...>", "labels for placement", parseLabels)
+    .option("--data-dir <dir>", "weights cache, logs and state", "./llmgw-agent-data")
+    .option("--listen <host:port>", "address of the agent's control API", "127.0.0.1:0")
+    .option("--advertise <url>", "the control URL the server should call (default: from --listen)")
+    .option("--simulate <spec>", 'pretend GPUs, e.g. "4xH100-80GB@nvl0,cpu:32c/256g"; runs the simulated engine in place of every real one')
+    .option("--simulate-fetch", "with --simulate, fetch weights for real instead of pretending")
+    .option("--engine-path <engine=path>", "where an engine is when not on PATH (repeatable), e.g. comfyui=/opt/ComfyUI/main.py", collectEnginePath, {})
+    .addOption(new Option("--hf-endpoint <url>", "Hugging Face hub or mirror for hf:// sources").env("HF_ENDPOINT").default("https://huggingface.co"))
+    .option("--startup-timeout <seconds>", "how long an engine may take to become healthy", seconds, 1800)
+    .option("--stop-grace <seconds>", "time between SIGTERM and SIGKILL when stopping an engine", seconds, 30)
+    .action(async (options: AgentCommandOptions) => {
+      let agent;
+      try {
+        agent = await startAgent({
+          server: options.server,
+          joinToken: options.token,
+          name: options.name,
+          fabric: options.fabric,
+          labels: options.labels,
+          dataDirectory: options.dataDir,
+          listen: options.listen,
+          advertise: options.advertise,
+          simulate: options.simulate,
+          simulateFetch: options.simulateFetch,
+          enginePaths: options.enginePath,
+          hubUrl: options.hfEndpoint,
+          startupTimeoutMs: options.startupTimeout * 1000,
+          stopGraceMs: options.stopGrace * 1000,
+          ...overrides,
+        });
+      } catch (error) {
+        reportAndExit(error);
+        return;
+      }
+      process.stderr.write(`llmgw agent ${agent.name}: control API at ${agent.url}, data in ${agent.dataDirectory}, server ${options.server}\n`);
+      // Stopping the agent leaves its engines running (they are adopted by the next
+      // start); stop replicas through the server to stop engines.
+      const shutdown = () => void agent.close();
+      process.once("SIGINT", shutdown);
+      process.once("SIGTERM", shutdown);
+      try {
+        await agent.done;
+        process.exit(0);
+      } catch (error) {
+        reportAndExit(error);
+      }
+    });
+}
+
+function reportAndExit(error: unknown): void {
+  if (isDomainError(error)) process.stderr.write(`error: ${error.message}\n${error.hint}\n`);
+  else process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+}

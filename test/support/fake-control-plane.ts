@@ -1,0 +1,113 @@
+import { randomBytes } from "node:crypto";
+import Fastify, { type FastifyInstance } from "fastify";
+import { request } from "undici";
+import {
+  agentPaths,
+  heartbeatRequestSchema,
+  joinRequestSchema,
+  protocolOf,
+  type HeartbeatRequest,
+  type JoinRequest,
+  type ReplicaSpecInput,
+} from "../../src/agent/protocol.js";
+
+/**
+ * The server side of the agent protocol, as small as the agent tests need:
+ * join tokens, credentials, heartbeats recorded, and calls to an agent's
+ * control API. `speaks` sets the protocol version it claims.
+ */
+export class FakeControlPlane {
+  readonly joins: JoinRequest[] = [];
+  readonly heartbeats: HeartbeatRequest[] = [];
+  readonly credentials = new Map<string, string>();
+  readonly addresses = new Map<string, string>();
+  speaks = 1;
+  private app: FastifyInstance | undefined;
+  url = "";
+
+  constructor(readonly joinToken = "join-secret-0123456789") {}
+
+  async start(port = 0): Promise<void> {
+    const app = Fastify({ logger: false });
+    app.post(agentPaths.join, async (incoming, reply) => {
+      const theirs = protocolOf(incoming.body);
+      if (theirs !== this.speaks) {
+        return reply.status(426).send({
+          error: {
+            code: "version_unsupported",
+            message: `this server speaks agent protocol ${this.speaks}; the agent sent protocol ${JSON.stringify(theirs)}`,
+            hint: "Run an agent of the server's release.",
+          },
+        });
+      }
+      const body = joinRequestSchema.parse(incoming.body);
+      if (body.join_token !== this.joinToken) {
+        return reply.status(401).send({ error: { code: "join_refused", message: "unknown join token", hint: "Get one with `llmgw ctl node token`." } });
+      }
+      const credential = randomBytes(24).toString("hex");
+      this.joins.push(body);
+      this.credentials.set(body.name, credential);
+      this.addresses.set(body.name, body.address);
+      return { protocol: this.speaks, node: body.name, credential, heartbeat_interval_ms: 300 };
+    });
+    app.post(agentPaths.heartbeat, async (incoming, reply) => {
+      const body = heartbeatRequestSchema.parse(incoming.body);
+      if (incoming.headers.authorization !== `Bearer ${this.credentials.get(body.name) ?? "none"}`) {
+        return reply.status(401).send({ error: { code: "unauthorized", message: "unknown credential", hint: "join again" } });
+      }
+      this.heartbeats.push(body);
+      this.addresses.set(body.name, body.address);
+      return { protocol: this.speaks };
+    });
+    await app.listen({ host: "127.0.0.1", port });
+    this.app = app;
+    this.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  }
+
+  get port(): number {
+    return Number(new URL(this.url).port);
+  }
+
+  async stop(): Promise<void> {
+    await this.app?.close();
+    this.app = undefined;
+  }
+
+  lastHeartbeat(node: string): HeartbeatRequest | undefined {
+    return this.heartbeats.filter((beat) => beat.name === node).at(-1);
+  }
+
+  lastReplica(node: string, id: string) {
+    return this.lastHeartbeat(node)?.replicas.find((replica) => replica.id === id);
+  }
+
+  /** Whether any heartbeat so far carried the replica in that state (a terminal state is reported, then dropped). */
+  sawReplica(node: string, id: string, state: string) {
+    return this.heartbeats
+      .filter((beat) => beat.name === node)
+      .flatMap((beat) => beat.replicas)
+      .find((replica) => replica.id === id && replica.state === state);
+  }
+
+  async call(node: string, method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<{ status: number; body: unknown; text: string }> {
+    const address = this.addresses.get(node);
+    if (!address) throw new Error(`node ${node} has not joined`);
+    const response = await request(new URL(path, address), {
+      method,
+      headers: { authorization: `Bearer ${this.credentials.get(node) ?? ""}`, ...(body ? { "content-type": "application/json" } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await response.body.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: response.statusCode, body: parsed, text };
+  }
+
+  async startReplica(node: string, replica: ReplicaSpecInput) {
+    return await this.call(node, "POST", agentPaths.replicas, { protocol: 1, replica });
+  }
+}
