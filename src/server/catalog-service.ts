@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { buildCatalog, type Catalog, type PlacedEntry } from "../catalog/build-catalog.js";
 import { resolveProfiles, type CatalogModel } from "../catalog/catalog-model.js";
+import type { Actor } from "../catalog/actor.js";
 import type { ModelClass, ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import { DeclaredInFile, ModelNotFound } from "../errors/model-errors.js";
@@ -9,11 +10,7 @@ import { deleteModelEntry, insertModelEntry, listModelEntries, replaceModelEntry
 import type { Store } from "../store/open-store.js";
 import type { Database } from "../store/schema.js";
 
-/** Who made a change: the token's name, and the person the CLI says is at the terminal. */
-export interface Actor {
-  readonly token: string;
-  readonly user: string | null;
-}
+export type { Actor };
 
 export interface ScaleChange {
   readonly min?: number | undefined;
