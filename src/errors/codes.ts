@@ -26,9 +26,6 @@ export const errorCodes = {
   route_not_found: "No API route at that method and path.",
   server_unreachable: "The CLI could not connect to the server at the address it names.",
   config_invalid: "server.yaml or a command-line option is not usable; the message says which and why.",
-  adapters_unsupported: "A profile attaches LoRA adapters to an engine llmgw cannot give them to; the message names the engine.",
-  engine_arguments_invalid: "An engine command line that the simulated engine cannot read; the message names the flag and the value.",
-  external_key_missing: "An external model's API key variable is not set in the server's environment; the message names the variable, never a value.",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 
