@@ -29,11 +29,11 @@ export const modelNameSchema = z
   .string()
   .regex(namePattern, { message: "a name of letters, digits and . _ : / - (at most 128, starting with a letter or digit)" });
 
-const wholeNumber = (what: string, minimum: number) =>
-  z
-    .number({ message: `${what}: a whole number, ${minimum} or more` })
-    .int({ message: `${what}: a whole number, ${minimum} or more` })
-    .min(minimum, { message: `${what}: a whole number, ${minimum} or more` });
+/** `what` reads as the expectation: "a whole number of cards" → "a whole number of cards, 0 or more". */
+const wholeNumber = (what: string, minimum: number) => {
+  const message = `${what}, ${minimum} or more`;
+  return z.number({ message }).int({ message }).min(minimum, { message });
+};
 
 const positiveNumber = (what: string) =>
   z.number({ message: `${what}: a number greater than 0` }).positive({ message: `${what}: a number greater than 0` });
@@ -47,15 +47,15 @@ export const profileSchema = z.strictObject({
   quantization: z.string().optional(),
   memory_gb: positiveNumber("host memory in GB").optional(),
   cpu_cores: positiveNumber("CPU cores").optional(),
-  slots: wholeNumber("parallel request slots", 1).optional(),
+  slots: wholeNumber("a whole number of parallel request slots", 1).optional(),
   args: z.array(z.string()).optional(),
   env: z.record(z.string(), z.string()).optional(),
 });
 export type ProfileInput = z.infer<typeof profileSchema>;
 
 export const scalingSchema = z.strictObject({
-  min: wholeNumber("replicas", 0).optional(),
-  max: wholeNumber("replicas", 0).optional(),
+  min: wholeNumber("a whole number of replicas", 0).optional(),
+  max: wholeNumber("a whole number of replicas", 0).optional(),
   idle_timeout: durationSchema.optional(),
 });
 
@@ -77,11 +77,11 @@ export const externalSchema = z.strictObject({
 export const modelEntrySchema = z.strictObject({
   name: modelNameSchema,
   origin: z.string().optional(),
-  context: wholeNumber("tokens one request may use", 1).optional(),
-  max_output: wholeNumber("tokens one answer may produce", 1).optional(),
+  context: wholeNumber("a whole number of tokens one request may use", 1).optional(),
+  max_output: wholeNumber("a whole number of tokens one answer may produce", 1).optional(),
   class: z.enum(modelClasses, { message: `one of ${modelClasses.join(", ")}` }).optional(),
   scaling: scalingSchema.optional(),
-  target: z.strictObject({ in_flight: wholeNumber("requests in flight per replica", 1) }).optional(),
+  target: z.strictObject({ in_flight: wholeNumber("a whole number of requests in flight per replica", 1) }).optional(),
   fallbacks: z.array(modelNameSchema).optional(),
   aliases: z.array(modelNameSchema).optional(),
   owner: z.string().min(1).optional(),

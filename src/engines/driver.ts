@@ -26,6 +26,12 @@ export interface EngineLaunchInput {
   /** The profile's extra arguments, appended last so an operator can override a generated flag. */
   readonly extraArgs: readonly string[];
   readonly extraEnv: Readonly<Record<string, string>>;
+  /**
+   * Where the engine is installed when it is a folder rather than a program on
+   * PATH (ComfyUI's checkout, which is started as `python3 FOLDER/main.py`).
+   * Unused by the other engines.
+   */
+  readonly enginePath?: string | undefined;
 }
 
 export interface EngineLaunch {
@@ -35,6 +41,12 @@ export interface EngineLaunch {
   readonly env: Readonly<Record<string, string>>;
   /** GET this path on 127.0.0.1:port; 200 means ready to serve. */
   readonly healthPath: string;
+  /**
+   * GET this path on 127.0.0.1:port and give the body to the driver's
+   * parseMetrics. Engines disagree on where (vLLM /metrics, trtllm-serve
+   * /prometheus/metrics, ComfyUI has only its JSON /queue), so the driver says.
+   */
+  readonly metricsPath: string;
 }
 
 /** What llmgw reads from an engine's /metrics, whatever the engine calls it. */

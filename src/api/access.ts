@@ -1,0 +1,87 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { DomainError } from "../errors/domain-error.js";
+import { findTokenByHash, type TokenRole } from "../store/token-rows.js";
+import type { Store } from "../store/open-store.js";
+import type { Actor } from "../catalog/actor.js";
+import { hashToken } from "./tokens.js";
+import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, versionHeader } from "./version.js";
+
+/**
+ * Who may call a route: `public` (health), `read` (any admin-API token),
+ * `admin` (admin tokens only), `agent` (routes that check a node credential
+ * themselves). Routes without it are admin-only, so a forgotten declaration
+ * fails closed.
+ */
+export type Access = "public" | "read" | "admin" | "agent";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+  interface FastifyRequest {
+    actor: Actor | undefined;
+    apiVersion: number;
+  }
+}
+
+export const userHeader = "llmgw-user";
+
+export function installAccessControl(app: FastifyInstance, store: Store, adminTokenHint: string): void {
+  app.decorateRequest("actor", undefined);
+  app.decorateRequest("apiVersion", serverApiRange.max);
+
+  app.addHook("onRequest", async (request, reply) => {
+    void reply.header(versionHeader, softwareVersion);
+    negotiate(request);
+    void reply.header(apiHeader, String(request.apiVersion));
+    const access = request.routeOptions.config.access ?? "admin";
+    if (access === "public" || access === "agent") return;
+    const token = bearerToken(request);
+    if (token === undefined) {
+      throw new DomainError("unauthorized", "this API needs a bearer token, and none was sent", adminTokenHint);
+    }
+    const row = await findTokenByHash(store.db, hashToken(token));
+    if (!row) {
+      throw new DomainError("unauthorized", "the bearer token is not one this server issued (or it was revoked)", adminTokenHint);
+    }
+    if (access === "admin" && row.role !== "admin") {
+      throw new DomainError("forbidden", `token "${row.name}" is read-only; this change needs an admin token`, "Use an admin token (--token or LLMGW_TOKEN).");
+    }
+    const user = request.headers[userHeader];
+    request.actor = { token: row.name, user: typeof user === "string" && user.length > 0 ? user.slice(0, 128) : null };
+  });
+}
+
+function negotiate(request: FastifyRequest): void {
+  const header = request.headers[apiHeader];
+  if (header === undefined) return; // curl and friends: the newest API
+  const clientRange = parseApiRange(Array.isArray(header) ? header[0] : header);
+  if (!clientRange) {
+    throw new DomainError("version_unsupported", `header ${apiHeader}: "${String(header)}" is not a version or a range like 1-2`, "Send a version such as 1, or leave the header out.");
+  }
+  const result = negotiateApiVersion(clientRange, serverApiRange);
+  if ("version" in result) {
+    request.apiVersion = result.version;
+    return;
+  }
+  const client = request.headers[versionHeader];
+  const clientName = typeof client === "string" ? `llmgw ${client}` : "the client";
+  throw new DomainError(
+    "version_unsupported",
+    `this server (llmgw ${softwareVersion}) speaks admin API ${formatApiRange(serverApiRange)}; ${clientName} speaks ${formatApiRange(clientRange)}`,
+    result.upgrade === "server" ? `Upgrade the server to llmgw ${typeof client === "string" ? client : "the client's version"} or newer.` : `Upgrade the CLI to llmgw ${softwareVersion} or newer.`,
+  );
+}
+
+function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : undefined;
+}
+
+export function requireActor(request: FastifyRequest): Actor {
+  if (!request.actor) throw new DomainError("unauthorized", "this change needs a bearer token", "Send an admin token.");
+  return request.actor;
+}
+
+export type { TokenRole };

@@ -1,0 +1,17 @@
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { listAuditEvents } from "../../store/audit-rows.js";
+import type { Store } from "../../store/open-store.js";
+import { parseWithSchema } from "../../catalog/schema-errors.js";
+
+const auditQuery = z.strictObject({
+  model: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(1000, { message: "at most 1000 events at a time" }).default(100),
+});
+
+export function registerAuditRoutes(app: FastifyInstance, store: Store): void {
+  app.get("/api/v1/audit", { config: { access: "read" } }, async (request) => {
+    const query = parseWithSchema(auditQuery, request.query, { label: "query" });
+    return { events: await listAuditEvents(store.db, query) };
+  });
+}

@@ -1,0 +1,84 @@
+import { randomUUID } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openStore, type Store } from "../../store/open-store.js";
+import { insertToken } from "../../store/token-rows.js";
+import { CatalogService } from "../../server/catalog-service.js";
+import { buildApp } from "../../server/build-app.js";
+import { hashToken, newToken } from "../tokens.js";
+
+describe("admin API", () => {
+  let store: Store;
+  let app: FastifyInstance;
+  const admin = newToken("admin");
+  const reader = newToken("read");
+  const as = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  beforeAll(async () => {
+    store = await openStore({ database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-api-")) });
+    const at = new Date().toISOString();
+    await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, at);
+    await insertToken(store.db, { id: randomUUID(), name: "dashboard", role: "read", hash: hashToken(reader) }, at);
+    app = await buildApp({ store, catalog: new CatalogService(store, [], "server.yaml"), adminTokenHint: "see admin-token" });
+  });
+  afterAll(async () => {
+    await app.close();
+    await store.close();
+  });
+
+  it("serves a model whose name holds a slash, sent encoded", async () => {
+    const created = await app.inject({ method: "POST", url: "/api/v1/models", headers: as(admin), payload: { name: "Qwen/Qwen2.5-7B", profiles: [{ engine: "vllm", source: "x" }] } });
+    expect(created.statusCode).toBe(201);
+    const shown = await app.inject({ method: "GET", url: "/api/v1/models/Qwen%2FQwen2.5-7B", headers: as(reader) });
+    expect(shown.statusCode).toBe(200);
+    expect(shown.json()).toMatchObject({ name: "Qwen/Qwen2.5-7B", state: "pending" });
+    const scaled = await app.inject({ method: "POST", url: "/api/v1/models/Qwen%2FQwen2.5-7B/scale", headers: as(admin), payload: { min: 0, max: 2 } });
+    expect(scaled.json()).toMatchObject({ scaling: { min: 0, max: 2 }, state: "on-demand" });
+  });
+
+  it("lets a read-only token list but not change", async () => {
+    expect((await app.inject({ method: "GET", url: "/api/v1/models", headers: as(reader) })).statusCode).toBe(200);
+    const refused = await app.inject({ method: "POST", url: "/api/v1/models", headers: as(reader), payload: { name: "x", profiles: [{ engine: "vllm", source: "x" }] } });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toMatchObject({ code: "forbidden", message: 'token "dashboard" is read-only; this change needs an admin token' });
+  });
+
+  it("answers a body that is not JSON with the one error shape", async () => {
+    const response = await app.inject({ method: "POST", url: "/api/v1/models", headers: { ...as(admin), "content-type": "application/json" }, payload: "{not json" });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error.code).toBe("invalid_input");
+    expect(response.json().error.hint).toContain("JSON");
+  });
+
+  it("names each problem in a rejected body by its path", async () => {
+    const response = await app.inject({ method: "POST", url: "/api/v1/models", headers: as(admin), payload: { name: "bad", profiles: [{ engine: "vllm", source: "x", gpus: 0, slot: 1 }] } });
+    expect(response.statusCode).toBe(400);
+    const body = response.json().error;
+    expect(body.code).toBe("unknown_key");
+    expect(body.details).toEqual([{ where: "profiles[0].slot", message: 'unknown key "slot" (did you mean "slots"?); known keys here: name, engine, source, gpu_class, gpus, quantization, memory_gb, cpu_cores, slots, args, env' }]);
+  });
+
+  it("refuses a scale with nothing to change, and an unknown class", async () => {
+    await app.inject({ method: "POST", url: "/api/v1/models", headers: as(admin), payload: { name: "m", profiles: [{ engine: "vllm", source: "x" }] } });
+    const empty = await app.inject({ method: "POST", url: "/api/v1/models/m/scale", headers: as(admin), payload: {} });
+    expect(empty.json().error.message).toContain("give at least one of min, max, idle_timeout");
+    const badClass = await app.inject({ method: "POST", url: "/api/v1/models/m/class", headers: as(admin), payload: { class: "vip" } });
+    expect(badClass.json().error.message).toContain("class: one of critical, standard, opportunistic, or default");
+  });
+
+  it("answers an unknown route and an unknown model with their codes", async () => {
+    const route = await app.inject({ method: "GET", url: "/api/v1/nothing", headers: as(admin) });
+    expect([route.statusCode, route.json().error.code]).toEqual([404, "route_not_found"]);
+    const model = await app.inject({ method: "GET", url: "/api/v1/models/ghost", headers: as(admin) });
+    expect([model.statusCode, model.json().error.code]).toEqual([404, "model_not_found"]);
+  });
+
+  it("identifies itself and its API versions on every answer", async () => {
+    const response = await app.inject({ method: "GET", url: "/api/v1/version" });
+    expect(response.headers["llmgw-version"]).toBe(response.json().version);
+    expect(response.headers["llmgw-api"]).toBe("1");
+  });
+});

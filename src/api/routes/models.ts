@@ -1,0 +1,88 @@
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { durationSchema } from "../../catalog/duration.js";
+import { modelClasses, modelEntrySchema, modelNameSchema } from "../../catalog/schema.js";
+import type { CatalogService } from "../../server/catalog-service.js";
+import { requireActor } from "../access.js";
+import { modelView, type ReplicaCountSource } from "../model-view.js";
+import { parseBody } from "../parse-body.js";
+
+const nameParams = z.object({ name: z.string() });
+
+const scaleBody = z
+  .strictObject({
+    min: z.number().int().min(0, { message: "a whole number of replicas, 0 or more" }).optional(),
+    max: z.number().int().min(0, { message: "a whole number of replicas, 0 or more" }).optional(),
+    idle_timeout: durationSchema.optional(),
+  })
+  .refine((body) => body.min !== undefined || body.max !== undefined || body.idle_timeout !== undefined, {
+    message: "give at least one of min, max, idle_timeout",
+  });
+
+const resourcesBody = z.strictObject({
+  profile: z.string().optional(),
+  memory_gb: z.number({ message: "host memory in GB, a number greater than 0" }).positive({ message: "host memory in GB, a number greater than 0" }),
+  cpu_cores: z.number().positive({ message: "CPU cores, a number greater than 0" }).optional(),
+});
+
+const classBody = z.strictObject({
+  class: z.enum([...modelClasses, "default"], { message: `one of ${modelClasses.join(", ")}, or default` }),
+});
+const ownerBody = z.strictObject({ owner: z.string().min(1, { message: "an owner name (a team or a person)" }) });
+const fallbacksBody = z.strictObject({ fallbacks: z.array(modelNameSchema) });
+
+export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource): void {
+  const view = async (name: string) => {
+    const counts = await replicaCounts();
+    return modelView(await catalog.get(name), counts.get(name));
+  };
+
+  app.get("/api/v1/models", { config: { access: "read" } }, async () => {
+    const [models, counts] = await Promise.all([catalog.list(), replicaCounts()]);
+    return { models: models.map((model) => modelView(model, counts.get(model.name))) };
+  });
+
+  app.get("/api/v1/models/:name", { config: { access: "read" } }, async (request) => view(nameParams.parse(request.params).name));
+
+  app.post("/api/v1/models", { config: { access: "admin" } }, async (request, reply) => {
+    const entry = parseBody(modelEntrySchema, request.body);
+    const model = await catalog.add(entry, requireActor(request));
+    return reply.status(201).send(modelView(model));
+  });
+
+  app.delete("/api/v1/models/:name", { config: { access: "admin" } }, async (request) => {
+    const { name } = nameParams.parse(request.params);
+    await catalog.remove(name, requireActor(request));
+    return { removed: name };
+  });
+
+  app.post("/api/v1/models/:name/scale", { config: { access: "admin" } }, async (request) => {
+    const { name } = nameParams.parse(request.params);
+    await catalog.scale(name, parseBody(scaleBody, request.body), requireActor(request));
+    return view(name);
+  });
+
+  app.post("/api/v1/models/:name/resources", { config: { access: "admin" } }, async (request) => {
+    const { name } = nameParams.parse(request.params);
+    await catalog.resources(name, parseBody(resourcesBody, request.body), requireActor(request));
+    return view(name);
+  });
+
+  app.post("/api/v1/models/:name/class", { config: { access: "admin" } }, async (request) => {
+    const { name } = nameParams.parse(request.params);
+    await catalog.setClass(name, parseBody(classBody, request.body).class, requireActor(request));
+    return view(name);
+  });
+
+  app.post("/api/v1/models/:name/owner", { config: { access: "admin" } }, async (request) => {
+    const { name } = nameParams.parse(request.params);
+    await catalog.setOwner(name, parseBody(ownerBody, request.body).owner, requireActor(request));
+    return view(name);
+  });
+
+  app.post("/api/v1/models/:name/fallbacks", { config: { access: "admin" } }, async (request) => {
+    const { name } = nameParams.parse(request.params);
+    await catalog.setFallbacks(name, parseBody(fallbacksBody, request.body).fallbacks, requireActor(request));
+    return view(name);
+  });
+}

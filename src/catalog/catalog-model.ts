@@ -1,0 +1,159 @@
+import { parseDuration } from "./duration.js";
+import {
+  ggufQuantizations,
+  gpuOnlyEngines,
+  gpuQuantizations,
+  singleCardEngines,
+  type EngineName,
+  type ModelClass,
+  type ModelEntry,
+  type ProfileInput,
+} from "./schema.js";
+import type { ErrorDetail } from "../errors/domain-error.js";
+
+/** Where a model's definition lives: server.yaml (read at every start) or the store (added at runtime). */
+export type ModelSource = "file" | "runtime";
+
+/** A profile with every default filled in: what the planner, placement and drivers act on. */
+export interface ResolvedProfile {
+  readonly name: string;
+  readonly engine: EngineName;
+  readonly source: string;
+  readonly gpu_class: string | undefined;
+  readonly gpus: number;
+  readonly quantization: string | undefined;
+  readonly memory_gb: number | undefined;
+  readonly cpu_cores: number | undefined;
+  readonly slots: number;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}
+
+export interface Scaling {
+  readonly min: number;
+  readonly max: number;
+  /** As written (`10m`), so it round-trips through YAML. */
+  readonly idle_timeout: string;
+}
+
+/** A model as it is in force: the entry as written, and the values the catalog filled in. */
+export interface CatalogModel {
+  readonly name: string;
+  readonly source: ModelSource;
+  /** The entry exactly as written, for export and for moving between file and runtime. */
+  readonly entry: ModelEntry;
+  readonly class: ModelClass;
+  /** False when the class is the default for the model's scaling (opportunistic for on-demand, standard otherwise). */
+  readonly class_set: boolean;
+  readonly scaling: Scaling;
+  readonly fallbacks: readonly string[];
+  readonly aliases: readonly string[];
+  readonly profiles: readonly ResolvedProfile[];
+}
+
+export const defaultIdleTimeout = "10m";
+
+/** The class in force when none is set: on-demand models give way to everything else (SPEC S5). */
+export function defaultClass(scaling: Pick<Scaling, "min" | "max">): ModelClass {
+  return scaling.min === 0 && scaling.max > 0 ? "opportunistic" : "standard";
+}
+
+/**
+ * Fills in what the entry leaves out. `min` defaults to 1 (a model in the
+ * catalog runs unless told otherwise, like one replica in GPUStack); `max`
+ * defaults to `min` (no growth unless asked for), or 1 for an on-demand model.
+ */
+export function resolveScaling(scaling: ModelEntry["scaling"]): Scaling {
+  const min = scaling?.min ?? 1;
+  const max = scaling?.max ?? Math.max(min, 1);
+  return { min, max, idle_timeout: scaling?.idle_timeout ?? defaultIdleTimeout };
+}
+
+export function resolveProfiles(profiles: readonly ProfileInput[]): ResolvedProfile[] {
+  const used = new Map<string, number>();
+  return profiles.map((profile) => {
+    const count = (used.get(profile.engine) ?? 0) + 1;
+    used.set(profile.engine, count);
+    const defaultName = count === 1 ? profile.engine : `${profile.engine}-${count}`;
+    // llama.cpp runs on the CPU unless the profile asks for a GPU class;
+    // every other engine needs at least one card.
+    const defaultGpus = profile.engine === "llamacpp" && profile.gpu_class === undefined ? 0 : 1;
+    return {
+      name: profile.name ?? defaultName,
+      engine: profile.engine,
+      source: profile.source,
+      gpu_class: profile.gpu_class,
+      gpus: profile.gpus ?? defaultGpus,
+      quantization: profile.quantization,
+      memory_gb: profile.memory_gb,
+      cpu_cores: profile.cpu_cores,
+      slots: profile.slots ?? 1,
+      args: profile.args ?? [],
+      env: profile.env ?? {},
+    };
+  });
+}
+
+export function resolveModel(entry: ModelEntry, source: ModelSource): CatalogModel {
+  const scaling = resolveScaling(entry.scaling);
+  return {
+    name: entry.name,
+    source,
+    entry,
+    class: entry.class ?? defaultClass(scaling),
+    class_set: entry.class !== undefined,
+    scaling,
+    fallbacks: entry.fallbacks ?? [],
+    aliases: entry.aliases ?? [],
+    profiles: resolveProfiles(entry.profiles ?? []),
+  };
+}
+
+/**
+ * Problems within one entry that the schema cannot see: rules that depend on
+ * the engine, on two fields together, or on defaults. Paths are relative to
+ * the entry.
+ */
+export function checkEntry(entry: ModelEntry): { path: (string | number)[]; message: string; code: "invalid_profile" | "invalid_input" }[] {
+  const problems: { path: (string | number)[]; message: string; code: "invalid_profile" | "invalid_input" }[] = [];
+  const hasProfiles = (entry.profiles?.length ?? 0) > 0;
+  if (entry.external && hasProfiles) {
+    problems.push({ path: ["external"], code: "invalid_input", message: "a model is either external (proxied) or has profiles (run here), not both; remove one" });
+  }
+  if (!entry.external && !hasProfiles) {
+    problems.push({ path: ["profiles"], code: "invalid_input", message: "required: at least one profile (how to run the model), or external: {base_url} to proxy it" });
+  }
+  const scaling = entry.scaling;
+  if (scaling?.min !== undefined && scaling.max !== undefined && scaling.max < scaling.min) {
+    problems.push({ path: ["scaling", "max"], code: "invalid_input", message: `must be at least min (${scaling.min}); max is the ceiling for growth` });
+  }
+  if (scaling?.idle_timeout !== undefined && (parseDuration(scaling.idle_timeout) ?? 0) <= 0) {
+    problems.push({ path: ["scaling", "idle_timeout"], code: "invalid_input", message: "must be longer than 0s" });
+  }
+  if (entry.context !== undefined && entry.max_output !== undefined && entry.max_output > entry.context) {
+    problems.push({ path: ["max_output"], code: "invalid_input", message: `cannot exceed context (${entry.context}): an answer counts against the context` });
+  }
+  const names = new Set<string>();
+  for (const [index, profile] of resolveProfiles(entry.profiles ?? []).entries()) {
+    const at = (field: string) => ["profiles", index, field];
+    if (names.has(profile.name)) {
+      problems.push({ path: at("name"), code: "invalid_input", message: `two profiles are named "${profile.name}"; give each a distinct name` });
+    }
+    names.add(profile.name);
+    if (gpuOnlyEngines.includes(profile.engine) && profile.gpus < 1) {
+      problems.push({ path: at("gpus"), code: "invalid_profile", message: `${profile.engine} runs on GPUs only: 1 or more cards (use engine: llamacpp to run on CPUs)` });
+    }
+    if (singleCardEngines.includes(profile.engine) && profile.gpus > 1) {
+      problems.push({ path: at("gpus"), code: "invalid_profile", message: `${profile.engine} uses one card; set gpus: 1` });
+    }
+    if (profile.quantization !== undefined) {
+      const allowed: readonly string[] = profile.engine === "llamacpp" ? ggufQuantizations : gpuQuantizations;
+      if (!allowed.includes(profile.quantization)) {
+        problems.push({ path: at("quantization"), code: "invalid_profile", message: `${profile.engine} takes one of ${allowed.join(", ")}` });
+      }
+    }
+  }
+  return problems;
+}
+
+export type { ErrorDetail };

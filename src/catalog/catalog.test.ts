@@ -1,0 +1,195 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { DomainError } from "../errors/domain-error.js";
+import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
+import { parseModelFile } from "./model-file.js";
+import type { ModelEntry } from "./schema.js";
+import { loadServerConfig } from "./server-config.js";
+
+function writeConfig(text: string): string {
+  const directory = mkdtempSync(path.join(tmpdir(), "llmgw-config-"));
+  const file = path.join(directory, "server.yaml");
+  writeFileSync(file, text);
+  return file;
+}
+
+function failure(run: () => unknown): DomainError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof DomainError) return error;
+    throw error;
+  }
+  throw new Error("expected a DomainError, but nothing was thrown");
+}
+
+const runtime = (entry: ModelEntry): PlacedEntry => ({ entry, source: "runtime", place: `runtime model ${entry.name}` });
+const vllmProfile = { engine: "vllm" as const, source: "https://mirror.example/m/" };
+
+describe("server.yaml", () => {
+  it("reads declared models with every default filled in", () => {
+    const file = writeConfig(`
+models:
+  - name: qwen2.5-7b
+    profiles:
+      - { engine: vllm, source: "https://mirror.example/qwen/", gpu_class: h100 }
+      - { engine: llamacpp, source: /models/qwen.gguf, slots: 4 }
+`);
+    const config = loadServerConfig(file);
+    const model = buildCatalog(config.declared).models[0];
+    expect(model?.scaling).toEqual({ min: 1, max: 1, idle_timeout: "10m" });
+    expect(model?.class).toBe("standard");
+    expect(model?.profiles.map((profile) => [profile.name, profile.gpus, profile.slots])).toEqual([
+      ["vllm", 1, 1],
+      ["llamacpp", 0, 4],
+    ]);
+    expect(config.listen).toEqual({ host: "127.0.0.1", port: 8080 });
+  });
+
+  it("names file, line and column for malformed YAML", () => {
+    const file = writeConfig("models:\n  - name: a\n    profiles: [\n");
+    const error = failure(() => loadServerConfig(file));
+    expect(error.code).toBe("invalid_yaml");
+    expect(error.message).toMatch(/^server\.yaml:\d+:\d+: /);
+  });
+
+  it("names an unknown key with its line and suggests the nearest known one", () => {
+    const file = writeConfig(`models:
+  - name: a
+    profiles:
+      - engine: vllm
+        source: x
+        gpu: 2
+`);
+    const error = failure(() => loadServerConfig(file));
+    expect(error.code).toBe("unknown_key");
+    expect(error.message).toContain('server.yaml:6:9: models[0].profiles[0].gpu: unknown key "gpu" (did you mean "gpus"?)');
+  });
+
+  it("names the path and what is expected for a wrong type or range", () => {
+    const file = writeConfig(`models:
+  - name: a
+    profiles:
+      - { engine: vllm, source: x, gpus: 1.5 }
+`);
+    const error = failure(() => loadServerConfig(file));
+    expect(error.code).toBe("invalid_input");
+    expect(error.message).toContain("models[0].profiles[0].gpus: a whole number of cards, 0 or more");
+    expect(error.message).toMatch(/server\.yaml:4:\d+/);
+  });
+
+  it("refuses an unknown engine, listing the ones there are", () => {
+    const file = writeConfig(`models:
+  - name: a
+    profiles: [{ engine: ollama, source: x }]
+`);
+    const error = failure(() => loadServerConfig(file));
+    expect(error.message).toContain("models[0].profiles[0].engine: one of vllm, sglang, trtllm, llamacpp, comfyui");
+  });
+
+  it("refuses a duplicate model name, naming both places", () => {
+    const file = writeConfig(`models:
+  - { name: a, profiles: [{ engine: vllm, source: x }] }
+  - { name: a, profiles: [{ engine: vllm, source: y }] }
+`);
+    const error = failure(() => loadServerConfig(file));
+    expect(error.code).toBe("name_taken");
+    expect(error.message).toContain("server.yaml:3");
+    expect(error.message).toContain("server.yaml models[0] (a)");
+  });
+
+  it("refuses a fallback cycle, drawing the circle", () => {
+    const file = writeConfig(`models:
+  - { name: a, fallbacks: [b], profiles: [{ engine: vllm, source: x }] }
+  - { name: b, fallbacks: [c], profiles: [{ engine: vllm, source: x }] }
+  - { name: c, fallbacks: [a], profiles: [{ engine: vllm, source: x }] }
+`);
+    const error = failure(() => loadServerConfig(file));
+    expect(error.code).toBe("fallback_cycle");
+    expect(error.message).toContain("a → b → c → a");
+  });
+
+  it("says when the file is missing", () => {
+    const error = failure(() => loadServerConfig("/nonexistent/server.yaml"));
+    expect(error.code).toBe("config_invalid");
+    expect(error.message).toContain("cannot read /nonexistent/server.yaml: no such file");
+  });
+
+  it("accepts only postgres:// database URLs", () => {
+    expect(failure(() => loadServerConfig(undefined, { database: "mysql://x" })).message).toContain("only postgres:// URLs");
+  });
+});
+
+describe("the catalog as a whole", () => {
+  it("keeps models, aliases and adapters in one namespace", () => {
+    const error = failure(() =>
+      buildCatalog([
+        runtime({ name: "a", aliases: ["chat"], profiles: [vllmProfile] }),
+        runtime({ name: "b", adapters: [{ name: "chat", source: "x" }], profiles: [vllmProfile] }),
+      ]),
+    );
+    expect(error.code).toBe("name_taken");
+    expect(error.message).toContain('"chat" (adapter) is already the alias of runtime model a');
+  });
+
+  it("refuses a fallback that does not exist", () => {
+    const error = failure(() => buildCatalog([runtime({ name: "a", fallbacks: ["ghost"], profiles: [vllmProfile] })]));
+    expect(error.code).toBe("unknown_fallback");
+    expect(error.message).toContain('runtime model a.fallbacks[0]: "ghost" is not a model in the catalog');
+  });
+
+  it("refuses a model that falls back to itself", () => {
+    expect(failure(() => buildCatalog([runtime({ name: "a", fallbacks: ["a"], profiles: [vllmProfile] })])).code).toBe("fallback_cycle");
+  });
+
+  it("refuses a GPU engine with no cards and ComfyUI on two", () => {
+    const error = failure(() =>
+      buildCatalog([
+        runtime({ name: "a", profiles: [{ ...vllmProfile, gpus: 0 }] }),
+        runtime({ name: "b", profiles: [{ engine: "comfyui", source: "x", gpus: 2 }] }),
+      ]),
+    );
+    expect(error.code).toBe("invalid_profile");
+    expect(error.details.map((detail) => detail.message)).toEqual([
+      "vllm runs on GPUs only: 1 or more cards (use engine: llamacpp to run on CPUs)",
+      "comfyui uses one card; set gpus: 1",
+    ]);
+  });
+
+  it("refuses a quantization the engine does not take", () => {
+    const error = failure(() => buildCatalog([runtime({ name: "a", profiles: [{ engine: "llamacpp", source: "x.gguf", quantization: "awq" }] })]));
+    expect(error.message).toContain("llamacpp takes one of F32, F16");
+  });
+
+  it("refuses max below min and a model with neither profiles nor external", () => {
+    expect(failure(() => buildCatalog([runtime({ name: "a", scaling: { min: 3, max: 1 }, profiles: [vllmProfile] })])).message).toContain(
+      "scaling.max: must be at least min (3)",
+    );
+    expect(failure(() => buildCatalog([runtime({ name: "a" })])).message).toContain("required: at least one profile");
+  });
+
+  it("makes an on-demand model opportunistic unless its class is set", () => {
+    const catalog = buildCatalog([
+      runtime({ name: "a", scaling: { min: 0, max: 2 }, profiles: [vllmProfile] }),
+      runtime({ name: "b", class: "critical", scaling: { min: 0 }, profiles: [vllmProfile] }),
+    ]);
+    expect(catalog.models.map((model) => [model.class, model.class_set, model.scaling.max])).toEqual([
+      ["opportunistic", false, 2],
+      ["critical", true, 1],
+    ]);
+  });
+});
+
+describe("model files for `ctl model add -f`", () => {
+  it("reads one entry, or one entry copied whole from server.yaml", () => {
+    expect(parseModelFile("name: a\nprofiles: [{engine: vllm, source: x}]\n", "a.yaml").name).toBe("a");
+    expect(parseModelFile("models:\n  - name: b\n    profiles: [{engine: vllm, source: x}]\n", "b.yaml").name).toBe("b");
+  });
+
+  it("names the file and line of a problem", () => {
+    const error = failure(() => parseModelFile("name: a\nprofiles:\n  - engine: vllm\n    source: x\n    slot: 2\n", "a.yaml"));
+    expect(error.message).toContain('a.yaml:5:5: profiles[0].slot: unknown key "slot" (did you mean "slots"?)');
+  });
+});

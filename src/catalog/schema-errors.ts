@@ -1,0 +1,115 @@
+import { closest } from "fastest-levenshtein";
+import type { z } from "zod";
+import { DomainError, type ErrorDetail } from "../errors/domain-error.js";
+
+/** Where the checked value came from, so each problem can name its place. */
+export interface ValueOrigin {
+  /** What the value is, for the headline: "server.yaml", "model file qwen.yaml", "request body". */
+  readonly label: string;
+  /** Prepended to every path: ["models", 2] when the value is one entry of a list. */
+  readonly pathPrefix?: readonly PropertyKey[];
+  /** Finds a file position for a path, when the value came from a file. */
+  readonly locate?: (path: readonly PropertyKey[], key?: string) => string | undefined;
+}
+
+/** `models[2].profiles[0].gpus` */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let text = "";
+  for (const segment of path) {
+    if (typeof segment === "number") text += `[${segment}]`;
+    else text += text.length === 0 ? String(segment) : `.${String(segment)}`;
+  }
+  return text;
+}
+
+/**
+ * Checks `value` against `schema` and returns it typed, or throws one
+ * DomainError listing every problem with its place. An unknown key gets the
+ * nearest known key as a suggestion, because most unknown keys are typos.
+ */
+export function parseWithSchema<Schema extends z.ZodType>(schema: Schema, value: unknown, origin: ValueOrigin): z.infer<Schema> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const prefix = origin.pathPrefix ?? [];
+  const details: ErrorDetail[] = [];
+  let sawUnknownKey = false;
+  for (const issue of result.error.issues) {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === "unrecognized_keys") {
+      sawUnknownKey = true;
+      const known = knownKeysAt(schema, issue.path);
+      for (const key of issue.keys) {
+        const place = [origin.locate?.(path, key), formatPath([...path, key])].filter(Boolean).join(": ");
+        const suggestion = known.length > 0 ? ` (did you mean "${closest(key, known)}"?)` : "";
+        details.push({ where: place, message: `unknown key "${key}"${suggestion}; known keys here: ${known.join(", ")}` });
+      }
+      continue;
+    }
+    const place = [origin.locate?.(path), formatPath(path) || "(top level)"].filter(Boolean).join(": ");
+    const missing = issue.code === "invalid_type" && valueAt(value, issue.path) === undefined;
+    details.push({ where: place, message: missing ? `required: ${issue.message}` : issue.message });
+  }
+  const first = details[0] as ErrorDetail;
+  const more = details.length > 1 ? ` (and ${details.length - 1} more problem${details.length > 2 ? "s" : ""})` : "";
+  return throwInvalid(sawUnknownKey && details.length > 0 ? "unknown_key" : "invalid_input", origin, `${first.where}: ${first.message}${more}`, details);
+}
+
+function throwInvalid(code: "unknown_key" | "invalid_input", origin: ValueOrigin, message: string, details: ErrorDetail[]): never {
+  // A file position already names the file; a path alone needs the label to say what it is a path in.
+  throw new DomainError(
+    code,
+    message.startsWith(origin.label) ? message : `${origin.label}: ${message}`,
+    `Correct ${details.length > 1 ? "each place listed" : "that place"} in ${origin.label}; nothing was changed.`,
+    details,
+  );
+}
+
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let current = value;
+  for (const segment of path) {
+    if (typeof current !== "object" || current === null) return undefined;
+    current = (current as Record<PropertyKey, unknown>)[segment];
+  }
+  return current;
+}
+
+/**
+ * The keys an object schema knows at `path`, walking through arrays,
+ * optionals and defaults. Zod's public types do not expose the definition
+ * tree generically, so this reads `_zod.def`, which is zod 4's documented
+ * internal for exactly this kind of introspection.
+ */
+function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  let current: SchemaNode | undefined = schema as unknown as SchemaNode;
+  const unwrap = (node: SchemaNode | undefined): SchemaNode | undefined => {
+    let inner = node;
+    for (let depth = 0; depth < 10 && inner; depth += 1) {
+      const definition: SchemaDefinition = inner._zod.def;
+      if (definition.innerType) inner = definition.innerType;
+      else if (definition.type === "pipe" && definition.in) inner = definition.in;
+      else break;
+    }
+    return inner;
+  };
+  for (const segment of path) {
+    current = unwrap(current);
+    if (!current) return [];
+    const definition: SchemaDefinition = current._zod.def;
+    if (typeof segment === "number") current = definition.element;
+    else current = definition.shape?.[String(segment)];
+  }
+  current = unwrap(current);
+  const shape = current?._zod.def.shape;
+  return shape ? Object.keys(shape) : [];
+}
+
+interface SchemaDefinition {
+  readonly type: string;
+  readonly shape?: Record<string, SchemaNode>;
+  readonly element?: SchemaNode;
+  readonly innerType?: SchemaNode;
+  readonly in?: SchemaNode;
+}
+interface SchemaNode {
+  readonly _zod: { readonly def: SchemaDefinition };
+}

@@ -1,0 +1,108 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { DomainError } from "../errors/domain-error.js";
+import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
+import { parseDuration } from "./duration.js";
+import { parseWithSchema } from "./schema-errors.js";
+import { serverConfigSchema, type ModelEntry } from "./schema.js";
+import { parseYamlSource } from "./yaml-source.js";
+
+/** The server's settings, validated once at start and frozen (STYLE 5). */
+export interface ServerConfig {
+  /** The file these came from, for messages ("declared in server.yaml"); undefined without -c. */
+  readonly configPath: string | undefined;
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly dataDir: string;
+  /** A postgres:// URL, or undefined for embedded SQLite in dataDir. Secret: never printed whole. */
+  readonly database: string | undefined;
+  readonly gpuMemoryUtilization: number;
+  readonly huggingface: { readonly endpoint: string; readonly tokenEnv: string | undefined };
+  readonly heartbeatDeadlineMs: number;
+  readonly settlingWindowMs: number;
+  /** Declared models with the place each was written, for catalog errors that name the line. */
+  readonly declared: readonly PlacedEntry[];
+}
+
+export interface ServerOverrides {
+  readonly listen?: string | undefined;
+  readonly dataDir?: string | undefined;
+  readonly database?: string | undefined;
+}
+
+export const defaultListen = "127.0.0.1:8080";
+export const defaultDataDir = "./llmgw-data";
+
+export function parseListen(text: string, where: string): { host: string; port: number } {
+  const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(text.trim());
+  const port = match ? Number(match[2]) : Number.NaN;
+  if (!match || port > 65535) {
+    throw new DomainError(
+      "config_invalid",
+      `${where}: "${text}" is not HOST:PORT`,
+      "Give an address and port such as 127.0.0.1:8080 (or 0.0.0.0:8080 to listen on every interface).",
+    );
+  }
+  return { host: (match[1] as string).replace(/^\[|\]$/g, ""), port };
+}
+
+/** Reads server.yaml (when given), applies command-line overrides, validates everything, and freezes the result. */
+export function loadServerConfig(configPath: string | undefined, overrides: ServerOverrides = {}): ServerConfig {
+  let fileValue: unknown = {};
+  let locate: ((path: readonly PropertyKey[], key?: string) => string | undefined) | undefined;
+  const label = configPath ? path.basename(configPath) : "server settings";
+  if (configPath) {
+    let text: string;
+    try {
+      text = readFileSync(configPath, "utf8");
+    } catch (error) {
+      throw new DomainError(
+        "config_invalid",
+        `cannot read ${configPath}: ${(error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message}`,
+        "Check the path given to -c, or start without -c to use the defaults.",
+      );
+    }
+    const source = parseYamlSource(text, label);
+    fileValue = source.value ?? {};
+    locate = source.locate;
+  }
+  const file = parseWithSchema(serverConfigSchema, fileValue, { label, ...(locate ? { locate } : {}) });
+
+  const declared: PlacedEntry[] = (file.models ?? []).map((entry: ModelEntry, index) => ({
+    entry,
+    source: "file",
+    place: `${label} models[${index}] (${entry.name})`,
+    ...(locate ? { locate: (entryPath: readonly (string | number)[]) => locate?.(["models", index, ...entryPath]) } : {}),
+  }));
+  // Declared models alone must already form a valid catalog; runtime models are checked against them when the store opens.
+  buildCatalog(declared);
+
+  const database = overrides.database ?? file.database;
+  if (database !== undefined && !/^postgres(ql)?:\/\//.test(database)) {
+    throw new DomainError(
+      "config_invalid",
+      `${overrides.database ? "--database" : `${label}: database`}: only postgres:// URLs are supported`,
+      "Leave database unset for embedded SQLite in the data directory, or give postgres://USER:PASSWORD@HOST:5432/DB.",
+    );
+  }
+  const duration = (text: string | undefined, fallback: number) => (text === undefined ? fallback : (parseDuration(text) as number));
+
+  return Object.freeze({
+    configPath,
+    listen: parseListen(overrides.listen ?? file.listen ?? defaultListen, overrides.listen ? "--listen" : `${label}: listen`),
+    dataDir: path.resolve(overrides.dataDir ?? file.data_dir ?? defaultDataDir),
+    database,
+    gpuMemoryUtilization: file.gpu_memory_utilization ?? 0.9,
+    huggingface: Object.freeze({
+      endpoint: file.huggingface?.endpoint ?? "https://huggingface.co",
+      tokenEnv: file.huggingface?.token_env,
+    }),
+    heartbeatDeadlineMs: duration(file.nodes?.heartbeat_deadline, 15_000),
+    settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
+    declared: Object.freeze(declared),
+  });
+}
+
+/** The database URL with its password hidden, for logs and messages. */
+export function redactDatabaseUrl(url: string): string {
+  return url.replace(/(\/\/[^:/@]+:)[^@]*@/, "$1***@");
+}

@@ -1,0 +1,45 @@
+import type { ModelView } from "../../api/model-view.js";
+import type { ResolvedProfile } from "../../catalog/catalog-model.js";
+
+/** One profile in a few words: how it runs and on what. */
+export function describeProfile(profile: ResolvedProfile): string {
+  const hardware = profile.gpus > 0 ? `${profile.gpus} card${profile.gpus > 1 ? "s" : ""}${profile.gpu_class ? ` (${profile.gpu_class})` : ""}` : "CPU";
+  const extras = [
+    profile.quantization,
+    profile.cpu_cores !== undefined ? `${profile.cpu_cores} cores` : undefined,
+    profile.memory_gb !== undefined ? `${profile.memory_gb} GB host memory` : undefined,
+    profile.engine === "llamacpp" ? `${profile.slots} slot${profile.slots > 1 ? "s" : ""}` : undefined,
+  ].filter((part): part is string => part !== undefined);
+  return `${profile.name}: ${profile.engine} on ${hardware}${extras.length ? `, ${extras.join(", ")}` : ""}`;
+}
+
+export function describeScaling(model: ModelView): string {
+  const { min, max, idle_timeout: idleTimeout } = model.scaling;
+  if (max === 0) return "min 0, max 0 (kept in the catalog, never placed)";
+  const onDemand = min === 0 ? `, on demand: starts at the first request, stops after ${idleTimeout} idle` : "";
+  return `min ${min}, max ${max}${onDemand}`;
+}
+
+/** A model as it is now in force, for the person at the terminal. */
+export function describeModel(model: ModelView): string {
+  const rows: [string, string][] = [
+    ["state", `${model.state}, ${model.replicas.ready} of ${model.replicas.desired} replicas ready`],
+    ["class", `${model.class}${model.class_set ? "" : " (the default for its scaling)"}`],
+  ];
+  if (!model.external) rows.push(["scaling", describeScaling(model)]);
+  if (model.origin) rows.push(["origin", model.origin]);
+  if (model.context !== null) rows.push(["context", `${model.context} tokens${model.max_output !== null ? `, answers up to ${model.max_output}` : ""}`]);
+  rows.push(["owner", model.owner ?? "(none)"]);
+  rows.push(["fallbacks", model.fallbacks.length ? model.fallbacks.join(", ") : "(none)"]);
+  if (model.aliases.length) rows.push(["aliases", model.aliases.join(", ")]);
+  if (model.adapters.length) rows.push(["adapters", model.adapters.map((adapter) => adapter.name).join(", ")]);
+  if (model.external) rows.push(["external", `${model.external.base_url}${model.external.api_key_env ? ` (key from $${model.external.api_key_env} on the server)` : ""}`]);
+  model.profiles.forEach((profile, index) => rows.push([index === 0 ? "profiles" : "", describeProfile(profile)]));
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return [`${model.name} (${model.source === "file" ? "declared in server.yaml" : "added at runtime"})`, ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join("\n");
+}
+
+export function profileSummary(model: ModelView): string {
+  if (model.external) return `external (${new URL(model.external.base_url).host})`;
+  return model.profiles.map((profile) => `${profile.engine}(${profile.gpus > 0 ? `${profile.gpus}×${profile.gpu_class ?? "gpu"}` : "cpu"})`).join(", ");
+}

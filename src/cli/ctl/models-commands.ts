@@ -1,0 +1,162 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { Command } from "commander";
+import type { ModelView } from "../../api/model-view.js";
+import { parseModelFile } from "../../catalog/model-file.js";
+import { modelClasses } from "../../catalog/schema.js";
+import { DomainError } from "../../errors/domain-error.js";
+import { print, printJson, renderTable } from "../output.js";
+import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
+import { apiClient, ctlOptions } from "./context.js";
+import { describeModel, describeScaling, profileSummary } from "./model-text.js";
+
+const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
+
+/** Prints a changed model as it is now in force (not an echo of the request), or the API's JSON. */
+function printModel(command: Command, model: ModelView, headline: string): void {
+  if (ctlOptions(command).json) return printJson(model);
+  print(`${headline}\n${describeModel(model)}`);
+}
+
+export function registerModelsCommands(ctl: Command): void {
+  ctl
+    .command("models")
+    .description("list the catalog: every model, where it is defined, its state and replicas")
+    .option("--json", "print the API's JSON ({models: [...]}) for tools")
+    .action(async (_options, command: Command) => {
+      const result = await apiClient(ctlOptions(command)).get<{ models: ModelView[] }>("/api/v1/models");
+      if (ctlOptions(command).json) return printJson(result);
+      if (result.models.length === 0) return print("The catalog is empty. Add a model with `llmgw ctl model add -f model.yaml`, or declare one in server.yaml.");
+      print(
+        renderTable(
+          ["NAME", "SOURCE", "STATE", "READY", "CLASS", "SCALING", "PROFILES", "OWNER"],
+          result.models.map((model) => [
+            model.name,
+            model.source,
+            model.state,
+            `${model.replicas.ready}/${model.replicas.desired}`,
+            model.class,
+            model.external ? "-" : `${model.scaling.min}..${model.scaling.max}`,
+            profileSummary(model),
+            model.owner ?? "-",
+          ]),
+        ),
+      );
+    });
+
+  const model = ctl.command("model").description("show and change one model");
+
+  model
+    .command("show")
+    .argument("<name>", "model name")
+    .description("show one model as it is in force")
+    .option("--json", "print the API's model object")
+    .action(async (name: string, _options, command: Command) => {
+      const view = await apiClient(ctlOptions(command)).get<ModelView>(modelPath(name));
+      if (ctlOptions(command).json) return printJson(view);
+      print(describeModel(view));
+    });
+
+  model
+    .command("add")
+    .description("add a model at runtime from a YAML file (one entry, the same YAML as in server.yaml)")
+    .requiredOption("-f, --file <file>", "the model entry")
+    .option("--json", "print the API's model object")
+    .action(async (options: { file: string }, command: Command) => {
+      let text: string;
+      try {
+        text = readFileSync(options.file, "utf8");
+      } catch (error) {
+        throw new DomainError("invalid_input", `cannot read ${options.file}: ${(error as Error).message}`, "Check the path given to -f.");
+      }
+      // Checked here too, so a mistake is reported with its line and column in the file.
+      const entry = parseModelFile(text, path.basename(options.file));
+      const added = await apiClient(ctlOptions(command)).post<ModelView>("/api/v1/models", entry);
+      printModel(command, added, `Added ${added.name}.`);
+    });
+
+  model
+    .command("remove")
+    .argument("<name>", "model name")
+    .description("remove a model added at runtime (declared models are removed from server.yaml)")
+    .option("--json", "print the API's answer")
+    .action(async (name: string, _options, command: Command) => {
+      const result = await apiClient(ctlOptions(command)).delete<{ removed: string }>(modelPath(name));
+      if (ctlOptions(command).json) return printJson(result);
+      print(`Removed ${result.removed} from the catalog.`);
+    });
+
+  const scale = (command: Command) =>
+    command
+      .argument("<name>", "model name")
+      .description("set how many replicas run: min is the count kept running, max the ceiling for growth; min 0 runs on demand")
+      .option("--min <n>", "replicas always running (0: on demand)", wholeNumber(0))
+      .option("--max <n>", "ceiling under load (default: at least min)", wholeNumber(0))
+      .option("--idle-timeout <duration>", "on demand: stop after this long without requests (e.g. 10m)", duration)
+      .option("--json", "print the API's model object")
+      .action(async (name: string, options: { min?: number; max?: number; idleTimeout?: string }, self: Command) => {
+        if (options.min === undefined && options.max === undefined && options.idleTimeout === undefined) {
+          throw new DomainError("invalid_input", "scale needs --min, --max or --idle-timeout", `For example: llmgw ctl scale ${name} --min 1 --max 3`);
+        }
+        const body = { min: options.min, max: options.max, idle_timeout: options.idleTimeout };
+        const view = await apiClient(ctlOptions(self)).post<ModelView>(modelPath(name, "/scale"), body);
+        printModel(self, view, `${view.name} now scales ${describeScaling(view)}.`);
+      });
+  scale(ctl.command("scale"));
+  scale(model.command("scale"));
+
+  model
+    .command("resources")
+    .argument("<name>", "model name")
+    .description("set the host memory and CPU cores a replica reserves (first profile unless --profile)")
+    .requiredOption("--memory <gb>", "host memory in GB", positiveNumber)
+    .option("--cores <n>", "CPU cores", positiveNumber)
+    .option("--profile <profile>", "which profile (see `ctl model show`)")
+    .option("--json", "print the API's model object")
+    .action(async (name: string, options: { memory: number; cores?: number; profile?: string }, command: Command) => {
+      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/resources"), {
+        profile: options.profile,
+        memory_gb: options.memory,
+        cpu_cores: options.cores,
+      });
+      printModel(command, view, `Resources of ${view.name} changed.`);
+    });
+
+  model
+    .command("class")
+    .argument("<name>", "model name")
+    .argument("<class>", `${modelClasses.join("|")}|default`)
+    .description("set who gives way to whom when cards are short (default: opportunistic on demand, standard otherwise)")
+    .option("--json", "print the API's model object")
+    .action(async (name: string, modelClass: string, _options, command: Command) => {
+      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/class"), { class: modelClass });
+      printModel(command, view, `${view.name} is now ${view.class}${view.class_set ? "" : " (its default)"}.`);
+    });
+
+  model
+    .command("owner")
+    .argument("<name>", "model name")
+    .argument("<owner>", "a team or a person")
+    .description("set who owns a model")
+    .option("--json", "print the API's model object")
+    .action(async (name: string, owner: string, _options, command: Command) => {
+      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/owner"), { owner });
+      printModel(command, view, `${view.name} is now owned by ${view.owner}.`);
+    });
+
+  model
+    .command("fallbacks")
+    .argument("<name>", "model name")
+    .argument("[fallbacks]", "comma-separated models to try in order when this one cannot answer")
+    .option("--clear", "remove every fallback")
+    .description("set the models tried in order when this one cannot answer")
+    .option("--json", "print the API's model object")
+    .action(async (name: string, list: string | undefined, options: { clear?: boolean }, command: Command) => {
+      if (list === undefined && !options.clear) {
+        throw new DomainError("invalid_input", "fallbacks needs a list or --clear", `For example: llmgw ctl model fallbacks ${name} small-model,tiny-model`);
+      }
+      const fallbacks = options.clear ? [] : (list ?? "").split(",").map((item) => item.trim()).filter(Boolean);
+      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/fallbacks"), { fallbacks });
+      printModel(command, view, view.fallbacks.length ? `${view.name} now falls back to ${view.fallbacks.join(", then ")}.` : `${view.name} has no fallbacks now.`);
+    });
+}

@@ -1,0 +1,42 @@
+import { Command, CommanderError } from "commander";
+import { softwareVersion } from "../api/version.js";
+import { DomainError } from "../errors/domain-error.js";
+import { RemoteError } from "./api-client.js";
+import { registerCtlOptions } from "./ctl/context.js";
+import { registerAuditCommand } from "./ctl/audit-command.js";
+import { registerModelsCommands } from "./ctl/models-commands.js";
+import { registerServerCommand } from "./server-command.js";
+
+function buildProgram(): Command {
+  const program = new Command("llmgw")
+    .description("a private LLM platform: OpenAI-compatible gateway, control plane and node agent in one program")
+    .version(softwareVersion, "-v, --version")
+    .showSuggestionAfterError()
+    .showHelpAfterError("(run with --help for usage)");
+  registerServerCommand(program);
+  const ctl = registerCtlOptions(program.command("ctl").description("operate a running llmgw server (the admin API)"));
+  registerModelsCommands(ctl);
+  registerAuditCommand(ctl);
+  return program;
+}
+
+/** Prints a failure for the person at the terminal: what happened, then what to do, then each place involved. */
+function report(error: unknown): number {
+  if (error instanceof DomainError || error instanceof RemoteError) {
+    const lines = [`error: ${error.message}`];
+    const details = error.details.length > 1 ? error.details : [];
+    for (const detail of details) lines.push(`  - ${detail.where}: ${detail.message}`);
+    if (error.hint) lines.push(error.hint);
+    process.stderr.write(`${lines.join("\n")}\n`);
+    return 1;
+  }
+  if (error instanceof CommanderError) return error.exitCode;
+  process.stderr.write(`error: ${(error as Error).message ?? String(error)}\nThis is a bug in llmgw; the stack below helps to report it.\n${(error as Error).stack ?? ""}\n`);
+  return 70;
+}
+
+buildProgram()
+  .parseAsync(process.argv)
+  .catch((error: unknown) => {
+    process.exitCode = report(error);
+  });

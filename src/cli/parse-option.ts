@@ -1,0 +1,21 @@
+import { InvalidArgumentError } from "commander";
+import { parseDuration } from "../catalog/duration.js";
+
+/** Commander argument parsers that say what was wrong with the value, for the person at the terminal. */
+export function wholeNumber(minimum: number) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value.trim()) || Number(value) < minimum) throw new InvalidArgumentError(`"${value}" is not a whole number of ${minimum} or more.`);
+    return Number(value);
+  };
+}
+
+export function positiveNumber(value: string): number {
+  const number = Number(value);
+  if (value.trim() === "" || !Number.isFinite(number) || number <= 0) throw new InvalidArgumentError(`"${value}" is not a number greater than 0.`);
+  return number;
+}
+
+export function duration(value: string): string {
+  if (parseDuration(value) === undefined) throw new InvalidArgumentError(`"${value}" is not a duration such as 90s, 10m or 1h.`);
+  return value;
+}

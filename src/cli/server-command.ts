@@ -1,0 +1,46 @@
+import type { Command } from "commander";
+import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
+import { describeStorage, startServer } from "../server/start-server.js";
+import { softwareVersion } from "../api/version.js";
+import { print } from "./output.js";
+
+export function registerServerCommand(program: Command): void {
+  program
+    .command("server")
+    .description("run the control plane, admin API and gateway on one port")
+    .option("-c, --config <file>", "server.yaml: declared models and settings")
+    .option("--listen <host:port>", `where to listen (default ${defaultListen})`)
+    .option("--data-dir <dir>", `state and the admin token (default ${defaultDataDir})`)
+    .option("--database <url>", "postgres://... to share state between servers (default: embedded SQLite in the data directory)")
+    .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
+    .action(async (options: { config?: string; listen?: string; dataDir?: string; database?: string; logLevel: string }) => {
+      const server = await startServer({
+        configPath: options.config,
+        listen: options.listen,
+        dataDir: options.dataDir,
+        database: options.database,
+        logger: { level: options.logLevel },
+      });
+      const models = server.config.declared.length;
+      const lines = [
+        `llmgw ${softwareVersion} server listening on ${server.url}`,
+        `  state:   ${describeStorage(server.config)}`,
+        `  catalog: ${models} model${models === 1 ? "" : "s"} declared${server.config.configPath ? ` in ${server.config.configPath}` : " (no -c server.yaml given)"}, plus any added at runtime`,
+      ];
+      if (server.createdAdminToken) {
+        lines.push(
+          "",
+          "  Admin token (shown once; it is also in the file below, readable only by you):",
+          `    ${server.createdAdminToken.token}`,
+          `    ${server.createdAdminToken.file}`,
+        );
+      }
+      lines.push("", `  Next: llmgw ctl models${server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`}`);
+      print(lines.join("\n"));
+      const stop = () => {
+        void server.close().then(() => process.exit(0));
+      };
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    });
+}

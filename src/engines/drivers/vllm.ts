@@ -1,0 +1,56 @@
+import type { EngineDriver, EngineLaunch, EngineLaunchInput, EngineMetrics } from "../driver.js";
+import { readEngineMetrics } from "../prometheus-text.js";
+import { launchEnvironment } from "./launch-environment.js";
+import { requireCards } from "./require-cards.js";
+import { torchPrecisionArguments } from "./torch-precision-arguments.js";
+
+/**
+ * vLLM's largest LoRA rank by default is 16, and an adapter of rank 32 or 64
+ * (common on the Hub) then fails the whole engine at load. 64 loads those, at
+ * the cost of larger LoRA buffers; an operator can still set it in args.
+ */
+const maxLoraRank = 64;
+
+/** `vllm serve` (https://docs.vllm.ai/en/latest/cli/serve.html). */
+export const vllmDriver: EngineDriver = {
+  engine: "vllm",
+  program: "vllm",
+  build(input: EngineLaunchInput): EngineLaunch {
+    requireCards("vllm", input);
+    const argv = [
+      "vllm",
+      "serve",
+      input.weightsPath,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(input.port),
+      "--served-model-name",
+      input.modelName,
+      "--tensor-parallel-size",
+      String(input.cards.length),
+      "--gpu-memory-utilization",
+      String(input.gpuMemoryUtilization),
+    ];
+    if (input.context !== undefined) argv.push("--max-model-len", String(input.context));
+    argv.push(...torchPrecisionArguments(input.quantization));
+    if (input.adapters.length > 0) {
+      argv.push("--enable-lora", "--lora-modules", ...input.adapters.map((adapter) => `${adapter.name}=${adapter.path}`));
+      argv.push("--max-lora-rank", String(maxLoraRank));
+      // One adapter per batch is vLLM's default: requests for two adapters would take turns.
+      if (input.adapters.length > 1) argv.push("--max-loras", String(input.adapters.length));
+    }
+    argv.push(...input.extraArgs);
+    return { argv, env: launchEnvironment(input), healthPath: "/health", metricsPath: "/metrics" };
+  },
+  parseMetrics(text: string): EngineMetrics {
+    return readEngineMetrics(text, {
+      requestsRunning: ["vllm:num_requests_running"],
+      requestsWaiting: ["vllm:num_requests_waiting"],
+      // vLLM V1 renamed gpu_cache_usage_perc; both are 0..1 despite "perc".
+      kvCacheUsage: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+      promptTokensTotal: ["vllm:prompt_tokens_total"],
+      generationTokensTotal: ["vllm:generation_tokens_total"],
+    });
+  },
+};

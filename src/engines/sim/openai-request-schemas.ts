@@ -1,0 +1,65 @@
+import { z } from "zod";
+
+/**
+ * The parts of OpenAI request bodies the simulated engine reads. Objects are
+ * loose: real engines accept the many fields clients send (temperature,
+ * top_p, user...) and so must a stand-in for them; only what we read is
+ * checked.
+ */
+
+/**
+ * max_tokens beyond this is refused: with ignore_eos the engine builds every
+ * token, and the bound keeps one request from filling memory.
+ */
+export const largestMaxTokens = 200_000;
+
+const maxTokensSchema = z.number().int().min(1).max(largestMaxTokens).nullish();
+
+const streamOptionsSchema = z.looseObject({ include_usage: z.boolean().nullish() }).nullish();
+
+const contentPartSchema = z.looseObject({ type: z.string(), text: z.string().optional() });
+
+export const chatCompletionRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  messages: z
+    .array(
+      z.looseObject({
+        role: z.string(),
+        content: z.union([z.string(), z.array(contentPartSchema), z.null()]).optional(),
+      }),
+    )
+    .min(1),
+  max_tokens: maxTokensSchema,
+  max_completion_tokens: maxTokensSchema,
+  stream: z.boolean().nullish(),
+  stream_options: streamOptionsSchema,
+  /** vLLM's sampling extension: generate exactly max_tokens. */
+  ignore_eos: z.boolean().nullish(),
+});
+export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
+
+export const completionRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  prompt: z.union([z.string(), z.array(z.string()).length(1), z.array(z.number().int()).min(1), z.array(z.array(z.number().int())).length(1)]),
+  max_tokens: maxTokensSchema,
+  stream: z.boolean().nullish(),
+  stream_options: streamOptionsSchema,
+  ignore_eos: z.boolean().nullish(),
+});
+export type CompletionRequest = z.infer<typeof completionRequestSchema>;
+
+export const embeddingRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  input: z.union([
+    z.string(),
+    z.array(z.string()).min(1).max(2048),
+    z.array(z.number().int()).min(1),
+    z.array(z.array(z.number().int()).min(1)).min(1).max(2048),
+  ]),
+  encoding_format: z.enum(["float", "base64"]).nullish(),
+  dimensions: z.number().int().min(1).max(8192).nullish(),
+});
+export type EmbeddingRequest = z.infer<typeof embeddingRequestSchema>;
+
+/** Our own admin input: strict (STYLE 4). */
+export const faultRequestSchema = z.strictObject({ fault: z.string() });

@@ -1,0 +1,36 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import type { LoggerOptions } from "pino";
+import { installAccessControl } from "../api/access.js";
+import { installErrorHandling } from "../api/error-handler.js";
+import { noReplicas, type ReplicaCountSource } from "../api/model-view.js";
+import { registerAuditRoutes } from "../api/routes/audit.js";
+import { registerMetaRoutes } from "../api/routes/meta.js";
+import { registerModelRoutes } from "../api/routes/models.js";
+import type { Store } from "../store/open-store.js";
+import type { CatalogService } from "./catalog-service.js";
+
+export interface AppParts {
+  readonly store: Store;
+  readonly catalog: CatalogService;
+  readonly adminTokenHint: string;
+  readonly replicaCounts?: ReplicaCountSource;
+  readonly logger?: LoggerOptions | false;
+}
+
+/** Builds the HTTP app with every route, without listening, so tests can `inject()` or listen on port 0. */
+export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: parts.logger ?? false,
+    // Names may contain "/" (org/model); clients send it encoded, and it must stay one segment.
+    routerOptions: { ignoreTrailingSlash: true },
+    bodyLimit: 4 * 1024 * 1024,
+    genReqId: () => `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+  });
+  installErrorHandling(app);
+  installAccessControl(app, parts.store, parts.adminTokenHint);
+  registerMetaRoutes(app);
+  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? noReplicas);
+  registerAuditRoutes(app, parts.store);
+  await app.ready();
+  return app;
+}

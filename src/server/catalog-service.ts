@@ -1,0 +1,173 @@
+import type { Kysely } from "kysely";
+import { buildCatalog, type Catalog, type PlacedEntry } from "../catalog/build-catalog.js";
+import { resolveProfiles, type CatalogModel } from "../catalog/catalog-model.js";
+import type { Actor } from "../catalog/actor.js";
+import type { ModelClass, ModelEntry } from "../catalog/schema.js";
+import { DomainError } from "../errors/domain-error.js";
+import { DeclaredInFile, ModelNotFound } from "../errors/model-errors.js";
+import { insertAuditEvent } from "../store/audit-rows.js";
+import { deleteModelEntry, insertModelEntry, listModelEntries, replaceModelEntry } from "../store/model-rows.js";
+import type { Store } from "../store/open-store.js";
+import type { Database } from "../store/schema.js";
+
+export type { Actor };
+
+export interface ScaleChange {
+  readonly min?: number | undefined;
+  readonly max?: number | undefined;
+  readonly idle_timeout?: string | undefined;
+}
+
+export interface ResourcesChange {
+  readonly profile?: string | undefined;
+  readonly memory_gb: number;
+  readonly cpu_cores?: number | undefined;
+}
+
+const runtimePlace = (name: string) => `runtime model ${name}`;
+
+/**
+ * Reads and changes the catalog: declared models (from server.yaml, fixed for
+ * the life of the process) plus runtime models (in the store). Every change
+ * builds and validates the catalog it would produce inside the catalog lock,
+ * then writes the entry and its audit event in the same transaction, so a
+ * refused change or a crash leaves nothing half-written.
+ */
+export class CatalogService {
+  constructor(
+    private readonly store: Store,
+    private readonly declared: readonly PlacedEntry[],
+    private readonly configLabel: string,
+  ) {}
+
+  /** Checks that stored runtime models still agree with server.yaml; called once at start. */
+  async verify(): Promise<Catalog> {
+    return this.current(this.store.db);
+  }
+
+  async list(): Promise<CatalogModel[]> {
+    return [...(await this.current(this.store.db)).models];
+  }
+
+  async get(name: string): Promise<CatalogModel> {
+    const model = (await this.current(this.store.db)).models.find((candidate) => candidate.name === name);
+    if (!model) throw new ModelNotFound(name);
+    return model;
+  }
+
+  async add(entry: ModelEntry, actor: Actor): Promise<CatalogModel> {
+    return this.store.withCatalogLock(async (transaction) => {
+      const runtime = await listModelEntries(transaction);
+      const catalog = this.build([...runtime, entry]);
+      const at = new Date().toISOString();
+      await insertModelEntry(transaction, entry, at);
+      await insertAuditEvent(transaction, { at, actor: actor.token, actor_user: actor.user, action: "model-added", model: entry.name, before: null, after: entry });
+      return catalog.models.find((model) => model.name === entry.name) as CatalogModel;
+    });
+  }
+
+  async remove(name: string, actor: Actor): Promise<void> {
+    await this.store.withCatalogLock(async (transaction) => {
+      const runtime = await listModelEntries(transaction);
+      const entry = this.findRuntime(runtime, name, "removing it");
+      const rest = runtime.filter((candidate) => candidate.name !== name);
+      const dependants = [...this.declared.map((placed) => placed.entry), ...rest].filter((other) => other.fallbacks?.includes(name));
+      if (dependants.length > 0) {
+        const names = dependants.map((other) => other.name).join(", ");
+        throw new DomainError(
+          "unknown_fallback",
+          `model "${name}" is a fallback of ${names}; removing it would leave ${dependants.length > 1 ? "them" : "it"} falling back to nothing`,
+          `Change the fallbacks first (\`llmgw ctl model fallbacks ${dependants[0]?.name} ...\`), then remove "${name}"; nothing was changed.`,
+        );
+      }
+      this.build(rest);
+      const at = new Date().toISOString();
+      await deleteModelEntry(transaction, name);
+      await insertAuditEvent(transaction, { at, actor: actor.token, actor_user: actor.user, action: "model-removed", model: name, before: entry, after: null });
+    });
+  }
+
+  scale(name: string, change: ScaleChange, actor: Actor): Promise<CatalogModel> {
+    return this.update(name, "model-scaled", "scaling it", actor, (entry) => {
+      const previous = entry.scaling ?? {};
+      const min = change.min ?? previous.min;
+      let max = change.max ?? previous.max;
+      // A new min above the old max lifts the ceiling with it, rather than
+      // refusing a plain `scale --min 3`; the output shows the max in force.
+      if (change.max === undefined && max !== undefined && min !== undefined && max < min) max = undefined;
+      const idleTimeout = change.idle_timeout ?? previous.idle_timeout;
+      return {
+        ...entry,
+        scaling: { ...(min !== undefined ? { min } : {}), ...(max !== undefined ? { max } : {}), ...(idleTimeout !== undefined ? { idle_timeout: idleTimeout } : {}) },
+      };
+    });
+  }
+
+  resources(name: string, change: ResourcesChange, actor: Actor): Promise<CatalogModel> {
+    return this.update(name, "model-resources-changed", "changing its resources", actor, (entry) => {
+      const profiles = entry.profiles ?? [];
+      const resolved = resolveProfiles(profiles).map((profile) => profile.name);
+      const index = change.profile === undefined ? 0 : resolved.indexOf(change.profile);
+      if (profiles.length === 0 || index < 0) {
+        throw new DomainError(
+          "profile_not_found",
+          change.profile === undefined ? `model "${name}" has no profiles (it is external)` : `model "${name}" has no profile "${change.profile}"`,
+          resolved.length > 0 ? `Its profiles are: ${resolved.join(", ")}.` : "External models run elsewhere; they have no resources to set.",
+        );
+      }
+      return {
+        ...entry,
+        profiles: profiles.map((profile, position) =>
+          position === index ? { ...profile, memory_gb: change.memory_gb, ...(change.cpu_cores !== undefined ? { cpu_cores: change.cpu_cores } : {}) } : profile,
+        ),
+      };
+    });
+  }
+
+  setClass(name: string, modelClass: ModelClass | "default", actor: Actor): Promise<CatalogModel> {
+    return this.update(name, "model-class-changed", "changing its class", actor, (entry) => {
+      const { class: _previous, ...rest } = entry;
+      return modelClass === "default" ? rest : { ...rest, class: modelClass };
+    });
+  }
+
+  setOwner(name: string, owner: string, actor: Actor): Promise<CatalogModel> {
+    return this.update(name, "model-owner-changed", "changing its owner", actor, (entry) => ({ ...entry, owner }));
+  }
+
+  setFallbacks(name: string, fallbacks: readonly string[], actor: Actor): Promise<CatalogModel> {
+    return this.update(name, "model-fallbacks-changed", "changing its fallbacks", actor, (entry) => {
+      const { fallbacks: _previous, ...rest } = entry;
+      return fallbacks.length === 0 ? rest : { ...rest, fallbacks: [...fallbacks] };
+    });
+  }
+
+  private async update(name: string, action: string, change: string, actor: Actor, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {
+    return this.store.withCatalogLock(async (transaction) => {
+      const runtime = await listModelEntries(transaction);
+      const before = this.findRuntime(runtime, name, change);
+      const after = mutate(before);
+      const catalog = this.build(runtime.map((entry) => (entry.name === name ? after : entry)));
+      const at = new Date().toISOString();
+      await replaceModelEntry(transaction, after, at);
+      await insertAuditEvent(transaction, { at, actor: actor.token, actor_user: actor.user, action, model: name, before, after });
+      return catalog.models.find((model) => model.name === name) as CatalogModel;
+    });
+  }
+
+  private findRuntime(runtime: readonly ModelEntry[], name: string, change: string): ModelEntry {
+    if (this.declared.some((placed) => placed.entry.name === name)) throw new DeclaredInFile(name, change, this.configLabel);
+    const entry = runtime.find((candidate) => candidate.name === name);
+    if (!entry) throw new ModelNotFound(name);
+    return entry;
+  }
+
+
+  private async current(db: Kysely<Database>): Promise<Catalog> {
+    return this.build(await listModelEntries(db));
+  }
+
+  private build(runtime: readonly ModelEntry[]): Catalog {
+    return buildCatalog([...this.declared, ...runtime.map((entry): PlacedEntry => ({ entry, source: "runtime", place: runtimePlace(entry.name) }))]);
+  }
+}

@@ -1,0 +1,57 @@
+import { type Kysely, type Migration, type MigrationProvider } from "kysely";
+import type { StoreKind } from "./schema.js";
+
+/**
+ * One list of migrations for both engines. A migration is never edited after
+ * it has shipped: add a new one. Where the two engines differ (auto-increment
+ * keys), the migration asks which one it runs on.
+ */
+function migrations(kind: StoreKind): Record<string, Migration> {
+  const autoIncrementKey = kind === "postgres" ? "serial" : "integer";
+  return {
+    "0001_catalog_tokens_audit": {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("catalog_revision")
+          .addColumn("id", "integer", (column) => column.primaryKey())
+          .addColumn("revision", "integer", (column) => column.notNull())
+          .execute();
+        await db.insertInto("catalog_revision" as never).values({ id: 1, revision: 0 } as never).execute();
+        await db.schema
+          .createTable("models")
+          .addColumn("name", "text", (column) => column.primaryKey())
+          .addColumn("entry", "text", (column) => column.notNull())
+          .addColumn("created_at", "text", (column) => column.notNull())
+          .addColumn("updated_at", "text", (column) => column.notNull())
+          .execute();
+        await db.schema
+          .createTable("api_tokens")
+          .addColumn("id", "text", (column) => column.primaryKey())
+          .addColumn("name", "text", (column) => column.notNull().unique())
+          .addColumn("role", "text", (column) => column.notNull())
+          .addColumn("token_hash", "text", (column) => column.notNull().unique())
+          .addColumn("created_at", "text", (column) => column.notNull())
+          .execute();
+        await db.schema
+          .createTable("audit_events")
+          .addColumn("id", autoIncrementKey, (column) => (kind === "sqlite" ? column.primaryKey().autoIncrement() : column.primaryKey()))
+          .addColumn("at", "text", (column) => column.notNull())
+          .addColumn("actor", "text", (column) => column.notNull())
+          .addColumn("actor_user", "text")
+          .addColumn("action", "text", (column) => column.notNull())
+          .addColumn("model", "text")
+          .addColumn("before", "text")
+          .addColumn("after", "text")
+          .execute();
+        await db.schema.createIndex("audit_events_model").on("audit_events").columns(["model", "id"]).execute();
+      },
+      async down(db: Kysely<unknown>) {
+        for (const table of ["audit_events", "api_tokens", "models", "catalog_revision"]) await db.schema.dropTable(table).execute();
+      },
+    },
+  };
+}
+
+export function migrationProvider(kind: StoreKind): MigrationProvider {
+  return { getMigrations: async () => migrations(kind) };
+}

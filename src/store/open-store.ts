@@ -1,0 +1,103 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import SqliteDatabase from "better-sqlite3";
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from "kysely";
+import pg from "pg";
+import { DomainError } from "../errors/domain-error.js";
+import { migrationProvider } from "./migrations.js";
+import type { Database, StoreKind } from "./schema.js";
+
+export interface Store {
+  readonly kind: StoreKind;
+  readonly db: Kysely<Database>;
+  /**
+   * Runs `work` in one transaction that first takes the catalog's write lock.
+   * Validation reads the catalog and the write depends on it, so two servers
+   * (or two requests) changing the catalog at once must not interleave.
+   */
+  withCatalogLock<T>(work: (transaction: Transaction<Database>) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface StoreLocation {
+  /** postgres:// URL; undefined for embedded SQLite. */
+  readonly database: string | undefined;
+  readonly dataDir: string;
+}
+
+export async function openStore(location: StoreLocation): Promise<Store> {
+  const kind: StoreKind = location.database ? "postgres" : "sqlite";
+  const db = kind === "postgres" ? openPostgres(location.database as string) : openSqlite(location.dataDir);
+  try {
+    await migrate(db, kind);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  return {
+    kind,
+    db,
+    withCatalogLock: (work) =>
+      db.transaction().execute(async (transaction) => {
+        // An UPDATE takes Postgres' row lock and SQLite's write lock, on both engines before any read.
+        await transaction.updateTable("catalog_revision").set((eb) => ({ revision: eb("revision", "+", 1) })).where("id", "=", 1).execute();
+        return work(transaction);
+      }),
+    close: () => db.destroy(),
+  };
+}
+
+function openSqlite(dataDir: string): Kysely<Database> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const file = path.join(dataDir, "llmgw.db");
+  const database = new SqliteDatabase(file);
+  // WAL lets readers go on while a change is written; the busy timeout makes a
+  // second process (a `ctl` reading the file, a backup) wait instead of failing.
+  database.pragma("journal_mode = WAL");
+  database.pragma("busy_timeout = 5000");
+  database.pragma("foreign_keys = ON");
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+}
+
+function openPostgres(url: string): Kysely<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // An idle client that loses its connection emits 'error'; without a
+  // listener that would crash the server instead of failing one query.
+  pool.on("error", () => undefined);
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+async function migrate(db: Kysely<Database>, kind: StoreKind): Promise<void> {
+  const migrator = new Migrator({ db, provider: migrationProvider(kind) });
+  let result;
+  try {
+    result = await migrator.migrateToLatest();
+  } catch (error) {
+    throw unreachable(kind, error);
+  }
+  if (result.error) {
+    const failed = result.results?.find((migration) => migration.status === "Error");
+    if (isConnectionError(result.error)) throw unreachable(kind, result.error);
+    throw new DomainError(
+      "config_invalid",
+      `the ${kind} database could not be brought up to date${failed ? ` (migration ${failed.migrationName} failed)` : ""}: ${(result.error as Error).message}`,
+      "Check that the database user may create tables; nothing was applied past the failed migration.",
+    );
+  }
+}
+
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "28P01" || code === "3D000" || code === "ETIMEDOUT";
+}
+
+function unreachable(kind: StoreKind, error: unknown): DomainError {
+  const reason = (error as Error).message;
+  return new DomainError(
+    "config_invalid",
+    `cannot open the ${kind} database: ${reason}`,
+    kind === "postgres"
+      ? "Check that Postgres is running and that the URL's host, port, user, password and database are right (server.yaml `database:` or --database)."
+      : "Check that the data directory is writable (--data-dir).",
+  );
+}

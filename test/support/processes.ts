@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The built CLI, as a user runs it (npm test builds dist/ first). */
+export const llmgwBin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/llmgw.js");
+
+export function temporaryDirectory(prefix = "llmgw-test-"): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+export interface CliResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `llmgw ARGS` to completion, as a person at a terminal would. */
+export function runCli(args: readonly string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [llmgwBin, ...args], {
+      cwd: options.cwd ?? process.cwd(),
+      env: { ...withoutLlmgwVariables(process.env), ...options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** Tests choose their server and token explicitly; a developer's own LLMGW_* settings must not leak in. */
+function withoutLlmgwVariables(environment: NodeJS.ProcessEnv): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(environment).filter(([key]) => !key.startsWith("LLMGW_") || key === "LLMGW_TEST_POSTGRES_URL"));
+}
+
+export interface ServerProcess {
+  readonly url: string;
+  readonly dataDir: string;
+  /** The admin token from DATA_DIR/admin-token; empty when this data directory never created one (a shared Postgres did). */
+  readonly token: string;
+  readonly output: () => string;
+  readonly child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `llmgw server` on a free loopback port and waits until it says where it listens. */
+export async function startServerProcess(options: { args?: readonly string[]; cwd?: string; dataDir?: string } = {}): Promise<ServerProcess> {
+  const dataDir = options.dataDir ?? path.join(temporaryDirectory(), "llmgw-data");
+  const child = spawn(process.execPath, [llmgwBin, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...(options.args ?? [])], {
+    cwd: options.cwd ?? process.cwd(),
+    env: withoutLlmgwVariables(process.env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start within 30 s:\n${output}`)), 30_000);
+    const check = () => {
+      const match = /listening on (http:\/\/[\d.:]+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1] as string);
+      }
+    };
+    child.stdout?.on("data", check);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return {
+    url,
+    dataDir,
+    token: existsSync(path.join(dataDir, "admin-token")) ? readFileSync(path.join(dataDir, "admin-token"), "utf8").trim() : "",
+    output: () => output,
+    child,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
