@@ -20,6 +20,7 @@ export const persistedReplicaSchema = z.object({
   /** /proc start time, so a pid reused by another program after the engine died is not adopted. */
   start_ticks: z.string().optional(),
   health_path: z.string().optional(),
+  metrics_path: z.string().optional(),
   weights_path: z.string().optional(),
   reason: z.string().optional(),
   progress: replicaProgressSchema.optional(),

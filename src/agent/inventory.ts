@@ -11,7 +11,11 @@ import type { GpuInventory, Inventory } from "./protocol.js";
 
 const execFileAsync = promisify(execFile);
 
-/** Where an engine may live when it is not a program on PATH (ComfyUI's main.py, an SGLang checkout). */
+/**
+ * Where an engine is when not found the usual way: ComfyUI's checkout folder
+ * (holding main.py); for the others, the program to run in place of the
+ * driver's (a vllm outside PATH, the python3 of SGLang's virtualenv).
+ */
 export type EnginePaths = Partial<Record<EngineName, string>>;
 
 export interface InventoryOptions {
@@ -77,7 +81,7 @@ export async function detectEngines(enginePaths: EnginePaths, pathEnvironment?: 
     const configured = enginePaths[engine];
     let present: boolean;
     if (configured !== undefined) {
-      present = await fileExists(configured);
+      present = await fileExists(engine === "comfyui" ? path.join(configured, "main.py") : configured);
     } else {
       switch (engine) {
         case "vllm":
@@ -93,7 +97,7 @@ export async function detectEngines(enginePaths: EnginePaths, pathEnvironment?: 
           present = (await findProgram("llama-server", pathEnvironment)) !== undefined;
           break;
         case "comfyui":
-          // ComfyUI is a folder with main.py, never on PATH: only a configured path finds it.
+          // ComfyUI is a checkout with main.py, never on PATH: only a configured folder finds it.
           present = false;
           break;
       }

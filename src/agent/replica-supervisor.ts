@@ -66,6 +66,7 @@ interface Replica {
   processGroup: number | undefined;
   startTicks: string | undefined;
   healthPath: string | undefined;
+  metricsPath: string | undefined;
   weightsPath: string | undefined;
   reason: string | undefined;
   adopted: boolean;
@@ -181,6 +182,7 @@ export class ReplicaSupervisor {
       ...(replica.processGroup !== undefined ? { process_group: replica.processGroup } : {}),
       ...(replica.startTicks !== undefined ? { start_ticks: replica.startTicks } : {}),
       ...(replica.healthPath !== undefined ? { health_path: replica.healthPath } : {}),
+      ...(replica.metricsPath !== undefined ? { metrics_path: replica.metricsPath } : {}),
       ...(replica.weightsPath !== undefined ? { weights_path: replica.weightsPath } : {}),
       ...(replica.reason !== undefined ? { reason: replica.reason } : {}),
       ...(replica.reported ? { reported: true } : {}),
@@ -230,6 +232,7 @@ export class ReplicaSupervisor {
       processGroup: undefined,
       startTicks: undefined,
       healthPath: undefined,
+      metricsPath: undefined,
       weightsPath: undefined,
       reason: undefined,
       adopted: false,
@@ -369,7 +372,9 @@ export class ReplicaSupervisor {
       };
     }
     const [program, ...args] = launch.argv;
-    const configured = this.options.enginePaths[spec.engine];
+    // A configured path replaces the driver's program (a vllm outside PATH, the python of an SGLang venv);
+    // ComfyUI's is its checkout folder, which its driver already put in the command line.
+    const configured = spec.engine === "comfyui" ? undefined : this.options.enginePaths[spec.engine];
     const wanted = configured !== undefined && program === driver.program ? configured : program;
     const found = wanted === undefined ? undefined : await findProgram(wanted, env.PATH ?? process.env.PATH);
     if (found === undefined) {
@@ -400,6 +405,8 @@ export class ReplicaSupervisor {
       adapters,
       extraArgs: spec.args,
       extraEnv: spec.env,
+      // The simulated engine needs no checkout, but ComfyUI's driver refuses to build without one.
+      enginePath: this.options.enginePaths[spec.engine] ?? (this.options.simulation && spec.engine === "comfyui" ? "/simulated/ComfyUI" : undefined),
     });
     const { argv, env } = await this.commandLine(spec, driver, launch);
     await mkdir(this.logsDirectory, { recursive: true });
@@ -423,6 +430,7 @@ export class ReplicaSupervisor {
     replica.processGroup = spawned.processGroup;
     replica.port = port;
     replica.healthPath = launch.healthPath;
+    replica.metricsPath = launch.metricsPath;
     replica.startTicks = await processStartTicks(spawned.pid);
     this.options.logger.info({ replica: spec.id, pid: spawned.pid, port }, "replica-spawned");
     this.options.onChange("state");
@@ -530,11 +538,11 @@ export class ReplicaSupervisor {
 
   /** Waits until the engine reports nothing running or waiting, for at most the drain timeout. */
   private async waitDrained(replica: Replica): Promise<void> {
-    const driver = this.options.driverFor(this.options.simulation ? "vllm" : replica.spec.engine);
+    const driver = this.options.driverFor(replica.spec.engine);
     const deadline = Date.now() + this.options.drainTimeoutMs;
     while (Date.now() < deadline && !this.closing && replica.exit === undefined) {
       try {
-        const response = await request(`http://127.0.0.1:${replica.port ?? 0}/metrics`, { signal: AbortSignal.timeout(2000) });
+        const response = await request(`http://127.0.0.1:${replica.port ?? 0}${replica.metricsPath ?? "/metrics"}`, { signal: AbortSignal.timeout(2000) });
         const text = await response.body.text();
         if (response.statusCode === 200) {
           const metrics = driver.parseMetrics(text);
@@ -578,6 +586,7 @@ export class ReplicaSupervisor {
       processGroup: record.process_group,
       startTicks: record.start_ticks,
       healthPath: record.health_path,
+      metricsPath: record.metrics_path,
       weightsPath: record.weights_path,
       reason: record.reason,
       reported: record.reported ?? false,

@@ -25,6 +25,17 @@ export const statusForCode: Record<ErrorCode, number> = {
   route_not_found: 404,
   server_unreachable: 502,
   config_invalid: 400,
+  join_refused: 401,
+  source_unavailable: 502,
+  checksum_mismatch: 502,
+  engine_missing: 409,
+  engine_failed: 502,
+  port_taken: 409,
+  cards_busy: 409,
+  replica_not_found: 404,
+  replica_conflict: 409,
+  node_not_found: 404,
+  agent_unreachable: 502,
   internal: 500,
 };
 

@@ -17,7 +17,7 @@ function collectEnginePath(text: string, previous: Partial<Record<EngineName, st
   const equals = text.indexOf("=");
   const engine = text.slice(0, Math.max(equals, 0));
   if (equals <= 0 || !(engineNames as readonly string[]).includes(engine)) {
-    throw new InvalidArgumentError(`"${text}" is not ENGINE=PATH with ENGINE one of ${engineNames.join(", ")} (e.g. comfyui=/opt/ComfyUI/main.py)`);
+    throw new InvalidArgumentError(`"${text}" is not ENGINE=PATH with ENGINE one of ${engineNames.join(", ")} (e.g. comfyui=/opt/ComfyUI)`);
   }
   return { ...previous, [engine]: text.slice(equals + 1) };
 }
@@ -67,7 +67,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .option("--advertise <url>", "the control URL the server should call (default: from --listen)")
     .option("--simulate <spec>", 'pretend GPUs, e.g. "4xH100-80GB@nvl0,cpu:32c/256g"; runs the simulated engine in place of every real one')
     .option("--simulate-fetch", "with --simulate, fetch weights for real instead of pretending")
-    .option("--engine-path <engine=path>", "where an engine is when not on PATH (repeatable), e.g. comfyui=/opt/ComfyUI/main.py", collectEnginePath, {})
+    .option("--engine-path <engine=path>", "where an engine is when not on PATH (repeatable): comfyui=/opt/ComfyUI (its checkout), vllm=/opt/vllm/bin/vllm", collectEnginePath, {})
     .addOption(new Option("--hf-endpoint <url>", "Hugging Face hub or mirror for hf:// sources").env("HF_ENDPOINT").default("https://huggingface.co"))
     .option("--startup-timeout <seconds>", "how long an engine may take to become healthy", seconds, 1800)
     .option("--stop-grace <seconds>", "time between SIGTERM and SIGKILL when stopping an engine", seconds, 30)

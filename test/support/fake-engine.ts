@@ -62,6 +62,7 @@ export function standInDriverFor(program: string, prefix: readonly string[]): (e
         argv: [program, ...prefix, "--port", String(input.port), "--model", input.modelName, "--weights", input.weightsPath, ...input.extraArgs],
         env: { CUDA_VISIBLE_DEVICES: input.cards.join(","), ...input.extraEnv },
         healthPath: "/health",
+        metricsPath: "/metrics",
       };
     },
     parseMetrics(text: string) {
