@@ -61,6 +61,44 @@ export class ApiClient {
     return this.call<T>("DELETE", path);
   }
 
+  /** A text body read as it arrives (`ctl logs --follow`); errors are thrown as by call(). */
+  async stream(path: string): Promise<AsyncIterable<Buffer>> {
+    let response;
+    try {
+      response = await request(new URL(path, this.baseUrl), { method: "GET", headers: this.headers(false), headersTimeout: 60_000, bodyTimeout: 0 });
+    } catch (error) {
+      throw unreachable(this.baseUrl, error);
+    }
+    if (response.statusCode >= 400) {
+      const text = await response.body.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      const errorBody = errorBodySchema.safeParse(parsed);
+      if (errorBody.success) {
+        const { code, message, hint, details } = errorBody.data.error;
+        throw new RemoteError(code, message, hint ?? "", details ?? [], response.statusCode);
+      }
+      throw new RemoteError("internal", `the server answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`, "Check the server's log.", [], response.statusCode);
+    }
+    return response.body;
+  }
+
+  private headers(withBody: boolean): Record<string, string> {
+    const headers: Record<string, string> = {
+      [versionHeader]: softwareVersion,
+      [apiHeader]: formatApiRange(clientApiRange),
+      [userHeader]: localUser(),
+      accept: "application/json",
+    };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    if (withBody) headers["content-type"] = "application/json";
+    return headers;
+  }
+
   async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
     const url = new URL(path, this.baseUrl);
     const headers: Record<string, string> = {

@@ -6,6 +6,9 @@ import { registerCtlOptions } from "./ctl/context.js";
 import { registerAuditCommand } from "./ctl/audit-command.js";
 import { registerModelsCommands } from "./ctl/models-commands.js";
 import { registerServerCommand } from "./server-command.js";
+import { registerAgentCommand } from "./agent-command.js";
+import { registerSimEngineCommand } from "./sim-engine-command.js";
+import { registerNodesCommands } from "./ctl/nodes-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -14,9 +17,12 @@ function buildProgram(): Command {
     .showSuggestionAfterError()
     .showHelpAfterError("(run with --help for usage)");
   registerServerCommand(program);
+  registerAgentCommand(program);
+  registerSimEngineCommand(program);
   const ctl = registerCtlOptions(program.command("ctl").description("operate a running llmgw server (the admin API)"));
   registerModelsCommands(ctl);
   registerAuditCommand(ctl);
+  registerNodesCommands(ctl);
   return program;
 }
 

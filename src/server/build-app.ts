@@ -4,16 +4,20 @@ import { installAccessControl } from "../api/access.js";
 import { installErrorHandling } from "../api/error-handler.js";
 import { noReplicas, type ReplicaCountSource } from "../api/model-view.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";
+import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { registerModelRoutes } from "../api/routes/models.js";
 import type { Store } from "../store/open-store.js";
 import type { CatalogService } from "./catalog-service.js";
+import type { FleetService } from "./fleet-service.js";
 
 export interface AppParts {
   readonly store: Store;
   readonly catalog: CatalogService;
   readonly adminTokenHint: string;
   readonly replicaCounts?: ReplicaCountSource;
+  /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
+  readonly fleet?: FleetService;
   readonly logger?: LoggerOptions | false;
 }
 
@@ -29,7 +33,8 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
   registerMetaRoutes(app);
-  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? noReplicas);
+  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleet?.replicaCounts ?? noReplicas);
+  if (parts.fleet) registerFleetRoutes(app, parts.fleet);
   registerAuditRoutes(app, parts.store);
   await app.ready();
   return app;

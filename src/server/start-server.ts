@@ -7,6 +7,7 @@ import { openStore, type Store } from "../store/open-store.js";
 import { adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
 import { buildApp } from "./build-app.js";
 import { CatalogService } from "./catalog-service.js";
+import { FleetService } from "./fleet-service.js";
 import path from "node:path";
 
 export interface RunningServer {
@@ -44,7 +45,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       );
     });
     const createdAdminToken = await bootstrapAdminToken(store, config.dataDir);
-    const app = await buildApp({ store, catalog, adminTokenHint: adminTokenHint(config.dataDir), logger: options.logger ?? false });
+    const fleet = new FleetService(store, catalog, {
+      heartbeatDeadlineMs: config.heartbeatDeadlineMs,
+      settlingWindowMs: config.settlingWindowMs,
+      heartbeatIntervalMs: 2000,
+      gpuMemoryUtilization: config.gpuMemoryUtilization,
+    });
+    const app = await buildApp({ store, catalog, fleet, adminTokenHint: adminTokenHint(config.dataDir), logger: options.logger ?? false });
     const address = await app.listen({ host: config.listen.host, port: config.listen.port });
     return {
       config,

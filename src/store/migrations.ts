@@ -49,6 +49,48 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         for (const table of ["audit_events", "api_tokens", "models", "catalog_revision"]) await db.schema.dropTable(table).execute();
       },
     },
+    "0002_nodes_replicas": {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("join_tokens")
+          .addColumn("id", "text", (column) => column.primaryKey())
+          .addColumn("token_hash", "text", (column) => column.notNull().unique())
+          .addColumn("created_at", "text", (column) => column.notNull())
+          .addColumn("created_by", "text", (column) => column.notNull())
+          .execute();
+        await db.schema
+          .createTable("nodes")
+          .addColumn("name", "text", (column) => column.primaryKey())
+          .addColumn("address", "text", (column) => column.notNull())
+          .addColumn("fabric", "text", (column) => column.notNull())
+          .addColumn("labels", "text", (column) => column.notNull())
+          .addColumn("inventory", "text", (column) => column.notNull())
+          .addColumn("credential", "text", (column) => column.notNull())
+          .addColumn("joined_at", "text", (column) => column.notNull())
+          .addColumn("last_seen_at", "text", (column) => column.notNull())
+          .execute();
+        await db.schema
+          .createTable("replicas")
+          .addColumn("id", "text", (column) => column.primaryKey())
+          .addColumn("node", "text", (column) => column.notNull())
+          .addColumn("model", "text", (column) => column.notNull())
+          .addColumn("profile", "text", (column) => column.notNull())
+          .addColumn("engine", "text", (column) => column.notNull())
+          .addColumn("cards", "text", (column) => column.notNull())
+          .addColumn("spec", "text")
+          .addColumn("state", "text", (column) => column.notNull())
+          .addColumn("status", "text", (column) => column.notNull())
+          .addColumn("stop_requested", "integer", (column) => column.notNull().defaultTo(0))
+          .addColumn("created_at", "text", (column) => column.notNull())
+          .addColumn("updated_at", "text", (column) => column.notNull())
+          .execute();
+        await db.schema.createIndex("replicas_node").on("replicas").columns(["node"]).execute();
+        await db.schema.createIndex("replicas_model").on("replicas").columns(["model"]).execute();
+      },
+      async down(db: Kysely<unknown>) {
+        for (const table of ["replicas", "nodes", "join_tokens"]) await db.schema.dropTable(table).execute();
+      },
+    },
   };
 }
 

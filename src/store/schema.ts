@@ -20,6 +20,37 @@ export interface Database {
     before: string | null;
     after: string | null;
   };
+  /** Join tokens for agents (SPEC S9), stored hashed; any number of nodes may join with one. */
+  join_tokens: { id: string; token_hash: string; created_at: string; created_by: string };
+  /**
+   * Joined nodes. `credential` is kept as given (not hashed) because the server
+   * presents it to the agent's control API; it never leaves in an API answer.
+   */
+  nodes: {
+    name: string;
+    address: string;
+    fabric: string;
+    labels: string;
+    inventory: string;
+    credential: string;
+    joined_at: string;
+    last_seen_at: string;
+  };
+  /** Replicas as their agents last reported them, plus the spec the server sent. */
+  replicas: {
+    id: string;
+    node: string;
+    model: string;
+    profile: string;
+    engine: string;
+    cards: string;
+    spec: string | null;
+    state: string;
+    status: string;
+    stop_requested: number;
+    created_at: string;
+    updated_at: string;
+  };
 }
 
 export type StoreKind = "sqlite" | "postgres";

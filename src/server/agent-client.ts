@@ -1,0 +1,85 @@
+import type { Readable } from "node:stream";
+import { request } from "undici";
+import { z } from "zod";
+import { agentPaths, protocolVersion, replicaAnswerSchema, type ReplicaSpec, type ReplicaStatus } from "../agent/protocol.js";
+import { errorCodes, type ErrorCode } from "../errors/codes.js";
+import { DomainError } from "../errors/domain-error.js";
+
+/** The node as the server calls it: its control URL and the credential the agent checks. */
+export interface AgentAddress {
+  readonly name: string;
+  readonly address: string;
+  readonly credential: string;
+}
+
+const agentErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string(), hint: z.string().optional() }) });
+
+function unreachable(node: AgentAddress, error: unknown): DomainError {
+  return new DomainError(
+    "agent_unreachable",
+    `could not reach the agent of node ${node.name} at ${node.address}: ${(error as Error).message}`,
+    "Check that the agent runs and that the server can reach its --listen address (use --advertise when it is behind NAT or listens on 0.0.0.0).",
+  );
+}
+
+/** An agent's refusal, passed on with its own code when it is one of ours, so the API answers as the agent did. */
+function agentRefusal(node: AgentAddress, status: number, text: string): DomainError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const body = agentErrorSchema.safeParse(parsed);
+  if (body.success && body.data.error.code in errorCodes) {
+    return new DomainError(body.data.error.code as ErrorCode, body.data.error.message, body.data.error.hint ?? "");
+  }
+  return new DomainError("agent_unreachable", `the agent of node ${node.name} at ${node.address} answered ${status}: ${text.slice(0, 300)}`, "Check the agent's log.");
+}
+
+async function call(node: AgentAddress, method: "POST" | "DELETE", path: string, body?: unknown): Promise<ReplicaStatus> {
+  let response;
+  try {
+    response = await request(new URL(path, node.address), {
+      method,
+      headers: { authorization: `Bearer ${node.credential}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      body: body === undefined ? null : JSON.stringify(body),
+      headersTimeout: 15_000,
+      bodyTimeout: 15_000,
+    });
+  } catch (error) {
+    throw unreachable(node, error);
+  }
+  const text = await response.body.text();
+  if (response.statusCode >= 300) throw agentRefusal(node, response.statusCode, text);
+  const answer = replicaAnswerSchema.safeParse(JSON.parse(text));
+  if (!answer.success) throw new DomainError("version_unsupported", `the agent of node ${node.name} answered in a form this server cannot read: ${answer.error.message}`, "Run agents of the server's release.");
+  return answer.data.replica;
+}
+
+export async function startReplicaOnAgent(node: AgentAddress, spec: ReplicaSpec): Promise<ReplicaStatus> {
+  return await call(node, "POST", agentPaths.replicas, { protocol: protocolVersion, replica: spec });
+}
+
+export async function stopReplicaOnAgent(node: AgentAddress, id: string, drain: boolean): Promise<ReplicaStatus> {
+  return await call(node, "DELETE", `${agentPaths.replica(id)}${drain ? "?drain=1" : ""}`);
+}
+
+/** The replica's log from its agent, streamed through while `follow`. */
+export async function replicaLogsFromAgent(node: AgentAddress, id: string, tail: number, follow: boolean, signal?: AbortSignal): Promise<Readable> {
+  let response;
+  try {
+    response = await request(new URL(`${agentPaths.replicaLogs(id)}?tail=${tail}${follow ? "&follow=1" : ""}`, node.address), {
+      method: "GET",
+      headers: { authorization: `Bearer ${node.credential}` },
+      headersTimeout: 15_000,
+      // A followed log may be quiet for hours.
+      bodyTimeout: 0,
+      ...(signal ? { signal } : {}),
+    });
+  } catch (error) {
+    throw unreachable(node, error);
+  }
+  if (response.statusCode >= 300) throw agentRefusal(node, response.statusCode, await response.body.text());
+  return response.body;
+}

@@ -1,0 +1,495 @@
+import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import type { Readable } from "node:stream";
+import { z } from "zod";
+import {
+  heartbeatRequestSchema,
+  inventorySchema,
+  joinRequestSchema,
+  protocolOf,
+  protocolVersion,
+  replicaStatusSchema,
+  terminalReplicaStates,
+  versionMismatchMessage,
+  type HeartbeatResponse,
+  type Inventory,
+  type JoinResponse,
+  type ReplicaSpec,
+  type ReplicaState,
+  type ReplicaStatus,
+} from "../agent/protocol.js";
+import { hashToken, newToken } from "../api/tokens.js";
+import type { ReplicaCountSource, ReplicaCounts } from "../api/model-view.js";
+import { parseBody } from "../api/parse-body.js";
+import { DomainError } from "../errors/domain-error.js";
+import { chooseCards } from "../fleet/choose-cards.js";
+import { nodeState, type NodeState } from "../fleet/node-state.js";
+import {
+  deleteReplica,
+  findNode,
+  findReplica,
+  insertJoinToken,
+  joinTokenExists,
+  listNodes,
+  listReplicas,
+  touchNode,
+  updateReplica,
+  upsertNode,
+  upsertReplica,
+  type NodeRow,
+  type ReplicaRow,
+} from "../store/fleet-rows.js";
+import type { Store } from "../store/open-store.js";
+import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type AgentAddress } from "./agent-client.js";
+import type { CatalogService } from "./catalog-service.js";
+
+export interface FleetSettings {
+  readonly heartbeatDeadlineMs: number;
+  readonly settlingWindowMs: number;
+  /** Told to agents at join. */
+  readonly heartbeatIntervalMs: number;
+  readonly gpuMemoryUtilization: number;
+}
+
+/** A node in the admin API and `ctl nodes --json`. Never its credential. */
+export interface NodeView {
+  name: string;
+  state: NodeState;
+  address: string;
+  hostname: string;
+  fabric: string;
+  labels: Record<string, string>;
+  gpus: { index: number; uuid: string; name: string; class: string; memory_bytes: number; memory_used_bytes: number | null; fabric: string; replica: string | null }[];
+  memory_bytes: number;
+  cpu_cores: number;
+  engines: string[];
+  disk_free_bytes: number;
+  simulated: boolean;
+  joined_at: string;
+  last_seen_at: string;
+  replicas: string[];
+}
+
+export type ReplicaViewState = ReplicaState | "lost";
+
+/** A replica in the admin API and `ctl replicas --json`. */
+export interface ReplicaView {
+  id: string;
+  model: string;
+  profile: string;
+  node: string;
+  engine: string;
+  gpus: number[];
+  state: ReplicaViewState;
+  endpoint: string | null;
+  progress: ReplicaStatus["progress"] | null;
+  reason: string | null;
+  pid: number | null;
+  adopted: boolean;
+  since: string;
+  created_at: string;
+}
+
+export const startReplicaBodySchema = z.strictObject({
+  model: z.string().min(1),
+  node: z.string().min(1),
+  profile: z.string().optional(),
+  cards: z.array(z.number().int().min(0)).optional(),
+  context: z.number().int().positive().optional(),
+  id: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: "a replica id of letters, digits and . _ -" })
+    .optional(),
+  simulation: z.strictObject({ weights_bytes_per_card: z.number().int().min(0).optional(), load_ms: z.number().int().min(0).optional() }).optional(),
+});
+export type StartReplicaBody = z.infer<typeof startReplicaBodySchema>;
+
+/** A replica the agent stopped reporting is failed only after this long: a heartbeat built before its start may still arrive. */
+const missingGraceMs = 10_000;
+
+function sameSecret(given: string, expected: string): boolean {
+  const left = Buffer.from(given);
+  const right = Buffer.from(expected);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+function versionRefusal(body: unknown): DomainError | undefined {
+  const theirs = protocolOf(body);
+  if (theirs === protocolVersion) return undefined;
+  return new DomainError(
+    "version_unsupported",
+    versionMismatchMessage("server", theirs, "llmgw server"),
+    "Run an agent of the server's llmgw release (npm install -g llmgw@<server version>) and start it again.",
+  );
+}
+
+/**
+ * The server's side of the fleet (SPEC S3): join tokens, joins and
+ * heartbeats, the node registry, and replicas started and stopped by hand on
+ * a named node. The state of record for a replica is what its agent last
+ * reported; the server adds what only it knows (the spec it sent, a stop it
+ * asked for) and whether the node is still heard from.
+ */
+export class FleetService {
+  readonly startedAtMs: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly catalog: CatalogService,
+    private readonly settings: FleetSettings,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.startedAtMs = now();
+  }
+
+  private iso(): string {
+    return new Date(this.now()).toISOString();
+  }
+
+  async createJoinToken(createdBy: string): Promise<{ token: string; created_at: string }> {
+    const token = newToken("join");
+    const created_at = this.iso();
+    await insertJoinToken(this.store.db, { id: randomUUID(), token_hash: hashToken(token), created_at, created_by: createdBy });
+    return { token, created_at };
+  }
+
+  async join(body: unknown): Promise<JoinResponse> {
+    const refusal = versionRefusal(body);
+    if (refusal) throw refusal;
+    const request = parseBody(joinRequestSchema, body);
+    if (!(await joinTokenExists(this.store.db, hashToken(request.join_token)))) {
+      throw new DomainError(
+        "join_refused",
+        `node ${request.name}: the join token is not one this server issued`,
+        "Get a join token with `llmgw ctl node token` on the server and start the agent with --token.",
+      );
+    }
+    const credential = newToken("node");
+    const at = this.iso();
+    await upsertNode(this.store.db, {
+      name: request.name,
+      address: request.address,
+      fabric: request.fabric,
+      labels: JSON.stringify(request.labels),
+      inventory: JSON.stringify(request.inventory),
+      credential,
+      joined_at: at,
+      last_seen_at: at,
+    });
+    return { protocol: protocolVersion, node: request.name, credential, heartbeat_interval_ms: this.settings.heartbeatIntervalMs };
+  }
+
+  async heartbeat(authorization: string | undefined, body: unknown): Promise<HeartbeatResponse> {
+    const refusal = versionRefusal(body);
+    if (refusal) throw refusal;
+    const beat = parseBody(heartbeatRequestSchema, body);
+    const node = await findNode(this.store.db, beat.name);
+    if (!node) {
+      throw new DomainError("node_not_found", `no node ${beat.name} has joined this server`, "The agent joins again with its join token.");
+    }
+    const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
+    if (!sameSecret(given, node.credential)) {
+      throw new DomainError("unauthorized", `node ${beat.name}: the credential is not the one this server issued`, "The agent joins again with its join token.");
+    }
+    const at = this.iso();
+    await touchNode(this.store.db, beat.name, { address: beat.address, last_seen_at: at, ...(beat.inventory ? { inventory: JSON.stringify(beat.inventory) } : {}) });
+    const known = await listReplicas(this.store.db, { node: beat.name });
+    const reported = new Set<string>();
+    for (const status of beat.replicas) {
+      reported.add(status.id);
+      const row = known.find((candidate) => candidate.id === status.id);
+      // A stop the server asked for is finished: the row has done its job.
+      if (status.state === "stopped") {
+        if (row) await deleteReplica(this.store.db, status.id);
+        continue;
+      }
+      await upsertReplica(this.store.db, {
+        id: status.id,
+        node: beat.name,
+        model: status.model,
+        profile: status.profile,
+        engine: status.engine,
+        cards: JSON.stringify(status.cards),
+        spec: null,
+        state: status.state,
+        status: JSON.stringify(status),
+        stop_requested: row?.stop_requested ?? 0,
+        created_at: row?.created_at ?? at,
+        updated_at: at,
+      });
+    }
+    for (const row of known) {
+      if (reported.has(row.id) || terminalReplicaStates.includes(row.state as ReplicaState)) continue;
+      if (this.now() - Date.parse(row.created_at) < missingGraceMs) continue;
+      if (row.stop_requested) {
+        await deleteReplica(this.store.db, row.id);
+        continue;
+      }
+      const status = { ...this.storedStatus(row), state: "failed" as const, reason: `the agent on node ${beat.name} no longer reports this replica (its state file was lost or replaced)`, since: at };
+      await updateReplica(this.store.db, row.id, { state: "failed", status: JSON.stringify(status), updated_at: at });
+    }
+    return { protocol: protocolVersion };
+  }
+
+  private storedStatus(row: ReplicaRow): ReplicaStatus {
+    const parsed = replicaStatusSchema.safeParse(JSON.parse(row.status));
+    if (parsed.success) return parsed.data;
+    return {
+      id: row.id,
+      model: row.model,
+      profile: row.profile,
+      engine: row.engine as ReplicaStatus["engine"],
+      cards: JSON.parse(row.cards) as number[],
+      state: row.state as ReplicaState,
+      since: row.updated_at,
+    };
+  }
+
+  private nodeStates(nodes: readonly NodeRow[]): Map<string, NodeState> {
+    const now = this.now();
+    const everyNodeReportedSinceStart = nodes.every((node) => Date.parse(node.last_seen_at) >= this.startedAtMs);
+    return new Map(
+      nodes.map((node) => [
+        node.name,
+        nodeState({
+          lastSeenMs: Date.parse(node.last_seen_at),
+          nowMs: now,
+          heartbeatDeadlineMs: this.settings.heartbeatDeadlineMs,
+          serverStartedMs: this.startedAtMs,
+          settlingWindowMs: this.settings.settlingWindowMs,
+          everyNodeReportedSinceStart,
+        }),
+      ]),
+    );
+  }
+
+  private inventoryOf(node: NodeRow): Inventory {
+    return inventorySchema.parse(JSON.parse(node.inventory));
+  }
+
+  private replicaView(row: ReplicaRow, node: NodeRow | undefined, state: NodeState | undefined): ReplicaView {
+    const status = this.storedStatus(row);
+    const terminal = terminalReplicaStates.includes(status.state);
+    // The agent reports its engines on its own loopback; callers elsewhere reach them at the node's host.
+    let endpoint = status.endpoint ?? null;
+    if (endpoint && node) {
+      const engineUrl = new URL(endpoint);
+      engineUrl.hostname = new URL(node.address).hostname;
+      endpoint = engineUrl.toString().replace(/\/$/, "");
+    }
+    return {
+      id: row.id,
+      model: row.model,
+      profile: row.profile,
+      node: row.node,
+      engine: row.engine,
+      gpus: status.cards,
+      state: state === "lost" && !terminal ? "lost" : status.state,
+      endpoint: terminal ? null : endpoint,
+      progress: status.progress ?? null,
+      reason: state === "lost" && !terminal ? `node ${row.node} has not been heard from since ${node?.last_seen_at ?? "?"}` : (status.reason ?? null),
+      pid: status.pid ?? null,
+      adopted: status.adopted ?? false,
+      since: status.since,
+      created_at: row.created_at,
+    };
+  }
+
+  async listNodes(): Promise<NodeView[]> {
+    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const states = this.nodeStates(nodes);
+    return nodes.map((node) => {
+      const inventory = this.inventoryOf(node);
+      const onNode = replicas.filter((replica) => replica.node === node.name && !terminalReplicaStates.includes(replica.state as ReplicaState));
+      const cardOwner = new Map<number, string>();
+      for (const replica of onNode) for (const card of JSON.parse(replica.cards) as number[]) cardOwner.set(card, replica.id);
+      return {
+        name: node.name,
+        state: states.get(node.name) ?? "lost",
+        address: node.address,
+        hostname: inventory.hostname,
+        fabric: node.fabric,
+        labels: JSON.parse(node.labels) as Record<string, string>,
+        gpus: inventory.gpus.map((gpu) => ({
+          index: gpu.index,
+          uuid: gpu.uuid,
+          name: gpu.name,
+          class: gpu.class,
+          memory_bytes: gpu.memory_bytes,
+          memory_used_bytes: gpu.memory_used_bytes ?? null,
+          fabric: gpu.fabric,
+          replica: cardOwner.get(gpu.index) ?? null,
+        })),
+        memory_bytes: inventory.memory_bytes,
+        cpu_cores: inventory.cpu_cores,
+        engines: inventory.engines,
+        disk_free_bytes: inventory.disk_free_bytes,
+        simulated: inventory.simulated,
+        joined_at: node.joined_at,
+        last_seen_at: node.last_seen_at,
+        replicas: onNode.map((replica) => replica.id),
+      };
+    });
+  }
+
+  async getNode(name: string): Promise<NodeView> {
+    const node = (await this.listNodes()).find((candidate) => candidate.name === name);
+    if (!node) throw this.nodeNotFound(name);
+    return node;
+  }
+
+  private nodeNotFound(name: string): DomainError {
+    return new DomainError("node_not_found", `no node named ${name} has joined this server`, "List nodes with `llmgw ctl nodes`; a new node joins with `llmgw agent --token` (token from `llmgw ctl node token`).");
+  }
+
+  async listReplicas(filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<ReplicaView[]> {
+    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter)]);
+    const states = this.nodeStates(nodes);
+    return replicas.map((row) => this.replicaView(row, nodes.find((node) => node.name === row.node), states.get(row.node)));
+  }
+
+  async getReplica(id: string): Promise<ReplicaView> {
+    const replica = (await this.listReplicas()).find((candidate) => candidate.id === id);
+    if (!replica) throw this.replicaNotFound(id);
+    return replica;
+  }
+
+  private replicaNotFound(id: string): DomainError {
+    return new DomainError("replica_not_found", `no replica ${id} on this server`, "List replicas with `llmgw ctl replicas`.");
+  }
+
+  /** Ready and desired replicas per model, for the model views. */
+  readonly replicaCounts: ReplicaCountSource = async () => {
+    const counts = new Map<string, ReplicaCounts>();
+    for (const replica of await this.listReplicas()) {
+      const current = counts.get(replica.model) ?? { ready: 0, desired: 0 };
+      const live = replica.state !== "failed" && replica.state !== "stopped" && replica.state !== "draining";
+      counts.set(replica.model, { ready: current.ready + (replica.state === "ready" ? 1 : 0), desired: current.desired + (live ? 1 : 0) });
+    }
+    return counts;
+  };
+
+  private async agentOf(nodeName: string): Promise<{ node: NodeRow; address: AgentAddress; state: NodeState }> {
+    const nodes = await listNodes(this.store.db);
+    const node = nodes.find((candidate) => candidate.name === nodeName);
+    if (!node) throw this.nodeNotFound(nodeName);
+    const state = this.nodeStates(nodes).get(nodeName) ?? "lost";
+    return { node, address: { name: node.name, address: node.address, credential: node.credential }, state };
+  }
+
+  /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */
+  async startReplica(body: StartReplicaBody): Promise<ReplicaView> {
+    const model = await this.catalog.get(body.model);
+    if (model.entry.external) {
+      throw new DomainError("invalid_profile", `${model.name} is an external model: it runs at its provider, not on a node`, "Start a model that has profiles.");
+    }
+    const profile = body.profile === undefined ? model.profiles[0] : model.profiles.find((candidate) => candidate.name === body.profile);
+    if (!profile) {
+      throw new DomainError(
+        "profile_not_found",
+        `model ${model.name} has no profile ${body.profile ?? "(none at all)"}`,
+        `Its profiles: ${model.profiles.map((candidate) => candidate.name).join(", ") || "none"}.`,
+      );
+    }
+    const { node, address, state } = await this.agentOf(body.node);
+    if (state === "lost") {
+      throw new DomainError("agent_unreachable", `node ${node.name} is lost: not heard from since ${node.last_seen_at}`, "Start its agent again, or choose another node.");
+    }
+    const inventory = this.inventoryOf(node);
+    if (!inventory.engines.includes(profile.engine)) {
+      throw new DomainError(
+        "engine_missing",
+        `engine ${profile.engine} is not installed on node ${node.name} (it has: ${inventory.engines.join(", ") || "none"})`,
+        `Install ${profile.engine} there, or choose a node whose engines include it (\`llmgw ctl nodes\`).`,
+      );
+    }
+    const used = new Set<number>();
+    for (const replica of await listReplicas(this.store.db, { node: node.name })) {
+      if (!terminalReplicaStates.includes(replica.state as ReplicaState)) for (const card of JSON.parse(replica.cards) as number[]) used.add(card);
+    }
+    const cards = body.cards ?? chooseCards(inventory.gpus, used, profile.gpus, profile.gpu_class);
+    if (cards === undefined) {
+      const free = inventory.gpus.filter((gpu) => !used.has(gpu.index)).map((gpu) => `${gpu.index} (${gpu.class})`);
+      throw new DomainError(
+        "cards_busy",
+        `node ${node.name} has no ${profile.gpus} free card${profile.gpus === 1 ? "" : "s"}${profile.gpu_class ? ` of class ${profile.gpu_class}` : ""} for ${model.name}/${profile.name}; free: ${free.join(", ") || "none"}`,
+        "Stop a replica on that node, or choose another node.",
+      );
+    }
+    const unknownCards = cards.filter((card) => !inventory.gpus.some((gpu) => gpu.index === card));
+    if (unknownCards.length > 0) {
+      throw new DomainError("invalid_input", `node ${node.name} has no card ${unknownCards.join(", ")}`, `Its cards: ${inventory.gpus.map((gpu) => gpu.index).join(", ") || "none"}.`);
+    }
+    const id = body.id ?? `${model.name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 100) || "replica"}-${randomBytes(3).toString("hex")}`;
+    const spec: ReplicaSpec = {
+      id,
+      model: model.name,
+      profile: profile.name,
+      engine: profile.engine,
+      source: profile.source,
+      cards,
+      ...(body.context ?? model.entry.context ? { context: body.context ?? model.entry.context } : {}),
+      slots: profile.slots,
+      ...(profile.cpu_cores !== undefined ? { cpu_cores: profile.cpu_cores } : {}),
+      ...(profile.quantization !== undefined ? { quantization: profile.quantization } : {}),
+      gpu_memory_utilization: this.settings.gpuMemoryUtilization,
+      args: [...profile.args],
+      env: { ...profile.env },
+      adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
+      ...(body.simulation ? { simulation: body.simulation } : {}),
+    };
+    const status = await startReplicaOnAgent(address, spec);
+    const at = this.iso();
+    await upsertReplica(this.store.db, {
+      id,
+      node: node.name,
+      model: model.name,
+      profile: profile.name,
+      engine: profile.engine,
+      cards: JSON.stringify(cards),
+      spec: JSON.stringify(spec),
+      state: status.state,
+      status: JSON.stringify(status),
+      stop_requested: 0,
+      created_at: at,
+      updated_at: at,
+    });
+    return await this.getReplica(id);
+  }
+
+  /** Stops a replica (draining first with `drain`), or clears a failed one. */
+  async stopReplica(id: string, drain: boolean): Promise<ReplicaView> {
+    const row = await findReplica(this.store.db, id);
+    if (!row) throw this.replicaNotFound(id);
+    const { address } = await this.agentOf(row.node);
+    const at = this.iso();
+    let status: ReplicaStatus;
+    try {
+      status = await stopReplicaOnAgent(address, id, drain);
+    } catch (error) {
+      if (error instanceof DomainError && error.code === "replica_not_found") {
+        // The agent has forgotten it already (reported stopped or failed): nothing runs.
+        await deleteReplica(this.store.db, id);
+        return { ...(await this.viewOf(row)), state: "stopped", endpoint: null };
+      }
+      throw error;
+    }
+    if (terminalReplicaStates.includes(status.state)) {
+      await deleteReplica(this.store.db, id);
+      return { ...(await this.viewOf(row)), state: status.state, endpoint: null };
+    }
+    await updateReplica(this.store.db, id, { state: status.state, status: JSON.stringify(status), stop_requested: 1, updated_at: at });
+    return await this.getReplica(id);
+  }
+
+  private async viewOf(row: ReplicaRow): Promise<ReplicaView> {
+    const node = await findNode(this.store.db, row.node);
+    return this.replicaView(row, node, undefined);
+  }
+
+  async replicaLogs(id: string, tail: number, follow: boolean, signal?: AbortSignal): Promise<Readable> {
+    const row = await findReplica(this.store.db, id);
+    if (!row) throw this.replicaNotFound(id);
+    const { address } = await this.agentOf(row.node);
+    return await replicaLogsFromAgent(address, id, tail, follow, signal);
+  }
+}
