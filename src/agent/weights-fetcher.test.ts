@@ -149,6 +149,12 @@ describe("fetchWeights over http", () => {
     expect(await readFile(path.join(weightsPath, "tokenizer.json"), "utf8")).toBe("{}");
   });
 
+  it("refuses an index that names a shard outside its folder", async () => {
+    server.listings = false;
+    server.files.set("/evil/model.safetensors.index.json", Buffer.from(JSON.stringify({ weight_map: { a: "https://elsewhere.example/x.safetensors" } })));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/evil/` })).rejects.toThrow(/names a shard outside its folder/);
+  });
+
   it("fails a source that answers 404 with a reason naming the URL and the node", async () => {
     const source = `${server.url}/models/missing.gguf`;
     await expect(fetchWeights({ ...baseOptions(), source })).rejects.toMatchObject({

@@ -159,7 +159,14 @@ export function shardsFromIndex(indexText: string, where: string): string[] {
   }
   const shards = new Set<string>();
   for (const value of Object.values(weightMap)) {
-    if (typeof value === "string" && !value.includes("..")) shards.add(value);
+    if (typeof value !== "string") continue;
+    // Only names inside the folder: an index naming "https://elsewhere/…", "/etc/…" or "../…" must not
+    // make the agent fetch from another place or write outside the cache.
+    const outside = /^[a-z][a-z0-9+.-]*:/i.test(value) || value.startsWith("/") || value.includes("\\") || value.split("/").some((segment) => segment === ".." || segment === "");
+    if (outside) {
+      throw new DomainError("source_unavailable", `${where} names a shard outside its folder: "${value}"`, "Serve an index whose weight_map names files in the same folder.");
+    }
+    shards.add(value);
   }
   return [...shards].sort();
 }
