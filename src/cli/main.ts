@@ -6,6 +6,7 @@ import { registerCtlOptions } from "./ctl/context.js";
 import { registerAuditCommand } from "./ctl/audit-command.js";
 import { registerModelsCommands } from "./ctl/models-commands.js";
 import { registerServerCommand } from "./server-command.js";
+import { registerSimEngineCommand } from "./sim-engine-command.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -17,6 +18,7 @@ function buildProgram(): Command {
   const ctl = registerCtlOptions(program.command("ctl").description("operate a running llmgw server (the admin API)"));
   registerModelsCommands(ctl);
   registerAuditCommand(ctl);
+  registerSimEngineCommand(program);
   return program;
 }
 
