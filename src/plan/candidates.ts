@@ -258,7 +258,8 @@ export function planCandidates(facts: ModelFacts, fleet: Fleet, options: PlanOpt
   const precision = (quantization: string): number => {
     let value = bits.get(quantization);
     if (value === undefined) {
-      value = bitsPerWeight(facts, quantization as Quantization);
+      // Tenths of a bit: F16 GGUF (F32 norms) and bf16 are the same precision to a reader.
+      value = Math.round(bitsPerWeight(facts, quantization as Quantization) * 10) / 10;
       bits.set(quantization, value);
     }
     return value;
