@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bf16Tolerance, calibrationTable, ggufTolerance } from "./calibration.js";
+import { bf16Tolerance, calibrationRows, calibrationTable, ggufTolerance } from "./calibration.js";
 import { kvBytesPerToken } from "./kv-cache.js";
 import { readModelSource } from "./read-model-source.js";
 import { checkpointTensors, writeSyntheticCheckpoint } from "./testing/synthetic-checkpoint.js";
@@ -40,5 +40,13 @@ describe.each(calibrationTable)("calibration: $fixture", (entry) => {
 
   it("gives the architecture's exact KV cache bytes per token", () => {
     expect(kvBytesPerToken(fixtureArchitecture(entry.fixture))).toBe(entry.kvBytesPerToken);
+  });
+});
+
+describe("calibrationRows", () => {
+  it("reports every row within its tolerance", () => {
+    const rows = calibrationRows(fixtureArchitecture);
+    expect(rows.length).toBeGreaterThan(30);
+    for (const row of rows) expect(Math.abs(row.error), `${row.fixture} ${row.quantity}`).toBeLessThanOrEqual(row.tolerance);
   });
 });

@@ -11,6 +11,10 @@
  *
  * Tolerances (SPEC S2): bf16 within 1%, GGUF within 5%, KV bytes per token exact.
  */
+import type { Architecture } from "./architecture.js";
+import { kvBytesPerToken } from "./kv-cache.js";
+import { weightsBytes, type GgufQuantization } from "./weights.js";
+
 export interface CalibrationEntry {
   /** Folder under src/plan/fixtures holding the model's config.json. */
   readonly fixture: string;
@@ -167,3 +171,47 @@ export const calibrationTable: readonly CalibrationEntry[] = [
     kvBytesPerToken: 31_104, // MLA: 27 layers × (512 latent + 64 rope) × 2 bytes
   },
 ];
+
+export interface CalibrationRow {
+  readonly fixture: string;
+  /** "bf16", "Q8_0", "Q4_K_M", "Q5_K_M" or "kv_bytes_per_token". */
+  readonly quantity: string;
+  readonly predicted: number;
+  readonly published: number;
+  /** (predicted − published) / published. */
+  readonly error: number;
+  readonly tolerance: number;
+  readonly source: string;
+}
+
+/**
+ * Predicted against published for every entry, for `npm run bench` and the
+ * tests. The caller supplies each fixture's architecture (reading the
+ * fixture file is I/O) and the parameter count to use — the published one,
+ * or the one its own reader counted.
+ */
+export function calibrationRows(
+  architectureOf: (fixture: string) => Architecture,
+  parametersOf: (entry: CalibrationEntry) => number = (entry) => entry.publishedParameters,
+): CalibrationRow[] {
+  const rows: CalibrationRow[] = [];
+  for (const entry of calibrationTable) {
+    const architecture = architectureOf(entry.fixture);
+    const parameters = parametersOf(entry);
+    const row = (quantity: string, predicted: number, published: number, tolerance: number, source: string): CalibrationRow => ({
+      fixture: entry.fixture,
+      quantity,
+      predicted,
+      published,
+      error: (predicted - published) / published,
+      tolerance,
+      source,
+    });
+    rows.push(row("bf16", weightsBytes(architecture, parameters, "bf16"), entry.bf16Bytes, bf16Tolerance, `${entry.huggingFaceId} index total_size`));
+    for (const [quantization, published] of Object.entries(entry.gguf)) {
+      rows.push(row(quantization, weightsBytes(architecture, parameters, quantization as GgufQuantization), published.bytes, ggufTolerance, published.repository));
+    }
+    rows.push(row("kv_bytes_per_token", kvBytesPerToken(architecture), entry.kvBytesPerToken, 0, "architecture"));
+  }
+  return rows;
+}
