@@ -92,7 +92,8 @@ export const cardCounts = [1, 2, 4, 8] as const;
 
 function quantizationsFor(facts: ModelFacts): { vllm: Quantization[]; llamacpp: Quantization[] } {
   if (facts.checkpoint.format === "gguf") {
-    return { vllm: [], llamacpp: facts.ggufFileType ? [facts.ggufFileType as Quantization] : [] };
+    // The file's own type; a file without general.file_type is still planned, labelled "GGUF".
+    return { vllm: [], llamacpp: [(facts.ggufFileType ?? "GGUF") as Quantization] };
   }
   if (facts.checkpoint.quantization) return { vllm: [facts.checkpoint.quantization], llamacpp: [] };
   const sixteenBit: GpuEngineQuantization = facts.checkpoint.dtype === "F16" ? "fp16" : "bf16";

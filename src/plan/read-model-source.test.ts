@@ -2,6 +2,9 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { fleetFromHardwareSpec } from "../fleet/pools.js";
+import { planCandidates } from "./candidates.js";
 import { readModelSource } from "./read-model-source.js";
 import { startHubServer, type HubServer } from "./testing/hub-server.js";
 import { checkpointTensors, safetensorsHeaderBytes, syntheticGguf, writeBytes, writeSyntheticCheckpoint } from "./testing/synthetic-checkpoint.js";
@@ -82,6 +85,15 @@ describe("readModelSource", () => {
     expect(facts.ggufFileType).toBe("Q4_K_M");
     expect(facts.checkpoint.bytes).toBe(weightsBytes(architecture, parameters, "Q4_K_M"));
     expect(facts.architecture).toMatchObject({ layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, trainedContext: 131072, tiedEmbeddings: false });
+  });
+
+  it("plans a GGUF source with llama.cpp at its own type only, priced at its stored bytes", async () => {
+    const facts = await readModelSource(join(workspace, "gguf", "llama-3.1-8b-Q4_K_M.gguf"));
+    const plan = planCandidates(facts, fleetFromHardwareSpec(parseHardwareSpec("1xL4-24GB@pcie,cpu:8c/16g")));
+    expect(new Set(plan.candidates.map((candidate) => `${candidate.engine} ${candidate.quantization}`))).toEqual(new Set(["llamacpp Q4_K_M"]));
+    const cpu = plan.candidates.find((candidate) => candidate.gpus === 0);
+    expect(cpu?.weights_bytes_per_card).toBe(facts.checkpoint.bytes);
+    expect(plan.candidates.every((candidate) => candidate.fits)).toBe(true);
   });
 
   it("reads a GGUF file by URL", async () => {
