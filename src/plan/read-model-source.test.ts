@@ -73,8 +73,14 @@ describe("readModelSource", () => {
   });
 
   it("reads a folder on an HTTP mirror with Range requests", async () => {
-    const facts = await readModelSource(`${server.url}/mirror/sharded/`, { hubToken: token });
+    const facts = await readModelSource(`${server.url}/mirror/sharded/`, { hubEndpoint: server.url, hubToken: token });
     expect(facts.parameters).toBe(qwenParameters);
+  });
+
+  it("sends the hub token only to the hub endpoint's origin", async () => {
+    await expect(
+      readModelSource(`${server.url}/mirror/sharded/`, { hubEndpoint: "https://mirror.example", hubToken: token }),
+    ).rejects.toMatchObject({ code: "source_unreadable", message: expect.stringContaining("401") });
   });
 
   it("reads a local GGUF file: architecture from metadata, parameters from tensor shapes, its own type", async () => {
@@ -97,7 +103,7 @@ describe("readModelSource", () => {
   });
 
   it("reads a GGUF file by URL", async () => {
-    const facts = await readModelSource(`${server.url}/mirror/gguf/llama-3.1-8b-Q4_K_M.gguf`, { hubToken: token });
+    const facts = await readModelSource(`${server.url}/mirror/gguf/llama-3.1-8b-Q4_K_M.gguf`, { hubEndpoint: server.url, hubToken: token });
     expect(facts.ggufFileType).toBe("Q4_K_M");
     expect(facts.architecture.layers).toBe(32);
   });

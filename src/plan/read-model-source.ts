@@ -50,11 +50,11 @@ export async function readModelSource(source: string, options: ReadModelSourceOp
   const trimmed = source.trim();
   const isUrl = /^https?:\/\//i.test(trimmed);
   if (/\.gguf$/i.test(trimmed)) {
-    if (isUrl) return readGguf(trimmed, trimmed, tokenHeaders(options));
+    if (isUrl) return readGguf(trimmed, trimmed, tokenHeaders(trimmed, options));
     if (await isFile(trimmed)) return readGguf(trimmed, resolve(trimmed), {});
     throw sourceUnreadable(trimmed, "no such file", "Give the path of a .gguf file that exists on this machine.");
   }
-  if (isUrl) return readFolder(trimmed, httpFolderFiles(trimmed, tokenHeaders(options)));
+  if (isUrl) return readFolder(trimmed, httpFolderFiles(trimmed, tokenHeaders(trimmed, options)));
   if (await isDirectory(trimmed)) return readFolder(trimmed, localFolderFiles(resolve(trimmed)), resolve(trimmed));
   const hubId = hubIdPattern.exec(trimmed);
   if (hubId && !trimmed.startsWith(".") && !trimmed.startsWith("/")) {
@@ -69,8 +69,15 @@ export async function readModelSource(source: string, options: ReadModelSourceOp
   );
 }
 
-function tokenHeaders(options: ReadModelSourceOptions): Record<string, string> {
-  return options.hubToken ? { Authorization: `Bearer ${options.hubToken}` } : {};
+/**
+ * The hub token goes only to the hub endpoint's own origin. A source URL is
+ * user input (GET /api/v1/plan?source=…): sending the server's token to any
+ * URL given would hand it to whoever runs that host.
+ */
+function tokenHeaders(url: string, options: ReadModelSourceOptions): Record<string, string> {
+  if (!options.hubToken) return {};
+  const hubOrigin = new URL(options.hubEndpoint ?? defaultHubEndpoint).origin;
+  return new URL(url).origin === hubOrigin ? { Authorization: `Bearer ${options.hubToken}` } : {};
 }
 
 /** `localFolder` is set for a folder on this machine, where a lone .gguf can be read directly. */

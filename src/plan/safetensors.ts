@@ -135,6 +135,24 @@ export function prequantizedFormat(config: unknown): PrequantizedFormat | undefi
 }
 
 /**
+ * A shard name from an index is someone else's input: it must stay inside
+ * the model's folder (no "..", no absolute path, no scheme), or a crafted
+ * index on a mirror would make the server read local files or send the hub
+ * token to another host.
+ */
+export function isSafeShardName(name: string): boolean {
+  if (name.length === 0 || name.startsWith("/") || name.includes("\\") || /^[A-Za-z][A-Za-z0-9+.-]*:/.test(name)) return false;
+  if ([...name].some((character) => character.charCodeAt(0) < 32)) return false;
+  let decoded = name;
+  try {
+    decoded = decodeURIComponent(name);
+  } catch {
+    return false;
+  }
+  return ![name, decoded].some((candidate) => candidate.split("/").some((segment) => segment === ".." || segment === "."));
+}
+
+/**
  * The shard files an index names, in first-seen order (weight_map values).
  */
 export function shardsOfIndex(index: unknown, file: string): { shards: string[]; totalSize: number | undefined } {
@@ -142,7 +160,9 @@ export function shardsOfIndex(index: unknown, file: string): { shards: string[];
   if (!parsed || typeof parsed.weight_map !== "object" || parsed.weight_map === null) throw unreadable(file, "has no weight_map");
   const shards: string[] = [];
   for (const shard of Object.values(parsed.weight_map)) {
-    if (typeof shard === "string" && !shards.includes(shard)) shards.push(shard);
+    if (typeof shard !== "string") continue;
+    if (!isSafeShardName(shard)) throw unreadable(file, `names a shard outside its folder ("${shard}")`);
+    if (!shards.includes(shard)) shards.push(shard);
   }
   const total = parsed.metadata?.total_size;
   const totalSize = typeof total === "number" ? total : typeof total === "string" ? Number(total) : undefined;
