@@ -26,6 +26,10 @@ export const errorCodes = {
   route_not_found: "No API route at that method and path.",
   server_unreachable: "The CLI could not connect to the server at the address it names.",
   config_invalid: "server.yaml or a command-line option is not usable; the message says which and why.",
+  does_not_fit: "No candidate fits the model at the requested context; the message says what is short and by how much.",
+  architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",
+  source_unreadable: "A model source (HF id, mirror URL, local folder or GGUF file) could not be read; the message says which file and why.",
+  weights_metadata_missing: "A model source has no weights metadata to count parameters from (no safetensors header, index or GGUF tensors).",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 
