@@ -6,6 +6,7 @@ import { noReplicas, type ReplicaCountSource } from "../api/model-view.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { registerModelRoutes } from "../api/routes/models.js";
+import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
 import type { CatalogService } from "./catalog-service.js";
 
@@ -14,8 +15,12 @@ export interface AppParts {
   readonly catalog: CatalogService;
   readonly adminTokenHint: string;
   readonly replicaCounts?: ReplicaCountSource;
+  readonly fleet?: FleetSource;
+  readonly plan?: PlanSettings;
   readonly logger?: LoggerOptions | false;
 }
+
+const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co", hubToken: () => undefined, gpuMemoryUtilization: 0.9 };
 
 /** Builds the HTTP app with every route, without listening, so tests can `inject()` or listen on port 0. */
 export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
@@ -31,6 +36,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   registerMetaRoutes(app);
   registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? noReplicas);
   registerAuditRoutes(app, parts.store);
+  registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? noFleet);
   await app.ready();
   return app;
 }

@@ -44,7 +44,18 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       );
     });
     const createdAdminToken = await bootstrapAdminToken(store, config.dataDir);
-    const app = await buildApp({ store, catalog, adminTokenHint: adminTokenHint(config.dataDir), logger: options.logger ?? false });
+    const { tokenEnv } = config.huggingface;
+    const app = await buildApp({
+      store,
+      catalog,
+      adminTokenHint: adminTokenHint(config.dataDir),
+      logger: options.logger ?? false,
+      plan: {
+        hubEndpoint: config.huggingface.endpoint,
+        hubToken: () => (tokenEnv ? process.env[tokenEnv] : undefined),
+        gpuMemoryUtilization: config.gpuMemoryUtilization,
+      },
+    });
     const address = await app.listen({ host: config.listen.host, port: config.listen.port });
     return {
       config,
