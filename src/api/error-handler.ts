@@ -37,6 +37,12 @@ export const statusForCode: Record<ErrorCode, number> = {
   node_not_found: 404,
   agent_unreachable: 502,
   internal: 500,
+  does_not_fit: 422,
+  architecture_field_missing: 422,
+  // One status for every unreadable source (a missing local file, a 404 on the
+  // mirror, a hub outage): the message says which file failed and why.
+  source_unreadable: 422,
+  weights_metadata_missing: 422,
 };
 
 export function installErrorHandling(app: FastifyInstance): void {

@@ -18,11 +18,11 @@ function buildProgram(): Command {
     .showHelpAfterError("(run with --help for usage)");
   registerServerCommand(program);
   registerAgentCommand(program);
-  registerSimEngineCommand(program);
   const ctl = registerCtlOptions(program.command("ctl").description("operate a running llmgw server (the admin API)"));
   registerModelsCommands(ctl);
   registerAuditCommand(ctl);
   registerNodesCommands(ctl);
+  registerSimEngineCommand(program);
   return program;
 }
 

@@ -1,47 +1,17 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
-import { join } from "node:path";
 import OpenAI from "openai";
-import { build } from "vite";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { testLaunchInput } from "../engines/drivers/test-launch-input.js";
 import { llamacppDriver } from "../engines/drivers/llamacpp.js";
 import { vllmDriver } from "../engines/drivers/vllm.js";
+import { llmgwBin } from "../../test/support/processes.js";
 
 /**
- * The sim-engine command as the agent runs it: a real child process, so a
- * crash is a real exit status. The command is bundled with vite (a dev
- * dependency; Node 20 cannot run TypeScript) into dist/, next to a
- * three-line `llmgw` that registers only this command.
+ * The sim-engine command as the agent runs it: the built `llmgw` (npm test
+ * builds dist/ first) as a real child process, so a crash is a real exit status.
  */
-const outDir = join(process.cwd(), "dist", "test-sim-engine");
-const entry = join(outDir, "llmgw.mjs");
-
-beforeAll(async () => {
-  await build({
-    configFile: false,
-    logLevel: "warn",
-    root: process.cwd(),
-    build: {
-      ssr: "src/cli/sim-engine-command.ts",
-      outDir,
-      emptyOutDir: true,
-      minify: false,
-      rolldownOptions: { output: { format: "es", entryFileNames: "[name].js" } },
-    },
-  });
-  await writeFile(
-    entry,
-    [
-      'import { Command } from "commander";',
-      'import { registerSimEngineCommand } from "./sim-engine-command.js";',
-      'const program = new Command("llmgw");',
-      "registerSimEngineCommand(program);",
-      "await program.parseAsync(process.argv);",
-    ].join("\n"),
-  );
-});
+const entry = llmgwBin;
 
 interface SimProcess {
   readonly child: ChildProcess;

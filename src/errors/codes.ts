@@ -37,6 +37,10 @@ export const errorCodes = {
   replica_conflict: "A replica of that id already runs on the node with a different specification.",
   node_not_found: "No node of that name has joined the server.",
   agent_unreachable: "The server could not reach a node agent at the control address it reported.",
+  does_not_fit: "No candidate fits the model at the requested context; the message says what is short and by how much.",
+  architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",
+  source_unreadable: "A model source (HF id, mirror URL, local folder or GGUF file) could not be read; the message says which file and why.",
+  weights_metadata_missing: "A model source has no weights metadata to count parameters from (no safetensors header, index or GGUF tensors).",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 

@@ -7,6 +7,7 @@ import { registerAuditRoutes } from "../api/routes/audit.js";
 import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { registerModelRoutes } from "../api/routes/models.js";
+import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
 import type { CatalogService } from "./catalog-service.js";
 import type { FleetService } from "./fleet-service.js";
@@ -16,10 +17,14 @@ export interface AppParts {
   readonly catalog: CatalogService;
   readonly adminTokenHint: string;
   readonly replicaCounts?: ReplicaCountSource;
+  readonly fleet?: FleetSource;
+  readonly plan?: PlanSettings;
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
-  readonly fleet?: FleetService;
+  readonly fleetService?: FleetService;
   readonly logger?: LoggerOptions | false;
 }
+
+const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co", hubToken: () => undefined, gpuMemoryUtilization: 0.9 };
 
 /** Builds the HTTP app with every route, without listening, so tests can `inject()` or listen on port 0. */
 export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
@@ -33,9 +38,10 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
   registerMetaRoutes(app);
-  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleet?.replicaCounts ?? noReplicas);
-  if (parts.fleet) registerFleetRoutes(app, parts.fleet);
+  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas);
+  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService);
   registerAuditRoutes(app, parts.store);
+  registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);
   await app.ready();
   return app;
 }

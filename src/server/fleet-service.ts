@@ -23,6 +23,7 @@ import { parseBody } from "../api/parse-body.js";
 import { DomainError } from "../errors/domain-error.js";
 import { chooseCards } from "../fleet/choose-cards.js";
 import { nodeState, type NodeState } from "../fleet/node-state.js";
+import type { InventoryNode } from "../fleet/pools.js";
 import {
   deleteReplica,
   findNode,
@@ -330,6 +331,16 @@ export class FleetService {
       };
     });
   }
+
+  /** The fleet as the planner reads it (GET /api/v1/plan without --gpus): a card is free when no live replica holds it. */
+  readonly inventoryNodes = async (): Promise<InventoryNode[]> =>
+    (await this.listNodes()).map((node) => ({
+      name: node.name,
+      state: node.state,
+      gpus: node.gpus.map((gpu) => ({ index: gpu.index, class: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric, free: gpu.replica === null })),
+      memoryBytes: node.memory_bytes,
+      cpuCores: node.cpu_cores,
+    }));
 
   async getNode(name: string): Promise<NodeView> {
     const node = (await this.listNodes()).find((candidate) => candidate.name === name);

@@ -51,7 +51,19 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       heartbeatIntervalMs: 2000,
       gpuMemoryUtilization: config.gpuMemoryUtilization,
     });
-    const app = await buildApp({ store, catalog, fleet, adminTokenHint: adminTokenHint(config.dataDir), logger: options.logger ?? false });
+    const { tokenEnv } = config.huggingface;
+    const app = await buildApp({
+      store,
+      catalog,
+      fleetService: fleet,
+      adminTokenHint: adminTokenHint(config.dataDir),
+      logger: options.logger ?? false,
+      plan: {
+        hubEndpoint: config.huggingface.endpoint,
+        hubToken: () => (tokenEnv ? process.env[tokenEnv] : undefined),
+        gpuMemoryUtilization: config.gpuMemoryUtilization,
+      },
+    });
     const address = await app.listen({ host: config.listen.host, port: config.listen.port });
     return {
       config,

@@ -32,7 +32,7 @@ describe("fleet API with a real agent", () => {
     await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, new Date().toISOString());
     const catalog = new CatalogService(store, [], "server.yaml");
     const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 300, gpuMemoryUtilization: 0.9 });
-    app = await buildApp({ store, catalog, fleet, adminTokenHint: "see admin-token" });
+    app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token" });
     serverUrl = await app.listen({ host: "127.0.0.1", port: 0 });
     const created = await app.inject({ method: "POST", url: "/api/v1/models", headers: as, payload: { name: "tiny", context: 4096, profiles: [{ engine: "vllm", source: "hf://org/tiny@main", gpus: 1 }] } });
     expect(created.statusCode).toBe(201);

@@ -9,6 +9,7 @@ import { print, printJson, renderTable } from "../output.js";
 import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
 import { describeModel, describeScaling, profileSummary } from "./model-text.js";
+import { registerPlanCommand } from "./plan-command.js";
 
 const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
 
@@ -45,6 +46,7 @@ export function registerModelsCommands(ctl: Command): void {
     });
 
   const model = ctl.command("model").description("show and change one model");
+  registerPlanCommand(model);
 
   model
     .command("show")

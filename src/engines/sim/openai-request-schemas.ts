@@ -17,6 +17,16 @@ const maxTokensSchema = z.number().int().min(1).max(largestMaxTokens).nullish();
 
 const streamOptionsSchema = z.looseObject({ include_usage: z.boolean().nullish() }).nullish();
 
+/**
+ * How engines other than vLLM pick a LoRA adapter: llama-server's `lora`
+ * ([{id, scale}], by position on its command line) and SGLang's `lora_path`
+ * (the adapter's name). vLLM and SGLang also take the adapter's name as the model.
+ */
+const adapterSelectionFields = {
+  lora: z.array(z.looseObject({ id: z.number().int(), scale: z.number() })).nullish(),
+  lora_path: z.string().nullish(),
+};
+
 const contentPartSchema = z.looseObject({ type: z.string(), text: z.string().optional() });
 
 export const chatCompletionRequestSchema = z.looseObject({
@@ -35,6 +45,7 @@ export const chatCompletionRequestSchema = z.looseObject({
   stream_options: streamOptionsSchema,
   /** vLLM's sampling extension: generate exactly max_tokens. */
   ignore_eos: z.boolean().nullish(),
+  ...adapterSelectionFields,
 });
 export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
 
@@ -45,6 +56,7 @@ export const completionRequestSchema = z.looseObject({
   stream: z.boolean().nullish(),
   stream_options: streamOptionsSchema,
   ignore_eos: z.boolean().nullish(),
+  ...adapterSelectionFields,
 });
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 

@@ -4,6 +4,8 @@ import type { EngineLaunchInput } from "../driver.js";
 import { engineDrivers } from "../drivers/index.js";
 import { testLaunchInput } from "../drivers/test-launch-input.js";
 import { vllmDriver } from "../drivers/vllm.js";
+import { llamaCppLoraSelection, llamacppDriver } from "../drivers/llamacpp.js";
+import { sglangDriver } from "../drivers/sglang.js";
 import { SimEngineExited, startSimEngine, type SimEngineHandle } from "./sim-engine.js";
 
 const model = "qwen2.5-7b";
@@ -247,6 +249,37 @@ describe("the simulated engine over HTTP", () => {
     await client.chat.completions.create({ model, messages: [{ role: "user", content: "log me" }] });
     expect(logLines.some((line) => line.includes("simulated vllm serving \"qwen2.5-7b\"") && line.includes("cards [0]"))).toBe(true);
     expect(logLines.some((line) => line.startsWith("POST /v1/chat/completions model=qwen2.5-7b") && line.includes("finish=stop"))).toBe(true);
+  });
+});
+
+describe("choosing an adapter the way each engine expects", () => {
+  const adapters = [
+    { name: "qwen-sql", path: "/a/qwen-sql.gguf" },
+    { name: "qwen-legal", path: "/a/qwen-legal.gguf", scale: 0.5 },
+  ];
+
+  it("llama.cpp: the base model's name with the lora list llamaCppLoraSelection builds", async () => {
+    const launch = llamacppDriver.build(testLaunchInput({ port: 0, weightsPath: "/w/base.gguf", adapters }));
+    const sim = await startSimEngine({ engine: "llamacpp", argv: launch.argv.slice(1), environment: { ...launch.env, LLMGW_SIM_SPEED: "100" }, log: () => undefined });
+    running.push(sim);
+    const client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const answer = await client.chat.completions.create({
+      model,
+      messages: [{ role: "user", content: "hello" }],
+      ...({ lora: llamaCppLoraSelection(adapters, "qwen-legal") } as object),
+    });
+    expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen-legal: hello");
+    const base = await client.chat.completions.create({ model, messages: [{ role: "user", content: "hello" }], ...({ lora: llamaCppLoraSelection(adapters, undefined) } as object) });
+    expect(base.choices[0]?.message.content).toBe("Simulated answer from qwen2.5-7b: hello");
+  });
+
+  it("SGLang: BASE:ADAPTER as the model", async () => {
+    const launch = sglangDriver.build(testLaunchInput({ port: 0, adapters }));
+    const sim = await startSimEngine({ engine: "sglang", argv: launch.argv.slice(1), environment: { ...launch.env, LLMGW_SIM_SPEED: "100" }, log: () => undefined });
+    running.push(sim);
+    const client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const answer = await client.chat.completions.create({ model: `${model}:qwen-sql`, messages: [{ role: "user", content: "hello" }] });
+    expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen-sql: hello");
   });
 });
 

@@ -99,10 +99,14 @@ export async function startSimEngine(options: SimEngineOptions): Promise<SimEngi
     if (!read.success) throw new EngineArgumentsInvalid(options.engine, `${simEnvironmentVariables.fault}: ${describeIssues(read.error)}`);
     fault = read.data;
   }
-  const loadMilliseconds = Number(environment[simEnvironmentVariables.loadMilliseconds] ?? "0");
+  const loadText = environment[simEnvironmentVariables.loadMilliseconds] ?? "0";
+  const loadMilliseconds = Number(loadText);
+  if (!Number.isFinite(loadMilliseconds) || loadMilliseconds < 0) {
+    throw new EngineArgumentsInvalid(options.engine, `${simEnvironmentVariables.loadMilliseconds} must be milliseconds, 0 or more, got ${JSON.stringify(loadText)}`);
+  }
 
   log(`llmgw sim-engine: simulated ${parsed.engine} (not a real engine) loading "${parsed.modelName}" from ${parsed.weightsPath}`);
-  if (Number.isFinite(loadMilliseconds) && loadMilliseconds > 0) await sleep(loadMilliseconds);
+  if (loadMilliseconds > 0) await sleep(loadMilliseconds);
   if (fault.kind === "fail-load") {
     log(`llmgw sim-engine: simulated failure while loading ${parsed.weightsPath}: CUDA out of memory (fault fail-load)`);
     exit(simLoadFailureExitCode);
@@ -196,11 +200,28 @@ class SimulatedEngine {
     else response.once("finish", crash);
   }
 
-  /** Resolves the requested name to the base model or one of its adapters. */
+  /** Resolves the requested name to the base model or one of its adapters (by name, or SGLang's BASE:ADAPTER). */
   #resolveModel(name: string): { kind: "base" } | { kind: "adapter"; name: string } | undefined {
     if (name === this.parsed.modelName) return { kind: "base" };
-    const adapter = this.parsed.adapters.find((candidate) => candidate.name === name);
+    const prefix = `${this.parsed.modelName}:`;
+    const adapterName = name.startsWith(prefix) ? name.slice(prefix.length) : name;
+    const adapter = this.parsed.adapters.find((candidate) => candidate.name === adapterName);
     return adapter === undefined ? undefined : { kind: "adapter", name: adapter.name };
+  }
+
+  /**
+   * Who answers, for the answer's text: the adapter the request chose in any
+   * engine's way (model name, SGLang's lora_path, llama-server's lora list),
+   * else the base model. Lets tests see that an adapter request reached it.
+   */
+  #answeringName(body: { model: string; lora?: { id: number; scale: number }[] | null | undefined; lora_path?: string | null | undefined }): string {
+    const resolved = this.#resolveModel(body.model);
+    if (resolved?.kind === "adapter") return resolved.name;
+    const byPath = this.parsed.adapters.find((adapter) => adapter.name === body.lora_path);
+    if (byPath !== undefined) return byPath.name;
+    const applied = body.lora?.find((selection) => selection.scale > 0);
+    const byPosition = applied === undefined ? undefined : this.parsed.adapters[applied.id];
+    return byPosition?.name ?? this.parsed.modelName;
   }
 
   /** The checks every inference request passes before it may queue; a reply was sent when it returns false. */
@@ -251,6 +272,8 @@ class SimulatedEngine {
     request: {
       kind: "chat" | "completion";
       model: string;
+      /** The model or adapter whose name the answer carries. */
+      answeringAs: string;
       promptText: string;
       promptTokens: number;
       maxTokens: number | undefined;
@@ -270,7 +293,7 @@ class SimulatedEngine {
     } catch {
       return; // The client left while queued; there is no one to answer.
     }
-    const answer = simulatedAnswer(request.model, request.promptText, request.maxTokens, request.ignoreEos);
+    const answer = simulatedAnswer(request.answeringAs, request.promptText, request.maxTokens, request.ignoreEos);
     const held = request.promptTokens + answer.tokens.length;
     this.#tokensHeld += held;
     this.#requestCount += 1;
@@ -305,7 +328,7 @@ class SimulatedEngine {
         }
         if (request.kind === "chat") chunk({ delta: {}, finish_reason: answer.finishReason });
         else chunk({ text: "", finish_reason: answer.finishReason });
-        if (request.includeUsage) send({ id, object: "chat.completion.chunk", created, model: request.model, choices: [], usage });
+        if (request.includeUsage) send({ id, object: request.kind === "chat" ? "chat.completion.chunk" : "text_completion", created, model: request.model, choices: [], usage });
         reply.raw.end("data: [DONE]\n\n");
       } else {
         await sleepUntil(firstTokenAt);
@@ -407,6 +430,7 @@ class SimulatedEngine {
       await this.#generate(reply, {
         kind: "chat",
         model: body.data.model,
+        answeringAs: this.#answeringName(body.data),
         promptText: lastUser === undefined ? promptText : flatten(lastUser.content),
         promptTokens,
         maxTokens,
@@ -433,6 +457,7 @@ class SimulatedEngine {
       await this.#generate(reply, {
         kind: "completion",
         model: body.data.model,
+        answeringAs: this.#answeringName(body.data),
         promptText,
         promptTokens,
         maxTokens,

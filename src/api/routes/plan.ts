@@ -1,0 +1,41 @@
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { parseWithSchema } from "../../catalog/schema-errors.js";
+import { parseHardwareSpec } from "../../fleet/gpu-spec.js";
+import { fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../../fleet/pools.js";
+import { planCandidates, readModelSource } from "../../plan/index.js";
+
+/** The live fleet, as the planner reads it; empty until nodes join. */
+export type FleetSource = () => Promise<readonly InventoryNode[]>;
+
+export const noFleet: FleetSource = async () => [];
+
+export interface PlanSettings {
+  readonly hubEndpoint: string;
+  /** Read from the server's environment at each call, so a rotated token needs no restart; never echoed. */
+  readonly hubToken: () => string | undefined;
+  readonly gpuMemoryUtilization: number;
+}
+
+const planQuery = z.strictObject({
+  source: z.string().min(1, { message: "an HF id (Org/Name[@revision]), a mirror folder URL, or a path on the server" }),
+  context: z.coerce.number().int().min(1, { message: "a whole number of tokens, 1 or more" }).optional(),
+  gpus: z.string().optional(),
+});
+
+/**
+ * GET /api/v1/plan. Admin-only: it makes the server read any URL or local
+ * path it is given, which a read-only token must not be able to aim.
+ */
+export function registerPlanRoutes(app: FastifyInstance, settings: PlanSettings, fleetSource: FleetSource): void {
+  app.get("/api/v1/plan", { config: { access: "admin" } }, async (request) => {
+    const query = parseWithSchema(planQuery, request.query, { label: "query" });
+    const fleet = query.gpus !== undefined ? fleetFromHardwareSpec(parseHardwareSpec(query.gpus)) : fleetFromNodes([...(await fleetSource())]);
+    const hubToken = settings.hubToken();
+    const facts = await readModelSource(query.source, { hubEndpoint: settings.hubEndpoint, ...(hubToken ? { hubToken } : {}) });
+    return planCandidates(facts, fleet, {
+      ...(query.context !== undefined ? { context: query.context } : {}),
+      gpuMemoryUtilization: settings.gpuMemoryUtilization,
+    });
+  });
+}

@@ -1,0 +1,56 @@
+import type { Command } from "commander";
+import { parseHardwareSpec } from "../../fleet/gpu-spec.js";
+import { fleetFromHardwareSpec } from "../../fleet/pools.js";
+import { defaultHubEndpoint, planCandidates, readModelSource, renderPlanTable, type Plan } from "../../plan/index.js";
+import { print, printJson } from "../output.js";
+import { positiveNumber, wholeNumber } from "../parse-option.js";
+import { apiClient, ctlOptions } from "./context.js";
+
+interface PlanOptions {
+  gpus?: string;
+  context?: number;
+  utilization?: number;
+  hubEndpoint?: string;
+  json?: boolean;
+}
+
+/**
+ * `ctl model plan`: with --gpus it is a what-if computed right here, needing
+ * no server (the source is read from this machine); without it the server
+ * plans against its live fleet, reading the source with its own hub settings.
+ */
+export function registerPlanCommand(model: Command): void {
+  model
+    .command("plan")
+    .argument("<source>", "an HF id (Org/Name[@revision]), a mirror folder URL, a local folder, or a .gguf file")
+    .description("does the model fit, and how to split it: every pool × quantisation × cards per replica")
+    .option("--gpus <spec>", 'what-if fleet instead of the server\'s, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie" (each group is one node; cpu:32c/256g adds a CPU host)')
+    .option("--context <tokens>", "the context one request must get (default: the largest that fits is reported)", wholeNumber(1))
+    .option("--utilization <fraction>", "with --gpus: share of each card the engine may use (default 0.90)", positiveNumber)
+    .option("--hub-endpoint <url>", "with --gpus: where HF ids are read (env HF_ENDPOINT; default the Hugging Face Hub)")
+    .option("--json", "print the plan as JSON (shape in docs/PLAN.md)")
+    .action(async (source: string, options: PlanOptions, command: Command) => {
+      const json = ctlOptions(command).json;
+      let plan: Plan;
+      if (options.gpus !== undefined) {
+        const fleet = fleetFromHardwareSpec(parseHardwareSpec(options.gpus));
+        const hubToken = process.env.HF_TOKEN;
+        const facts = await readModelSource(source, { hubEndpoint: options.hubEndpoint ?? process.env.HF_ENDPOINT ?? defaultHubEndpoint, ...(hubToken ? { hubToken } : {}) });
+        plan = planCandidates(facts, fleet, {
+          ...(options.context !== undefined ? { context: options.context } : {}),
+          ...(options.utilization !== undefined ? { gpuMemoryUtilization: options.utilization } : {}),
+        });
+      } else {
+        const query = new URLSearchParams({ source });
+        if (options.context !== undefined) query.set("context", String(options.context));
+        plan = await apiClient(ctlOptions(command)).get<Plan>(`/api/v1/plan?${query}`);
+        if (plan.candidates.length === 0 && !json) {
+          print(renderPlanTable(plan));
+          print('No nodes have joined this server yet. Plan against a what-if fleet with --gpus, e.g. --gpus "2xH100-80GB,cpu:32c/256g".');
+          return;
+        }
+      }
+      if (json) return printJson(plan);
+      print(renderPlanTable(plan));
+    });
+}

@@ -1,0 +1,66 @@
+/**
+ * The planner's public surface (SPEC S2). The server's GET /api/v1/plan,
+ * `ctl model plan`, `model gpus`, `model context`, placement and the console
+ * call these; everything but readModelSource is pure.
+ */
+export { readModelSource, maxShardHeadersRead, type ReadModelSourceOptions } from "./read-model-source.js";
+export { defaultHubEndpoint, type ModelFiles } from "./model-files.js";
+export type { ModelFacts, CheckpointFacts, Provenance } from "./model-facts.js";
+export {
+  architectureFromConfig,
+  trainedContextFromConfig,
+  type Architecture,
+  type MixtureOfExperts,
+  type MultiHeadLatentAttention,
+  type SlidingWindow,
+} from "./architecture.js";
+export { architectureFromGguf, countGgufTensors, ggufFileTypeName } from "./gguf-architecture.js";
+export {
+  planCandidates,
+  cardCounts,
+  type Plan,
+  type PlanArchitecture,
+  type PlanCandidate,
+  type PlanOptions,
+  type PlanPool,
+} from "./candidates.js";
+export { renderPlanTable, type RenderOptions } from "./render-plan-table.js";
+export { splitsHeads, splitsHeadsReason } from "./splits-heads.js";
+export {
+  kvBytesPerToken,
+  kvBytesPerTokenPerLayer,
+  kvCacheBytes,
+  kvCacheBytesPerCard,
+  kvReplication,
+  defaultKvBytesPerElement,
+  type KvLayout,
+} from "./kv-cache.js";
+export {
+  usableBytes,
+  runtimeOverheadBytes,
+  maxContext,
+  bytesLeftForKv,
+  bytesNeededPerCard,
+  defaultGpuMemoryUtilization,
+  minimumUsefulContext,
+  type ContextBudget,
+  type EngineKind,
+} from "./memory.js";
+export {
+  weightsBytes,
+  weightsBytesPerCardTensorParallel,
+  weightsBytesPerCardLayerSplit,
+  ggufTensorType,
+  usesMoreBits,
+  gpuEngineQuantizations,
+  ggufQuantizationsPlanned,
+  int4BitsPerWeight,
+  isGgufQuantization,
+  type GpuEngineQuantization,
+  type GgufQuantization,
+  type Quantization,
+} from "./weights.js";
+export { bitsPerWeight, ggmlTypes, ggufFileTypes, type GgmlTypeName } from "./ggml-types.js";
+export { tensorInventory, type InventoryTensor, type TensorRole, type TensorSplit } from "./tensor-inventory.js";
+export { formatGiB, formatContext } from "./format.js";
+export { calibrationTable, calibrationRows, bf16Tolerance, ggufTolerance, type CalibrationEntry, type CalibrationRow } from "./calibration.js";

@@ -1,0 +1,227 @@
+import { open, readdir, readFile, stat } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { downloadFile, listFiles } from "@huggingface/hub";
+import { DomainError } from "../errors/domain-error.js";
+
+/**
+ * Read access to the files of one model, wherever they are. The readers ask
+ * only for what they need: config.json, the index, and the first bytes of
+ * each safetensors file — never the weights themselves.
+ */
+export interface ModelFiles {
+  /** Where the files are, for errors and provenance: "Qwen/Qwen2.5-7B@main via http://…". */
+  readonly description: string;
+  /** The file's text, or undefined when it does not exist. */
+  readText(path: string): Promise<string | undefined>;
+  /** Bytes [start, end) of a file, or undefined when it does not exist. */
+  readRange(path: string, start: number, end: number): Promise<Uint8Array | undefined>;
+  /** Every file path, or undefined when the source cannot list (a plain HTTP mirror). */
+  list(): Promise<string[] | undefined>;
+}
+
+export function sourceUnreadable(what: string, why: string, hint: string): DomainError {
+  return new DomainError("source_unreadable", `${what}: ${why}`, hint);
+}
+
+function isNotFound(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === "ENOENT";
+}
+
+export function localFolderFiles(folder: string): ModelFiles {
+  return {
+    description: folder,
+    async readText(path) {
+      try {
+        return await readFile(join(folder, path), "utf8");
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw sourceUnreadable(join(folder, path), String(error), "Check the file's permissions.");
+      }
+    },
+    async readRange(path, start, end) {
+      let handle;
+      try {
+        handle = await open(join(folder, path), "r");
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw sourceUnreadable(join(folder, path), String(error), "Check the file's permissions.");
+      }
+      try {
+        const buffer = new Uint8Array(end - start);
+        const { bytesRead } = await handle.read(buffer, 0, end - start, start);
+        return buffer.subarray(0, bytesRead);
+      } finally {
+        await handle.close();
+      }
+    },
+    async list() {
+      const files: string[] = [];
+      const walk = async (directory: string, depth: number): Promise<void> => {
+        for (const entry of await readdir(directory, { withFileTypes: true })) {
+          const full = join(directory, entry.name);
+          if (entry.isDirectory() && depth < 2 && !entry.name.startsWith(".")) await walk(full, depth + 1);
+          else if (entry.isFile()) files.push(relative(folder, full));
+        }
+      };
+      await walk(folder, 0);
+      return files;
+    },
+  };
+}
+
+export async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+export async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Reads up to `limit` bytes of a response body and cancels the rest: a
+ * mirror that ignores Range must not make us download a 5 GB shard to read
+ * its header.
+ */
+async function readAtMost(response: Response, limit: number): Promise<Uint8Array> {
+  const reader = response.body?.getReader();
+  if (!reader) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  while (received < limit) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    received += value.length;
+  }
+  await reader.cancel().catch(() => undefined);
+  const all = new Uint8Array(received);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return all.subarray(0, Math.min(limit, received));
+}
+
+/** A folder on an HTTP(S) mirror: files at BASE/path, Range requests for headers. */
+export function httpFolderFiles(baseUrl: string, headers: Record<string, string> = {}): ModelFiles {
+  const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
+  const get = async (path: string, range?: [number, number]): Promise<Response | undefined> => {
+    const url = new URL(path, base).toString();
+    let response: Response;
+    try {
+      response = await fetch(url, { headers: { ...headers, ...(range ? { Range: `bytes=${range[0]}-${range[1] - 1}` } : {}) } });
+    } catch (error) {
+      throw sourceUnreadable(url, `could not connect (${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)})`, "Check the mirror URL and that it is reachable from here.");
+    }
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw sourceUnreadable(url, `the mirror answered ${response.status}`, response.status === 401 || response.status === 403 ? "The mirror wants credentials: configure the hub token." : "Check the mirror URL.");
+    }
+    return response;
+  };
+  return {
+    description: base,
+    async readText(path) {
+      const response = await get(path);
+      return response ? await response.text() : undefined;
+    },
+    async readRange(path, start, end) {
+      const response = await get(path, [start, end]);
+      if (!response) return undefined;
+      if (response.status === 206) return new Uint8Array(await response.arrayBuffer());
+      // The server ignored Range and sent the whole file: take the slice we need.
+      const bytes = await readAtMost(response, end);
+      return bytes.subarray(start, end);
+    },
+    async list() {
+      return undefined;
+    },
+  };
+}
+
+export interface HubOptions {
+  readonly hubEndpoint?: string;
+  readonly hubToken?: string;
+}
+
+export const defaultHubEndpoint = "https://huggingface.co";
+
+/**
+ * A model repository on the Hugging Face hub, or on a mirror that answers
+ * like it, read through @huggingface/hub (tree listing, resolve with Range).
+ * The token travels in our own fetch wrapper rather than as `accessToken`,
+ * because the library insists on the "hf_" prefix and mirrors issue others.
+ */
+export function hubFiles(repository: string, revision: string, options: HubOptions): ModelFiles {
+  const hubUrl = (options.hubEndpoint ?? defaultHubEndpoint).replace(/\/+$/, "");
+  const token = options.hubToken;
+  const authorizedFetch: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (token) headers.set("Authorization", `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  const repo = { type: "model" as const, name: repository };
+  const description = `${repository}@${revision} via ${hubUrl}`;
+  const fail = (path: string | undefined, error: unknown): DomainError => {
+    const status = (error as { statusCode?: unknown }).statusCode;
+    const what = path ? `${path} of ${description}` : description;
+    if (status === 401 || status === 403) {
+      return sourceUnreadable(what, `the hub answered ${status}`, "The repository is gated or private: set the hub token (server.yaml huggingface.token_env) and accept its licence.");
+    }
+    if (status === 404) return sourceUnreadable(what, "not found on the hub", "Check the model id and revision (Org/Name@revision).");
+    const message = error instanceof Error ? (error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message) : String(error);
+    return sourceUnreadable(what, message, "Check the hub endpoint (server.yaml huggingface.endpoint) and that it is reachable.");
+  };
+  const blob = async (path: string): Promise<Blob | undefined> => {
+    try {
+      return (await downloadFile({ repo, path, revision, hubUrl, fetch: authorizedFetch, xet: false })) ?? undefined;
+    } catch (error) {
+      if ((error as { statusCode?: unknown }).statusCode === 404) return undefined;
+      throw fail(path, error);
+    }
+  };
+  return {
+    description,
+    async readText(path) {
+      const file = await blob(path);
+      try {
+        return file ? await file.text() : undefined;
+      } catch (error) {
+        throw fail(path, error);
+      }
+    },
+    async readRange(path, start, end) {
+      const file = await blob(path);
+      if (!file) return undefined;
+      try {
+        return new Uint8Array(await file.slice(start, end).arrayBuffer());
+      } catch (error) {
+        throw fail(path, error);
+      }
+    },
+    async list() {
+      const paths: string[] = [];
+      try {
+        for await (const entry of listFiles({ repo, revision, hubUrl, recursive: true, fetch: authorizedFetch })) {
+          if (entry.type === "file") paths.push(entry.path);
+        }
+      } catch (error) {
+        throw fail(undefined, error);
+      }
+      return paths;
+    },
+  };
+}

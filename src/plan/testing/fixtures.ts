@@ -1,0 +1,32 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { architectureFromConfig, type Architecture } from "../architecture.js";
+import type { ModelFacts } from "../model-facts.js";
+import { inventoryParameters, tensorInventory } from "../tensor-inventory.js";
+
+export const fixturesFolder = fileURLToPath(new URL("../fixtures/", import.meta.url));
+
+export function fixtureConfig(name: string): unknown {
+  return JSON.parse(readFileSync(`${fixturesFolder}${name}/config.json`, "utf8"));
+}
+
+export function fixtureArchitecture(name: string): Architecture {
+  return architectureFromConfig(fixtureConfig(name), `fixtures/${name}/config.json`);
+}
+
+/**
+ * Facts for a fixture as a bf16 safetensors checkpoint would give them, for
+ * tests of the pure arithmetic (the readers have their own tests).
+ */
+export function fixtureFacts(name: string): ModelFacts {
+  const architecture = fixtureArchitecture(name);
+  const parameters = inventoryParameters(tensorInventory(architecture));
+  return {
+    source: name,
+    architecture,
+    parameters,
+    checkpoint: { format: "safetensors", dtype: "BF16", bytes: parameters * 2, quantization: undefined },
+    ggufFileType: undefined,
+    provenance: { architecture: `fixtures/${name}/config.json`, parameters: "tensor inventory" },
+  };
+}
