@@ -172,6 +172,16 @@ describe("fetchWeights over http", () => {
     expect(await readFile(weightsPath, "utf8")).toBe("tampered");
   });
 
+  it("shares one download between two replicas of the same source", async () => {
+    server.files.set("/shared/model.gguf", randomBytes(200_000));
+    const [first, second] = await Promise.all([
+      fetchWeights({ ...baseOptions(), source: `${server.url}/shared/model.gguf` }),
+      fetchWeights({ ...baseOptions(), source: `${server.url}/shared/model.gguf` }),
+    ]);
+    expect(first).toBe(second);
+    expect(server.requests.filter((request) => request.method === "GET")).toHaveLength(1);
+  });
+
   it("does not fetch again what is already complete in the cache", async () => {
     server.files.set("/f/config.json", Buffer.from("{}"));
     await fetchWeights({ ...baseOptions(), source: `${server.url}/f/` });
@@ -205,14 +215,22 @@ describe("fetchWeights from a Hugging Face hub", () => {
     hub = http.createServer((request, response) => {
       const url = new URL(request.url ?? "/", "http://x");
       authorization = request.headers.authorization;
+      if (url.pathname === "/api/models/org/huge/tree/v1") {
+        // A petabyte checkpoint: no disk here holds it.
+        const entries = [{ type: "file", path: "model.safetensors", size: 130, oid: "1".repeat(40), lfs: { oid: "2".repeat(64), size: 10 ** 15, pointerSize: 130 } }];
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(entries));
+        return;
+      }
       if (url.pathname === "/api/models/org/tiny/tree/v1") {
-        const entries = Object.entries(hubFiles).map(([file, content]) => ({
-          type: "file",
-          path: file,
-          size: content.length,
-          oid: "0".repeat(40),
-          ...(file.endsWith(".safetensors") ? { lfs: { oid: shardSha256, size: content.length, pointerSize: 130 } } : {}),
-        }));
+        const entries = [
+          ...Object.entries(hubFiles).map(([file, content]) => ({
+            type: "file",
+            path: file,
+            size: content.length,
+            oid: "0".repeat(40),
+            ...(file.endsWith(".safetensors") ? { lfs: { oid: shardSha256, size: content.length, pointerSize: 130 } } : {}),
+          })),
+        ];
         response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(entries));
         return;
       }
@@ -242,6 +260,10 @@ describe("fetchWeights from a Hugging Face hub", () => {
   it("fetches one named file of a repository as a file", async () => {
     const weightsPath = await fetchWeights({ ...baseOptions(), hubUrl, source: "hf://org/tiny@v1/config.json" });
     expect(await readFile(weightsPath, "utf8")).toBe('{"model_type":"llama"}');
+  });
+
+  it("refuses a download larger than the cache's free disk before fetching a byte", async () => {
+    await expect(fetchWeights({ ...baseOptions(), hubUrl, source: "hf://org/huge@v1" })).rejects.toThrow(/needs 931322\.6 GiB but .* on node node-a has [0-9.]+ GiB free/);
   });
 
   it("names the repository, revision and hub when the repository is unknown", async () => {

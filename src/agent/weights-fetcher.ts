@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, stat, statfs, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Transform } from "node:stream";
@@ -345,11 +345,57 @@ async function listHubFiles(source: Extract<WeightsSource, { kind: "hub" }>, opt
 }
 
 /**
+ * Refuses a download that cannot fit, before it starts: a disk filled at 95%
+ * of a 140 GB model fails late and takes the node's logs and state with it.
+ */
+async function ensureRoom(directory: string, files: readonly RemoteFile[], source: string, nodeName: string): Promise<void> {
+  if (files.some((file) => file.size === undefined)) return;
+  let needed = 0;
+  for (const file of files) needed += file.size ?? 0;
+  await mkdir(directory, { recursive: true });
+  const disk = await statfs(directory);
+  const free = Number(disk.bavail) * Number(disk.bsize);
+  if (needed > free) {
+    const GiB = 1024 ** 3;
+    throw unavailable(
+      `${source} needs ${(needed / GiB).toFixed(1)} GiB but ${directory} on node ${nodeName} has ${(free / GiB).toFixed(1)} GiB free`,
+      "Free space in the agent's weights cache (remove models no longer served from DATA_DIR/weights), or give the agent a larger --data-dir.",
+    );
+  }
+}
+
+/** Fetches in progress by cache target: two replicas of one model share one download instead of corrupting one partial file. */
+const fetchesInFlight = new Map<string, Promise<string>>();
+
+/**
  * Puts a replica's weights in the cache and returns where the engine finds
  * them: a file (one URL, one hub file) or a folder. Local paths are used in
  * place. A source fetched completely before is not fetched again.
  */
 export async function fetchWeights(options: FetchWeightsOptions): Promise<string> {
+  const source = parseWeightsSource(options.source);
+  const key = source.kind === "local" ? undefined : path.join(options.cacheDirectory, cacheLocation(source));
+  for (let attempt = 0; key !== undefined && attempt < 3; attempt += 1) {
+    const running = fetchesInFlight.get(key);
+    if (!running) break;
+    try {
+      return await running;
+    } catch (error) {
+      // The other fetch was stopped with its replica; this one goes on by itself.
+      if (!(error instanceof Error && error.name === "AbortError") || options.signal?.aborted) throw error;
+    }
+  }
+  const fetching = fetchUnshared(options);
+  if (key !== undefined) {
+    fetchesInFlight.set(key, fetching);
+    void fetching.catch(() => undefined).finally(() => {
+      if (fetchesInFlight.get(key) === fetching) fetchesInFlight.delete(key);
+    });
+  }
+  return await fetching;
+}
+
+async function fetchUnshared(options: FetchWeightsOptions): Promise<string> {
   const source = parseWeightsSource(options.source);
   if (source.kind === "local") {
     if ((await sizeOf(source.path)) === undefined) {
@@ -377,6 +423,7 @@ export async function fetchWeights(options: FetchWeightsOptions): Promise<string
   } else {
     ({ files, singleFile } = await listHubFiles(source, options));
   }
+  await ensureRoom(options.cacheDirectory, files, options.source, options.nodeName);
   if (singleFile) {
     const only = files[0] as RemoteFile;
     await downloadFile(only, target, options, new ProgressCounter(files, options.onProgress));

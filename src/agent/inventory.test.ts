@@ -1,0 +1,70 @@
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { collectInventory, detectEngines, findProgram } from "./inventory.js";
+
+let directory: string;
+let bin: string;
+
+beforeEach(async () => {
+  directory = await mkdtemp(path.join(os.tmpdir(), "llmgw-inventory-"));
+  bin = path.join(directory, "bin");
+  await mkdir(bin);
+});
+afterEach(async () => {
+  await rm(directory, { recursive: true, force: true });
+});
+
+async function program(name: string, script = "#!/bin/sh\nexit 0\n"): Promise<void> {
+  await writeFile(path.join(bin, name), script);
+  await chmod(path.join(bin, name), 0o755);
+}
+
+describe("inventory", () => {
+  it("finds engines on PATH and ComfyUI at its configured checkout", async () => {
+    await program("vllm");
+    await program("llama-server");
+    await writeFile(path.join(bin, "trtllm-serve"), "not executable");
+    const comfy = path.join(directory, "ComfyUI");
+    await mkdir(comfy);
+    await writeFile(path.join(comfy, "main.py"), "");
+    const engines = await detectEngines({ comfyui: comfy }, bin);
+    expect(engines.filter((engine) => engine !== "sglang")).toEqual(["vllm", "llamacpp", "comfyui"]);
+    expect(await findProgram("trtllm-serve", bin)).toBeUndefined();
+  });
+
+  it("reads the cards from nvidia-smi on PATH", async () => {
+    await program("nvidia-smi", "#!/bin/sh\necho '0, GPU-aaa, NVIDIA L40S, 46068, 10'\necho '1, GPU-bbb, NVIDIA L40S, 46068, 0'\n");
+    const inventory = await collectInventory({ hostname: "h", fabric: "node-a", simulate: undefined, weightsDirectory: path.join(directory, "weights"), enginePaths: {}, pathEnvironment: bin });
+    expect(inventory.gpus).toEqual([
+      { index: 0, uuid: "GPU-aaa", name: "NVIDIA L40S", class: "l40s", memory_bytes: 46068 * 1024 ** 2, memory_used_bytes: 10 * 1024 ** 2, fabric: "node-a" },
+      { index: 1, uuid: "GPU-bbb", name: "NVIDIA L40S", class: "l40s", memory_bytes: 46068 * 1024 ** 2, memory_used_bytes: 0, fabric: "node-a" },
+    ]);
+    expect(inventory.simulated).toBe(false);
+    expect(inventory.disk_free_bytes).toBeGreaterThan(0);
+  });
+
+  it("is a CPU node without nvidia-smi", async () => {
+    const inventory = await collectInventory({ hostname: "h", fabric: "f", simulate: undefined, weightsDirectory: path.join(directory, "weights"), enginePaths: {}, pathEnvironment: bin });
+    expect(inventory.gpus).toEqual([]);
+    expect(inventory.cpu_cores).toBe(os.availableParallelism());
+  });
+
+  it("gives pretend cards from --simulate, each group on its own fabric or the node's", async () => {
+    const inventory = await collectInventory({
+      hostname: "h",
+      fabric: "node-a",
+      simulate: parseHardwareSpec("2xH100-80GB@nvl0,1xL40S,cpu:32c/256g"),
+      weightsDirectory: path.join(directory, "weights"),
+      enginePaths: {},
+    });
+    expect(inventory.gpus.map((gpu) => [gpu.index, gpu.class, gpu.fabric])).toEqual([
+      [0, "h100", "nvl0"],
+      [1, "h100", "nvl0"],
+      [2, "l40s", "node-a"],
+    ]);
+    expect(inventory).toMatchObject({ cpu_cores: 32, memory_bytes: 256 * 1024 ** 3, simulated: true, engines: ["vllm", "sglang", "trtllm", "llamacpp", "comfyui"] });
+  });
+});
