@@ -1,11 +1,10 @@
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import pino, { type Logger } from "pino";
 import { DomainError } from "../errors/domain-error.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
+import { llmgwCommand } from "../package-root.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
 import { buildControlApi } from "./control-api.js";
 import { loadEngineDrivers, type DriverLookup } from "./engine-drivers.js";
@@ -91,17 +90,6 @@ export function parseListen(listen: string): { host: string; port: number } {
   return { host: match[1] ?? (match[2] || "127.0.0.1"), port };
 }
 
-/** The package's bin/llmgw.js, found from this file whether it runs from src/ or dist/src/. */
-function defaultLlmgwCommand(): string[] {
-  let directory = path.dirname(fileURLToPath(import.meta.url));
-  for (let depth = 0; depth < 6; depth += 1) {
-    const candidate = path.join(directory, "bin", "llmgw.js");
-    if (existsSync(candidate)) return [process.execPath, candidate];
-    directory = path.dirname(directory);
-  }
-  return [process.execPath, process.argv[1] ?? "llmgw"];
-}
-
 /** A random wait around the given one, so agents that lost the server together do not return in one wave. */
 function jittered(milliseconds: number): number {
   return Math.round(milliseconds * (0.8 + Math.random() * 0.4));
@@ -164,7 +152,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     driverFor,
     simulation: simulate
       ? {
-          llmgwCommand: options.llmgwCommand ?? defaultLlmgwCommand(),
+          llmgwCommand: options.llmgwCommand ?? llmgwCommand(),
           fetch: options.simulateFetch ?? false,
           cardClass: (index) => inventory.gpus.find((gpu) => gpu.index === index)?.class,
         }

@@ -1,20 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { packageRoot } from "../package-root.js";
 
-/** The package's version, read once from its package.json (found by walking up from this file, in src/ or dist/). */
-export const softwareVersion: string = (() => {
-  let directory = path.dirname(fileURLToPath(import.meta.url));
-  for (let depth = 0; depth < 6; depth += 1) {
-    const candidate = path.join(directory, "package.json");
-    if (existsSync(candidate)) {
-      const manifest = JSON.parse(readFileSync(candidate, "utf8")) as { name?: string; version?: string };
-      if (manifest.name === "llmgw" && manifest.version) return manifest.version;
-    }
-    directory = path.dirname(directory);
-  }
-  return "0.0.0";
-})();
+/** The package's version, from its package.json. */
+export const softwareVersion: string = packageRoot.manifest.version ?? "0.0.0";
 
 /** Admin API versions this build speaks. A new version is added when an old caller would misread an answer. */
 export interface ApiRange {

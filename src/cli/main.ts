@@ -5,6 +5,7 @@ import { RemoteError } from "./api-client.js";
 import { registerCtlOptions } from "./ctl/context.js";
 import { registerAuditCommand } from "./ctl/audit-command.js";
 import { registerModelsCommands } from "./ctl/models-commands.js";
+import { registerDemoCommand } from "./demo-command.js";
 import { registerServerCommand } from "./server-command.js";
 import { registerAgentCommand } from "./agent-command.js";
 import { registerSimEngineCommand } from "./sim-engine-command.js";
@@ -16,6 +17,7 @@ function buildProgram(): Command {
     .version(softwareVersion, "-v, --version")
     .showSuggestionAfterError()
     .showHelpAfterError("(run with --help for usage)");
+  registerDemoCommand(program);
   registerServerCommand(program);
   registerAgentCommand(program);
   const ctl = registerCtlOptions(program.command("ctl").description("operate a running llmgw server (the admin API)"));

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bf16Tolerance, calibrationRows, calibrationTable, ggufTolerance } from "./calibration.js";
 import { kvBytesPerToken } from "./kv-cache.js";
 import { readModelSource } from "./read-model-source.js";
-import { checkpointTensors, writeSyntheticCheckpoint } from "./testing/synthetic-checkpoint.js";
+import { checkpointTensors, writeSyntheticCheckpoint } from "./header-only-checkpoint.js";
 import { fixtureArchitecture, fixtureConfig } from "./testing/fixtures.js";
 import { weightsBytes } from "./weights.js";
 

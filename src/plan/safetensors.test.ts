@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { countWeights, isSafeShardName, parseSafetensorsHeader, safetensorsHeaderLength, shardsOfIndex } from "./safetensors.js";
-import { safetensorsHeaderBytes } from "./testing/synthetic-checkpoint.js";
+import { safetensorsHeaderBytes } from "./header-only-checkpoint.js";
 
 describe("safetensors headers", () => {
   it("read back the shapes and dtypes they were written with", () => {

@@ -191,25 +191,28 @@ describe("llmgw server start-up", () => {
 
   it.runIf(postgresAdminUrl)("keeps its state in Postgres when given a postgres:// URL", async () => {
     const database = await createTestDatabase();
+    const servers: ServerProcess[] = [];
     try {
       const directory = temporaryDirectory();
-      let server = await startServerProcess({ args: ["--database", database.url], dataDir: path.join(directory, "data") });
-      const token = server.token;
-      expect(server.output()).toContain("state:   Postgres at");
+      const first = await startServerProcess({ args: ["--database", database.url], dataDir: path.join(directory, "data") });
+      servers.push(first);
+      expect(first.output()).toContain("state:   Postgres at");
       const password = new URL(database.url).password;
-      expect(server.output()).not.toContain(`:${password}@`);
-      expect(server.output()).toContain(":***@");
+      expect(first.output()).not.toContain(`:${password}@`);
+      expect(first.output()).toContain(":***@");
       const file = path.join(directory, "pg.yaml");
       writeFileSync(file, "name: on-postgres\nprofiles: [{ engine: vllm, source: x }]\n");
-      expect((await runCli(["ctl", "--server", server.url, "--token", server.token, "model", "add", "-f", file])).code).toBe(0);
-      await server.stop();
-      server = await startServerProcess({ args: ["--database", database.url], dataDir: path.join(directory, "other-data") });
+      expect((await runCli(["ctl", "--server", first.url, "--token", first.token, "model", "add", "-f", file])).code).toBe(0);
+      await first.stop();
       // A second data directory, same database: the catalog and the token live in Postgres.
-      expect(server.token).toBe("");
-      const listed = await runCli(["ctl", "--server", server.url, "--token", token, "models"]);
+      const second = await startServerProcess({ args: ["--database", database.url], dataDir: path.join(directory, "other-data") });
+      servers.push(second);
+      expect(second.token).toBe("");
+      const listed = await runCli(["ctl", "--server", second.url, "--token", first.token, "models"]);
       expect(listed.stdout).toContain("on-postgres");
-      await server.stop();
     } finally {
+      // Stopped on failure too: a server left running would hold the database the drop needs.
+      await Promise.all(servers.map((server) => server.stop()));
       await database.drop();
     }
   });

@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtureArchitecture, fixtureConfig, fixturesFolder } from "../../src/plan/testing/fixtures.js";
-import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/testing/synthetic-checkpoint.js";
+import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/header-only-checkpoint.js";
 import type { Plan } from "../../src/plan/index.js";
 import { runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
 

@@ -1,16 +1,16 @@
 /**
- * Test helpers: checkpoints with real headers and no weights. The planner
- * reads only headers, so a safetensors file that stops after its header, or
- * a GGUF file that stops after its tensor infos, is all a test needs to
- * exercise the readers on a 70B layout without 140 GB of disk.
+ * Checkpoints with real headers and no weights. The planner reads only
+ * headers, so a safetensors file that stops after its header, or a GGUF file
+ * that stops after its tensor infos, is all the tests and `llmgw demo` need
+ * to exercise the readers on a 70B layout without 140 GB of disk.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { Architecture } from "../architecture.js";
-import { ggmlTypes, type GgmlTypeName } from "../ggml-types.js";
-import { safetensorsDtypeBytes, type SafetensorsTensor } from "../safetensors.js";
-import { tensorInventory, type InventoryTensor } from "../tensor-inventory.js";
-import { ggufTensorType, type GgufQuantization } from "../weights.js";
+import type { Architecture } from "./architecture.js";
+import { ggmlTypes, type GgmlTypeName } from "./ggml-types.js";
+import { safetensorsDtypeBytes, type SafetensorsTensor } from "./safetensors.js";
+import { tensorInventory, type InventoryTensor } from "./tensor-inventory.js";
+import { ggufTensorType, type GgufQuantization } from "./weights.js";
 
 /** One tensor per expert, as transformers checkpoints store them (Mixtral, Qwen3-MoE, DeepSeek). */
 export function checkpointTensors(architecture: Architecture, dtype = "BF16"): SafetensorsTensor[] {

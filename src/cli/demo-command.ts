@@ -1,0 +1,93 @@
+import type { Command } from "commander";
+import { request } from "undici";
+import { z } from "zod";
+import { runDemo, type RunningDemo } from "../demo/run-demo.js";
+import { print, renderTable } from "./output.js";
+
+const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
+
+/** One real chat completion from a replica, as proof the whole path answers. */
+async function askReplica(endpoint: string, model: string): Promise<string> {
+  const response = await request(`${endpoint}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, messages: [{ role: "user", content: "Hello from llmgw demo" }], max_tokens: 16 }),
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
+  });
+  const body: unknown = await response.body.json();
+  if (response.statusCode !== 200) return `HTTP ${response.statusCode}: ${JSON.stringify(body).slice(0, 200)}`;
+  return chatAnswer.parse(body).choices[0]?.message.content ?? "";
+}
+
+function summary(demo: RunningDemo, checks: readonly string[]): string {
+  const first = demo.replicas.find((replica) => replica.engine === "vllm") ?? demo.replicas[0];
+  const replicaRows = demo.replicas.map((replica) => [
+    replica.model,
+    replica.node,
+    replica.gpus.length > 0 ? `cards ${replica.gpus.join(",")}` : "CPU",
+    replica.engine,
+    replica.endpoint ?? "-",
+  ]);
+  return [
+    "",
+    "Replicas (each serves the OpenAI API at its endpoint; the engine is llmgw's simulated one, timed from the planner's arithmetic for that card):",
+    renderTable(["MODEL", "NODE", "ON", "ENGINE", "ENDPOINT"], replicaRows).replace(/^/gm, "  "),
+    "",
+    ...checks,
+    "",
+    "Try, in another terminal:",
+    `  export LLMGW_SERVER=${demo.url} LLMGW_TOKEN=${demo.token}`,
+    "  npx llmgw ctl nodes                 # the simulated machines and what runs on each card",
+    "  npx llmgw ctl models                # the catalog, with state and replicas",
+    "  npx llmgw ctl replicas",
+    `  npx llmgw ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
+    "  npx llmgw ctl scale llama-3.1-8b --min 1 --max 3",
+    ...(first
+      ? [
+          `  npx llmgw ctl logs ${first.id}`,
+          `  curl -s ${first.endpoint}/v1/chat/completions -H 'content-type: application/json' \\`,
+          `       -d '{"model": "${first.model}", "messages": [{"role": "user", "content": "Hello"}]}'`,
+        ]
+      : []),
+    "",
+    "Ctrl-C stops the replicas, the agents and the server.",
+  ].join("\n");
+}
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command("demo")
+    .description("a server, two simulated GPU nodes and a few models, in one process tree: no GPU, nothing to configure")
+    .option("--listen <host:port>", "where the server listens (a free port is used if this one is taken)", "127.0.0.1:8080")
+    .option("--data-dir <dir>", "keep the demo's state, logs and model files here (default: a temporary folder, removed at the end)")
+    .action(async (options: { listen: string; dataDir?: string }) => {
+      print("llmgw demo: a control plane and two simulated GPU nodes on this machine (no GPU needed)\n");
+      const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, say: (line) => print(`  ${line}`) });
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        print(`\n${signal}: stopping replicas, agents and server...`);
+        void demo.stop().then(
+          () => {
+            print("Stopped.");
+            process.exit(0);
+          },
+          (error: unknown) => {
+            process.stderr.write(`error while stopping: ${(error as Error).message}\n`);
+            process.exit(1);
+          },
+        );
+      };
+      process.once("SIGINT", () => stop("Ctrl-C"));
+      process.once("SIGTERM", () => stop("SIGTERM"));
+      const checks: string[] = [];
+      for (const replica of demo.replicas) {
+        if (!replica.endpoint) continue;
+        const answer = await askReplica(replica.endpoint, replica.model).catch((error: unknown) => `no answer: ${(error as Error).message}`);
+        checks.push(`Asked ${replica.model}: "${answer}"`);
+      }
+      print(summary(demo, checks));
+    });
+}

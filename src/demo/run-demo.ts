@@ -1,0 +1,256 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { architectureFromConfig } from "../plan/architecture.js";
+import { checkpointTensors, syntheticGguf, writeBytes, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
+import { planCandidates, readModelSource } from "../plan/index.js";
+import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { fleetFromHardwareSpec } from "../fleet/pools.js";
+import { parseListen } from "../catalog/server-config.js";
+import type { ModelEntry } from "../catalog/schema.js";
+import { DomainError } from "../errors/domain-error.js";
+import { isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
+import { llmgwCommand } from "../package-root.js";
+import { ApiClient } from "../cli/api-client.js";
+import { startServer, type RunningServer } from "../server/start-server.js";
+import type { NodeView, ReplicaView } from "../server/fleet-service.js";
+import { demoCheckpoints, demoModels, demoNodes, demoReplicas } from "./demo-catalog.js";
+
+export interface DemoOptions {
+  /** Where the server listens; when the default port is taken a free one is used instead. */
+  readonly listen: string;
+  /** Kept after the demo when given; otherwise a temporary folder removed at the end. */
+  readonly dataDir: string | undefined;
+  /** Progress lines for the person watching. */
+  readonly say: (line: string) => void;
+}
+
+export interface RunningDemo {
+  readonly url: string;
+  readonly token: string;
+  readonly dataDir: string;
+  readonly modelsDir: string;
+  readonly nodes: readonly NodeView[];
+  readonly replicas: readonly ReplicaView[];
+  /** Stops replicas, agents and server, in that order, and removes a temporary data folder. */
+  stop(): Promise<void>;
+}
+
+/** How long the demo waits for agents to join and replicas to become ready before it gives up and says why. */
+const startDeadlineMs = 90_000;
+
+/**
+ * `llmgw demo`: a real server, two real `llmgw agent --simulate` processes
+ * and replicas of the simulated engine, wired over real HTTP exactly as a
+ * cluster is. Only the GPUs are pretend, and the engine that stands in for
+ * vLLM and llama.cpp says so in every answer.
+ */
+export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
+  const temporary = options.dataDir === undefined;
+  const dataDir = options.dataDir ? path.resolve(options.dataDir) : await mkdtemp(path.join(tmpdir(), "llmgw-demo-"));
+  const modelsDir = path.join(dataDir, "models");
+  const agents: ChildProcess[] = [];
+  let server: RunningServer | undefined;
+  let client: ApiClient | undefined;
+
+  const enginePids = new Set<number>();
+  // Last resort if the demo dies without stopping (an uncaught error, process.exit
+  // elsewhere): nothing it started may outlive it. SIGKILL cannot be caught; that case is the one left.
+  const killEverything = () => {
+    for (const pid of enginePids) killGroup(pid);
+    for (const agent of agents) if (agent.pid !== undefined) killGroup(agent.pid);
+  };
+  process.once("exit", killEverything);
+
+  const stop = async () => {
+    if (client) {
+      const stopped = await stopReplicas(client).catch(() => [] as number[]);
+      for (const pid of stopped) enginePids.add(pid);
+    }
+    await Promise.all(agents.map((agent) => stopProcess(agent)));
+    // The agents confirmed each stop; make sure by the processes themselves (an
+    // agent that died first cannot have stopped its engines).
+    for (const pid of enginePids) if (await isProcessAlive(pid)) await stopProcessGroup(pid, 5_000);
+    await server?.close();
+    process.removeListener("exit", killEverything);
+    if (temporary) await rm(dataDir, { recursive: true, force: true });
+  };
+
+  try {
+    await writeCheckpoints(modelsDir);
+    const listen = await availableListen(options.listen, options.say);
+    server = await startServer({ listen, dataDir: path.join(dataDir, "server"), logger: false });
+    const token = server.createdAdminToken?.token ?? (await readFile(path.join(dataDir, "server", "admin-token"), "utf8")).trim();
+    client = new ApiClient(server.url, token);
+    options.say(`server     ${server.url} (state in ${path.join(dataDir, "server")})`);
+
+    const joinToken = (await client.post<{ token: string }>("/api/v1/node-tokens", {})).token;
+    for (const node of demoNodes) agents.push(await spawnAgent(server.url, joinToken, node, dataDir));
+    const nodes = await waitFor(startDeadlineMs, "both simulated nodes to join", async () => {
+      const listed = (await client?.get<{ nodes: NodeView[] }>("/api/v1/nodes"))?.nodes ?? [];
+      return listed.length === demoNodes.length && listed.every((node) => node.state === "ready") ? listed : undefined;
+    }, () => agentFailure(agents, dataDir));
+    for (const node of demoNodes) options.say(`node       ${node.name}: ${node.describe} (simulated)`);
+
+    for (const entry of demoModels(modelsDir)) await client.post("/api/v1/models", entry);
+    options.say(`models     ${demoModels(modelsDir).map((entry) => entry.name).join(", ")}`);
+
+    for (const replica of demoReplicas) {
+      const entry = demoModels(modelsDir).find((model) => model.name === replica.model) as ModelEntry;
+      const node = demoNodes.find((candidate) => candidate.name === replica.node) as (typeof demoNodes)[number];
+      const weightsBytesPerCard = await plannedWeightsPerCard(entry, replica.profile, node.simulate);
+      await client.post("/api/v1/replicas", {
+        model: replica.model,
+        node: replica.node,
+        profile: replica.profile,
+        ...(weightsBytesPerCard !== undefined ? { simulation: { weights_bytes_per_card: weightsBytesPerCard } } : {}),
+      });
+    }
+    const replicas = await waitFor(startDeadlineMs, "the replicas to become ready", async () => {
+      const listed = (await client?.get<{ replicas: ReplicaView[] }>("/api/v1/replicas"))?.replicas ?? [];
+      const failed = listed.find((replica) => replica.state === "failed");
+      if (failed) throw new DomainError("internal", `replica ${failed.id} of ${failed.model} failed: ${failed.reason ?? "no reason given"}`, "Run `llmgw demo --data-dir DIR` to keep the logs, and look in DIR.");
+      return listed.length === demoReplicas.length && listed.every((replica) => replica.state === "ready") ? listed : undefined;
+    }, () => agentFailure(agents, dataDir));
+
+    for (const replica of replicas) if (replica.pid !== null) enginePids.add(replica.pid);
+    return { url: server.url, token, dataDir, modelsDir, nodes, replicas, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** The server's listen address: the asked one, or a free port beside it when that one is taken (a newcomer should not have to pick). */
+async function availableListen(listen: string, say: (line: string) => void): Promise<string> {
+  const { host, port } = parseListen(listen, "--listen");
+  if (port === 0 || (await portIsFree(host, port))) return listen;
+  say(`port ${port} on ${host} is taken; using a free port instead (choose one with --listen)`);
+  return `${host}:0`;
+}
+
+function portIsFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, host, () => probe.close(() => resolve(true)));
+  });
+}
+
+async function writeCheckpoints(modelsDir: string): Promise<void> {
+  for (const checkpoint of demoCheckpoints) {
+    const folder = path.join(modelsDir, checkpoint.folder);
+    const architecture = architectureFromConfig(checkpoint.config, `${checkpoint.folder}/config.json`);
+    if (checkpoint.gguf) {
+      await writeBytes(path.join(folder, checkpoint.gguf.file), syntheticGguf(architecture, checkpoint.gguf.quantization, checkpoint.gguf.fileType));
+    } else {
+      await writeSyntheticCheckpoint(folder, checkpoint.config, checkpointTensors(architecture), 2);
+    }
+  }
+}
+
+/**
+ * The planner's weights per card for this profile on this node: the
+ * simulated engine decodes at the card's bandwidth over these bytes, so the
+ * demo's timing is the arithmetic a real card would follow.
+ */
+async function plannedWeightsPerCard(entry: ModelEntry, profileName: string, simulate: string): Promise<number | undefined> {
+  const profile = entry.profiles?.find((candidate) => candidate.name === profileName);
+  if (!profile) return undefined;
+  const plan = planCandidates(await readModelSource(profile.source), fleetFromHardwareSpec(parseHardwareSpec(simulate)));
+  const gpus = profile.gpus ?? (profile.engine === "llamacpp" ? 0 : 1);
+  const match = plan.candidates.find(
+    (candidate) =>
+      candidate.engine === profile.engine &&
+      candidate.gpus === gpus &&
+      (profile.quantization === undefined || candidate.quantization.toLowerCase() === profile.quantization.toLowerCase()) &&
+      (gpus === 0 ? candidate.pool.gpu_class === "cpu" : candidate.pool.gpu_class === profile.gpu_class),
+  );
+  return match?.weights_bytes_per_card;
+}
+
+async function spawnAgent(serverUrl: string, joinToken: string, node: (typeof demoNodes)[number], dataDir: string): Promise<ChildProcess> {
+  const agentDir = path.join(dataDir, "agents", node.name);
+  await mkdir(agentDir, { recursive: true });
+  const log = createWriteStream(path.join(agentDir, "agent.log"), { flags: "a" });
+  const [node20, bin] = llmgwCommand() as [string, string];
+  const child = spawn(node20, [bin, "agent", "--server", serverUrl, "--name", node.name, "--data-dir", agentDir, "--simulate", node.simulate], {
+    // The join token by environment keeps it out of `ps`.
+    env: { ...process.env, LLMGW_JOIN_TOKEN: joinToken },
+    // Its own process group: a terminal's Ctrl-C reaches the whole foreground
+    // group, and an agent that quits on it leaves its engines running (as it
+    // must in production). The demo alone gets the signal and stops the
+    // replicas, then the agents, in that order.
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  return child;
+}
+
+async function agentFailure(agents: readonly ChildProcess[], dataDir: string): Promise<string | undefined> {
+  const index = agents.findIndex((agent) => agent.exitCode !== null);
+  if (index < 0) return undefined;
+  const node = demoNodes[index];
+  const log = await readFile(path.join(dataDir, "agents", node?.name ?? "", "agent.log"), "utf8").catch(() => "");
+  return `the agent of ${node?.name} exited with ${agents[index]?.exitCode}: ${log.trim().split("\n").slice(-5).join(" | ")}`;
+}
+
+async function waitFor<T>(deadlineMs: number, what: string, check: () => Promise<T | undefined>, failure: () => Promise<string | undefined>): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  while (Date.now() < deadline) {
+    const result = await check();
+    if (result !== undefined) return result;
+    const reason = await failure();
+    if (reason) throw new DomainError("internal", `the demo could not start: ${reason}`, "Run `llmgw demo --data-dir DIR` to keep the logs, and look in DIR/agents.");
+    await sleep(250);
+  }
+  throw new DomainError("internal", `the demo gave up waiting ${deadlineMs / 1000} s for ${what}`, "This machine may be very busy; run `llmgw demo --data-dir DIR` and look in DIR/agents for the logs.");
+}
+
+/**
+ * Stops every replica through the API and waits until the agents report them
+ * gone, so no engine outlives the demo. Returns the engines' pids, for the
+ * caller to check.
+ */
+async function stopReplicas(client: ApiClient): Promise<number[]> {
+  const { replicas } = await client.get<{ replicas: ReplicaView[] }>("/api/v1/replicas");
+  const running = replicas.filter((replica) => replica.state !== "stopped" && replica.state !== "failed");
+  await Promise.all(running.map((replica) => client.delete(`/api/v1/replicas/${encodeURIComponent(replica.id)}`).catch(() => undefined)));
+  const pids = replicas.flatMap((replica) => (replica.pid !== null ? [replica.pid] : []));
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline && (await anyAlive(pids))) await sleep(250);
+  return pids;
+}
+
+async function anyAlive(pids: readonly number[]): Promise<boolean> {
+  for (const pid of pids) if (await isProcessAlive(pid)) return true;
+  return false;
+}
+
+/** Synchronous, for the exit hook, where nothing asynchronous runs any more. */
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+

@@ -1,0 +1,112 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import path from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fixtureArchitecture, fixtureConfig, fixturesFolder } from "../../src/plan/testing/fixtures.js";
+import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/header-only-checkpoint.js";
+import type { Plan } from "../../src/plan/index.js";
+import type { NodeView, ReplicaView } from "../../src/server/fleet-service.js";
+import { isProcessAlive } from "../../src/agent/engine-process.js";
+import { llmgwBin, runCli, temporaryDirectory } from "../support/processes.js";
+
+/** Engines still running (a zombie is not running: it only waits for a parent to reap it). */
+async function running(pids: readonly number[]): Promise<number[]> {
+  const alive: number[] = [];
+  for (const pid of pids) if (await isProcessAlive(pid)) alive.push(pid);
+  return alive;
+}
+
+describe("llmgw demo, as a newcomer runs it", () => {
+  let demo: ChildProcess;
+  let output = "";
+  let url: string;
+  let token: string;
+  let exited: Promise<number | null>;
+  const ctl = async (...args: string[]) => {
+    const result = await runCli(["ctl", "--server", url, "--token", token, ...args]);
+    if (result.code !== 0) throw new Error(`ctl ${args.join(" ")} failed: ${result.stderr}`);
+    return result.stdout;
+  };
+
+  beforeAll(async () => {
+    // Its own process group, as a terminal's foreground job: Ctrl-C goes to the whole group.
+    demo = spawn(process.execPath, [llmgwBin, "demo", "--listen", "127.0.0.1:0"], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    demo.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    demo.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    exited = new Promise((resolve) => demo.once("exit", (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`demo not ready in 120 s:\n${output}`)), 120_000);
+      const check = () => {
+        if (output.includes("Ctrl-C stops")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      demo.stdout?.on("data", check);
+      demo.once("exit", (code) => reject(new Error(`demo exited with ${code}:\n${output}`)));
+    });
+    url = (/export LLMGW_SERVER=(\S+) LLMGW_TOKEN=(\S+)/.exec(output) ?? [])[1] as string;
+    token = (/export LLMGW_SERVER=(\S+) LLMGW_TOKEN=(\S+)/.exec(output) ?? [])[2] as string;
+  }, 150_000);
+
+  afterAll(() => {
+    if (demo.exitCode === null) process.kill(-(demo.pid as number), "SIGKILL");
+  });
+
+  it("runs two simulated nodes and three replicas that each answered", async () => {
+    const nodes = (JSON.parse(await ctl("nodes", "--json")) as { nodes: NodeView[] }).nodes;
+    expect(nodes.map((node) => [node.name, node.state, node.simulated, node.gpus.length])).toEqual([
+      ["gpu-node-1", "ready", true, 2],
+      ["gpu-node-2", "ready", true, 4],
+    ]);
+    const replicas = (JSON.parse(await ctl("replicas", "--json")) as { replicas: ReplicaView[] }).replicas;
+    expect(replicas.map((replica) => [replica.model, replica.state]).sort()).toEqual([
+      ["llama-3.1-8b", "ready"],
+      ["qwen2.5-7b-instruct", "ready"],
+      ["qwen2.5-7b-instruct-cpu", "ready"],
+    ]);
+    expect(output.match(/Asked [^:]+: "Simulated answer from /g)).toHaveLength(3);
+  });
+
+  it("serves a streamed chat completion to the official openai client", async () => {
+    const replicas = (JSON.parse(await ctl("replicas", "--json", "--model", "qwen2.5-7b-instruct")) as { replicas: ReplicaView[] }).replicas;
+    const client = new OpenAI({ baseURL: `${replicas[0]?.endpoint}/v1`, apiKey: "unused", maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: "qwen2.5-7b-instruct", messages: [{ role: "user", content: "count to three" }], stream: true, max_tokens: 12 });
+    let text = "";
+    let chunks = 0;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? "";
+      chunks += 1;
+    }
+    expect(chunks).toBeGreaterThan(2);
+    expect(text).toContain("count to three");
+  });
+
+  it("plans every fixture model against its live fleet, with one H100 taken", async () => {
+    const checkpoints = temporaryDirectory("llmgw-demo-plan-");
+    for (const name of readdirSync(fixturesFolder)) {
+      const folder = path.join(checkpoints, name);
+      await writeSyntheticCheckpoint(folder, fixtureConfig(name), checkpointTensors(fixtureArchitecture(name)), 2);
+      const plan = JSON.parse(await ctl("model", "plan", folder, "--json")) as Plan;
+      const h100 = plan.candidates.find((candidate) => candidate.pool.gpu_class === "h100");
+      expect(h100?.pool, name).toMatchObject({ cards_free: 1, cards_total: 2 });
+      expect(plan.candidates.some((candidate) => candidate.pool.gpu_class === "l40s" && candidate.pool.cards_free === 3), name).toBe(true);
+      expect(plan.candidates.some((candidate) => candidate.pool.gpu_class === "cpu"), name).toBe(true);
+    }
+  });
+
+  it("stops replicas, agents and server on Ctrl-C, leaving no engine and no files behind", async () => {
+    const replicas = (JSON.parse(await ctl("replicas", "--json")) as { replicas: ReplicaView[] }).replicas;
+    const enginePids = replicas.map((replica) => replica.pid as number);
+    expect(await running(enginePids)).toEqual(enginePids);
+    const dataDir = path.dirname((/state in (\S+)\)/.exec(output) ?? [])[1] as string);
+    expect(existsSync(dataDir)).toBe(true);
+
+    process.kill(-(demo.pid as number), "SIGINT");
+    expect(await exited).toBe(0);
+    expect(output).toContain("Stopped.");
+    expect(await running(enginePids)).toEqual([]);
+    expect(existsSync(dataDir)).toBe(false);
+  });
+});
