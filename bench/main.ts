@@ -1,0 +1,121 @@
+/**
+ * `npm run bench`: what llmgw can measure about itself today, side by side in
+ * one run, written as Markdown (stdout and bench/results/bench.md) and JSON
+ * (bench/results/bench.json).
+ *
+ * - Planner error against the calibration table (SPEC S12): predicted vs
+ *   published sizes for every fixture model.
+ * - Planner time per model as the fleet grows, 10 → 1,000 nodes: the planner
+ *   runs on every `ctl model plan` and, later, inside placement, so it must stay
+ *   cheap as the fleet grows. Medians of repeated runs, on this machine.
+ *
+ * Gateway overhead and placement benchmarks join this file with those features.
+ */
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { architectureFromConfig } from "../src/plan/architecture.js";
+import { calibrationRows, type CalibrationRow } from "../src/plan/calibration.js";
+import { planCandidates, type ModelFacts } from "../src/plan/index.js";
+import { tensorInventory, inventoryParameters } from "../src/plan/tensor-inventory.js";
+import { fleetFromHardwareSpec } from "../src/fleet/pools.js";
+import { parseHardwareSpec } from "../src/fleet/gpu-spec.js";
+import { packageRoot } from "../src/package-root.js";
+
+const fixturesFolder = path.join(packageRoot.directory, "src", "plan", "fixtures");
+const fixtures = readdirSync(fixturesFolder).sort();
+const architectureOf = (fixture: string) =>
+  architectureFromConfig(JSON.parse(readFileSync(path.join(fixturesFolder, fixture, "config.json"), "utf8")), `${fixture}/config.json`);
+
+function percent(value: number): string {
+  return `${(value * 100).toFixed(2)}%`;
+}
+
+function gb(bytes: number): string {
+  return (bytes / 1e9).toFixed(2);
+}
+
+function calibration(): { rows: CalibrationRow[]; markdown: string } {
+  const rows = calibrationRows(architectureOf);
+  const lines = [
+    "## Planner error against published sizes",
+    "",
+    "| model | quantity | predicted | published | error | tolerance |",
+    "| --- | --- | ---: | ---: | ---: | ---: |",
+    ...rows.map((row) =>
+      row.quantity === "kv_bytes_per_token"
+        ? `| ${row.fixture} | KV bytes/token | ${row.predicted} | ${row.published} | ${percent(row.error)} | exact |`
+        : `| ${row.fixture} | ${row.quantity} (GB) | ${gb(row.predicted)} | ${gb(row.published)} | ${percent(row.error)} | ${percent(row.tolerance)} |`,
+    ),
+  ];
+  const worst = rows.reduce((max, row) => Math.max(max, Math.abs(row.error)), 0);
+  lines.push("", `Largest error: ${percent(worst)} over ${rows.length} rows.`);
+  return { rows, markdown: lines.join("\n") };
+}
+
+/** A mixed fleet of `nodes` nodes: H100 boxes on two fabrics, L40S boxes, each with host memory for CPU candidates. */
+function fleetOf(nodes: number) {
+  const groups: string[] = [];
+  for (let index = 0; index < nodes; index += 1) {
+    groups.push(index % 3 === 0 ? `8xH100-80GB@nvl${index % 2}` : index % 3 === 1 ? "4xL40S-48GB@pcie" : "2xA100-80GB@pcie");
+  }
+  return fleetFromHardwareSpec(parseHardwareSpec(`${groups.join(",")},cpu:64c/512g`));
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+function plannerTiming(): { results: { nodes: number; median_ms_per_model: number; candidates: number }[]; markdown: string } {
+  const facts: ModelFacts[] = fixtures.map((fixture) => {
+    const architecture = architectureOf(fixture);
+    const parameters = inventoryParameters(tensorInventory(architecture));
+    return {
+      source: fixture,
+      architecture,
+      parameters,
+      checkpoint: { format: "safetensors", dtype: "BF16", bytes: parameters * 2, quantization: undefined },
+      ggufFileType: undefined,
+      provenance: { architecture: "fixture", parameters: "tensor inventory" },
+    } as ModelFacts;
+  });
+  const results = [];
+  for (const nodes of [10, 100, 1000]) {
+    const fleet = fleetOf(nodes);
+    const samples: number[] = [];
+    let candidates = 0;
+    // Bounded: 5 rounds over every fixture model.
+    for (let round = 0; round < 5; round += 1) {
+      for (const model of facts) {
+        const started = performance.now();
+        candidates = planCandidates(model, fleet, { context: 8192 }).candidates.length;
+        samples.push(performance.now() - started);
+      }
+    }
+    results.push({ nodes, median_ms_per_model: median(samples), candidates });
+  }
+  const markdown = [
+    "## Planner time per model as the fleet grows",
+    "",
+    "| nodes | median ms per model | candidates per model (last) |",
+    "| ---: | ---: | ---: |",
+    ...results.map((result) => `| ${result.nodes} | ${result.median_ms_per_model.toFixed(3)} | ${result.candidates} |`),
+    "",
+    `Ratio 1,000 nodes / 10 nodes: ${((results[2]?.median_ms_per_model ?? 0) / (results[0]?.median_ms_per_model || 1)).toFixed(2)}× (pools, not nodes, drive the work: a pool groups every node of one class, fabric and card size).`,
+  ].join("\n");
+  return { results, markdown };
+}
+
+const startedAt = new Date().toISOString();
+const calibrationResult = calibration();
+const timing = plannerTiming();
+const markdown = [`# llmgw benchmark, ${startedAt}`, "", `Node ${process.version}, llmgw ${packageRoot.manifest.version}.`, "", calibrationResult.markdown, "", timing.markdown, ""].join("\n");
+const resultsFolder = path.join(packageRoot.directory, "bench", "results");
+mkdirSync(resultsFolder, { recursive: true });
+writeFileSync(path.join(resultsFolder, "bench.md"), markdown);
+writeFileSync(
+  path.join(resultsFolder, "bench.json"),
+  JSON.stringify({ started_at: startedAt, node: process.version, calibration: calibrationResult.rows, planner_timing: timing.results }, null, 2),
+);
+process.stdout.write(markdown);
