@@ -63,44 +63,20 @@ export class ApiClient {
 
   /** A text body read as it arrives (`ctl logs --follow`); errors are thrown as by call(). */
   async stream(path: string): Promise<AsyncIterable<Buffer>> {
-    let response;
-    try {
-      response = await request(new URL(path, this.baseUrl), { method: "GET", headers: this.headers(false), headersTimeout: 60_000, bodyTimeout: 0 });
-    } catch (error) {
-      throw unreachable(this.baseUrl, error);
-    }
-    if (response.statusCode >= 400) {
-      const text = await response.body.text();
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = undefined;
-      }
-      const errorBody = errorBodySchema.safeParse(parsed);
-      if (errorBody.success) {
-        const { code, message, hint, details } = errorBody.data.error;
-        throw new RemoteError(code, message, hint ?? "", details ?? [], response.statusCode);
-      }
-      throw new RemoteError("internal", `the server answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`, "Check the server's log.", [], response.statusCode);
-    }
+    const response = await this.send("GET", path, undefined, 0);
+    if (response.statusCode >= 400) throw errorFromAnswer(response.statusCode, await response.body.text());
     return response.body;
   }
 
-  private headers(withBody: boolean): Record<string, string> {
-    const headers: Record<string, string> = {
-      [versionHeader]: softwareVersion,
-      [apiHeader]: formatApiRange(clientApiRange),
-      [userHeader]: localUser(),
-      accept: "application/json",
-    };
-    if (this.token) headers.authorization = `Bearer ${this.token}`;
-    if (withBody) headers["content-type"] = "application/json";
-    return headers;
+  async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
+    const response = await this.send(method, path, body, 60_000);
+    const text = await response.body.text();
+    if (response.statusCode >= 400) throw errorFromAnswer(response.statusCode, text);
+    return (text.length > 0 ? JSON.parse(text) : undefined) as T;
   }
 
-  async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
-    const url = new URL(path, this.baseUrl);
+  /** Sends one request with the CLI's identity, and refuses an answer that is not from an llmgw server. */
+  private async send(method: "GET" | "POST" | "DELETE", path: string, body: unknown, bodyTimeout: number) {
     const headers: Record<string, string> = {
       [versionHeader]: softwareVersion,
       [apiHeader]: formatApiRange(clientApiRange),
@@ -111,34 +87,42 @@ export class ApiClient {
     if (body !== undefined) headers["content-type"] = "application/json";
     let response;
     try {
-      response = await request(url, { method, headers, body: body === undefined ? null : JSON.stringify(body), headersTimeout: 60_000, bodyTimeout: 60_000 });
+      response = await request(new URL(path, this.baseUrl), {
+        method,
+        headers,
+        body: body === undefined ? null : JSON.stringify(body),
+        headersTimeout: 60_000,
+        bodyTimeout,
+      });
     } catch (error) {
       throw unreachable(this.baseUrl, error);
     }
-    const text = await response.body.text();
     if (response.headers[versionHeader] === undefined) {
+      await response.body.dump();
       throw new RemoteError(
         "server_unreachable",
         `${this.baseUrl} answered, but not as an llmgw server (HTTP ${response.statusCode}, no ${versionHeader} header)`,
         "Point --server or LLMGW_SERVER at the llmgw server's address.",
       );
     }
-    let parsed: unknown;
-    try {
-      parsed = text.length > 0 ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    if (response.statusCode >= 400) {
-      const errorBody = errorBodySchema.safeParse(parsed);
-      if (errorBody.success) {
-        const { code, message, hint, details } = errorBody.data.error;
-        throw new RemoteError(code, message, hint ?? "", details ?? [], response.statusCode);
-      }
-      throw new RemoteError("internal", `the server answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`, "Check the server's log.", [], response.statusCode);
-    }
-    return parsed as T;
+    return response;
   }
+}
+
+/** The server's error body read back into a RemoteError; a body that is not ours still says what came back. */
+function errorFromAnswer(status: number, text: string): RemoteError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const errorBody = errorBodySchema.safeParse(parsed);
+  if (errorBody.success) {
+    const { code, message, hint, details } = errorBody.data.error;
+    return new RemoteError(code, message, hint ?? "", details ?? [], status);
+  }
+  return new RemoteError("internal", `the server answered HTTP ${status}: ${text.slice(0, 300)}`, "Check the server's log.", [], status);
 }
 
 function unreachable(baseUrl: string, error: unknown): RemoteError {

@@ -1,13 +1,11 @@
-import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { PlacedEntry } from "../catalog/build-catalog.js";
 import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import { listAuditEvents } from "../store/audit-rows.js";
 import { openStore, type Store } from "../store/open-store.js";
-import { createTestDatabase, postgresAdminUrl } from "../../test/support/postgres.js";
+import { storesUnderTest } from "../../test/support/postgres.js";
 import { CatalogService } from "./catalog-service.js";
 
 /**
@@ -15,18 +13,7 @@ import { CatalogService } from "./catalog-service.js";
  * embedded SQLite and a real Postgres. Postgres runs wherever
  * LLMGW_TEST_POSTGRES_URL is set, which .ci/run always does.
  */
-const engines = [
-  { kind: "sqlite", location: async () => ({ location: { database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-store-")) }, drop: async () => {} }) },
-  ...(postgresAdminUrl
-    ? [{
-        kind: "postgres",
-        location: async () => {
-          const database = await createTestDatabase();
-          return { location: { database: database.url, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-store-")) }, drop: database.drop };
-        },
-      }]
-    : []),
-];
+const engines = storesUnderTest;
 
 const operator = { token: "admin", user: "alice" };
 const declaredEntry: ModelEntry = { name: "declared-chat", profiles: [{ engine: "vllm", source: "https://mirror.example/d/" }] };

@@ -1,27 +1,13 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Inventory, ReplicaStatus } from "../agent/protocol.js";
 import { DomainError } from "../errors/domain-error.js";
 import { openStore, type Store } from "../store/open-store.js";
-import { createTestDatabase, postgresAdminUrl } from "../../test/support/postgres.js";
+import { storesUnderTest } from "../../test/support/postgres.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
 
 /** The fleet's store behaviour, run against SQLite and Postgres (STYLE 6), with a controllable clock. */
-const engines = [
-  { kind: "sqlite", location: async () => ({ location: { database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-fleet-")) }, drop: async () => {} }) },
-  ...(postgresAdminUrl
-    ? [{
-        kind: "postgres",
-        location: async () => {
-          const database = await createTestDatabase();
-          return { location: { database: database.url, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-fleet-")) }, drop: database.drop };
-        },
-      }]
-    : []),
-];
+const engines = storesUnderTest;
 
 const inventory: Inventory = {
   hostname: "host-a",

@@ -1,4 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import pg from "pg";
 
 /**
@@ -32,3 +35,28 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
     },
   };
 }
+
+export interface StoreUnderTest {
+  readonly kind: "sqlite" | "postgres";
+  /** A fresh, empty store location, and how to throw it away. */
+  location(): Promise<{ location: { database: string | undefined; dataDir: string }; drop: () => Promise<void> }>;
+}
+
+/**
+ * The stores every contract suite runs against (STYLE 6): embedded SQLite
+ * always, and Postgres wherever LLMGW_TEST_POSTGRES_URL is set (always in CI).
+ */
+export const storesUnderTest: readonly StoreUnderTest[] = [
+  { kind: "sqlite", location: async () => ({ location: { database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-store-")) }, drop: async () => {} }) },
+  ...(postgresAdminUrl
+    ? [
+        {
+          kind: "postgres" as const,
+          location: async () => {
+            const database = await createTestDatabase();
+            return { location: { database: database.url, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-store-")) }, drop: database.drop };
+          },
+        },
+      ]
+    : []),
+];

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { agentPaths } from "../../agent/protocol.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { parseWithSchema } from "../../catalog/schema-errors.js";
 import { startReplicaBodySchema, type FleetService } from "../../server/fleet-service.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";
@@ -13,11 +13,7 @@ const flag = z.enum(["0", "1", "true", "false"]).optional();
 const logsQuery = z.object({ tail: z.coerce.number().int().min(0).max(100_000).default(100), follow: flag });
 
 function parseQuery<Schema extends z.ZodType>(schema: Schema, query: unknown): z.infer<Schema> {
-  const parsed = schema.safeParse(query);
-  if (!parsed.success) {
-    throw new DomainError("invalid_input", `query: ${parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`, "See the README's admin API reference.");
-  }
-  return parsed.data;
+  return parseWithSchema(schema, query, { label: "query" });
 }
 
 const isSet = (value: string | undefined) => value === "1" || value === "true";
