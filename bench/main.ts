@@ -17,7 +17,7 @@ import { performance } from "node:perf_hooks";
 import { architectureFromConfig } from "../src/plan/architecture.js";
 import { calibrationRows, type CalibrationRow } from "../src/plan/calibration.js";
 import { planCandidates, type ModelFacts } from "../src/plan/index.js";
-import { tensorInventory, inventoryParameters } from "../src/plan/tensor-inventory.js";
+import { inventoryFacts } from "../src/plan/inventory-facts.js";
 import { fleetFromHardwareSpec } from "../src/fleet/pools.js";
 import { parseHardwareSpec } from "../src/fleet/gpu-spec.js";
 import { packageRoot } from "../src/package-root.js";
@@ -68,18 +68,7 @@ function median(values: number[]): number {
 }
 
 function plannerTiming(): { results: { nodes: number; median_ms_per_model: number; candidates: number }[]; markdown: string } {
-  const facts: ModelFacts[] = fixtures.map((fixture) => {
-    const architecture = architectureOf(fixture);
-    const parameters = inventoryParameters(tensorInventory(architecture));
-    return {
-      source: fixture,
-      architecture,
-      parameters,
-      checkpoint: { format: "safetensors", dtype: "BF16", bytes: parameters * 2, quantization: undefined },
-      ggufFileType: undefined,
-      provenance: { architecture: "fixture", parameters: "tensor inventory" },
-    } as ModelFacts;
-  });
+  const facts: ModelFacts[] = fixtures.map((fixture) => inventoryFacts(fixture, architectureOf(fixture), `${fixture}/config.json`));
   const results = [];
   for (const nodes of [10, 100, 1000]) {
     const fleet = fleetOf(nodes);

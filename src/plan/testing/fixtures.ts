@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { architectureFromConfig, type Architecture } from "../architecture.js";
 import type { ModelFacts } from "../model-facts.js";
-import { inventoryParameters, tensorInventory } from "../tensor-inventory.js";
+import { inventoryFacts } from "../inventory-facts.js";
 
 export const fixturesFolder = fileURLToPath(new URL("../fixtures/", import.meta.url));
 
@@ -19,14 +19,5 @@ export function fixtureArchitecture(name: string): Architecture {
  * tests of the pure arithmetic (the readers have their own tests).
  */
 export function fixtureFacts(name: string): ModelFacts {
-  const architecture = fixtureArchitecture(name);
-  const parameters = inventoryParameters(tensorInventory(architecture));
-  return {
-    source: name,
-    architecture,
-    parameters,
-    checkpoint: { format: "safetensors", dtype: "BF16", bytes: parameters * 2, quantization: undefined },
-    ggufFileType: undefined,
-    provenance: { architecture: `fixtures/${name}/config.json`, parameters: "tensor inventory" },
-  };
+  return inventoryFacts(name, fixtureArchitecture(name), `fixtures/${name}/config.json`);
 }
