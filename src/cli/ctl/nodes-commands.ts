@@ -33,7 +33,9 @@ function cardList(text: string): number[] {
 
 export function describeNodes(nodes: readonly NodeView[], replicas: readonly ReplicaView[]): string {
   const blocks = nodes.map((node) => {
-    const header = `${node.name}  ${node.state}${node.simulated ? " (simulated)" : ""}  ${node.address}  fabric ${node.fabric}  ${node.cpu_cores} cores  ${gibibytes(node.memory_bytes)} RAM  ${gibibytes(node.disk_free_bytes)} disk free  seen ${ago(node.last_seen_at)}`;
+    // The node's fabric is only the default for its cards (a card group may name its own): show the ones the cards are on.
+    const fabrics = node.gpus.length > 0 ? [...new Set(node.gpus.map((gpu) => gpu.fabric))].join(",") : node.fabric;
+    const header = `${node.name}  ${node.state}${node.simulated ? " (simulated)" : ""}  ${node.address}  fabric ${fabrics}  ${node.cpu_cores} cores  ${gibibytes(node.memory_bytes)} RAM  ${gibibytes(node.disk_free_bytes)} disk free  seen ${ago(node.last_seen_at)}`;
     const engines = `  engines: ${node.engines.join(", ") || "none found"}`;
     const cards =
       node.gpus.length === 0

@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import type { NodeView, ReplicaView } from "../../server/fleet-service.js";
+import { describeNodes, describeReplicaState } from "./nodes-commands.js";
+
+const GiB = 1024 ** 3;
+const now = new Date().toISOString();
+
+const node = (overrides: Partial<NodeView>): NodeView => ({
+  name: "gpu-node-1",
+  state: "ready",
+  address: "http://127.0.0.1:4000",
+  hostname: "host",
+  fabric: "gpu-node-1",
+  labels: {},
+  gpus: [],
+  memory_bytes: 256 * GiB,
+  cpu_cores: 32,
+  engines: ["vllm"],
+  disk_free_bytes: 100 * GiB,
+  simulated: true,
+  joined_at: now,
+  last_seen_at: now,
+  replicas: [],
+  ...overrides,
+});
+
+const card = (index: number, fabric: string, replica: string | null = null) => ({
+  index,
+  uuid: `GPU-${index}`,
+  name: "NVIDIA H100 80GB HBM3",
+  class: "h100",
+  memory_bytes: 80 * GiB,
+  memory_used_bytes: null,
+  fabric,
+  replica,
+});
+
+const replica: ReplicaView = {
+  id: "qwen-1",
+  model: "qwen",
+  profile: "h100",
+  node: "gpu-node-1",
+  engine: "vllm",
+  gpus: [0],
+  state: "ready",
+  endpoint: "http://127.0.0.1:5000",
+  progress: null,
+  reason: null,
+  pid: 42,
+  adopted: false,
+  since: now,
+  created_at: now,
+};
+
+describe("ctl nodes", () => {
+  it("names the fabric the cards are on, and what runs on each card", () => {
+    const text = describeNodes([node({ gpus: [card(0, "nvl0", "qwen-1"), card(1, "nvl0")] })], [replica]);
+    expect(text).toMatch(/^gpu-node-1  ready \(simulated\)  http:\/\/127\.0\.0\.1:4000  fabric nvl0  32 cores  256 GiB RAM/);
+    expect(text).toMatch(/0\s+h100\s+80 GiB\s+nvl0\s+qwen \(qwen-1, ready\)/);
+    expect(text).toMatch(/1\s+h100\s+80 GiB\s+nvl0\s+-/);
+  });
+
+  it("falls back to the node's fabric on a CPU-only node, and lists its CPU replicas", () => {
+    const cpuReplica = { ...replica, id: "small-1", model: "small", gpus: [] };
+    const text = describeNodes([node({ name: "cpu-node", fabric: "cpu-node" })], [{ ...cpuReplica, node: "cpu-node" }]);
+    expect(text).toContain("fabric cpu-node");
+    expect(text).toContain("no GPUs (CPU replicas only)");
+    expect(text).toContain("cpu: small (small-1, ready)");
+  });
+
+  it("shows how far a fetch has come", () => {
+    expect(describeReplicaState({ state: "fetching", progress: { fraction: 0.425, bytes_done: 4 * GiB, bytes_total: 10 * GiB } })).toBe("fetching 42% of 10 GiB");
+  });
+});
