@@ -66,7 +66,7 @@ describe("llama.cpp driver", () => {
       "--parallel", "1",
       "--n-gpu-layers", "999",
       "--lora", "/a/qwen-sql.gguf",
-      "--lora-scaled", "/a/qwen-legal.gguf", "0.5",
+      "--lora", "/a/qwen-legal.gguf",
       "--lora-init-without-apply",
       "--metrics",
       "--ctx-size", "16384",

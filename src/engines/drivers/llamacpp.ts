@@ -46,10 +46,10 @@ export const llamacppDriver: EngineDriver = {
       argv.push("--split-mode", "layer", "--tensor-split", input.cards.map(() => "1").join(","));
     }
     if (input.cpuCores !== undefined) argv.push("--threads", String(Math.max(1, Math.floor(input.cpuCores))));
-    for (const adapter of input.adapters) {
-      if (adapter.scale === undefined) argv.push("--lora", adapter.path);
-      else argv.push("--lora-scaled", adapter.path, String(adapter.scale));
-    }
+    // Every adapter loads unapplied (scale 0) and each request picks its own and
+    // its scale (llamaCppLoraSelection), so a profile's scale never needs
+    // --lora-scaled, whose FNAME:SCALE form also breaks on paths with a colon.
+    for (const adapter of input.adapters) argv.push("--lora", adapter.path);
     if (input.adapters.length > 0) argv.push("--lora-init-without-apply");
     // llama-server serves /metrics only when asked.
     argv.push("--metrics", ...input.extraArgs);

@@ -44,17 +44,23 @@ describe.each(engineDrivers.map((driver) => [driver.engine, driver] as const))("
         expect(parsed.weightsPath).toBe(input.weightsPath);
         expect(parsed.context).toBe(input.context);
       }
-      if (engine === "llamacpp") {
-        expect(parsed.concurrency).toBe(input.slots);
-        expect(parsed.adapters).toEqual(input.adapters);
-      } else {
-        expect(parsed.adapters).toEqual(input.adapters.map((adapter) => ({ name: adapter.name, path: adapter.path })));
-      }
+      if (engine === "llamacpp") expect(parsed.concurrency).toBe(input.slots);
+      // No engine's command line carries an adapter's scale: each request picks its adapter and scale.
+      expect(parsed.adapters).toEqual(input.adapters.map((adapter) => ({ name: adapter.name, path: adapter.path })));
     });
   }
 });
 
 describe("reading engine command lines", () => {
+  it("reads llama-server's own --lora-scaled FNAME:SCALE form, and refuses the two-argument one", () => {
+    const parsed = parseEngineArgv("llamacpp", ["--model", "/m.gguf", "--port", "4000", "--lora-scaled", "/a/legal.gguf:0.5,/a/sql.gguf:1"]);
+    expect(parsed.adapters).toEqual([
+      { name: "legal", path: "/a/legal.gguf", scale: 0.5 },
+      { name: "sql", path: "/a/sql.gguf", scale: 1 },
+    ]);
+    expect(() => parseEngineArgv("llamacpp", ["--model", "/m.gguf", "--port", "4000", "--lora-scaled", "/a/legal.gguf", "0.5"])).toThrow(/is not FNAME:SCALE/);
+  });
+
   it("lets a flag given again (the profile's args, last) replace the generated one", () => {
     const parsed = parseEngineArgv("vllm", ["serve", "/w", "--port", "1", "--max-model-len", "32768", "--enable-prefix-caching", "--max-model-len", "8192", "--max-num-seqs", "2"]);
     expect(parsed.context).toBe(8192);

@@ -24,7 +24,7 @@ export interface SimEngineArguments {
  */
 const defaultBatchConcurrency = 256;
 
-type FlagKind = "value" | "list" | "pair" | "switch";
+type FlagKind = "value" | "list" | "switch";
 
 interface FlagSpec {
   readonly names: readonly string[];
@@ -64,9 +64,7 @@ function splitArguments(argv: readonly string[], specs: Record<string, FlagSpec>
     const values: string[] = [];
     if (inlineValue !== undefined) values.push(inlineValue);
     else if (spec.kind === "value" && isValue(argv[index])) values.push(argv[index++] ?? "");
-    else if (spec.kind === "pair") {
-      for (let taken = 0; taken < 2 && isValue(argv[index]); taken += 1) values.push(argv[index++] ?? "");
-    } else if (spec.kind === "list") {
+    else if (spec.kind === "list") {
       while (isValue(argv[index])) values.push(argv[index++] ?? "");
     }
     // Repeated --lora and --lora-scaled add adapters; any other flag given again replaces itself.
@@ -215,7 +213,7 @@ export function parseEngineArgv(
         gpuLayers: { names: ["--n-gpu-layers", "-ngl", "--gpu-layers"], kind: "value" },
         tensorSplit: { names: ["--tensor-split", "-ts"], kind: "value" },
         lora: { names: ["--lora"], kind: "value" },
-        loraScaled: { names: ["--lora-scaled"], kind: "pair" },
+        loraScaled: { names: ["--lora-scaled"], kind: "value" },
       });
       const weightsPath = flags.get("model")?.[0];
       if (weightsPath === undefined) throw new EngineArgumentsInvalid(engine, "--model is missing");
@@ -227,11 +225,12 @@ export function parseEngineArgv(
       for (const path of (flags.get("lora") ?? []).flatMap((value) => value.split(","))) {
         adapters.push({ name: adapterNameFromPath(path), path });
       }
-      const scaled = flags.get("loraScaled") ?? [];
-      for (let index = 0; index + 1 < scaled.length; index += 2) {
-        const path = scaled[index] ?? "";
-        const scale = Number(scaled[index + 1]);
-        if (!Number.isFinite(scale)) throw new EngineArgumentsInvalid(engine, `--lora-scaled ${path} needs a number as its scale, got ${JSON.stringify(scaled[index + 1])}`);
+      // llama-server's own form: --lora-scaled FNAME:SCALE[,FNAME:SCALE...], one argument.
+      for (const item of (flags.get("loraScaled") ?? []).flatMap((value) => value.split(","))) {
+        const separator = item.lastIndexOf(":");
+        const path = separator > 0 ? item.slice(0, separator) : item;
+        const scale = separator > 0 ? Number(item.slice(separator + 1)) : Number.NaN;
+        if (!Number.isFinite(scale)) throw new EngineArgumentsInvalid(engine, `--lora-scaled "${item}" is not FNAME:SCALE (llama-server's form, e.g. /a/legal.gguf:0.5)`);
         adapters.push({ name: adapterNameFromPath(path), path, scale });
       }
       return {
