@@ -185,3 +185,14 @@ describe("properties", () => {
     );
   });
 });
+
+describe("what a candidate needs beyond its source", () => {
+  it("says a 16-bit source needs an AWQ/GPTQ checkpoint for vLLM int4 and a GGUF file for llama.cpp, and nothing for bf16 or fp8", () => {
+    const plan = planCandidates(fixtureFacts("Qwen2.5-7B-Instruct"), fleetFromHardwareSpec(parseHardwareSpec("1xH100-80GB")));
+    const find = (engine: string, quantization: string) => plan.candidates.find((candidate) => candidate.engine === engine && candidate.quantization === quantization);
+    expect(find("vllm", "int4")?.requires).toContain("an int4 checkpoint of this model (AWQ or GPTQ)");
+    expect(find("llamacpp", "Q4_K_M")?.requires).toBe("a Q4_K_M GGUF file of this model (the source is safetensors)");
+    expect(find("vllm", "bf16")?.requires).toBeUndefined();
+    expect(find("vllm", "fp8")?.requires).toBeUndefined();
+  });
+});

@@ -80,6 +80,12 @@ export interface PlanCandidate {
   readonly fits: boolean;
   /** What is short and by how much, for every reason the candidate misses. */
   readonly short?: readonly string[];
+  /**
+   * Set when the candidate needs weights in another format than the source's:
+   * a GGUF file for llama.cpp, or an int8/int4 (AWQ, GPTQ) checkpoint for
+   * vLLM, which cannot quantise 16-bit weights to those as it loads (fp8 it can).
+   */
+  readonly requires?: string;
 }
 
 export interface PlanOptions {
@@ -228,7 +234,18 @@ function evaluate(
     max_context: largest,
     fits: short.length === 0,
     ...(short.length > 0 ? { short } : {}),
+    ...requirement(facts, engine, quantization),
   };
+}
+
+/** What a candidate needs beyond the source as given, in words for the person choosing. */
+function requirement(facts: ModelFacts, engine: EngineKind, quantization: Quantization): { requires?: string } {
+  if (facts.checkpoint.format === "gguf" || facts.checkpoint.quantization) return {};
+  if (engine === "llamacpp") return { requires: `a ${quantization} GGUF file of this model (the source is safetensors)` };
+  if (quantization === "int8" || quantization === "int4") {
+    return { requires: `an ${quantization} checkpoint of this model (${quantization === "int4" ? "AWQ or GPTQ" : "GPTQ or compressed-tensors"}): vLLM does not quantise 16-bit weights to ${quantization} as it loads` };
+  }
+  return {};
 }
 
 /** Effective bits per weight of a candidate's quantisation: the precision order of the list. */

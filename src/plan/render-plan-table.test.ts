@@ -31,7 +31,10 @@ describe("renderPlanTable", () => {
     const lines = table.split("\n");
     const header = lines.findIndex((line) => line.startsWith("FIT"));
     expect(lines[header + 1]).toMatch(/^yes\s+h100-80G@nvl0 2\/2 free/);
-    expect(lines.at(-1)).toMatch(/^… \d+ more candidates \(--json lists all\)$/);
+    expect(lines.at(-2)).toMatch(/^… \d+ more candidates \(--json lists all\)$/);
+    // A 16-bit source: the GGUF and int4 rows are marked and the mark explained.
+    expect(lines.at(-1)).toMatch(/^\* needs the model in that format first/);
+    expect(lines.some((line) => /\sQ4_K_M\*\s/.test(line))).toBe(true);
     const columnOfEngine = lines[header]!.indexOf("ENGINE");
     expect(lines.slice(header + 1, header + 11).every((line) => /^(vllm|llamacpp)/.test(line.slice(columnOfEngine)))).toBe(true);
   });

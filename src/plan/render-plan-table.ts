@@ -41,7 +41,7 @@ export function renderPlanTable(plan: Plan, options: RenderOptions = {}): string
     candidate.fits ? "yes" : "no",
     poolLabel(candidate),
     candidate.engine,
-    candidate.quantization,
+    candidate.requires ? `${candidate.quantization}*` : candidate.quantization,
     candidate.gpus === 0 ? "cpu" : String(candidate.gpus),
     formatGiB(candidate.weights_bytes_per_card),
     `${(candidate.kv_bytes_per_token / 1024).toFixed(0)} KiB`,
@@ -58,5 +58,8 @@ export function renderPlanTable(plan: Plan, options: RenderOptions = {}): string
   for (const row of rows) lines.push(format(row));
   const hidden = plan.candidates.length - shown.length;
   if (hidden > 0) lines.push(`… ${hidden} more candidates (--json lists all)`);
+  if (shown.some((candidate) => candidate.requires)) {
+    lines.push("* needs the model in that format first (a GGUF file, or an AWQ/GPTQ checkpoint): the source is 16-bit; --json says which for each");
+  }
   return lines.join("\n");
 }
