@@ -1,6 +1,7 @@
 import { parseDuration } from "./duration.js";
+import { ggufFileTypes } from "../plan/ggml-types.js";
 import {
-  ggufQuantizations,
+  adapterEngines,
   gpuOnlyEngines,
   gpuQuantizations,
   singleCardEngines,
@@ -124,8 +125,15 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
     problems.push({ path: ["profiles"], code: "invalid_input", message: "required: at least one profile (how to run the model), or external: {base_url} to proxy it" });
   }
   const scaling = entry.scaling;
-  if (scaling?.min !== undefined && scaling.max !== undefined && scaling.max < scaling.min) {
-    problems.push({ path: ["scaling", "max"], code: "invalid_input", message: `must be at least min (${scaling.min}); max is the ceiling for growth` });
+  // Compared after defaults: `max: 0` alone leaves min at its default of 1.
+  const inForce = resolveScaling(scaling);
+  if (inForce.max < inForce.min) {
+    const minText = scaling?.min === undefined ? `${inForce.min}, the default` : String(inForce.min);
+    problems.push({
+      path: ["scaling", "max"],
+      code: "invalid_input",
+      message: `must be at least min (${minText}); max is the ceiling for growth (min: 0, max: 0 keeps a model in the catalog unplaced)`,
+    });
   }
   if (scaling?.idle_timeout !== undefined && (parseDuration(scaling.idle_timeout) ?? 0) <= 0) {
     problems.push({ path: ["scaling", "idle_timeout"], code: "invalid_input", message: "must be longer than 0s" });
@@ -146,8 +154,15 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
     if (singleCardEngines.includes(profile.engine) && profile.gpus > 1) {
       problems.push({ path: at("gpus"), code: "invalid_profile", message: `${profile.engine} uses one card; set gpus: 1` });
     }
+    if ((entry.adapters?.length ?? 0) > 0 && !adapterEngines.includes(profile.engine)) {
+      problems.push({
+        path: at("engine"),
+        code: "invalid_profile",
+        message: `${profile.engine} cannot attach LoRA adapters, and this model has adapters; use ${adapterEngines.join(", ")}, or move the adapters to a model without this profile`,
+      });
+    }
     if (profile.quantization !== undefined) {
-      const allowed: readonly string[] = profile.engine === "llamacpp" ? ggufQuantizations : gpuQuantizations;
+      const allowed: readonly string[] = profile.engine === "llamacpp" ? ggufTypeNames : gpuQuantizations;
       if (!allowed.includes(profile.quantization)) {
         problems.push({ path: at("quantization"), code: "invalid_profile", message: `${profile.engine} takes one of ${allowed.join(", ")}` });
       }
@@ -155,5 +170,8 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
   }
   return problems;
 }
+
+/** Every GGUF file type llama.cpp writes (llama.h's llama_ftype), as people name them. */
+const ggufTypeNames: readonly string[] = Object.values(ggufFileTypes);
 
 export type { ErrorDetail };

@@ -170,6 +170,29 @@ describe("the catalog as a whole", () => {
     expect(failure(() => buildCatalog([runtime({ name: "a" })])).message).toContain("required: at least one profile");
   });
 
+  it("compares max with the min in force, so max 0 alone is refused and says how to keep a model unplaced", () => {
+    const error = failure(() => buildCatalog([runtime({ name: "a", scaling: { max: 0 }, profiles: [vllmProfile] })]));
+    expect(error.message).toContain("scaling.max: must be at least min (1, the default)");
+    expect(error.message).toContain("min: 0, max: 0 keeps a model in the catalog unplaced");
+    expect(buildCatalog([runtime({ name: "b", scaling: { min: 0, max: 0 }, profiles: [vllmProfile] })]).models[0]?.scaling).toMatchObject({ min: 0, max: 0 });
+  });
+
+  it("refuses adapters on a model with a profile whose engine cannot attach them", () => {
+    const error = failure(() =>
+      buildCatalog([runtime({ name: "a", adapters: [{ name: "sql", source: "x" }], profiles: [vllmProfile, { engine: "trtllm", source: "y" }] })]),
+    );
+    expect(error.code).toBe("invalid_profile");
+    expect(error.message).toContain("profiles[1].engine: trtllm cannot attach LoRA adapters");
+  });
+
+  it("takes every GGUF type llama.cpp writes and vLLM's quantization methods by name", () => {
+    const catalog = buildCatalog([
+      runtime({ name: "a", profiles: [{ engine: "llamacpp", source: "x.gguf", quantization: "IQ3_M" }] }),
+      runtime({ name: "b", profiles: [{ engine: "vllm", source: "y", quantization: "awq_marlin" }] }),
+    ]);
+    expect(catalog.models.map((model) => model.profiles[0]?.quantization)).toEqual(["IQ3_M", "awq_marlin"]);
+  });
+
   it("makes an on-demand model opportunistic unless its class is set", () => {
     const catalog = buildCatalog([
       runtime({ name: "a", scaling: { min: 0, max: 2 }, profiles: [vllmProfile] }),

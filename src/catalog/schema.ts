@@ -18,8 +18,15 @@ export const gpuOnlyEngines: readonly EngineName[] = ["vllm", "sglang", "trtllm"
 /** Engines that use one card at most. */
 export const singleCardEngines: readonly EngineName[] = ["comfyui"];
 
-export const gpuQuantizations = ["bf16", "fp16", "fp8", "int8", "int4", "awq", "gptq"] as const;
-export const ggufQuantizations = ["F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S", "Q5_0", "Q4_K_M", "Q4_K_S", "Q4_0", "IQ4_XS", "Q3_K_M", "Q2_K"] as const;
+/**
+ * What a GPU engine profile may name: a precision (bf16, fp16), a format the
+ * checkpoint is already in (int8, int4, awq, gptq), or one of vLLM's
+ * --quantization methods an operator may want by name.
+ */
+export const gpuQuantizations = ["bf16", "fp16", "fp8", "int8", "int4", "awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes", "compressed-tensors"] as const;
+
+/** Engines whose drivers can attach LoRA adapters; the catalog refuses adapters on a model with a profile of any other. */
+export const adapterEngines: readonly EngineName[] = ["vllm", "sglang", "llamacpp"];
 
 export const modelClasses = ["critical", "standard", "opportunistic"] as const;
 export type ModelClass = (typeof modelClasses)[number];

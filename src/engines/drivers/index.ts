@@ -1,4 +1,4 @@
-import type { EngineName } from "../../catalog/schema.js";
+import { adapterEngines, type EngineName } from "../../catalog/schema.js";
 import type { EngineDriver } from "../driver.js";
 import { comfyuiDriver } from "./comfyui.js";
 import { llamacppDriver } from "./llamacpp.js";
@@ -21,5 +21,5 @@ export function driverFor(engine: EngineName): EngineDriver {
   return driversByEngine[engine];
 }
 
-/** Engines whose driver can attach LoRA adapters; the catalog refuses adapters on a profile of any other. */
-export const enginesWithAdapters: readonly EngineName[] = ["vllm", "sglang", "llamacpp"];
+/** Engines whose driver can attach LoRA adapters: the catalog's list, which refuses adapters on any other. */
+export const enginesWithAdapters: readonly EngineName[] = adapterEngines;
