@@ -1,5 +1,6 @@
 import type { CatalogModel, ResolvedProfile, Scaling } from "../catalog/catalog-model.js";
 import type { ModelClass } from "../catalog/schema.js";
+import { redactEnv, redactUrl } from "./redact.js";
 
 export interface ReplicaCounts {
   readonly ready: number;
@@ -17,11 +18,14 @@ export type ModelState = "external" | "stopped" | "on-demand" | "pending" | "deg
  * The model object of the admin API and of `ctl ... --json`: a stable
  * interface for tools (documented in the README). It shows what is in force,
  * with every default filled in, and never a secret: an external model's key
- * is named by its environment variable only.
+ * is named by its environment variable only, and secret-looking env values
+ * and URL passwords are masked (./redact.ts).
  */
 export interface ModelView {
   name: string;
   source: "file" | "runtime";
+  /** For a declared model, the file to edit ("server.yaml"); null for a runtime one. */
+  declared_in: string | null;
   origin: string | null;
   context: number | null;
   max_output: number | null;
@@ -46,12 +50,13 @@ export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelS
   return replicas.ready >= Math.max(model.scaling.min, 1) ? "ready" : "degraded";
 }
 
-export function modelView(model: CatalogModel, replicas: ReplicaCounts = { ready: 0, desired: 0 }): ModelView {
+export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }): ModelView {
   const { entry } = model;
   return {
     name: model.name,
     source: model.source,
-    origin: entry.origin ?? null,
+    declared_in: model.source === "file" ? declaredIn : null,
+    origin: entry.origin === undefined ? null : redactUrl(entry.origin),
     context: entry.context ?? null,
     max_output: entry.max_output ?? null,
     class: model.class,
@@ -61,10 +66,10 @@ export function modelView(model: CatalogModel, replicas: ReplicaCounts = { ready
     owner: entry.owner ?? null,
     fallbacks: model.fallbacks,
     aliases: model.aliases,
-    adapters: entry.adapters ?? [],
-    profiles: model.profiles,
+    adapters: (entry.adapters ?? []).map((adapter) => ({ ...adapter, source: redactUrl(adapter.source) })),
+    profiles: model.profiles.map((profile) => ({ ...profile, source: redactUrl(profile.source), env: redactEnv(profile.env) })),
     external: entry.external
-      ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
+      ? { base_url: redactUrl(entry.external.base_url), api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
       : null,
     state: modelState(model, replicas),
     replicas,

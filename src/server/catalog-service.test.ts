@@ -122,6 +122,7 @@ describe.each(engines)("catalog over $kind", (engine) => {
     await service.add(entry("small"), operator);
     await service.add(entry("big", { fallbacks: ["small"] }), operator);
     const error = await refusal(() => service.remove("small", operator));
+    expect(error.code).toBe("model_in_use");
     expect(error.message).toContain('model "small" is a fallback of big');
     await service.setFallbacks("big", [], operator);
     await service.remove("small", operator);

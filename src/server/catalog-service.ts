@@ -37,7 +37,8 @@ export class CatalogService {
   constructor(
     private readonly store: Store,
     private readonly declared: readonly PlacedEntry[],
-    private readonly configLabel: string,
+    /** The declared models' file, as the operator named it ("server.yaml", "prod.yaml"). */
+    readonly declaredIn: string,
   ) {}
 
   /** Checks that stored runtime models still agree with server.yaml; called once at start. */
@@ -75,7 +76,7 @@ export class CatalogService {
       if (dependants.length > 0) {
         const names = dependants.map((other) => other.name).join(", ");
         throw new DomainError(
-          "unknown_fallback",
+          "model_in_use",
           `model "${name}" is a fallback of ${names}; removing it would leave ${dependants.length > 1 ? "them" : "it"} falling back to nothing`,
           `Change the fallbacks first (\`llmgw ctl model fallbacks ${dependants[0]?.name} ...\`), then remove "${name}"; nothing was changed.`,
         );
@@ -156,7 +157,7 @@ export class CatalogService {
   }
 
   private findRuntime(runtime: readonly ModelEntry[], name: string, change: string): ModelEntry {
-    if (this.declared.some((placed) => placed.entry.name === name)) throw new DeclaredInFile(name, change, this.configLabel);
+    if (this.declared.some((placed) => placed.entry.name === name)) throw new DeclaredInFile(name, change, this.declaredIn);
     const entry = runtime.find((candidate) => candidate.name === name);
     if (!entry) throw new ModelNotFound(name);
     return entry;

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { listAuditEvents } from "../../store/audit-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
+import { redactAuditValue } from "../redact.js";
 
 const auditQuery = z.strictObject({
   model: z.string().optional(),
@@ -12,6 +13,7 @@ const auditQuery = z.strictObject({
 export function registerAuditRoutes(app: FastifyInstance, store: Store): void {
   app.get("/api/v1/audit", { config: { access: "read" } }, async (request) => {
     const query = parseWithSchema(auditQuery, request.query, { label: "query" });
-    return { events: await listAuditEvents(store.db, query) };
+    const events = await listAuditEvents(store.db, query);
+    return { events: events.map((event) => ({ ...event, before: redactAuditValue(event.before), after: redactAuditValue(event.after) })) };
   });
 }

@@ -82,3 +82,53 @@ describe("admin API", () => {
     expect(response.headers["llmgw-api"]).toBe("1");
   });
 });
+
+describe("secrets in model answers", () => {
+  let store: Store;
+  let app: FastifyInstance;
+  const admin = newToken("admin");
+  const reader = newToken("read");
+
+  beforeAll(async () => {
+    store = await openStore({ database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-api-secrets-")) });
+    const at = new Date().toISOString();
+    await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, at);
+    await insertToken(store.db, { id: randomUUID(), name: "dashboard", role: "read", hash: hashToken(reader) }, at);
+    const declared = [{ entry: { name: "fixed", profiles: [{ engine: "vllm" as const, source: "x" }] }, source: "file" as const, place: "prod.yaml models[0] (fixed)" }];
+    app = await buildApp({ store, catalog: new CatalogService(store, declared, "prod.yaml"), adminTokenHint: "see admin-token" });
+    await app.inject({
+      method: "POST",
+      url: "/api/v1/models",
+      headers: { authorization: `Bearer ${admin}` },
+      payload: {
+        name: "private",
+        adapters: [{ name: "sql", source: "https://robot:adapter-pass@mirror.example/sql/" }],
+        profiles: [{ engine: "vllm", source: "https://robot:s3cret@mirror.example/m/", env: { HF_TOKEN: "hf_abcdef", VLLM_LOGGING_LEVEL: "INFO" } }],
+      },
+    });
+  });
+  afterAll(async () => {
+    await app.close();
+    await store.close();
+  });
+
+  it("masks secret-looking env values and URL passwords in models and audit, keeping the rest", async () => {
+    for (const url of ["/api/v1/models/private", "/api/v1/models", "/api/v1/audit"]) {
+      const text = (await app.inject({ method: "GET", url, headers: { authorization: `Bearer ${reader}` } })).body;
+      expect(text, url).not.toContain("hf_abcdef");
+      expect(text, url).not.toContain("s3cret");
+      expect(text, url).not.toContain("adapter-pass");
+      expect(text, url).toContain("https://robot:***@mirror.example/m/");
+      expect(text, url).toContain('"VLLM_LOGGING_LEVEL":"INFO"');
+    }
+  });
+
+  it("names the file a declared model would be edited in, and null for a runtime one", async () => {
+    const view = (await app.inject({ method: "GET", url: "/api/v1/models/private", headers: { authorization: `Bearer ${reader}` } })).json();
+    expect(view.declared_in).toBeNull();
+    const fixed = (await app.inject({ method: "GET", url: "/api/v1/models/fixed", headers: { authorization: `Bearer ${reader}` } })).json();
+    expect([fixed.source, fixed.declared_in]).toEqual(["file", "prod.yaml"]);
+    const refused = (await app.inject({ method: "DELETE", url: "/api/v1/models/fixed", headers: { authorization: `Bearer ${admin}` } })).json();
+    expect(refused.error.hint).toContain('Edit the entry for "fixed" in prod.yaml');
+  });
+});

@@ -34,12 +34,12 @@ const fallbacksBody = z.strictObject({ fallbacks: z.array(modelNameSchema) });
 export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource): void {
   const view = async (name: string) => {
     const counts = await replicaCounts();
-    return modelView(await catalog.get(name), counts.get(name));
+    return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name));
   };
 
   app.get("/api/v1/models", { config: { access: "read" } }, async () => {
     const [models, counts] = await Promise.all([catalog.list(), replicaCounts()]);
-    return { models: models.map((model) => modelView(model, counts.get(model.name))) };
+    return { models: models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name))) };
   });
 
   app.get("/api/v1/models/:name", { config: { access: "read" } }, async (request) => view(nameParams.parse(request.params).name));
@@ -47,7 +47,7 @@ export function registerModelRoutes(app: FastifyInstance, catalog: CatalogServic
   app.post("/api/v1/models", { config: { access: "admin" } }, async (request, reply) => {
     const entry = parseBody(modelEntrySchema, request.body);
     const model = await catalog.add(entry, requireActor(request));
-    return reply.status(201).send(modelView(model));
+    return reply.status(201).send(modelView(model, catalog.declaredIn));
   });
 
   app.delete("/api/v1/models/:name", { config: { access: "admin" } }, async (request) => {

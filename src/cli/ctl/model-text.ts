@@ -36,7 +36,7 @@ export function describeModel(model: ModelView): string {
   if (model.external) rows.push(["external", `${model.external.base_url}${model.external.api_key_env ? ` (key from $${model.external.api_key_env} on the server)` : ""}`]);
   model.profiles.forEach((profile, index) => rows.push([index === 0 ? "profiles" : "", describeProfile(profile)]));
   const width = Math.max(...rows.map(([label]) => label.length));
-  return [`${model.name} (${model.source === "file" ? "declared in server.yaml" : "added at runtime"})`, ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join("\n");
+  return [`${model.name} (${model.source === "file" ? `declared in ${model.declared_in ?? "server.yaml"}` : "added at runtime"})`, ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join("\n");
 }
 
 export function profileSummary(model: ModelView): string {
