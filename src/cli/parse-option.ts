@@ -19,3 +19,12 @@ export function duration(value: string): string {
   if (parseDuration(value) === undefined) throw new InvalidArgumentError(`"${value}" is not a duration such as 90s, 10m or 1h.`);
   return value;
 }
+
+/** A share of something, such as a card's memory: more than 0, at most 1 (0.90, not 90). */
+export function fraction(value: string): number {
+  const number = Number(value);
+  if (value.trim() === "" || !Number.isFinite(number) || number <= 0 || number > 1) {
+    throw new InvalidArgumentError(`"${value}" is not a fraction between 0 and 1 (write 0.90 for 90%).`);
+  }
+  return number;
+}

@@ -3,6 +3,7 @@
  * `ctl model plan`, `model gpus`, `model context`, placement and the console
  * call these; everything but readModelSource is pure.
  */
+export { planSource, type PlanSourceOptions } from "./plan-source.js";
 export { readModelSource, maxShardHeadersRead, type ReadModelSourceOptions } from "./read-model-source.js";
 export { defaultHubEndpoint, type ModelFiles } from "./model-files.js";
 export type { ModelFacts, CheckpointFacts, Provenance } from "./model-facts.js";

@@ -64,7 +64,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         gpuMemoryUtilization: config.gpuMemoryUtilization,
       },
     });
-    const address = await app.listen({ host: config.listen.host, port: config.listen.port });
+    let address: string;
+    try {
+      address = await app.listen({ host: config.listen.host, port: config.listen.port });
+    } catch (error) {
+      await app.close();
+      throw listenFailure(config, error);
+    }
     return {
       config,
       store,
@@ -80,6 +86,17 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await store.close();
     throw error;
   }
+}
+
+/** A port in use or not ours to take is the operator's to fix, not a bug: say which address and what to do. */
+function listenFailure(config: ServerConfig, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  const where = `${config.listen.host}:${config.listen.port}`;
+  const fix = "Stop the other process there, or choose another address with --listen (or listen: in server.yaml).";
+  if (code === "EADDRINUSE") return new DomainError("config_invalid", `cannot listen on ${where}: another process already listens there`, fix);
+  if (code === "EACCES") return new DomainError("config_invalid", `cannot listen on ${where}: not permitted (ports below 1024 need privileges)`, fix);
+  if (code === "EADDRNOTAVAIL") return new DomainError("config_invalid", `cannot listen on ${where}: this machine has no such address`, fix);
+  return error;
 }
 
 export function describeStorage(config: ServerConfig): string {

@@ -189,6 +189,20 @@ describe("llmgw server start-up", () => {
     expect(result.stderr).toContain("models[0].profiles[0].gpus: a whole number of cards, 0 or more");
   });
 
+  it("says which address is taken, and how to choose another, when the port is in use", async () => {
+    const first = await startServerProcess();
+    try {
+      const directory = temporaryDirectory();
+      const taken = new URL(first.url).host;
+      const result = await runCli(["server", "--listen", taken, "--data-dir", path.join(directory, "data")]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`error: cannot listen on ${taken}: another process already listens there`);
+      expect(result.stderr).toContain("choose another address with --listen");
+    } finally {
+      await first.stop();
+    }
+  });
+
   it.runIf(postgresAdminUrl)("keeps its state in Postgres when given a postgres:// URL", async () => {
     const database = await createTestDatabase();
     const servers: ServerProcess[] = [];

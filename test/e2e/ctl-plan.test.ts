@@ -69,6 +69,12 @@ describe("llmgw ctl model plan", () => {
     expect(result.stderr).toContain("/nonexistent/model");
   });
 
+  it("refuses a utilization that is not a fraction of a card", async () => {
+    const result = await runCli(["ctl", "model", "plan", path.join(checkpoints, "Mistral-7B-v0.3"), "--gpus", "1xH100-80GB", "--utilization", "90"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('"90" is not a fraction between 0 and 1 (write 0.90 for 90%)');
+  });
+
   it("refuses a what-if spec it cannot read, naming the part", async () => {
     const result = await runCli(["ctl", "model", "plan", path.join(checkpoints, "Mistral-7B-v0.3"), "--gpus", "2 big cards"]);
     expect(result.code).toBe(1);

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
-import { parseHardwareSpec } from "../../fleet/gpu-spec.js";
-import { fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../../fleet/pools.js";
-import { planCandidates, readModelSource } from "../../plan/index.js";
+import type { InventoryNode } from "../../fleet/pools.js";
+import { planSource } from "../../plan/index.js";
 
 /** The live fleet, as the planner reads it; empty until nodes join. */
 export type FleetSource = () => Promise<readonly InventoryNode[]>;
@@ -30,12 +29,13 @@ const planQuery = z.strictObject({
 export function registerPlanRoutes(app: FastifyInstance, settings: PlanSettings, fleetSource: FleetSource): void {
   app.get("/api/v1/plan", { config: { access: "admin" } }, async (request) => {
     const query = parseWithSchema(planQuery, request.query, { label: "query" });
-    const fleet = query.gpus !== undefined ? fleetFromHardwareSpec(parseHardwareSpec(query.gpus)) : fleetFromNodes([...(await fleetSource())]);
-    const hubToken = settings.hubToken();
-    const facts = await readModelSource(query.source, { hubEndpoint: settings.hubEndpoint, ...(hubToken ? { hubToken } : {}) });
-    return planCandidates(facts, fleet, {
-      ...(query.context !== undefined ? { context: query.context } : {}),
+    return planSource(query.source, {
+      gpus: query.gpus,
+      liveNodes: fleetSource,
+      context: query.context,
       gpuMemoryUtilization: settings.gpuMemoryUtilization,
+      hubEndpoint: settings.hubEndpoint,
+      hubToken: settings.hubToken(),
     });
   });
 }

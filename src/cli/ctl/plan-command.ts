@@ -1,9 +1,7 @@
 import type { Command } from "commander";
-import { parseHardwareSpec } from "../../fleet/gpu-spec.js";
-import { fleetFromHardwareSpec } from "../../fleet/pools.js";
-import { defaultHubEndpoint, planCandidates, readModelSource, renderPlanTable, type Plan } from "../../plan/index.js";
+import { defaultHubEndpoint, planSource, renderPlanTable, type Plan } from "../../plan/index.js";
 import { print, printJson } from "../output.js";
-import { positiveNumber, wholeNumber } from "../parse-option.js";
+import { fraction, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
 
 interface PlanOptions {
@@ -26,19 +24,19 @@ export function registerPlanCommand(model: Command): void {
     .description("does the model fit, and how to split it: every pool × quantisation × cards per replica")
     .option("--gpus <spec>", 'what-if fleet instead of the server\'s, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie" (each group is one node; cpu:32c/256g adds a CPU host)')
     .option("--context <tokens>", "the context one request must get (default: the largest that fits is reported)", wholeNumber(1))
-    .option("--utilization <fraction>", "with --gpus: share of each card the engine may use (default 0.90)", positiveNumber)
+    .option("--utilization <fraction>", "with --gpus: share of each card the engine may use (default 0.90)", fraction)
     .option("--hub-endpoint <url>", "with --gpus: where HF ids are read (env HF_ENDPOINT; default the Hugging Face Hub)")
     .option("--json", "print the plan as JSON (shape in docs/PLAN.md)")
     .action(async (source: string, options: PlanOptions, command: Command) => {
       const json = ctlOptions(command).json;
       let plan: Plan;
       if (options.gpus !== undefined) {
-        const fleet = fleetFromHardwareSpec(parseHardwareSpec(options.gpus));
-        const hubToken = process.env.HF_TOKEN;
-        const facts = await readModelSource(source, { hubEndpoint: options.hubEndpoint ?? process.env.HF_ENDPOINT ?? defaultHubEndpoint, ...(hubToken ? { hubToken } : {}) });
-        plan = planCandidates(facts, fleet, {
-          ...(options.context !== undefined ? { context: options.context } : {}),
-          ...(options.utilization !== undefined ? { gpuMemoryUtilization: options.utilization } : {}),
+        plan = await planSource(source, {
+          gpus: options.gpus,
+          context: options.context,
+          gpuMemoryUtilization: options.utilization,
+          hubEndpoint: options.hubEndpoint ?? process.env.HF_ENDPOINT ?? defaultHubEndpoint,
+          hubToken: process.env.HF_TOKEN,
         });
       } else {
         const query = new URLSearchParams({ source });

@@ -1,0 +1,38 @@
+import { DomainError } from "../errors/domain-error.js";
+import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
+import { planCandidates, type Plan } from "./candidates.js";
+import { readModelSource } from "./read-model-source.js";
+
+export interface PlanSourceOptions {
+  /** A what-if fleet ("2xH100-80GB@nvl0,cpu:32c/256g"); without it, `liveNodes` is the fleet. */
+  readonly gpus?: string | undefined;
+  readonly liveNodes?: () => Promise<readonly InventoryNode[]>;
+  readonly context?: number | undefined;
+  readonly gpuMemoryUtilization?: number | undefined;
+  readonly hubEndpoint: string;
+  readonly hubToken?: string | undefined;
+}
+
+/**
+ * The whole of `ctl model plan` and GET /api/v1/plan: read the source, take
+ * the fleet (what-if or live), list the candidates. One function so the CLI's
+ * what-if and the server's answer can never disagree on a rule.
+ */
+export async function planSource(source: string, options: PlanSourceOptions): Promise<Plan> {
+  const utilization = options.gpuMemoryUtilization;
+  if (utilization !== undefined && !(utilization > 0 && utilization <= 1)) {
+    throw new DomainError(
+      "invalid_input",
+      `GPU memory utilization ${utilization} is not a fraction of a card`,
+      "Give a fraction between 0 and 1, such as 0.90 for 90% of each card.",
+    );
+  }
+  const fleet =
+    options.gpus !== undefined ? fleetFromHardwareSpec(parseHardwareSpec(options.gpus)) : fleetFromNodes([...((await options.liveNodes?.()) ?? [])]);
+  const facts = await readModelSource(source, { hubEndpoint: options.hubEndpoint, ...(options.hubToken ? { hubToken: options.hubToken } : {}) });
+  return planCandidates(facts, fleet, {
+    ...(options.context !== undefined ? { context: options.context } : {}),
+    ...(utilization !== undefined ? { gpuMemoryUtilization: utilization } : {}),
+  });
+}
