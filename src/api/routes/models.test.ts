@@ -69,6 +69,17 @@ describe("admin API", () => {
     expect(badClass.json().error.message).toContain("class: one of critical, standard, opportunistic, or default");
   });
 
+  it("checks change bodies with the catalog's own rules: required fields, unknown keys, ranges", async () => {
+    const resources = await app.inject({ method: "POST", url: "/api/v1/models/m/resources", headers: as(admin), payload: { cores: 4 } });
+    const details = resources.json().error.details as { where: string; message: string }[];
+    const at = (where: string) => details.find((detail) => detail.where === where)?.message;
+    expect(details).toHaveLength(2);
+    expect(at("cores")).toContain('did you mean "cpu_cores"?');
+    expect(at("memory_gb")).toMatch(/^required: host memory in GB/);
+    const scale = await app.inject({ method: "POST", url: "/api/v1/models/m/scale", headers: as(admin), payload: { min: -1 } });
+    expect(scale.json().error.message).toContain("min: a whole number of replicas, 0 or more");
+  });
+
   it("answers an unknown route and an unknown model with their codes", async () => {
     const route = await app.inject({ method: "GET", url: "/api/v1/nothing", headers: as(admin) });
     expect([route.statusCode, route.json().error.code]).toEqual([404, "route_not_found"]);

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { durationSchema } from "../../catalog/duration.js";
-import { modelClasses, modelEntrySchema, modelNameSchema } from "../../catalog/schema.js";
+import { modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
 import type { CatalogService } from "../../server/catalog-service.js";
 import { requireActor } from "../access.js";
 import { modelView, type ReplicaCountSource } from "../model-view.js";
@@ -9,27 +8,20 @@ import { parseBody } from "../parse-body.js";
 
 const nameParams = z.object({ name: z.string() });
 
-const scaleBody = z
-  .strictObject({
-    min: z.number().int().min(0, { message: "a whole number of replicas, 0 or more" }).optional(),
-    max: z.number().int().min(0, { message: "a whole number of replicas, 0 or more" }).optional(),
-    idle_timeout: durationSchema.optional(),
-  })
-  .refine((body) => body.min !== undefined || body.max !== undefined || body.idle_timeout !== undefined, {
-    message: "give at least one of min, max, idle_timeout",
-  });
-
-const resourcesBody = z.strictObject({
-  profile: z.string().optional(),
-  memory_gb: z.number({ message: "host memory in GB, a number greater than 0" }).positive({ message: "host memory in GB, a number greater than 0" }),
-  cpu_cores: z.number().positive({ message: "CPU cores, a number greater than 0" }).optional(),
+// Bodies are cut from the catalog's own schema, so a field is checked (and
+// explained) the same way in server.yaml, a model file and a request.
+const scaleBody = scalingSchema.refine((body) => body.min !== undefined || body.max !== undefined || body.idle_timeout !== undefined, {
+  message: "give at least one of min, max, idle_timeout",
 });
-
+const resourcesBody = profileSchema
+  .pick({ memory_gb: true, cpu_cores: true })
+  .required({ memory_gb: true })
+  .extend({ profile: z.string().optional() });
 const classBody = z.strictObject({
   class: z.enum([...modelClasses, "default"], { message: `one of ${modelClasses.join(", ")}, or default` }),
 });
-const ownerBody = z.strictObject({ owner: z.string().min(1, { message: "an owner name (a team or a person)" }) });
-const fallbacksBody = z.strictObject({ fallbacks: z.array(modelNameSchema) });
+const ownerBody = modelEntrySchema.pick({ owner: true }).required();
+const fallbacksBody = modelEntrySchema.pick({ fallbacks: true }).required();
 
 export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource): void {
   const view = async (name: string) => {
