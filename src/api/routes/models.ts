@@ -13,15 +13,18 @@ const nameParams = z.object({ name: z.string() });
 const scaleBody = scalingSchema.refine((body) => body.min !== undefined || body.max !== undefined || body.idle_timeout !== undefined, {
   message: "give at least one of min, max, idle_timeout",
 });
-const resourcesBody = profileSchema
-  .pick({ memory_gb: true, cpu_cores: true })
-  .required({ memory_gb: true })
-  .extend({ profile: z.string().optional() });
+// .unwrap() takes a field's own check without its optional wrapper: zod's
+// .required() would replace our message with a generic "nonoptional" one.
+const resourcesBody = z.strictObject({
+  profile: z.string().optional(),
+  memory_gb: profileSchema.shape.memory_gb.unwrap(),
+  cpu_cores: profileSchema.shape.cpu_cores,
+});
 const classBody = z.strictObject({
   class: z.enum([...modelClasses, "default"], { message: `one of ${modelClasses.join(", ")}, or default` }),
 });
-const ownerBody = modelEntrySchema.pick({ owner: true }).required();
-const fallbacksBody = modelEntrySchema.pick({ fallbacks: true }).required();
+const ownerBody = z.strictObject({ owner: modelEntrySchema.shape.owner.unwrap() });
+const fallbacksBody = z.strictObject({ fallbacks: modelEntrySchema.shape.fallbacks.unwrap() });
 
 export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource): void {
   const view = async (name: string) => {
