@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { architectureFromConfig, trainedContextFromConfig } from "./architecture.js";
+import { architectureFromConfig, slidingLayerCount, trainedContextFromConfig } from "./architecture.js";
+import { architectureFromGguf } from "./gguf-architecture.js";
 import { isDomainError } from "../errors/domain-error.js";
 import { fixtureArchitecture, fixtureConfig } from "./testing/fixtures.js";
 
@@ -63,5 +64,31 @@ describe("architectureFromConfig", () => {
   it("uses the text_config of a multimodal config", () => {
     const config = { model_type: "llava", text_config: fixtureConfig("Mistral-7B-v0.3") };
     expect(architectureFromConfig(config, "config.json").layers).toBe(32);
+  });
+});
+
+describe("sliding-window layers by family", () => {
+  it("counts Gemma-3's one global layer in six, from config.json and from GGUF alike", () => {
+    expect(slidingLayerCount("gemma3", 62, undefined)).toBe(52);
+    expect(slidingLayerCount("gemma3_text", 62, 6)).toBe(52);
+    expect(slidingLayerCount("gemma2", 42, undefined)).toBe(21);
+    expect(slidingLayerCount("mistral", 32, undefined)).toBe(32);
+    // gemma-3-27b as its GGUF states it: 62 layers, a 1024-token window, 128k trained.
+    const gguf = architectureFromGguf(
+      {
+        "general.architecture": "gemma3",
+        "gemma3.block_count": 62,
+        "gemma3.embedding_length": 5376,
+        "gemma3.attention.head_count": 32,
+        "gemma3.attention.head_count_kv": 16,
+        "gemma3.attention.key_length": 128,
+        "gemma3.context_length": 131072,
+        "gemma3.attention.sliding_window": 1024,
+        "gemma3.vocab_size": 262208,
+      },
+      [],
+      "gemma-3-27b-it-Q4_K_M.gguf",
+    );
+    expect(gguf.slidingWindow).toEqual({ window: 1024, slidingLayers: 52 });
   });
 });

@@ -159,14 +159,8 @@ function slidingWindowFromConfig(config: TextConfig, modelType: string, layers: 
     const slidingLayers = config.layer_types.filter((type) => type === "sliding_attention").length;
     return slidingLayers > 0 ? { window, slidingLayers } : undefined;
   }
-  if (modelType === "gemma2") {
-    // Gemma-2 alternates: even layers slide over 4096 tokens, odd layers see everything.
-    return { window, slidingLayers: Math.ceil(layers / 2) };
-  }
-  if (config.sliding_window_pattern !== undefined) {
-    // Gemma-3: every Nth layer is global, the rest slide.
-    const pattern = config.sliding_window_pattern;
-    return { window, slidingLayers: layers - Math.floor(layers / pattern) };
+  if (modelType === "gemma2" || config.sliding_window_pattern !== undefined) {
+    return { window, slidingLayers: slidingLayerCount(modelType, layers, config.sliding_window_pattern) };
   }
   if (modelType === "qwen2" || modelType === "qwen2_moe" || modelType === "qwen3" || modelType === "qwen3_moe") {
     // Qwen configs carry sliding_window even when it is off (use_sliding_window: false);
@@ -175,8 +169,24 @@ function slidingWindowFromConfig(config: TextConfig, modelType: string, layers: 
     const from = config.max_window_layers ?? layers;
     return from < layers ? { window, slidingLayers: layers - from } : undefined;
   }
-  // Mistral-7B v0.1 and others: one window for every layer.
-  return { window, slidingLayers: layers };
+  // Mistral-7B v0.1 and others: one window for every layer (Gemma-3 by its family pattern).
+  return { window, slidingLayers: slidingLayerCount(modelType, layers, undefined) };
+}
+
+/**
+ * How many layers slide when the files do not list each layer's kind: the
+ * patterns transformers and llama.cpp hard-code per family. Getting this wrong
+ * is a silent overcommit: a global layer counted as sliding stops its KV cache
+ * growing at the window, and the planner promises a context that runs out of
+ * memory at load. One function for config.json and GGUF, so they cannot differ.
+ */
+export function slidingLayerCount(modelType: string, layers: number, pattern: number | undefined): number {
+  // Gemma-2 alternates: even layers slide, odd layers see everything.
+  if (modelType === "gemma2") return Math.ceil(layers / 2);
+  // Gemma-3: every 6th layer is global (llama.cpp's n_swa_pattern), unless the file says otherwise.
+  const every = pattern ?? (modelType.startsWith("gemma3") ? 6 : undefined);
+  if (every !== undefined) return layers - Math.floor(layers / every);
+  return layers;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Architecture } from "./architecture.js";
-import { fieldMissing } from "./architecture.js";
+import { fieldMissing, slidingLayerCount } from "./architecture.js";
 import { ggmlTensorBytes, ggmlTypeById, ggufFileTypes } from "./ggml-types.js";
 
 /** GGUF metadata as @huggingface/gguf returns it: plain keys to values. */
@@ -88,7 +88,7 @@ export function architectureFromGguf(metadata: GgufMetadata, tensors: readonly G
   const window = numberAt(metadata, key("attention.sliding_window"));
   const slidingWindow =
     window !== undefined && window > 0 && window < trainedContext
-      ? { window, slidingLayers: modelType === "gemma2" ? Math.ceil(layers / 2) : layers }
+      ? { window, slidingLayers: slidingLayerCount(modelType, layers, numberAt(metadata, key("attention.sliding_window_pattern"))) }
       : undefined;
 
   return {
