@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -13,7 +12,7 @@ import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { parseListen } from "../catalog/server-config.js";
 import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
-import { isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
+import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
 import { llmgwCommand } from "../package-root.js";
 import { ApiClient } from "../cli/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
@@ -65,6 +64,18 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     for (const agent of agents) if (agent.pid !== undefined) killGroup(agent.pid);
   };
   process.once("exit", killEverything);
+  // Ctrl-C while the demo is still starting: the agents run in their own
+  // process group and would not hear it, so stop what has started, then leave.
+  // The caller installs its own handlers once the demo is up.
+  const interruptedWhileStarting = () => {
+    void stop().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", interruptedWhileStarting);
+  process.once("SIGTERM", interruptedWhileStarting);
+  const startingDone = () => {
+    process.removeListener("SIGINT", interruptedWhileStarting);
+    process.removeListener("SIGTERM", interruptedWhileStarting);
+  };
 
   const stop = async () => {
     if (client) {
@@ -118,8 +129,10 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     }, () => agentFailure(agents, dataDir));
 
     for (const replica of replicas) if (replica.pid !== null) enginePids.add(replica.pid);
+    startingDone();
     return { url: server.url, token, dataDir, modelsDir, nodes, replicas, stop };
   } catch (error) {
+    startingDone();
     await stop();
     throw error;
   }
@@ -128,17 +141,9 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
 /** The server's listen address: the asked one, or a free port beside it when that one is taken (a newcomer should not have to pick). */
 async function availableListen(listen: string, say: (line: string) => void): Promise<string> {
   const { host, port } = parseListen(listen, "--listen");
-  if (port === 0 || (await portIsFree(host, port))) return listen;
+  if (port === 0 || (await isPortFree(port))) return listen;
   say(`port ${port} on ${host} is taken; using a free port instead (choose one with --listen)`);
   return `${host}:0`;
-}
-
-function portIsFree(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once("error", () => resolve(false));
-    probe.listen(port, host, () => probe.close(() => resolve(true)));
-  });
 }
 
 async function writeCheckpoints(modelsDir: string): Promise<void> {

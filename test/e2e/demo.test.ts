@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import OpenAI from "openai";
@@ -107,6 +107,34 @@ describe("llmgw demo, as a newcomer runs it", () => {
     expect(await exited).toBe(0);
     expect(output).toContain("Stopped.");
     expect(await running(enginePids)).toEqual([]);
+    expect(existsSync(dataDir)).toBe(false);
+  });
+});
+
+describe("llmgw demo, interrupted while it starts", () => {
+  it("stops the agents it already started and removes its folder", async () => {
+    const demo = spawn(process.execPath, [llmgwBin, "demo", "--listen", "127.0.0.1:0"], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    demo.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    demo.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => demo.once("exit", (code) => resolve(code)));
+    // The server line comes before the agents have joined: interrupt there.
+    const dataDir = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no server line in 60 s:\n${output}`)), 60_000);
+      demo.stdout?.on("data", () => {
+        const match = /state in (\S+)\/server\)/.exec(output);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1] as string);
+        }
+      });
+    });
+    process.kill(-(demo.pid as number), "SIGINT");
+    expect(await exited).toBe(130);
+    const agentsLeft = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" })
+      .split("\n")
+      .filter((line) => line.includes(dataDir));
+    expect(agentsLeft).toEqual([]);
     expect(existsSync(dataDir)).toBe(false);
   });
 });
