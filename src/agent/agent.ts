@@ -127,8 +127,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   const driverFor = options.driverFor ?? (await loadEngineDrivers());
   const enginePaths = options.enginePaths ?? {};
-  const gatherInventory = async (): Promise<Inventory> =>
-    await collectInventory({ hostname: os.hostname(), fabric, simulate, weightsDirectory: path.join(dataDirectory, "weights"), enginePaths });
+  const gatherInventory = async (lastKnownGpus?: Inventory["gpus"]): Promise<Inventory> =>
+    await collectInventory({
+      hostname: os.hostname(),
+      fabric,
+      simulate,
+      weightsDirectory: path.join(dataDirectory, "weights"),
+      enginePaths,
+      onWarning: (message) => logger.warn(message),
+      lastKnownGpus,
+    });
   let inventory = await gatherInventory();
 
   const stateWriter = new AgentStateWriter(stateFile);
@@ -290,7 +298,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         }
         if (Date.now() - lastInventoryRefresh > inventoryRefreshMs) {
           lastInventoryRefresh = Date.now();
-          inventory = await gatherInventory().catch(() => inventory);
+          // A refresh whose nvidia-smi fails keeps the cards: replicas still run on them.
+          inventory = await gatherInventory(inventory.gpus).catch(() => inventory);
         }
         const inventoryText = JSON.stringify(inventory);
         const withInventory = sendInventory || inventoryText !== lastInventoryText;
