@@ -73,7 +73,14 @@ export interface RunningAgent {
   close(): Promise<void>;
 }
 
-const maxBackoffMs = 30_000;
+/**
+ * The longest wait between heartbeats while the server is away. A restarted
+ * server calls a node lost when it has not heard from it within its settling
+ * window (20 s by default) and heartbeat deadline (15 s); an agent backing off
+ * to 30 s was marked lost, with every replica on it, though nothing had
+ * failed. 5 s (6 s with jitter) keeps well inside both.
+ */
+const maxBackoffMs = 5_000;
 const inventoryRefreshMs = 30_000;
 
 function defaultNodeName(): string {
@@ -90,9 +97,14 @@ export function parseListen(listen: string): { host: string; port: number } {
   return { host: match[1] ?? (match[2] || "127.0.0.1"), port };
 }
 
-/** A random wait around the given one, so agents that lost the server together do not return in one wave. */
-function jittered(milliseconds: number): number {
-  return Math.round(milliseconds * (0.8 + Math.random() * 0.4));
+/**
+ * The wait before the next heartbeat: the interval, doubled per failure up to
+ * maxBackoffMs, and jittered (±20 %) so agents that lost the server together
+ * do not return in one wave.
+ */
+export function heartbeatDelayMs(failures: number, intervalMs: number, random: () => number = Math.random): number {
+  const delay = failures === 0 ? intervalMs : Math.min(maxBackoffMs, intervalMs * 2 ** Math.min(failures, 8));
+  return Math.round(delay * (0.8 + random() * 0.4));
 }
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
@@ -335,10 +347,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   const schedule = (): void => {
     if (closed) return;
-    const delay = failures === 0 ? heartbeatIntervalMs : Math.min(maxBackoffMs, heartbeatIntervalMs * 2 ** Math.min(failures, 8));
     timer = setTimeout(() => {
       void beat().finally(schedule);
-    }, jittered(delay));
+    }, heartbeatDelayMs(failures, heartbeatIntervalMs));
   };
 
   const close = async (error?: DomainError): Promise<void> => {
