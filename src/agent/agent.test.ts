@@ -90,7 +90,8 @@ describe("the agent joining and reporting", () => {
     expect(anonymous.statusCode).toBe(401);
     expect(await anonymous.body.json()).toMatchObject({ error: { code: "unauthorized" } });
     const future = await controlPlane.call("node-a", "POST", "/agent/v1/replicas", { protocol: 2, replica });
-    expect(future.status).toBe(409);
+    // The admin API's status for the code: one table for both.
+    expect(future.status).toBe(426);
     expect(future.body).toMatchObject({ error: { code: "version_unsupported", message: "agent node-a: this agent speaks agent protocol 1; the server sent protocol 2" } });
   });
 
@@ -100,6 +101,11 @@ describe("the agent joining and reporting", () => {
     const waits = Array.from({ length: 40 }, (_unused, failures) => heartbeatDelayMs(failures, 2000, () => 1));
     expect(Math.max(...waits)).toBeLessThan(serverHeartbeatDeadlineMs / 2);
     expect(waits[1]).toBeGreaterThan(waits[0] ?? 0);
+  });
+
+  it("listens on a bare port, and names --listen when it is not HOST:PORT", async () => {
+    expect((await agent({ listen: "0" })).url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await expect(agent({ listen: "localhost" })).rejects.toMatchObject({ code: "config_invalid", message: '--listen: "localhost" is not HOST:PORT' });
   });
 
   it("needs neither a token nor a join on restart: the credential is kept", async () => {

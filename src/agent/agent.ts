@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import pino, { type Logger } from "pino";
 import { DomainError } from "../errors/domain-error.js";
+import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
@@ -88,15 +89,6 @@ function defaultNodeName(): string {
   return (cleaned || "node").slice(0, 63);
 }
 
-export function parseListen(listen: string): { host: string; port: number } {
-  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(listen) ?? /^()()(\d+)$/.exec(listen);
-  const port = Number(match?.[3]);
-  if (!match || !Number.isInteger(port) || port > 65535) {
-    throw new DomainError("config_invalid", `--listen "${listen}" is not HOST:PORT`, "Write it as 127.0.0.1:0 (any free port) or 0.0.0.0:9090.");
-  }
-  return { host: match[1] ?? (match[2] || "127.0.0.1"), port };
-}
-
 /**
  * The wait before the next heartbeat: the interval, doubled per failure up to
  * maxBackoffMs, and jittered (±20 %) so agents that lost the server together
@@ -123,7 +115,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const fabric = options.fabric ?? name;
   const dataDirectory = path.resolve(options.dataDirectory ?? "llmgw-agent-data");
   const simulate: HardwareSpec | undefined = options.simulate !== undefined ? parseHardwareSpec(options.simulate) : undefined;
-  const listen = parseListen(options.listen ?? "127.0.0.1:0");
+  const listen = parseListen(options.listen ?? "127.0.0.1:0", "--listen");
   const stateFile = path.join(dataDirectory, "agent-state.json");
   await mkdir(dataDirectory, { recursive: true });
 

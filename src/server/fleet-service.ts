@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import {
@@ -7,6 +7,7 @@ import {
   joinRequestSchema,
   protocolOf,
   protocolVersion,
+  replicaIdSchema,
   replicaStatusSchema,
   terminalReplicaStates,
   versionMismatchMessage,
@@ -17,7 +18,7 @@ import {
   type ReplicaState,
   type ReplicaStatus,
 } from "../agent/protocol.js";
-import { hashToken, newToken } from "../api/tokens.js";
+import { hashToken, newToken, sameSecret } from "../api/tokens.js";
 import type { ReplicaCountSource, ReplicaCounts } from "../api/model-view.js";
 import { parseBody } from "../api/parse-body.js";
 import { DomainError } from "../errors/domain-error.js";
@@ -96,22 +97,13 @@ export const startReplicaBodySchema = z.strictObject({
   profile: z.string().optional(),
   cards: z.array(z.number().int().min(0)).optional(),
   context: z.number().int().positive().optional(),
-  id: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: "a replica id of letters, digits and . _ -" })
-    .optional(),
+  id: replicaIdSchema.optional(),
   simulation: z.strictObject({ weights_bytes_per_card: z.number().int().min(0).optional(), load_ms: z.number().int().min(0).optional() }).optional(),
 });
 export type StartReplicaBody = z.infer<typeof startReplicaBodySchema>;
 
 /** A replica the agent stopped reporting is failed only after this long: a heartbeat built before its start may still arrive. */
 const missingGraceMs = 10_000;
-
-function sameSecret(given: string, expected: string): boolean {
-  const left = Buffer.from(given);
-  const right = Buffer.from(expected);
-  return left.length === right.length && timingSafeEqual(left, right);
-}
 
 /**
  * Cards named by hand get the checks chooseCards makes by construction: a
