@@ -46,12 +46,20 @@ export async function readAgentState(file: string): Promise<AgentState | undefin
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
-  const parsed = agentStateSchema.safeParse(JSON.parse(text));
+  const moveAside = "Move the file aside to start afresh (engines it started keep running and must then be stopped by hand)";
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    // Writes are atomic, so this is damage from outside (a full disk, a hand edit, a copy cut short).
+    throw new DomainError("config_invalid", `${file} is not JSON, so the agent cannot read its state: ${(error as Error).message}`, `${moveAside}.`);
+  }
+  const parsed = agentStateSchema.safeParse(json);
   if (!parsed.success) {
     throw new DomainError(
       "config_invalid",
       `${file} is not an agent state file this version can read: ${parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`,
-      "Move the file aside to start afresh (engines it started keep running and must then be stopped by hand), or run the agent version that wrote it.",
+      `${moveAside}, or run the agent version that wrote it.`,
     );
   }
   return parsed.data;

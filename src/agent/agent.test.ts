@@ -6,7 +6,7 @@ import { request } from "undici";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeControlPlane } from "../../test/support/fake-control-plane.js";
 import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../../test/support/fake-engine.js";
-import { startAgent, type AgentOptions, type RunningAgent } from "./agent.js";
+import { heartbeatDelayMs, startAgent, type AgentOptions, type RunningAgent } from "./agent.js";
 import { isProcessAlive } from "./engine-process.js";
 
 let directory: string;
@@ -90,8 +90,22 @@ describe("the agent joining and reporting", () => {
     expect(anonymous.statusCode).toBe(401);
     expect(await anonymous.body.json()).toMatchObject({ error: { code: "unauthorized" } });
     const future = await controlPlane.call("node-a", "POST", "/agent/v1/replicas", { protocol: 2, replica });
-    expect(future.status).toBe(409);
+    // The admin API's status for the code: one table for both.
+    expect(future.status).toBe(426);
     expect(future.body).toMatchObject({ error: { code: "version_unsupported", message: "agent node-a: this agent speaks agent protocol 1; the server sent protocol 2" } });
+  });
+
+  it("retries a server that went away within the server's heartbeat deadline, however many beats failed", async () => {
+    // 15 s: the server's default heartbeat deadline, shorter than its settling window after a restart.
+    const serverHeartbeatDeadlineMs = 15_000;
+    const waits = Array.from({ length: 40 }, (_unused, failures) => heartbeatDelayMs(failures, 2000, () => 1));
+    expect(Math.max(...waits)).toBeLessThan(serverHeartbeatDeadlineMs / 2);
+    expect(waits[1]).toBeGreaterThan(waits[0] ?? 0);
+  });
+
+  it("listens on a bare port, and names --listen when it is not HOST:PORT", async () => {
+    expect((await agent({ listen: "0" })).url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await expect(agent({ listen: "localhost" })).rejects.toMatchObject({ code: "config_invalid", message: '--listen: "localhost" is not HOST:PORT' });
   });
 
   it("needs neither a token nor a join on restart: the credential is kept", async () => {

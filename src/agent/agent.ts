@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import pino, { type Logger } from "pino";
 import { DomainError } from "../errors/domain-error.js";
+import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
@@ -73,7 +74,14 @@ export interface RunningAgent {
   close(): Promise<void>;
 }
 
-const maxBackoffMs = 30_000;
+/**
+ * The longest wait between heartbeats while the server is away. A restarted
+ * server calls a node lost when it has not heard from it within its settling
+ * window (20 s by default) and heartbeat deadline (15 s); an agent backing off
+ * to 30 s was marked lost, with every replica on it, though nothing had
+ * failed. 5 s (6 s with jitter) keeps well inside both.
+ */
+const maxBackoffMs = 5_000;
 const inventoryRefreshMs = 30_000;
 
 function defaultNodeName(): string {
@@ -81,18 +89,14 @@ function defaultNodeName(): string {
   return (cleaned || "node").slice(0, 63);
 }
 
-export function parseListen(listen: string): { host: string; port: number } {
-  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(listen) ?? /^()()(\d+)$/.exec(listen);
-  const port = Number(match?.[3]);
-  if (!match || !Number.isInteger(port) || port > 65535) {
-    throw new DomainError("config_invalid", `--listen "${listen}" is not HOST:PORT`, "Write it as 127.0.0.1:0 (any free port) or 0.0.0.0:9090.");
-  }
-  return { host: match[1] ?? (match[2] || "127.0.0.1"), port };
-}
-
-/** A random wait around the given one, so agents that lost the server together do not return in one wave. */
-function jittered(milliseconds: number): number {
-  return Math.round(milliseconds * (0.8 + Math.random() * 0.4));
+/**
+ * The wait before the next heartbeat: the interval, doubled per failure up to
+ * maxBackoffMs, and jittered (±20 %) so agents that lost the server together
+ * do not return in one wave.
+ */
+export function heartbeatDelayMs(failures: number, intervalMs: number, random: () => number = Math.random): number {
+  const delay = failures === 0 ? intervalMs : Math.min(maxBackoffMs, intervalMs * 2 ** Math.min(failures, 8));
+  return Math.round(delay * (0.8 + random() * 0.4));
 }
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
@@ -111,7 +115,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const fabric = options.fabric ?? name;
   const dataDirectory = path.resolve(options.dataDirectory ?? "llmgw-agent-data");
   const simulate: HardwareSpec | undefined = options.simulate !== undefined ? parseHardwareSpec(options.simulate) : undefined;
-  const listen = parseListen(options.listen ?? "127.0.0.1:0");
+  const listen = parseListen(options.listen ?? "127.0.0.1:0", "--listen");
   const stateFile = path.join(dataDirectory, "agent-state.json");
   await mkdir(dataDirectory, { recursive: true });
 
@@ -127,8 +131,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   const driverFor = options.driverFor ?? (await loadEngineDrivers());
   const enginePaths = options.enginePaths ?? {};
-  const gatherInventory = async (): Promise<Inventory> =>
-    await collectInventory({ hostname: os.hostname(), fabric, simulate, weightsDirectory: path.join(dataDirectory, "weights"), enginePaths });
+  const gatherInventory = async (lastKnownGpus?: Inventory["gpus"]): Promise<Inventory> =>
+    await collectInventory({
+      hostname: os.hostname(),
+      fabric,
+      simulate,
+      weightsDirectory: path.join(dataDirectory, "weights"),
+      enginePaths,
+      onWarning: (message) => logger.warn(message),
+      lastKnownGpus,
+    });
   let inventory = await gatherInventory();
 
   const stateWriter = new AgentStateWriter(stateFile);
@@ -290,7 +302,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         }
         if (Date.now() - lastInventoryRefresh > inventoryRefreshMs) {
           lastInventoryRefresh = Date.now();
-          inventory = await gatherInventory().catch(() => inventory);
+          // A refresh whose nvidia-smi fails keeps the cards: replicas still run on them.
+          inventory = await gatherInventory(inventory.gpus).catch(() => inventory);
         }
         const inventoryText = JSON.stringify(inventory);
         const withInventory = sendInventory || inventoryText !== lastInventoryText;
@@ -326,10 +339,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   const schedule = (): void => {
     if (closed) return;
-    const delay = failures === 0 ? heartbeatIntervalMs : Math.min(maxBackoffMs, heartbeatIntervalMs * 2 ** Math.min(failures, 8));
     timer = setTimeout(() => {
       void beat().finally(schedule);
-    }, jittered(delay));
+    }, heartbeatDelayMs(failures, heartbeatIntervalMs));
   };
 
   const close = async (error?: DomainError): Promise<void> => {

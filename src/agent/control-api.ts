@@ -1,10 +1,11 @@
-import { timingSafeEqual } from "node:crypto";
 import { open, stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import Fastify, { type FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { ErrorCode } from "../errors/codes.js";
+import { statusForCode } from "../api/error-handler.js";
+import { flagSchema, isSet, logsQuerySchema } from "../api/logs-query.js";
+import { sameSecret } from "../api/tokens.js";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { protocolOf, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates, versionMismatchMessage } from "./protocol.js";
 import { readLogTail } from "./replica-log.js";
@@ -12,18 +13,9 @@ import type { ReplicaSupervisor } from "./replica-supervisor.js";
 
 /**
  * The agent's control API, called by the server with the node credential.
- * Domain errors map to statuses here, as src/api's handler does for the admin
- * API: the same `{error:{code,message,hint}}` body on both.
+ * Domain errors map to statuses with src/api's one table, as the admin API
+ * does: the same `{error:{code,message,hint}}` body and status on both.
  */
-const statusOfCode: Partial<Record<ErrorCode, number>> = {
-  invalid_input: 400,
-  unauthorized: 401,
-  replica_not_found: 404,
-  route_not_found: 404,
-  replica_conflict: 409,
-  cards_busy: 409,
-  version_unsupported: 409,
-};
 
 export interface ControlApiOptions {
   readonly supervisor: ReplicaSupervisor;
@@ -34,19 +26,7 @@ export interface ControlApiOptions {
   readonly onChange: () => void;
 }
 
-function sameSecret(given: string, expected: string): boolean {
-  const left = Buffer.from(given);
-  const right = Buffer.from(expected);
-  // Constant time, so the credential cannot be guessed byte by byte from response times.
-  return left.length === right.length && timingSafeEqual(left, right);
-}
-
-const logsQuerySchema = z.object({
-  tail: z.coerce.number().int().min(0).max(100_000).default(100),
-  follow: z.enum(["0", "1", "true", "false"]).optional(),
-});
-
-const stopQuerySchema = z.object({ drain: z.enum(["0", "1", "true", "false"]).optional() });
+const stopQuerySchema = z.object({ drain: flagSchema });
 
 function invalid(message: string): DomainError {
   return new DomainError("invalid_input", message, "Send the body the agent protocol defines (src/agent/protocol.ts).");
@@ -58,7 +38,7 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
 
   app.setErrorHandler((error, _request, reply) => {
     if (isDomainError(error)) {
-      void reply.status(statusOfCode[error.code] ?? 500).send(error.toBody());
+      void reply.status(statusForCode[error.code]).send(error.toBody());
       return;
     }
     const status = (error as { statusCode?: number }).statusCode ?? 500;
@@ -108,7 +88,7 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
   app.delete<{ Params: { id: string } }>("/agent/v1/replicas/:id", async (request, reply) => {
     const query = stopQuerySchema.safeParse(request.query);
     if (!query.success) throw invalid("drain is 1 or 0");
-    const drain = query.data.drain === "1" || query.data.drain === "true";
+    const drain = isSet(query.data.drain);
     const status = supervisor.stop(request.params.id, drain);
     options.onChange();
     return reply.status(202).send({ protocol: protocolVersion, replica: status });
@@ -130,7 +110,7 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
     const lines = await readLogTail(logPath, query.data.tail);
     const head = lines.length > 0 ? `${lines.join("\n")}\n` : "";
     void reply.type("text/plain; charset=utf-8");
-    if (query.data.follow !== "1" && query.data.follow !== "true") return reply.send(head);
+    if (!isSet(query.data.follow)) return reply.send(head);
     let closed = false;
     request.raw.on("close", () => {
       closed = true;

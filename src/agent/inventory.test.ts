@@ -46,6 +46,24 @@ describe("inventory", () => {
     expect(inventory.disk_free_bytes).toBeGreaterThan(0);
   });
 
+  it("joins as a CPU node when nvidia-smi fails, warning with nvidia-smi named and the fix", async () => {
+    await program("nvidia-smi", "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2\nexit 9\n");
+    const warnings: string[] = [];
+    const inventory = await collectInventory({
+      hostname: "h",
+      fabric: "f",
+      simulate: undefined,
+      weightsDirectory: path.join(directory, "weights"),
+      enginePaths: {},
+      pathEnvironment: bin,
+      onWarning: (message) => warnings.push(message),
+    });
+    expect(inventory.gpus).toEqual([]);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`${path.join(bin, "nvidia-smi")} failed (NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.)`);
+    expect(warnings[0]).toContain("Check the NVIDIA driver");
+  });
+
   it("is a CPU node without nvidia-smi", async () => {
     const inventory = await collectInventory({ hostname: "h", fabric: "f", simulate: undefined, weightsDirectory: path.join(directory, "weights"), enginePaths: {}, pathEnvironment: bin });
     expect(inventory.gpus).toEqual([]);

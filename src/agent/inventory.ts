@@ -26,6 +26,10 @@ export interface InventoryOptions {
   readonly weightsDirectory: string;
   readonly enginePaths: EnginePaths;
   readonly pathEnvironment?: string | undefined;
+  /** Told when nvidia-smi fails; the agent logs it. */
+  readonly onWarning?: ((message: string) => void) | undefined;
+  /** Reported in place of the cards when nvidia-smi fails: the last ones read, or none at start. */
+  readonly lastKnownGpus?: readonly GpuInventory[] | undefined;
 }
 
 /** Looks a program up the way a shell would: an absolute or relative path as is, a bare name on PATH. */
@@ -107,11 +111,24 @@ export async function detectEngines(enginePaths: EnginePaths, pathEnvironment?: 
   return found;
 }
 
-async function realGpus(fabric: string, pathEnvironment?: string): Promise<GpuInventory[]> {
+async function realGpus(options: InventoryOptions): Promise<GpuInventory[]> {
+  const { fabric, pathEnvironment } = options;
   const nvidiaSmi = await findProgram("nvidia-smi", pathEnvironment);
   if (!nvidiaSmi) return [];
-  // A wedged driver can hang nvidia-smi for minutes; the agent must still join (as a CPU node) and heartbeat.
-  const { stdout } = await execFileAsync(nvidiaSmi, [...nvidiaSmiQueryArguments], { timeout: 15_000 });
+  let stdout: string;
+  try {
+    // A wedged driver can hang nvidia-smi for minutes; the agent must still join (as a CPU node) and heartbeat.
+    ({ stdout } = await execFileAsync(nvidiaSmi, [...nvidiaSmiQueryArguments], { timeout: 15_000 }));
+  } catch (error) {
+    const failure = error as { killed?: boolean; stderr?: string; message: string };
+    const why = failure.killed ? "did not answer within 15 s" : (failure.stderr?.trim().split("\n")[0] ?? "") || failure.message;
+    const fallback = options.lastKnownGpus ?? [];
+    options.onWarning?.(
+      `${nvidiaSmi} failed (${why}), so this node reports ${fallback.length === 0 ? "no GPUs (it joins as a CPU node)" : "the cards it read last"}. ` +
+        "Check the NVIDIA driver (nvidia-smi must run by itself, e.g. after loading the driver or rebooting), then restart the agent.",
+    );
+    return [...fallback];
+  }
   return parseNvidiaSmi(stdout).map((gpu) => ({
     index: gpu.index,
     uuid: gpu.uuid,
@@ -149,7 +166,7 @@ export async function collectInventory(options: InventoryOptions): Promise<Inven
   const simulate = options.simulate;
   return {
     hostname: options.hostname,
-    gpus: simulate ? simulatedGpus(simulate, options.hostname, options.fabric) : await realGpus(options.fabric, options.pathEnvironment),
+    gpus: simulate ? simulatedGpus(simulate, options.hostname, options.fabric) : await realGpus(options),
     memory_bytes: simulate?.host?.memoryBytes ?? os.totalmem(),
     cpu_cores: simulate?.host?.cpuCores ?? os.availableParallelism(),
     engines: simulate ? [...engineNames] : await detectEngines(options.enginePaths, options.pathEnvironment),

@@ -164,6 +164,35 @@ describe("ReplicaSupervisor", () => {
     expect(failed.reason).toContain(`could not fetch ${source} on node node-a: the server answered 404`);
   });
 
+  it("refuses to start a replica that is still stopping, saying to start it again once stopped", async () => {
+    const supervisor = makeSupervisor({ stopGraceMs: 700 });
+    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }));
+    await until(supervisor, "r1", ["ready", "failed"]);
+    supervisor.stop("r1", false);
+    expect(() => supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }))).toThrow(
+      expect.objectContaining({ code: "replica_conflict", message: "replica r1 on node node-a is stopping; start it again when it has stopped" }),
+    );
+    await until(supervisor, "r1", ["stopped"]);
+  });
+
+  it("keeps the agent's join token and admin token out of the engine's environment", async () => {
+    const saved = { join: process.env.LLMGW_JOIN_TOKEN, admin: process.env.LLMGW_TOKEN };
+    process.env.LLMGW_JOIN_TOKEN = "llmgw_join_secret";
+    process.env.LLMGW_TOKEN = "llmgw_admin_secret";
+    extraCleanups.push(() => {
+      for (const [name, value] of [["LLMGW_JOIN_TOKEN", saved.join], ["LLMGW_TOKEN", saved.admin]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    });
+    const supervisor = makeSupervisor();
+    supervisor.start(spec());
+    await until(supervisor, "r1", ["ready", "failed"]);
+    const log = await readFile(path.join(directory, "logs", "r1.log"), "utf8");
+    expect(log).toContain("inherited LLMGW_JOIN_TOKEN=undefined LLMGW_TOKEN=undefined");
+    expect(log).not.toContain("_secret");
+  });
+
   it("refuses a second replica on cards in use, and treats a repeated start as the same replica", async () => {
     const supervisor = makeSupervisor();
     supervisor.start(spec());

@@ -82,6 +82,19 @@ interface Replica {
 
 const logTailLines = 20;
 
+/**
+ * The agent's own secrets. An engine has no use for them, and it runs code
+ * that came with the model (trust_remote_code, custom nodes): a join token
+ * read there lets anyone join machines to the fleet.
+ */
+const agentSecrets = ["LLMGW_JOIN_TOKEN", "LLMGW_TOKEN"] as const;
+
+function engineInheritedEnvironment(): NodeJS.ProcessEnv {
+  const environment = { ...process.env };
+  for (const name of agentSecrets) delete environment[name];
+  return environment;
+}
+
 function now(): string {
   return new Date().toISOString();
 }
@@ -251,6 +264,14 @@ export class ReplicaSupervisor {
    */
   start(spec: ReplicaSpec): ReplicaStatus {
     const existing = this.replicas.get(spec.id);
+    if (existing?.stopping !== undefined && !isTerminal(existing.state)) {
+      // Answering with its status would look accepted; the stop then ends it and nothing starts.
+      throw new DomainError(
+        "replica_conflict",
+        `replica ${spec.id} on node ${this.options.nodeName} is stopping; start it again when it has stopped`,
+        "Wait until `llmgw ctl replicas` shows it stopped or no longer lists it, then start it again.",
+      );
+    }
     if (existing && !isTerminal(existing.state)) {
       if (JSON.stringify(existing.spec) === JSON.stringify(spec)) return this.status(existing);
       throw new DomainError(
@@ -415,7 +436,7 @@ export class ReplicaSupervisor {
     await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${argv.join(" ")}\n`);
     let spawned;
     try {
-      spawned = await spawnEngine(argv, { ...process.env, ...env }, logPath);
+      spawned = await spawnEngine(argv, { ...engineInheritedEnvironment(), ...env }, logPath);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "EACCES") {
         throw new DomainError(

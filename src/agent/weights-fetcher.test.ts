@@ -1,11 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, statfs, truncate, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fetchWeights, type FetchProgress } from "./weights-fetcher.js";
+import { cacheLocation, parseWeightsSource } from "./weights-source.js";
 
 interface RequestRecord {
   method: string;
@@ -19,6 +20,8 @@ class FileServer {
   readonly requests: RequestRecord[] = [];
   /** Paths whose next GET is cut after this many bytes. */
   readonly cutAfter = new Map<string, number>();
+  /** Paths whose GETs send this many bytes and then nothing more, holding the connection open. */
+  readonly stallAfter = new Map<string, number>();
   listings = true;
   private server = http.createServer((request, response) => this.handle(request, response));
   url = "";
@@ -56,11 +59,21 @@ class FileServer {
     const etag = `"${createHash("md5").update(content).digest("hex")}"`;
     const range = /^bytes=(\d+)-$/.exec(request.headers.range ?? "");
     const start = range ? Number(range[1]) : 0;
+    if (start >= content.length && range) {
+      // As nginx answers a range that starts at or past the end.
+      response.writeHead(416, { "content-range": `bytes */${content.length}` }).end();
+      return;
+    }
     const headers: Record<string, string | number> = { etag, "accept-ranges": "bytes", "content-length": content.length - start };
     if (range) headers["content-range"] = `bytes ${start}-${content.length - 1}/${content.length}`;
     response.writeHead(range ? 206 : 200, headers);
     if (request.method === "HEAD") {
       response.end();
+      return;
+    }
+    const stall = this.stallAfter.get(pathname);
+    if (stall !== undefined) {
+      response.write(content.subarray(start, start + stall));
       return;
     }
     const cut = this.cutAfter.get(pathname);
@@ -91,6 +104,7 @@ beforeEach(async () => {
   server.files.clear();
   server.requests.length = 0;
   server.cutAfter.clear();
+  server.stallAfter.clear();
   server.listings = true;
 });
 afterEach(async () => {
@@ -172,6 +186,67 @@ describe("fetchWeights over http", () => {
     expect(await readFile(weightsPath, "utf8")).toBe("tampered");
   });
 
+  it("finishes a partial that already holds the whole file, as after an agent killed while checksumming it", async () => {
+    const content = randomBytes(50_000);
+    server.files.set("/models/done.gguf", content);
+    const pin = createHash("sha256").update(content).digest("hex");
+    const source = `${server.url}/models/done.gguf#sha256=${pin}`;
+    const destination = path.join(cacheDirectory, cacheLocation(parseWeightsSource(source)));
+    await mkdir(path.dirname(destination), { recursive: true });
+    await writeFile(`${destination}.partial`, content);
+    const weightsPath = await fetchWeights({ ...baseOptions(), source });
+    expect(weightsPath).toBe(destination);
+    expect(await readFile(weightsPath)).toEqual(content);
+    await expect(stat(`${destination}.partial`)).rejects.toThrow(/ENOENT/);
+    // Nothing was fetched again from the first byte.
+    expect(server.requests.filter((request) => request.method === "GET" && request.range === undefined)).toEqual([]);
+  });
+
+  it("finishes a folder's shard whose partial already holds the whole file, instead of failing every restart", async () => {
+    const shard = randomBytes(30_000);
+    server.files.set("/models/sharded/model.safetensors", shard);
+    const partial = path.join(cacheDirectory, cacheLocation(parseWeightsSource(`${server.url}/models/sharded/`)), "model.safetensors.partial");
+    await mkdir(path.dirname(partial), { recursive: true });
+    await writeFile(partial, shard);
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/models/sharded/` });
+    expect(await readFile(path.join(weightsPath, "model.safetensors"))).toEqual(shard);
+  });
+
+  it("names the last problem when every attempt fails", async () => {
+    server.files.set("/models/flaky.gguf", randomBytes(100_000));
+    server.cutAfter.set("/models/flaky.gguf", 1000);
+    // Even when told to make no attempt, it makes one and says why it failed.
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/models/flaky.gguf`, maxAttempts: 0 })).rejects.toThrow(/after 1 attempt: the connection (broke|ended) after \d+/);
+  });
+
+  it("uses a cached file only when it matches the sha256 pinned in the source", async () => {
+    server.files.set("/pinned.gguf", Buffer.from("tampered"));
+    await fetchWeights({ ...baseOptions(), source: `${server.url}/pinned.gguf` });
+    server.files.set("/pinned.gguf", Buffer.from("original"));
+    const pin = createHash("sha256").update("original").digest("hex");
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/pinned.gguf#sha256=${pin}` });
+    expect(await readFile(weightsPath, "utf8")).toBe("original");
+  });
+
+  it("stops a replica that waits on another replica's download when it is stopped, leaving the other's going", async () => {
+    server.files.set("/shared/slow.gguf", randomBytes(200_000));
+    server.stallAfter.set("/shared/slow.gguf", 1000);
+    const source = `${server.url}/shared/slow.gguf`;
+    const first = new AbortController();
+    const second = new AbortController();
+    let firstSettled = false;
+    const firstFetch = fetchWeights({ ...baseOptions(), source, signal: first.signal }).finally(() => {
+      firstSettled = true;
+    });
+    firstFetch.catch(() => undefined);
+    const secondFetch = fetchWeights({ ...baseOptions(), source, signal: second.signal });
+    second.abort();
+    await expect(secondFetch).rejects.toMatchObject({ name: "AbortError" });
+    expect(firstSettled).toBe(false);
+    first.abort();
+    await expect(firstFetch).rejects.toMatchObject({ name: "AbortError" });
+  });
+
   it("shares one download between two replicas of the same source", async () => {
     server.files.set("/shared/model.gguf", randomBytes(200_000));
     const [first, second] = await Promise.all([
@@ -210,6 +285,7 @@ describe("fetchWeights from a Hugging Face hub", () => {
     "original/consolidated.pth": Buffer.from("duplicate"),
   };
   let authorization: string | undefined;
+  let resumedSize = 0;
 
   beforeAll(async () => {
     hub = http.createServer((request, response) => {
@@ -219,6 +295,20 @@ describe("fetchWeights from a Hugging Face hub", () => {
         // A petabyte checkpoint: no disk here holds it.
         const entries = [{ type: "file", path: "model.safetensors", size: 130, oid: "1".repeat(40), lfs: { oid: "2".repeat(64), size: 10 ** 15, pointerSize: 130 } }];
         response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(entries));
+        return;
+      }
+      if (url.pathname === "/api/models/org/resumed/tree/v1") {
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify([{ type: "file", path: "model.safetensors", size: resumedSize, oid: "3".repeat(40) }]));
+        return;
+      }
+      if (url.pathname === "/org/resumed/resolve/v1/model.safetensors") {
+        // Only the tail the partial lacks is ever asked for; it is zeros, like the sparse partial.
+        const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? "")?.[1] ?? Number.NaN);
+        if (!(resumedSize - start <= 1_000_000)) {
+          response.writeHead(400).end();
+          return;
+        }
+        response.writeHead(206, { "content-length": resumedSize - start, "content-range": `bytes ${start}-${resumedSize - 1}/${resumedSize}` }).end(Buffer.alloc(resumedSize - start));
         return;
       }
       if (url.pathname === "/api/models/org/tiny/tree/v1") {
@@ -264,6 +354,18 @@ describe("fetchWeights from a Hugging Face hub", () => {
 
   it("refuses a download larger than the cache's free disk before fetching a byte", async () => {
     await expect(fetchWeights({ ...baseOptions(), hubUrl, source: "hf://org/huge@v1" })).rejects.toThrow(/needs 931322\.6 GiB but .* on node node-a has [0-9.]+ GiB free/);
+  });
+
+  it("counts what a resumed download already has on disk when checking for room", async () => {
+    // A partial of twice the disk's free space, sparse, so it takes no room: only its last 1000 bytes are missing.
+    const disk = await statfs(cacheDirectory);
+    resumedSize = 2 * Number(disk.bavail) * Number(disk.bsize);
+    const partial = path.join(cacheDirectory, "hf", "org", "resumed", "v1", "model.safetensors.partial");
+    await mkdir(path.dirname(partial), { recursive: true });
+    await writeFile(partial, "");
+    await truncate(partial, resumedSize - 1000);
+    const weightsPath = await fetchWeights({ ...baseOptions(), hubUrl, source: "hf://org/resumed@v1" });
+    expect((await stat(path.join(weightsPath, "model.safetensors"))).size).toBe(resumedSize);
   });
 
   it("names the repository, revision and hub when the repository is unknown", async () => {

@@ -128,9 +128,28 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
   } catch {
     etag = undefined;
   }
-  const maxAttempts = options.maxAttempts ?? 6;
+  /** The partial is whole: it becomes the file once it matches the checksum, when one is known. */
+  const finish = async (size: number, expectedSha256: string | undefined): Promise<void> => {
+    if (expectedSha256 !== undefined) {
+      const actual = await sha256OfFile(partial);
+      if (actual !== expectedSha256) {
+        await rm(partial, { force: true });
+        await rm(metaFile, { force: true });
+        throw new DomainError(
+          "checksum_mismatch",
+          `${file.url} fetched on node ${options.nodeName} has sha256 ${actual}, but the source published ${expectedSha256}`,
+          "Fetch it again (the partial file was removed); if it repeats, the file on the server differs from its published checksum.",
+        );
+      }
+    }
+    await rename(partial, destination);
+    await rm(metaFile, { force: true });
+    progress.set(file.relativePath, size);
+  };
+  // At least one attempt, so the failure below always has a problem to name.
+  const maxAttempts = Math.max(1, options.maxAttempts ?? 6);
   let delay = options.retryDelayMs ?? 500;
-  let lastProblem = "";
+  let lastProblem = "no attempt got an answer";
   for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
     options.signal?.throwIfAborted();
     if (attempt > 1) {
@@ -154,10 +173,19 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     const status = response.statusCode;
     if (status === 416) {
       await response.body.dump();
-      // The partial already holds the whole file (the cut came after the last byte), or it is longer than the file now is.
-      if (file.size !== undefined && offset === file.size) break;
+      // "bytes */TOTAL": the file's whole size, which a single-file source learns only here.
+      const total = /^bytes \*\/(\d+)$/.exec(headerText(response.headers["content-range"]) ?? "")?.[1];
+      const size = total !== undefined ? Number(total) : file.size;
+      if (offset > 0 && size === offset) {
+        // The partial already holds the whole file: the agent stopped after the last byte (while
+        // checksumming or renaming). Asking again would be refused the same way at every restart.
+        file.size = size;
+        await finish(size, file.sha256 ?? checksumFromHeaders(response.headers));
+        return;
+      }
+      // The partial is longer than the file now is: start again from zero.
       await rm(partial, { force: true });
-      lastProblem = "the server refused the resume range";
+      lastProblem = `the server refused the resume range from byte ${offset}${size !== undefined ? ` of a ${size}-byte file` : ""}`;
       continue;
     }
     if (status !== 200 && status !== 206) {
@@ -215,25 +243,11 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
       lastProblem = `the connection ended after ${size} of ${file.size} bytes`;
       continue;
     }
-    if (expectedSha256 !== undefined) {
-      const actual = await sha256OfFile(partial);
-      if (actual !== expectedSha256) {
-        await rm(partial, { force: true });
-        await rm(metaFile, { force: true });
-        throw new DomainError(
-          "checksum_mismatch",
-          `${file.url} fetched on node ${options.nodeName} has sha256 ${actual}, but the source published ${expectedSha256}`,
-          "Fetch it again (the partial file was removed); if it repeats, the file on the server differs from its published checksum.",
-        );
-      }
-    }
-    await rename(partial, destination);
-    await rm(metaFile, { force: true });
-    progress.set(file.relativePath, size);
+    await finish(size, expectedSha256);
     return;
   }
   throw unavailable(
-    `could not fetch ${file.url} on node ${options.nodeName} after ${maxAttempts} attempts: ${lastProblem}`,
+    `could not fetch ${file.url} on node ${options.nodeName} after ${maxAttempts} attempt${maxAttempts === 1 ? "" : "s"}: ${lastProblem}`,
     "Check the node's network to the source; a restart of the replica resumes where this stopped.",
   );
 }
@@ -348,10 +362,15 @@ async function listHubFiles(source: Extract<WeightsSource, { kind: "hub" }>, opt
  * Refuses a download that cannot fit, before it starts: a disk filled at 95%
  * of a 140 GB model fails late and takes the node's logs and state with it.
  */
-async function ensureRoom(directory: string, files: readonly RemoteFile[], source: string, nodeName: string): Promise<void> {
-  if (files.some((file) => file.size === undefined)) return;
+async function ensureRoom(directory: string, files: readonly { file: RemoteFile; destination: string }[], source: string, nodeName: string): Promise<void> {
+  if (files.some(({ file }) => file.size === undefined)) return;
   let needed = 0;
-  for (const file of files) needed += file.size ?? 0;
+  for (const { file, destination } of files) {
+    // What is on disk already (a finished file, or a partial a restart resumes) needs no more room:
+    // counting it would refuse the resume of a large download on a disk that holds most of it.
+    const onDisk = (await sizeOf(destination)) ?? (await sizeOf(`${destination}.partial`)) ?? 0;
+    needed += Math.max(0, (file.size ?? 0) - onDisk);
+  }
   await mkdir(directory, { recursive: true });
   const disk = await statfs(directory);
   const free = Number(disk.bavail) * Number(disk.bsize);
@@ -361,6 +380,22 @@ async function ensureRoom(directory: string, files: readonly RemoteFile[], sourc
       `${source} needs ${(needed / GiB).toFixed(1)} GiB but ${directory} on node ${nodeName} has ${(free / GiB).toFixed(1)} GiB free`,
       "Free space in the agent's weights cache (remove models no longer served from DATA_DIR/weights), or give the agent a larger --data-dir.",
     );
+  }
+}
+
+/** The promise's outcome, or the signal's abort if that comes first: a stopped replica does not wait on another's download. */
+async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return await promise;
+  signal.throwIfAborted();
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
   }
 }
 
@@ -379,7 +414,7 @@ export async function fetchWeights(options: FetchWeightsOptions): Promise<string
     const running = fetchesInFlight.get(key);
     if (!running) break;
     try {
-      return await running;
+      return await untilAborted(running, options.signal);
     } catch (error) {
       // The other fetch was stopped with its replica; this one goes on by itself.
       if (!(error instanceof Error && error.name === "AbortError") || options.signal?.aborted) throw error;
@@ -423,18 +458,15 @@ async function fetchUnshared(options: FetchWeightsOptions): Promise<string> {
   } else {
     ({ files, singleFile } = await listHubFiles(source, options));
   }
-  await ensureRoom(options.cacheDirectory, files, options.source, options.nodeName);
-  if (singleFile) {
-    const only = files[0] as RemoteFile;
-    await downloadFile(only, target, options, new ProgressCounter(files, options.onProgress));
-    return target;
-  }
+  const placed = files.map((file) => ({
+    file,
+    destination: singleFile ? target : path.join(target, ...file.relativePath.split("/").filter((segment) => segment !== "..")),
+  }));
+  await ensureRoom(options.cacheDirectory, placed, options.source, options.nodeName);
   const progress = new ProgressCounter(files, options.onProgress);
-  progress.emit();
-  for (const file of files) {
-    const destination = path.join(target, ...file.relativePath.split("/").filter((segment) => segment !== ".."));
-    await downloadFile(file, destination, options, progress);
-  }
+  if (!singleFile) progress.emit();
+  for (const { file, destination } of placed) await downloadFile(file, destination, options, progress);
+  if (singleFile) return target;
   await writeFile(path.join(target, completeMarker), `${new Date().toISOString()} ${options.source}\n`);
   return target;
 }

@@ -78,6 +78,12 @@ export function cacheLocation(source: WeightsSource): string {
         const queryHash = createHash("sha256").update(url.search).digest("hex").slice(0, 8);
         segments.push(`${segments.pop() ?? "index"}_${queryHash}`);
       }
+      if (source.kind === "http-file" && source.sha256 !== undefined) {
+        // A pinned file lives apart, under its pin: a copy cached without the pin (or under another)
+        // was never checked against it and must not be served in its place. The name is kept for the engines.
+        const name = segments.pop() ?? "index";
+        segments.push(`${name}.sha256-${source.sha256}`, name);
+      }
       return path.join("http", safeSegment(url.host), ...segments);
     }
     case "hub":

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 
 /**
  * Tokens are 32 random bytes, so a fast hash is enough to store them: there is
@@ -11,4 +11,11 @@ export function newToken(kind: "admin" | "read" | "join" | "node"): string {
 
 export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
+}
+
+/** Compares a presented secret with the expected one in constant time, so it cannot be guessed byte by byte from response times. */
+export function sameSecret(given: string, expected: string): boolean {
+  const left = Buffer.from(given);
+  const right = Buffer.from(expected);
+  return left.length === right.length && timingSafeEqual(left, right);
 }

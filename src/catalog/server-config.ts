@@ -32,17 +32,18 @@ export interface ServerOverrides {
 export const defaultListen = "127.0.0.1:8080";
 export const defaultDataDir = "./llmgw-data";
 
+/** HOST:PORT, [IPv6]:PORT, or a bare PORT (or :PORT) on loopback. */
 export function parseListen(text: string, where: string): { host: string; port: number } {
-  const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(text.trim());
+  const match = /^(?:(\[[^\]]+\]|[^:]*):)?(\d{1,5})$/.exec(text.trim());
   const port = match ? Number(match[2]) : Number.NaN;
   if (!match || port > 65535) {
     throw new DomainError(
       "config_invalid",
       `${where}: "${text}" is not HOST:PORT`,
-      "Give an address and port such as 127.0.0.1:8080 (or 0.0.0.0:8080 to listen on every interface).",
+      "Give an address and port such as 127.0.0.1:8080 (or 0.0.0.0:8080 to listen on every interface; port 0 takes any free one).",
     );
   }
-  return { host: (match[1] as string).replace(/^\[|\]$/g, ""), port };
+  return { host: match[1] ? match[1].replace(/^\[|\]$/g, "") : "127.0.0.1", port };
 }
 
 /** Reads server.yaml (when given), applies command-line overrides, validates everything, and freezes the result. */

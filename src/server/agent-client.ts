@@ -52,7 +52,17 @@ async function call(node: AgentAddress, method: "POST" | "DELETE", path: string,
   }
   const text = await response.body.text();
   if (response.statusCode >= 300) throw agentRefusal(node, response.statusCode, text);
-  const answer = replicaAnswerSchema.safeParse(JSON.parse(text));
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new DomainError(
+      "agent_unreachable",
+      `the agent of node ${node.name} at ${node.address} answered ${response.statusCode} with a body that is not JSON: ${text.slice(0, 200)}`,
+      "Something other than the agent may answer at that address: check the agent's --listen and --advertise, and any proxy in between.",
+    );
+  }
+  const answer = replicaAnswerSchema.safeParse(json);
   if (!answer.success) throw new DomainError("version_unsupported", `the agent of node ${node.name} answered in a form this server cannot read: ${answer.error.message}`, "Run agents of the server's release.");
   return answer.data.replica;
 }

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Inventory, ReplicaStatus } from "../agent/protocol.js";
+import { modelEntrySchema } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { storesUnderTest } from "../../test/support/postgres.js";
@@ -11,7 +12,11 @@ const engines = storesUnderTest;
 
 const inventory: Inventory = {
   hostname: "host-a",
-  gpus: [{ index: 0, uuid: "GPU-0", name: "NVIDIA L40S", class: "l40s", memory_bytes: 48 * 1024 ** 3, fabric: "node-a" }],
+  gpus: [
+    { index: 0, uuid: "GPU-0", name: "NVIDIA L40S", class: "l40s", memory_bytes: 48 * 1024 ** 3, fabric: "node-a" },
+    { index: 1, uuid: "GPU-1", name: "NVIDIA L40S", class: "l40s", memory_bytes: 48 * 1024 ** 3, fabric: "node-a" },
+    { index: 2, uuid: "GPU-2", name: "NVIDIA H100 80GB HBM3", class: "h100", memory_bytes: 80 * 1024 ** 3, fabric: "node-a" },
+  ],
   memory_bytes: 64 * 1024 ** 3,
   cpu_cores: 16,
   engines: ["vllm"],
@@ -55,7 +60,9 @@ describe.each(engines)("fleet over $kind", (engine) => {
     drop = dropDatabase;
     store = await openStore(location);
     clock = Date.parse("2026-01-01T00:00:00Z");
-    fleet = new FleetService(store, new CatalogService(store, [], "server.yaml"), { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    const catalog = new CatalogService(store, [], "server.yaml");
+    await catalog.add(modelEntrySchema.parse({ name: "tiny", context: 4096, profiles: [{ name: "pair", engine: "vllm", source: "hf://org/tiny@main", gpus: 2, gpu_class: "l40s" }] }), { token: "admin", user: null });
+    fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
     const { token } = await fleet.createJoinToken("admin");
     const joined = await fleet.join({ protocol: 1, join_token: token, name: "node-a", address: "http://10.0.0.5:7070", fabric: "node-a", labels: { rack: "1" }, inventory });
     credential = joined.credential;
@@ -115,11 +122,53 @@ describe.each(engines)("fleet over $kind", (engine) => {
     expect(unknown.code).toBe("node_not_found");
   });
 
-  it("replaces the credential when a node joins again", async () => {
+  const joinAs = async (name: string, address: string) => {
     const { token } = await fleet.createJoinToken("admin");
-    const again = await fleet.join({ protocol: 1, join_token: token, name: "node-a", address: "http://10.0.0.6:7070", fabric: "node-a", labels: {}, inventory });
+    return await fleet.join({ protocol: 1, join_token: token, name, address, fabric: name, labels: {}, inventory });
+  };
+
+  it("replaces the credential when a node joins again from its own host, on a new port", async () => {
+    const again = await joinAs("node-a", "http://10.0.0.5:7071");
     expect(again.credential).not.toBe(credential);
     expect((await refusal(() => beat([]))).code).toBe("unauthorized");
+    expect((await fleet.getNode("node-a")).address).toBe("http://10.0.0.5:7071");
+  });
+
+  it("refuses a join under a live node's name from another machine, and allows it once that node has gone quiet", async () => {
+    await beat([]);
+    const taken = await refusal(() => joinAs("node-a", "http://10.0.0.6:7070"));
+    expect(taken).toMatchObject({ code: "name_taken", message: expect.stringContaining("node name node-a is taken by the agent at http://10.0.0.5:7070") });
+    expect(taken.hint).toContain("Give this agent its own --name");
+    expect(await beat([])).toEqual({ protocol: 1 });
+    clock += 16_000;
+    await joinAs("node-a", "http://10.0.0.6:7070");
     expect((await fleet.getNode("node-a")).address).toBe("http://10.0.0.6:7070");
+  });
+
+  it("refuses hand-picked cards that repeat, miscount, are of another class or are in use, naming the card", async () => {
+    await beat([status("r1", "ready", { cards: [1] })]);
+    const start = (cards: number[]) => refusal(() => fleet.startReplica({ model: "tiny", node: "node-a", cards }));
+    expect(await start([0, 0])).toMatchObject({ code: "invalid_input", message: expect.stringContaining("card 0 is named twice") });
+    expect(await start([0])).toMatchObject({ code: "invalid_input", message: expect.stringContaining("tiny/pair needs 2 cards; 1 given") });
+    expect(await start([0, 2])).toMatchObject({ code: "invalid_input", message: expect.stringContaining("card 2 on node node-a is a h100, but tiny/pair needs l40s") });
+    const busy = await start([0, 1]);
+    expect(busy).toMatchObject({ code: "cards_busy", message: expect.stringContaining("card 1 on node node-a is used by replica r1") });
+    expect(busy.hint).toContain("free:");
+  });
+
+  it("refuses a replica id that already exists on any node, before asking an agent", async () => {
+    await beat([status("r1", "ready", { cards: [2] })]);
+    await joinAs("node-b", "http://10.0.0.7:7070");
+    const conflict = await refusal(() => fleet.startReplica({ model: "tiny", node: "node-b", id: "r1" }));
+    expect(conflict).toMatchObject({ code: "replica_conflict", message: expect.stringContaining("replica r1 already exists on node node-a") });
+    expect((await fleet.getReplica("r1")).node).toBe("node-a");
+  });
+
+  it("stops a replica on a lost node without its agent, saying the agent was not told", async () => {
+    await beat([status("r1", "ready")]);
+    clock += 30_000;
+    const stopped = await fleet.stopReplica("r1", false);
+    expect(stopped).toMatchObject({ id: "r1", state: "stopped", endpoint: null, reason: expect.stringContaining("its agent was not told") });
+    expect(await fleet.listReplicas()).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import {
@@ -7,6 +7,7 @@ import {
   joinRequestSchema,
   protocolOf,
   protocolVersion,
+  replicaIdSchema,
   replicaStatusSchema,
   terminalReplicaStates,
   versionMismatchMessage,
@@ -17,7 +18,7 @@ import {
   type ReplicaState,
   type ReplicaStatus,
 } from "../agent/protocol.js";
-import { hashToken, newToken } from "../api/tokens.js";
+import { hashToken, newToken, sameSecret } from "../api/tokens.js";
 import type { ReplicaCountSource, ReplicaCounts } from "../api/model-view.js";
 import { parseBody } from "../api/parse-body.js";
 import { DomainError } from "../errors/domain-error.js";
@@ -96,10 +97,7 @@ export const startReplicaBodySchema = z.strictObject({
   profile: z.string().optional(),
   cards: z.array(z.number().int().min(0)).optional(),
   context: z.number().int().positive().optional(),
-  id: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: "a replica id of letters, digits and . _ -" })
-    .optional(),
+  id: replicaIdSchema.optional(),
   simulation: z.strictObject({ weights_bytes_per_card: z.number().int().min(0).optional(), load_ms: z.number().int().min(0).optional() }).optional(),
 });
 export type StartReplicaBody = z.infer<typeof startReplicaBodySchema>;
@@ -107,10 +105,46 @@ export type StartReplicaBody = z.infer<typeof startReplicaBodySchema>;
 /** A replica the agent stopped reporting is failed only after this long: a heartbeat built before its start may still arrive. */
 const missingGraceMs = 10_000;
 
-function sameSecret(given: string, expected: string): boolean {
-  const left = Buffer.from(given);
-  const right = Buffer.from(expected);
-  return left.length === right.length && timingSafeEqual(left, right);
+/**
+ * Cards named by hand get the checks chooseCards makes by construction: a
+ * repeated card, a wrong count or class, or a card in use would reach the
+ * agent and start an engine that cannot load, or two on one card.
+ */
+function checkHandPickedCards(
+  cards: readonly number[],
+  context: { node: string; inventory: Inventory; profile: { name: string; gpus: number; gpu_class: string | undefined }; model: string; cardOwner: ReadonlyMap<number, string>; free: readonly string[] },
+): void {
+  const { node, inventory, profile, model, cardOwner, free } = context;
+  const what = `${model}/${profile.name}`;
+  const unknownCards = cards.filter((card) => !inventory.gpus.some((gpu) => gpu.index === card));
+  if (unknownCards.length > 0) {
+    throw new DomainError("invalid_input", `node ${node} has no card ${unknownCards.join(", ")}`, `Its cards: ${inventory.gpus.map((gpu) => gpu.index).join(", ") || "none"}.`);
+  }
+  const repeated = cards.find((card, position) => cards.indexOf(card) !== position);
+  if (repeated !== undefined) {
+    throw new DomainError("invalid_input", `cards ${cards.join(",")}: card ${repeated} is named twice`, "Name each card once.");
+  }
+  if (cards.length !== profile.gpus) {
+    throw new DomainError(
+      "invalid_input",
+      `${what} needs ${profile.gpus} card${profile.gpus === 1 ? "" : "s"}; ${cards.length} given (${cards.join(",") || "none"})`,
+      `Name ${profile.gpus} cards, or leave --cards out and the lowest free ones are taken.`,
+    );
+  }
+  for (const card of cards) {
+    const gpuClass = inventory.gpus.find((gpu) => gpu.index === card)?.class;
+    if (profile.gpu_class !== undefined && gpuClass !== profile.gpu_class) {
+      throw new DomainError(
+        "invalid_input",
+        `card ${card} on node ${node} is a ${gpuClass ?? "?"}, but ${what} needs ${profile.gpu_class}`,
+        `Choose cards of class ${profile.gpu_class} (free: ${free.join(", ") || "none"}), or another profile.`,
+      );
+    }
+    const owner = cardOwner.get(card);
+    if (owner !== undefined) {
+      throw new DomainError("cards_busy", `card ${card} on node ${node} is used by replica ${owner}`, `Choose free cards (free: ${free.join(", ") || "none"}), or stop ${owner} first.`);
+    }
+  }
 }
 
 function versionRefusal(body: unknown): DomainError | undefined {
@@ -163,6 +197,19 @@ export class FleetService {
         `node ${request.name}: the join token is not one this server issued`,
         "Get a join token with `llmgw ctl node token` on the server and start the agent with --token.",
       );
+    }
+    const existing = await findNode(this.store.db, request.name);
+    if (existing && new URL(existing.address).hostname !== new URL(request.address).hostname) {
+      // Another machine under a live node's name would take over its credential; the two agents
+      // would then take it back from each other at every restart. Its own host on a new port is a restart.
+      const silentMs = this.now() - Date.parse(existing.last_seen_at);
+      if (silentMs < this.settings.heartbeatDeadlineMs) {
+        throw new DomainError(
+          "name_taken",
+          `node name ${request.name} is taken by the agent at ${existing.address}, heard from ${Math.round(silentMs / 1000)} s ago; the agent at ${request.address} cannot join under it`,
+          `Give this agent its own --name. If it replaces that machine, it joins once the old agent has been silent for ${Math.round(this.settings.heartbeatDeadlineMs / 1000)} s.`,
+        );
+      }
     }
     const credential = newToken("node");
     const at = this.iso();
@@ -413,24 +460,31 @@ export class FleetService {
         `Install ${profile.engine} there, or choose a node whose engines include it (\`llmgw ctl nodes\`).`,
       );
     }
-    const used = new Set<number>();
+    const cardOwner = new Map<number, string>();
     for (const replica of await listReplicas(this.store.db, { node: node.name })) {
-      if (!terminalReplicaStates.includes(replica.state as ReplicaState)) for (const card of JSON.parse(replica.cards) as number[]) used.add(card);
+      if (!terminalReplicaStates.includes(replica.state as ReplicaState)) for (const card of JSON.parse(replica.cards) as number[]) cardOwner.set(card, replica.id);
     }
+    const used = new Set(cardOwner.keys());
+    const free = inventory.gpus.filter((gpu) => !used.has(gpu.index)).map((gpu) => `${gpu.index} (${gpu.class})`);
     const cards = body.cards ?? chooseCards(inventory.gpus, used, profile.gpus, profile.gpu_class);
     if (cards === undefined) {
-      const free = inventory.gpus.filter((gpu) => !used.has(gpu.index)).map((gpu) => `${gpu.index} (${gpu.class})`);
       throw new DomainError(
         "cards_busy",
         `node ${node.name} has no ${profile.gpus} free card${profile.gpus === 1 ? "" : "s"}${profile.gpu_class ? ` of class ${profile.gpu_class}` : ""} for ${model.name}/${profile.name}; free: ${free.join(", ") || "none"}`,
         "Stop a replica on that node, or choose another node.",
       );
     }
-    const unknownCards = cards.filter((card) => !inventory.gpus.some((gpu) => gpu.index === card));
-    if (unknownCards.length > 0) {
-      throw new DomainError("invalid_input", `node ${node.name} has no card ${unknownCards.join(", ")}`, `Its cards: ${inventory.gpus.map((gpu) => gpu.index).join(", ") || "none"}.`);
-    }
+    if (body.cards !== undefined) checkHandPickedCards(body.cards, { node: node.name, inventory, profile, model: model.name, cardOwner, free });
     const id = body.id ?? `${model.name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 100) || "replica"}-${randomBytes(3).toString("hex")}`;
+    const existing = await findReplica(this.store.db, id);
+    if (existing) {
+      // Before the agent is asked: recording the new one would move the existing row to this node.
+      throw new DomainError(
+        "replica_conflict",
+        `replica ${id} already exists on node ${existing.node} (${existing.model}/${existing.profile}, ${existing.state})`,
+        `Give the new replica another --id, or stop that one first (\`llmgw ctl replica stop ${id}\`; that also clears a failed one).`,
+      );
+    }
     const spec: ReplicaSpec = {
       id,
       model: model.name,
@@ -471,7 +525,17 @@ export class FleetService {
   async stopReplica(id: string, drain: boolean): Promise<ReplicaView> {
     const row = await findReplica(this.store.db, id);
     if (!row) throw this.replicaNotFound(id);
-    const { address } = await this.agentOf(row.node);
+    const { node, address, state } = await this.agentOf(row.node);
+    if (state === "lost") {
+      // Its agent cannot be told: asking would fail until the node returned, and the row could never be cleared.
+      await deleteReplica(this.store.db, id);
+      return {
+        ...(await this.viewOf(row)),
+        state: "stopped",
+        endpoint: null,
+        reason: `node ${node.name} is lost (not heard from since ${node.last_seen_at}), so its agent was not told to stop ${id}; if the node returns with the engine still running, it reports the replica again`,
+      };
+    }
     const at = this.iso();
     let status: ReplicaStatus;
     try {

@@ -17,6 +17,8 @@ const port = Number(args[args.indexOf("--port") + 1]);
 const mode = process.env.FAKE_ENGINE_MODE ?? "ok";
 const loadMs = Number(process.env.FAKE_ENGINE_LOAD_MS ?? 100);
 console.log("fake engine pid " + process.pid + " loading on port " + port + " CUDA_VISIBLE_DEVICES=" + process.env.CUDA_VISIBLE_DEVICES + " LLMGW_SIM_GPU_CLASS=" + process.env.LLMGW_SIM_GPU_CLASS + " args=" + args.join(" "));
+// Secrets of the agent an engine must not inherit.
+console.log("inherited LLMGW_JOIN_TOKEN=" + process.env.LLMGW_JOIN_TOKEN + " LLMGW_TOKEN=" + process.env.LLMGW_TOKEN);
 if (mode === "crash") {
   setTimeout(() => { console.error("RuntimeError: CUDA out of memory while loading layer 31"); process.exit(3); }, loadMs);
 } else {

@@ -4,19 +4,16 @@ import { agentPaths } from "../../agent/protocol.js";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
 import { startReplicaBodySchema, type FleetService } from "../../server/fleet-service.js";
 import { requireActor } from "../access.js";
+import { flagSchema, isSet, logsQuerySchema } from "../logs-query.js";
 import { parseBody } from "../parse-body.js";
 
 const nameParams = z.object({ name: z.string() });
 const idParams = z.object({ id: z.string() });
 const replicasQuery = z.object({ model: z.string().optional(), node: z.string().optional() });
-const flag = z.enum(["0", "1", "true", "false"]).optional();
-const logsQuery = z.object({ tail: z.coerce.number().int().min(0).max(100_000).default(100), follow: flag });
 
 function parseQuery<Schema extends z.ZodType>(schema: Schema, query: unknown): z.infer<Schema> {
   return parseWithSchema(schema, query, { label: "query" });
 }
-
-const isSet = (value: string | undefined) => value === "1" || value === "true";
 
 /** Nodes, replicas, join tokens, and the agents' own join and heartbeat (SPEC S3). */
 export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService): void {
@@ -41,12 +38,12 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService): 
   });
 
   app.delete("/api/v1/replicas/:id", { config: { access: "admin" } }, async (request, reply) => {
-    const drain = isSet(parseQuery(z.object({ drain: flag }), request.query).drain);
+    const drain = isSet(parseQuery(z.object({ drain: flagSchema }), request.query).drain);
     return reply.status(202).send(await fleet.stopReplica(idParams.parse(request.params).id, drain));
   });
 
   app.get("/api/v1/replicas/:id/logs", { config: { access: "read" } }, async (request, reply) => {
-    const query = parseQuery(logsQuery, request.query);
+    const query = parseQuery(logsQuerySchema, request.query);
     const abort = new AbortController();
     // A client that stops following must not leave the stream to the agent open.
     request.raw.on("close", () => abort.abort());
