@@ -2,7 +2,7 @@ import { tmpdir } from "node:os";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { PlacedEntry } from "../catalog/build-catalog.js";
 import type { ModelEntry } from "../catalog/schema.js";
-import { DomainError } from "../errors/domain-error.js";
+import { refusal } from "../../test/support/refusal.js";
 import { listAuditEvents } from "../store/audit-rows.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { storesUnderTest } from "../../test/support/postgres.js";
@@ -24,15 +24,6 @@ const entry = (name: string, extra: Partial<ModelEntry> = {}): ModelEntry => ({
   ...extra,
 });
 
-async function refusal(run: () => Promise<unknown>): Promise<DomainError> {
-  try {
-    await run();
-  } catch (error) {
-    if (error instanceof DomainError) return error;
-    throw error;
-  }
-  throw new Error("expected the change to be refused");
-}
 
 describe.each(engines)("catalog over $kind", (engine) => {
   let store: Store;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Inventory, ReplicaStatus } from "../agent/protocol.js";
 import { modelEntrySchema } from "../catalog/schema.js";
-import { DomainError } from "../errors/domain-error.js";
+import { refusal } from "../../test/support/refusal.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { storesUnderTest } from "../../test/support/postgres.js";
 import { CatalogService } from "./catalog-service.js";
@@ -35,15 +35,6 @@ const status = (id: string, state: ReplicaStatus["state"], extra: Partial<Replic
   ...extra,
 });
 
-async function refusal(run: () => Promise<unknown>): Promise<DomainError> {
-  try {
-    await run();
-  } catch (error) {
-    if (error instanceof DomainError) return error;
-    throw error;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe.each(engines)("fleet over $kind", (engine) => {
   let store: Store;

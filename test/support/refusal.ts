@@ -1,0 +1,12 @@
+import { DomainError } from "../../src/errors/domain-error.js";
+
+/** The DomainError a call is refused with; fails the test when it succeeds or throws anything else. */
+export async function refusal(run: () => Promise<unknown>): Promise<DomainError> {
+  try {
+    await run();
+  } catch (error) {
+    if (error instanceof DomainError) return error;
+    throw error;
+  }
+  throw new Error("expected the call to be refused with a DomainError");
+}
