@@ -21,6 +21,8 @@ export const statusForCode: Record<ErrorCode, number> = {
   declared_in_file: 409,
   profile_not_found: 404,
   unauthorized: 401,
+  token_not_found: 404,
+  last_admin_token: 409,
   forbidden: 403,
   version_unsupported: 426,
   route_not_found: 404,

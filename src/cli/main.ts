@@ -10,6 +10,7 @@ import { registerServerCommand } from "./server-command.js";
 import { registerAgentCommand } from "./agent-command.js";
 import { registerSimEngineCommand } from "./sim-engine-command.js";
 import { registerNodesCommands } from "./ctl/nodes-commands.js";
+import { registerTokensCommands } from "./ctl/tokens-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -24,6 +25,7 @@ function buildProgram(): Command {
   registerModelsCommands(ctl);
   registerAuditCommand(ctl);
   registerNodesCommands(ctl);
+  registerTokensCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

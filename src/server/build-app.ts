@@ -7,6 +7,8 @@ import { registerAuditRoutes } from "../api/routes/audit.js";
 import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { registerModelRoutes } from "../api/routes/models.js";
+import { registerTokenRoutes } from "../api/routes/tokens.js";
+import { TokenService } from "./token-service.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
 import type { CatalogService } from "./catalog-service.js";
@@ -41,6 +43,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas);
   if (parts.fleetService) registerFleetRoutes(app, parts.fleetService);
   registerAuditRoutes(app, parts.store);
+  registerTokenRoutes(app, new TokenService(parts.store));
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);
   await app.ready();
   return app;

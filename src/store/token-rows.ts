@@ -22,3 +22,20 @@ export async function findTokenByHash(db: Kysely<Database>, hash: string): Promi
   const row = await db.selectFrom("api_tokens").select(["id", "name", "role"]).where("token_hash", "=", hash).executeTakeFirst();
   return row ? { id: row.id, name: row.name, role: row.role as TokenRole } : undefined;
 }
+
+export interface TokenListing {
+  readonly name: string;
+  readonly role: TokenRole;
+  readonly created_at: string;
+}
+
+/** Names, roles and dates only: the hash never leaves the store. */
+export async function listTokens(db: Kysely<Database>): Promise<TokenListing[]> {
+  const rows = await db.selectFrom("api_tokens").select(["name", "role", "created_at"]).orderBy("created_at").orderBy("name").execute();
+  return rows.map((row) => ({ name: row.name, role: row.role as TokenRole, created_at: row.created_at }));
+}
+
+export async function deleteTokenByName(db: Kysely<Database>, name: string): Promise<boolean> {
+  const result = await db.deleteFrom("api_tokens").where("name", "=", name).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

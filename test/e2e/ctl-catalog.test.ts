@@ -164,6 +164,19 @@ describe("llmgw server and ctl, as real processes", () => {
     expect(response.headers["llmgw-version"]).toBeDefined();
   });
 
+  it("makes a read-only token with ctl that lists but cannot change, and revokes it", async () => {
+    const created = await ctl("token", "create", "dashboard");
+    expect(created.stdout).toContain('Created read token "dashboard". It is shown this once');
+    const token = (/\n  (llmgw_read_\S+)/.exec(created.stdout) ?? [])[1] as string;
+    const reader = (...args: string[]) => runCli(["ctl", "--server", server.url, "--token", token, ...args]);
+    expect((await reader("models")).stdout).toContain("declared-chat");
+    const refused = await reader("scale", "big", "--min", "1");
+    expect(refused.stderr).toContain('token "dashboard" is read-only; this change needs an admin token');
+    expect((await ctl("tokens")).stdout).toMatch(/dashboard\s+read/);
+    expect((await ctl("token", "revoke", "dashboard")).stdout).toContain('Revoked token "dashboard"');
+    expect((await reader("models")).stderr).toContain("not one this server issued");
+  });
+
   it("says which address it tried when no server is running", async () => {
     const result = await runCli(["ctl", "--server", "http://127.0.0.1:9", "models"]);
     expect(result.code).toBe(1);
