@@ -1,6 +1,6 @@
 import type { CatalogModel, ResolvedProfile, Scaling } from "../catalog/catalog-model.js";
 import type { ModelClass } from "../catalog/schema.js";
-import { redactEnv, redactUrl } from "./redact.js";
+import { redactEnv, redactUrl } from "../catalog/redact.js";
 
 export interface ReplicaCounts {
   readonly ready: number;

@@ -3,6 +3,7 @@ import type { FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides } from "../catalog/server-config.js";
 import { DomainError } from "../errors/domain-error.js";
+import { listenFailure } from "../errors/listen-failure.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
 import { buildApp } from "./build-app.js";
@@ -69,7 +70,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       address = await app.listen({ host: config.listen.host, port: config.listen.port });
     } catch (error) {
       await app.close();
-      throw listenFailure(config, error);
+      throw listenFailure(`${config.listen.host}:${config.listen.port}`, "--listen (or listen: in server.yaml)", error);
     }
     return {
       config,
@@ -86,17 +87,6 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await store.close();
     throw error;
   }
-}
-
-/** A port in use or not ours to take is the operator's to fix, not a bug: say which address and what to do. */
-function listenFailure(config: ServerConfig, error: unknown): unknown {
-  const code = (error as NodeJS.ErrnoException).code;
-  const where = `${config.listen.host}:${config.listen.port}`;
-  const fix = "Stop the other process there, or choose another address with --listen (or listen: in server.yaml).";
-  if (code === "EADDRINUSE") return new DomainError("config_invalid", `cannot listen on ${where}: another process already listens there`, fix);
-  if (code === "EACCES") return new DomainError("config_invalid", `cannot listen on ${where}: not permitted (ports below 1024 need privileges)`, fix);
-  if (code === "EADDRNOTAVAIL") return new DomainError("config_invalid", `cannot listen on ${where}: this machine has no such address`, fix);
-  return error;
 }
 
 export function describeStorage(config: ServerConfig): string {

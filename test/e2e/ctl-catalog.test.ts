@@ -210,7 +210,7 @@ describe("llmgw server start-up", () => {
       const result = await runCli(["server", "--listen", taken, "--data-dir", path.join(directory, "data")]);
       expect(result.code).toBe(1);
       expect(result.stderr).toContain(`error: cannot listen on ${taken}: another process already listens there`);
-      expect(result.stderr).toContain("choose another address with --listen");
+      expect(result.stderr).toContain("choose another port with --listen");
     } finally {
       await first.stop();
     }

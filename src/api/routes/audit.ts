@@ -3,7 +3,7 @@ import { z } from "zod";
 import { listAuditEvents } from "../../store/audit-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
-import { redactAuditValue } from "../redact.js";
+import { redactAuditValue } from "../../catalog/redact.js";
 
 const auditQuery = z.strictObject({
   model: z.string().optional(),

@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../catalog/schema.js";
+import type { ModelEntry } from "./schema.js";
 
 /**
  * No secret in an API answer (SPEC S9). Operators put tokens in a profile's
