@@ -1,6 +1,6 @@
 import type { CatalogModel, ResolvedProfile, Scaling } from "../catalog/catalog-model.js";
 import type { ModelClass } from "../catalog/schema.js";
-import { redactEnv, redactUrl } from "../catalog/redact.js";
+import { redactEntry, redactProfile } from "../catalog/redact.js";
 
 export interface ReplicaCounts {
   readonly ready: number;
@@ -51,12 +51,13 @@ export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelS
 }
 
 export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }): ModelView {
-  const { entry } = model;
+  // Every field shown comes from the masked entry (or masked profiles), so a secret cannot slip through a field added later.
+  const entry = redactEntry(model.entry);
   return {
     name: model.name,
     source: model.source,
     declared_in: model.source === "file" ? declaredIn : null,
-    origin: entry.origin === undefined ? null : redactUrl(entry.origin),
+    origin: entry.origin ?? null,
     context: entry.context ?? null,
     max_output: entry.max_output ?? null,
     class: model.class,
@@ -66,10 +67,10 @@ export function modelView(model: CatalogModel, declaredIn: string, replicas: Rep
     owner: entry.owner ?? null,
     fallbacks: model.fallbacks,
     aliases: model.aliases,
-    adapters: (entry.adapters ?? []).map((adapter) => ({ ...adapter, source: redactUrl(adapter.source) })),
-    profiles: model.profiles.map((profile) => ({ ...profile, source: redactUrl(profile.source), env: redactEnv(profile.env) })),
+    adapters: entry.adapters ?? [],
+    profiles: model.profiles.map(redactProfile),
     external: entry.external
-      ? { base_url: redactUrl(entry.external.base_url), api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
+      ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
       : null,
     state: modelState(model, replicas),
     replicas,

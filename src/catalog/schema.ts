@@ -91,7 +91,7 @@ export const modelEntrySchema = z.strictObject({
   target: z.strictObject({ in_flight: wholeNumber("a whole number of requests in flight per replica", 1) }).optional(),
   fallbacks: z.array(modelNameSchema).optional(),
   aliases: z.array(modelNameSchema).optional(),
-  owner: z.string().min(1).optional(),
+  owner: z.string().min(1, { message: "an owner name (a team or a person)" }).optional(),
   adapters: z.array(adapterSchema).optional(),
   profiles: z.array(profileSchema).optional(),
   external: externalSchema.optional(),

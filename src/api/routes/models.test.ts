@@ -76,6 +76,8 @@ describe("admin API", () => {
     expect(details).toHaveLength(2);
     expect(at("cores")).toContain('did you mean "cpu_cores"?');
     expect(at("memory_gb")).toMatch(/^required: host memory in GB/);
+    const owner = await app.inject({ method: "POST", url: "/api/v1/models/m/owner", headers: as(admin), payload: { owner: "" } });
+    expect(owner.json().error.message).toContain("owner: an owner name (a team or a person)");
     const scale = await app.inject({ method: "POST", url: "/api/v1/models/m/scale", headers: as(admin), payload: { min: -1 } });
     expect(scale.json().error.message).toContain("min: a whole number of replicas, 0 or more");
   });
