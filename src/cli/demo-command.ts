@@ -80,8 +80,10 @@ export function registerDemoCommand(program: Command): void {
           },
         );
       };
-      process.once("SIGINT", () => stop("Ctrl-C"));
-      process.once("SIGTERM", () => stop("SIGTERM"));
+      // on, not once: a second Ctrl-C while stopping must not kill the demo
+      // before it has stopped the agents (they are in their own process group).
+      process.on("SIGINT", () => stop("Ctrl-C"));
+      process.on("SIGTERM", () => stop("SIGTERM"));
       const checks: string[] = [];
       for (const replica of demo.replicas) {
         if (!replica.endpoint) continue;

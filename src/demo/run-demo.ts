@@ -66,18 +66,33 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
   process.once("exit", killEverything);
   // Ctrl-C while the demo is still starting: the agents run in their own
   // process group and would not hear it, so stop what has started, then leave.
-  // The caller installs its own handlers once the demo is up.
+  // Start-up checks `interrupted` before each step, so nothing new starts
+  // while stopping; a second Ctrl-C is ignored rather than killing the demo
+  // half-way through cleaning up. The caller installs its own handlers once
+  // the demo is up.
+  let interrupted = false;
   const interruptedWhileStarting = () => {
-    void stop().finally(() => process.exit(130));
+    if (interrupted) return;
+    interrupted = true;
+    void stop().finally(() => {
+      killEverything(); // an agent spawned while stop() began is in the list by now
+      process.exit(130);
+    });
   };
-  process.once("SIGINT", interruptedWhileStarting);
-  process.once("SIGTERM", interruptedWhileStarting);
+  process.on("SIGINT", interruptedWhileStarting);
+  process.on("SIGTERM", interruptedWhileStarting);
   const startingDone = () => {
     process.removeListener("SIGINT", interruptedWhileStarting);
     process.removeListener("SIGTERM", interruptedWhileStarting);
   };
+  const unlessInterrupted = () => {
+    if (interrupted) throw new DomainError("internal", "the demo was interrupted while it started", "Run `llmgw demo` again when you are ready.");
+  };
 
-  const stop = async () => {
+  let stopping: Promise<void> | undefined;
+  // Idempotent: an interrupt and a failing start may both ask for it.
+  const stop = () => (stopping ??= stopOnce());
+  const stopOnce = async () => {
     if (client) {
       const stopped = await stopReplicas(client).catch(() => [] as number[]);
       for (const pid of stopped) enginePids.add(pid);
@@ -99,18 +114,25 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     client = new ApiClient(server.url, token);
     options.say(`server     ${server.url} (state in ${path.join(dataDir, "server")})`);
 
+    unlessInterrupted();
     const joinToken = (await client.post<{ token: string }>("/api/v1/node-tokens", {})).token;
-    for (const node of demoNodes) agents.push(await spawnAgent(server.url, joinToken, node, dataDir));
+    for (const node of demoNodes) {
+      unlessInterrupted();
+      agents.push(await spawnAgent(server.url, joinToken, node, dataDir));
+    }
     const nodes = await waitFor(startDeadlineMs, "both simulated nodes to join", async () => {
+      unlessInterrupted();
       const listed = (await client?.get<{ nodes: NodeView[] }>("/api/v1/nodes"))?.nodes ?? [];
       return listed.length === demoNodes.length && listed.every((node) => node.state === "ready") ? listed : undefined;
     }, () => agentFailure(agents, dataDir));
     for (const node of demoNodes) options.say(`node       ${node.name}: ${node.describe} (simulated)`);
 
+    unlessInterrupted();
     for (const entry of demoModels(modelsDir)) await client.post("/api/v1/models", entry);
     options.say(`models     ${demoModels(modelsDir).map((entry) => entry.name).join(", ")}`);
 
     for (const replica of demoReplicas) {
+      unlessInterrupted();
       const entry = demoModels(modelsDir).find((model) => model.name === replica.model) as ModelEntry;
       const node = demoNodes.find((candidate) => candidate.name === replica.node) as (typeof demoNodes)[number];
       const weightsBytesPerCard = await plannedWeightsPerCard(entry, replica.profile, node.simulate);
@@ -122,6 +144,7 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       });
     }
     const replicas = await waitFor(startDeadlineMs, "the replicas to become ready", async () => {
+      unlessInterrupted();
       const listed = (await client?.get<{ replicas: ReplicaView[] }>("/api/v1/replicas"))?.replicas ?? [];
       const failed = listed.find((replica) => replica.state === "failed");
       if (failed) throw new DomainError("internal", `replica ${failed.id} of ${failed.model} failed: ${failed.reason ?? "no reason given"}`, "Run `llmgw demo --data-dir DIR` to keep the logs, and look in DIR.");
@@ -132,6 +155,10 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     startingDone();
     return { url: server.url, token, dataDir, modelsDir, nodes, replicas, stop };
   } catch (error) {
+    if (interrupted) {
+      // The interrupt handler is stopping everything and will exit; do not report its own unwinding as a failure.
+      await new Promise<never>(() => undefined);
+    }
     startingDone();
     await stop();
     throw error;
