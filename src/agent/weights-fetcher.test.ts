@@ -193,27 +193,38 @@ describe("fetchWeights over http", () => {
 
   it("keeps a source URL's password out of every failure reason, for a file and for a folder", async () => {
     const withPassword = (pathname: string) => server.url.replace("http://", "http://mirror:s3cret-pw@") + pathname;
-    const file = await fetchWeights({ ...baseOptions(), source: withPassword("/models/missing.gguf") }).catch((error: unknown) => error as Error);
+    const failure = async (source: string): Promise<Error & { hint?: string }> => {
+      try {
+        await fetchWeights({ ...baseOptions(), source });
+      } catch (error) {
+        return error as Error & { hint?: string };
+      }
+      throw new Error(`${source} was fetched`);
+    };
+    const file = await failure(withPassword("/models/missing.gguf"));
     expect(file.message).toContain("could not fetch http://mirror:***@127.0.0.1:");
     server.listings = false;
-    const folder = await fetchWeights({ ...baseOptions(), source: withPassword("/unlisted/") }).catch((error: unknown) => error as Error);
+    const folder = await failure(withPassword("/unlisted/"));
     expect(folder.message).toMatch(/could not fetch http:\/\/mirror:\*\*\*@127\.0\.0\.1:\d+\/unlisted\/ on node node-a: the folder has no listing and http:\/\/mirror:\*\*\*@/);
     server.files.set("/bad/model.safetensors.index.json", Buffer.from("not json"));
-    const index = await fetchWeights({ ...baseOptions(), source: withPassword("/bad/") }).catch((error: unknown) => error as Error);
+    const index = await failure(withPassword("/bad/"));
     expect(index.message).toContain("mirror:***@");
-    const pinned = await fetchWeights({ ...baseOptions(), source: `${withPassword("/x.gguf")}#sha256=nothex` }).catch((error: unknown) => error as Error);
+    const pinned = await failure(`${withPassword("/x.gguf")}#sha256=nothex`);
     expect(pinned.message).toContain("mirror:***@");
     for (const error of [file, folder, index, pinned]) {
       expect(error.message).not.toContain("s3cret-pw");
-      expect((error as { hint?: string }).hint ?? "").not.toContain("s3cret-pw");
+      expect(error.hint ?? "").not.toContain("s3cret-pw");
     }
   });
 
   it("names the folder, the node and what to check when the folder's server cannot be reached", async () => {
     // Port 9 (discard) listens nowhere here: the connection is refused.
-    const error = await fetchWeights({ ...baseOptions(), source: "http://mirror:s3cret-pw@127.0.0.1:9/models/llama/" }).catch((caught: unknown) => caught as Error & { code: string; hint: string });
+    const error = await fetchWeights({ ...baseOptions(), source: "http://mirror:s3cret-pw@127.0.0.1:9/models/llama/" }).then(
+      () => undefined,
+      (caught: unknown) => caught as Error & { code: string; hint: string },
+    );
     expect(error).toMatchObject({ code: "source_unavailable", message: expect.stringMatching(/^could not list http:\/\/mirror:\*\*\*@127\.0\.0\.1:9\/models\/llama\/ on node node-a: .*ECONNREFUSED/) });
-    expect(error.hint).toContain("reachable from this node");
+    expect(error?.hint).toContain("reachable from this node");
   });
 
   it("refuses a single-URL download larger than the cache's free disk, before writing a byte", async () => {
