@@ -118,7 +118,14 @@ describe.each(engines)("fleet over $kind", (engine) => {
     return await fleet.join({ protocol: 1, join_token: token, name, address, fabric: name, labels: {}, inventory });
   };
 
-  it("replaces the credential when a node joins again from its own host, on a new port", async () => {
+  it("refuses a second agent on the same host under a live node's name, and lets it join once that node has gone quiet", async () => {
+    await beat([]);
+    const second = await refusal(() => joinAs("node-a", "http://10.0.0.5:7071"));
+    expect(second).toMatchObject({ code: "name_taken", message: expect.stringContaining("node name node-a is taken by the agent at http://10.0.0.5:7070") });
+    // The first agent keeps its name and credential.
+    expect(await beat([])).toEqual({ protocol: 1 });
+    expect((await fleet.getNode("node-a")).address).toBe("http://10.0.0.5:7070");
+    clock += 16_000;
     const again = await joinAs("node-a", "http://10.0.0.5:7071");
     expect(again.credential).not.toBe(credential);
     expect((await refusal(() => beat([]))).code).toBe("unauthorized");

@@ -199,9 +199,11 @@ export class FleetService {
       );
     }
     const existing = await findNode(this.store.db, request.name);
-    if (existing && new URL(existing.address).hostname !== new URL(request.address).hostname) {
-      // Another machine under a live node's name would take over its credential; the two agents
-      // would then take it back from each other at every restart. Its own host on a new port is a restart.
+    if (existing) {
+      // A join under a live node's name would take over its credential, and the two agents would then
+      // take the name back from each other at every beat. This holds for the same host too: a
+      // restarting agent keeps its credential and does not join, so a live name joined from the same
+      // host is a second agent there (--name defaults to the host name), not a restart.
       const silentMs = this.now() - Date.parse(existing.last_seen_at);
       if (silentMs < this.settings.heartbeatDeadlineMs) {
         throw new DomainError(
