@@ -224,7 +224,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
 
   const stopForGood = async (error: DomainError): Promise<void> => {
-    logger.error({ code: error.code }, error.message);
+    logger.error({ code: error.code, hint: error.hint }, error.message);
     await close(error);
   };
 
@@ -268,7 +268,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           return;
         }
         // The server forgot this node or its credential (its state was reset): join again.
-        logger.warn({ message: failure.message }, "credential refused; joining again");
+        logger.warn({ message: failure.message, ...(failure.hint ? { hint: failure.hint } : {}) }, "credential refused; joining again");
         credential = undefined;
         {
           const rejoined = await join();
@@ -281,9 +281,18 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         return;
       case "unreachable":
       case "rejected":
+        if (failure.kind === "rejected" && failure.code === "name_taken" && during === "join" && !connectedOnce) {
+          // Another live agent has this name: retrying cannot help while it runs, and a retrying agent
+          // would say nothing on the console. A later rejoin (the server forgot this node) keeps retrying:
+          // its engines are running, and the other agent may be the one that should go.
+          await stopForGood(
+            new DomainError("name_taken", `the server at ${serverUrl} refused agent ${name}'s join: ${failure.message}`, failure.hint ?? "Give this agent its own --name."),
+          );
+          return;
+        }
         failures += 1;
         // Engines keep running whatever happens here: an outage of the control plane must never take the models down.
-        logger.warn({ failures, message: failure.message }, `${during} failed; replicas keep running, retrying`);
+        logger.warn({ failures, message: failure.message, ...(failure.hint ? { hint: failure.hint } : {}) }, `${during} failed; replicas keep running, retrying`);
         return;
     }
   };
