@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import pino, { type Logger } from "pino";
 import { DomainError } from "../errors/domain-error.js";
+import { listenFailure } from "../errors/listen-failure.js";
 import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
@@ -197,7 +198,18 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   supervisor.startBackgroundTasks();
 
   const app = buildControlApi({ supervisor, nodeName: name, credential: () => credential, onChange: () => undefined });
-  await app.listen({ host: listen.host, port: listen.port });
+  try {
+    await app.listen({ host: listen.host, port: listen.port });
+  } catch (error) {
+    // Stop what already runs (log rotation, the adopted-engine watch, resumed fetches): a caller that
+    // catches this, or a test, would otherwise keep an agent half-started. Engines keep running, as at close.
+    closed = true;
+    await app.close().catch(() => undefined);
+    await supervisor.close();
+    await persist();
+    await stateWriter.flushed();
+    throw listenFailure(`${listen.host}:${listen.port}`, "--listen", error);
+  }
   const boundPort = (app.server.address() as { port: number }).port;
   const advertisedHost = listen.host === "0.0.0.0" || listen.host === "::" ? os.hostname() : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   const url = options.advertise ?? `http://${advertisedHost}:${boundPort}`;
