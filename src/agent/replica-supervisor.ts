@@ -84,9 +84,19 @@ interface Replica {
 const logTailLines = 20;
 
 /**
- * The agent's own secrets. An engine has no use for them, and it runs code
- * that came with the model (trust_remote_code, custom nodes): a join token
- * read there lets anyone join machines to the fleet.
+ * The agent's own secrets, left out of an engine's environment. An engine has
+ * no use for them, and it runs code that came with the model
+ * (trust_remote_code, custom nodes): a join token in its environment is one
+ * `env` or crash dump away from a log, and lets anyone join machines to the
+ * fleet.
+ *
+ * This keeps them out of the engine's own environment only. It is no barrier
+ * against code in the engine that looks for them: the engine runs as the
+ * agent's uid, so it can read /proc/<agent pid>/environ (which keeps the
+ * agent's starting environment even after `llmgw agent` deletes the join
+ * token from process.env) and the node credential in the agent's state file.
+ * That protection needs the engine under another uid, and a join token that
+ * expires.
  */
 const agentSecrets = ["LLMGW_JOIN_TOKEN", "LLMGW_TOKEN"] as const;
 
