@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { request } from "undici";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import net from "node:net";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeControlPlane } from "../../test/support/fake-control-plane.js";
 import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../../test/support/fake-engine.js";
 import { heartbeatDelayMs, startAgent, type AgentOptions, type RunningAgent } from "./agent.js";
@@ -106,6 +107,26 @@ describe("the agent joining and reporting", () => {
   it("listens on a bare port, and names --listen when it is not HOST:PORT", async () => {
     expect((await agent({ listen: "0" })).url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     await expect(agent({ listen: "localhost" })).rejects.toMatchObject({ code: "config_invalid", message: '--listen: "localhost" is not HOST:PORT' });
+  });
+
+  it("names --listen when its port is taken, and leaves no background task running", async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    // Only intervals are faked: they are what the agent's background tasks use, and counting them is exact.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const failure = agent({ listen: `127.0.0.1:${port}` });
+      await expect(failure).rejects.toMatchObject({
+        code: "config_invalid",
+        message: `cannot listen on 127.0.0.1:${port}: another process already listens there`,
+        hint: expect.stringContaining("--listen"),
+      });
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+    }
   });
 
   it("needs neither a token nor a join on restart: the credential is kept", async () => {

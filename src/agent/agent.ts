@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import pino, { type Logger } from "pino";
 import { DomainError } from "../errors/domain-error.js";
+import { listenFailure } from "../errors/listen-failure.js";
 import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
@@ -197,7 +198,18 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   supervisor.startBackgroundTasks();
 
   const app = buildControlApi({ supervisor, nodeName: name, credential: () => credential, onChange: () => undefined });
-  await app.listen({ host: listen.host, port: listen.port });
+  try {
+    await app.listen({ host: listen.host, port: listen.port });
+  } catch (error) {
+    // Stop what already runs (log rotation, the adopted-engine watch, resumed fetches): a caller that
+    // catches this, or a test, would otherwise keep an agent half-started. Engines keep running, as at close.
+    closed = true;
+    await app.close().catch(() => undefined);
+    await supervisor.close();
+    await persist();
+    await stateWriter.flushed();
+    throw listenFailure(`${listen.host}:${listen.port}`, "--listen", error);
+  }
   const boundPort = (app.server.address() as { port: number }).port;
   const advertisedHost = listen.host === "0.0.0.0" || listen.host === "::" ? os.hostname() : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   const url = options.advertise ?? `http://${advertisedHost}:${boundPort}`;
@@ -224,7 +236,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
 
   const stopForGood = async (error: DomainError): Promise<void> => {
-    logger.error({ code: error.code }, error.message);
+    logger.error({ code: error.code, hint: error.hint }, error.message);
     await close(error);
   };
 
@@ -268,7 +280,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           return;
         }
         // The server forgot this node or its credential (its state was reset): join again.
-        logger.warn({ message: failure.message }, "credential refused; joining again");
+        logger.warn({ message: failure.message, ...(failure.hint ? { hint: failure.hint } : {}) }, "credential refused; joining again");
         credential = undefined;
         {
           const rejoined = await join();
@@ -281,9 +293,18 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         return;
       case "unreachable":
       case "rejected":
+        if (failure.kind === "rejected" && failure.code === "name_taken" && during === "join" && !connectedOnce) {
+          // Another live agent has this name: retrying cannot help while it runs, and a retrying agent
+          // would say nothing on the console. A later rejoin (the server forgot this node) keeps retrying:
+          // its engines are running, and the other agent may be the one that should go.
+          await stopForGood(
+            new DomainError("name_taken", `the server at ${serverUrl} refused agent ${name}'s join: ${failure.message}`, failure.hint ?? "Give this agent its own --name."),
+          );
+          return;
+        }
         failures += 1;
         // Engines keep running whatever happens here: an outage of the control plane must never take the models down.
-        logger.warn({ failures, message: failure.message }, `${during} failed; replicas keep running, retrying`);
+        logger.warn({ failures, message: failure.message, ...(failure.hint ? { hint: failure.hint } : {}) }, `${during} failed; replicas keep running, retrying`);
         return;
     }
   };

@@ -193,6 +193,19 @@ describe("ReplicaSupervisor", () => {
     expect(log).not.toContain("_secret");
   });
 
+  it("masks secret flag values and URL passwords in the log's start line, while the engine gets them", async () => {
+    const supervisor = makeSupervisor();
+    const args = ["--api-key", "sk-live-123", "--hf-token=hf_abc", "--lora-source", "http://mirror:pw-789@127.0.0.1:1/lora/", "--tokenizer", "/models/tok", "--max-num-batched-tokens", "8192"];
+    supervisor.start(spec({ args }));
+    await until(supervisor, "r1", ["ready", "failed"]);
+    const log = await readFile(path.join(directory, "logs", "r1.log"), "utf8");
+    const startLine = log.split("\n").find((line) => line.startsWith("--- ")) ?? "";
+    expect(startLine).toContain("--api-key *** --hf-token=*** --lora-source http://mirror:***@127.0.0.1:1/lora/ --tokenizer /models/tok --max-num-batched-tokens 8192");
+    expect(startLine).not.toMatch(/sk-live-123|hf_abc|pw-789/);
+    // The fake engine prints its own argv: the real values reached it.
+    expect(log).toContain("sk-live-123");
+  });
+
   it("refuses a second replica on cards in use, and treats a repeated start as the same replica", async () => {
     const supervisor = makeSupervisor();
     supervisor.start(spec());

@@ -19,6 +19,7 @@ import {
 import { findProgram, type EnginePaths } from "./inventory.js";
 import type { ReplicaProgress, ReplicaSpec, ReplicaState, ReplicaStatus } from "./protocol.js";
 import { terminalReplicaStates } from "./protocol.js";
+import { redactArgv } from "./redact-argv.js";
 import { readLogTail, rotateLogIfLarge, type LogRotation } from "./replica-log.js";
 import { fetchWeights } from "./weights-fetcher.js";
 import { cacheLocation, parseWeightsSource } from "./weights-source.js";
@@ -83,9 +84,19 @@ interface Replica {
 const logTailLines = 20;
 
 /**
- * The agent's own secrets. An engine has no use for them, and it runs code
- * that came with the model (trust_remote_code, custom nodes): a join token
- * read there lets anyone join machines to the fleet.
+ * The agent's own secrets, left out of an engine's environment. An engine has
+ * no use for them, and it runs code that came with the model
+ * (trust_remote_code, custom nodes): a join token in its environment is one
+ * `env` or crash dump away from a log, and lets anyone join machines to the
+ * fleet.
+ *
+ * This keeps them out of the engine's own environment only. It is no barrier
+ * against code in the engine that looks for them: the engine runs as the
+ * agent's uid, so it can read /proc/<agent pid>/environ (which keeps the
+ * agent's starting environment even after `llmgw agent` deletes the join
+ * token from process.env) and the node credential in the agent's state file.
+ * That protection needs the engine under another uid, and a join token that
+ * expires.
  */
 const agentSecrets = ["LLMGW_JOIN_TOKEN", "LLMGW_TOKEN"] as const;
 
@@ -432,8 +443,10 @@ export class ReplicaSupervisor {
     const { argv, env } = await this.commandLine(spec, driver, launch);
     await mkdir(this.logsDirectory, { recursive: true });
     const logPath = this.logPath(spec.id);
-    // Only argv goes in the log: the environment may carry tokens (S9: no secret in a log).
-    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${argv.join(" ")}\n`);
+    // Only argv goes in the log, and masked: the environment may carry tokens, and a profile's args
+    // may carry an --api-key or a mirror URL with a password, while a read-only token can read this log
+    // (S9: no secret in a log). The engine gets the real argv.
+    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${redactArgv(argv).join(" ")}\n`);
     let spawned;
     try {
       spawned = await spawnEngine(argv, { ...engineInheritedEnvironment(), ...env }, logPath);

@@ -14,16 +14,24 @@ import {
   type JoinResponse,
 } from "./protocol.js";
 
+/** The server's own words, when it answered with an error body: its code, message and what to do. */
+interface ServerWords {
+  readonly message: string;
+  /** The server's hint, kept apart so the agent can log it and stop with it. */
+  readonly hint?: string | undefined;
+  readonly code?: string | undefined;
+}
+
 /** What went wrong talking to the server, sorted by what the agent does next. */
 export type ServerCallFailure =
   /** Connection refused, timeout, 5xx: keep every replica running and try again later. */
-  | { readonly kind: "unreachable"; readonly message: string }
+  | ({ readonly kind: "unreachable" } & ServerWords)
   /** The credential or join token was refused (401/403), or the node is unknown (404): join again, if a join token is at hand. */
-  | { readonly kind: "refused"; readonly status: number; readonly message: string }
+  | ({ readonly kind: "refused"; readonly status: number } & ServerWords)
   /** The server speaks another protocol: nothing the agent can do but stop and say so. */
   | { readonly kind: "version"; readonly error: DomainError }
-  /** Any other refusal (400: a message the server could not read). */
-  | { readonly kind: "rejected"; readonly status: number; readonly message: string };
+  /** Any other refusal (400: a message the server could not read; 409 name_taken: another agent has the name). */
+  | ({ readonly kind: "rejected"; readonly status: number } & ServerWords);
 
 export type ServerCallResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: ServerCallFailure };
 
@@ -31,11 +39,6 @@ function errorParts(body: unknown): { message: string; hint: string | undefined 
   const error = (body as { error?: { message?: unknown; hint?: unknown } } | undefined)?.error;
   if (error && typeof error.message === "string") return { message: error.message, hint: typeof error.hint === "string" ? error.hint : undefined };
   return undefined;
-}
-
-function errorMessage(body: unknown): string | undefined {
-  const parts = errorParts(body);
-  return parts ? (parts.hint ? `${parts.message}. ${parts.hint}` : parts.message) : undefined;
 }
 
 async function post<T>(serverUrl: string, path: string, body: unknown, credential: string | undefined, schema: z.ZodType<T>): Promise<ServerCallResult<T>> {
@@ -62,8 +65,10 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
   } catch {
     parsed = undefined;
   }
-  const serverMessage = errorMessage(parsed);
+  const parts = errorParts(parsed);
+  const serverMessage = parts?.message;
   const code = (parsed as { error?: { code?: unknown } } | undefined)?.error?.code;
+  const words = { hint: parts?.hint, code: typeof code === "string" ? code : undefined };
   if (statusCode === 426 || (statusCode === 409 && code === "version_unsupported")) {
     return {
       ok: false,
@@ -78,13 +83,13 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
     };
   }
   if (statusCode >= 500 || statusCode === 408 || statusCode === 429) {
-    return { ok: false, failure: { kind: "unreachable", message: `the server at ${url} answered ${statusCode}${serverMessage ? `: ${serverMessage}` : ""}` } };
+    return { ok: false, failure: { kind: "unreachable", message: `the server at ${url} answered ${statusCode}${serverMessage ? `: ${serverMessage}` : ""}`, ...words } };
   }
   if (statusCode === 401 || statusCode === 403 || statusCode === 404) {
-    return { ok: false, failure: { kind: "refused", status: statusCode, message: serverMessage ?? `the server at ${url} answered ${statusCode}` } };
+    return { ok: false, failure: { kind: "refused", status: statusCode, message: serverMessage ?? `the server at ${url} answered ${statusCode}`, ...words } };
   }
   if (statusCode !== 200 && statusCode !== 201) {
-    return { ok: false, failure: { kind: "rejected", status: statusCode, message: serverMessage ?? `the server at ${url} answered ${statusCode}` } };
+    return { ok: false, failure: { kind: "rejected", status: statusCode, message: serverMessage ?? `the server at ${url} answered ${statusCode}`, ...words } };
   }
   const theirs = protocolOf(parsed);
   if (theirs !== protocolVersion) {

@@ -22,6 +22,8 @@ class FileServer {
   readonly cutAfter = new Map<string, number>();
   /** Paths whose GETs send this many bytes and then nothing more, holding the connection open. */
   readonly stallAfter = new Map<string, number>();
+  /** Paths served as zeros of this size, too large to hold: only a range's last megabyte is ever sent. */
+  readonly virtualSizes = new Map<string, number>();
   listings = true;
   private server = http.createServer((request, response) => this.handle(request, response));
   url = "";
@@ -49,6 +51,17 @@ class FileServer {
       const links = [...entries].map((entry) => `<a href="${encodeURI(entry)}">${entry}</a>`).join("\n");
       // As nginx autoindex writes it, with a parent link and a sort link to skip.
       response.writeHead(200, { "content-type": "text/html" }).end(`<html><body><a href="../">../</a><a href="?C=N;O=D">Name</a>\n${links}</body></html>`);
+      return;
+    }
+    const virtualSize = this.virtualSizes.get(pathname);
+    if (virtualSize !== undefined) {
+      const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? "")?.[1] ?? 0);
+      const headers: Record<string, string | number> = { "content-length": virtualSize - start };
+      if (start > 0) headers["content-range"] = `bytes ${start}-${virtualSize - 1}/${virtualSize}`;
+      response.writeHead(start > 0 ? 206 : 200, headers);
+      // More than a megabyte is never sent: the connection breaks after the first byte.
+      if (virtualSize - start <= 1_000_000) response.end(Buffer.alloc(virtualSize - start));
+      else response.write(Buffer.alloc(1), () => response.destroy());
       return;
     }
     const content = this.files.get(pathname);
@@ -105,6 +118,7 @@ beforeEach(async () => {
   server.requests.length = 0;
   server.cutAfter.clear();
   server.stallAfter.clear();
+  server.virtualSizes.clear();
   server.listings = true;
 });
 afterEach(async () => {
@@ -175,6 +189,67 @@ describe("fetchWeights over http", () => {
       code: "source_unavailable",
       message: expect.stringContaining(`${source} on node node-a: the server answered 404`),
     });
+  });
+
+  it("keeps a source URL's password out of every failure reason, for a file and for a folder", async () => {
+    const withPassword = (pathname: string) => server.url.replace("http://", "http://mirror:s3cret-pw@") + pathname;
+    const failure = async (source: string): Promise<Error & { hint?: string }> => {
+      try {
+        await fetchWeights({ ...baseOptions(), source });
+      } catch (error) {
+        return error as Error & { hint?: string };
+      }
+      throw new Error(`${source} was fetched`);
+    };
+    const file = await failure(withPassword("/models/missing.gguf"));
+    expect(file.message).toContain("could not fetch http://mirror:***@127.0.0.1:");
+    server.listings = false;
+    const folder = await failure(withPassword("/unlisted/"));
+    expect(folder.message).toMatch(/could not fetch http:\/\/mirror:\*\*\*@127\.0\.0\.1:\d+\/unlisted\/ on node node-a: the folder has no listing and http:\/\/mirror:\*\*\*@/);
+    server.files.set("/bad/model.safetensors.index.json", Buffer.from("not json"));
+    const index = await failure(withPassword("/bad/"));
+    expect(index.message).toContain("mirror:***@");
+    const pinned = await failure(`${withPassword("/x.gguf")}#sha256=nothex`);
+    expect(pinned.message).toContain("mirror:***@");
+    for (const error of [file, folder, index, pinned]) {
+      expect(error.message).not.toContain("s3cret-pw");
+      expect(error.hint ?? "").not.toContain("s3cret-pw");
+    }
+  });
+
+  it("names the folder, the node and what to check when the folder's server cannot be reached", async () => {
+    // Port 9 (discard) listens nowhere here: the connection is refused.
+    const error = await fetchWeights({ ...baseOptions(), source: "http://mirror:s3cret-pw@127.0.0.1:9/models/llama/" }).then(
+      () => undefined,
+      (caught: unknown) => caught as Error & { code: string; hint: string },
+    );
+    expect(error).toMatchObject({ code: "source_unavailable", message: expect.stringMatching(/^could not list http:\/\/mirror:\*\*\*@127\.0\.0\.1:9\/models\/llama\/ on node node-a: .*ECONNREFUSED/) });
+    expect(error?.hint).toContain("reachable from this node");
+  });
+
+  it("refuses a single-URL download larger than the cache's free disk, before writing a byte", async () => {
+    const disk = await statfs(cacheDirectory);
+    server.virtualSizes.set("/models/huge.gguf", 2 * Number(disk.bavail) * Number(disk.bsize));
+    const source = `${server.url}/models/huge.gguf`;
+    await expect(fetchWeights({ ...baseOptions(), source })).rejects.toMatchObject({
+      code: "source_unavailable",
+      message: expect.stringMatching(new RegExp(`^${source} needs [0-9.]+ GiB but .* on node node-a has [0-9.]+ GiB free$`)),
+    });
+    const destination = path.join(cacheDirectory, cacheLocation(parseWeightsSource(source)));
+    expect((await stat(`${destination}.partial`).catch(() => undefined))?.size ?? 0).toBe(0);
+  });
+
+  it("counts what a single-URL download's partial already holds when checking for room", async () => {
+    // A sparse partial of twice the disk's free space lacking only its last 1000 bytes: it fits.
+    const disk = await statfs(cacheDirectory);
+    const size = 2 * Number(disk.bavail) * Number(disk.bsize);
+    server.virtualSizes.set("/models/resumed.gguf", size);
+    const source = `${server.url}/models/resumed.gguf`;
+    const destination = path.join(cacheDirectory, cacheLocation(parseWeightsSource(source)));
+    await mkdir(path.dirname(destination), { recursive: true });
+    await writeFile(`${destination}.partial`, "");
+    await truncate(`${destination}.partial`, size - 1000);
+    expect((await stat(await fetchWeights({ ...baseOptions(), source }))).size).toBe(size);
   });
 
   it("refuses a file whose sha256 differs from the one pinned in the source, and keeps no file", async () => {

@@ -7,6 +7,7 @@ import { Transform } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { listFiles } from "@huggingface/hub";
 import { Agent, interceptors, request, type Dispatcher } from "undici";
+import { redactUrl } from "../catalog/redact.js";
 import { DomainError } from "../errors/domain-error.js";
 import {
   cacheLocation,
@@ -137,7 +138,7 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
         await rm(metaFile, { force: true });
         throw new DomainError(
           "checksum_mismatch",
-          `${file.url} fetched on node ${options.nodeName} has sha256 ${actual}, but the source published ${expectedSha256}`,
+          `${redactUrl(file.url)} fetched on node ${options.nodeName} has sha256 ${actual}, but the source published ${expectedSha256}`,
           "Fetch it again (the partial file was removed); if it repeats, the file on the server differs from its published checksum.",
         );
       }
@@ -192,7 +193,7 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
       await response.body.dump();
       if (!retryableStatus(status)) {
         throw unavailable(
-          `could not fetch ${file.url} on node ${options.nodeName}: the server answered ${status}${status === 404 ? " (not found)" : status === 401 || status === 403 ? " (not allowed)" : ""}`,
+          `could not fetch ${redactUrl(file.url)} on node ${options.nodeName}: the server answered ${status}${status === 404 ? " (not found)" : status === 401 || status === 403 ? " (not allowed)" : ""}`,
           status === 401 || status === 403
             ? "Give the agent a token for this source (HF_TOKEN for the hub), or make the file readable."
             : "Check the profile's source: the URL must name a file that exists (a folder ends in /).",
@@ -218,6 +219,17 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     const total = /\/(\d+)$/.exec(contentRange ?? "")?.[1];
     if (total !== undefined) file.size = Number(total);
     else if (Number.isFinite(length)) file.size = offset + length;
+    if (file.size !== undefined) {
+      // A single-URL source learns its size only here: the check before a folder or hub download
+      // cannot cover it. Bytes already in the partial need no more room (a 206 appends to them,
+      // a 200 overwrites them).
+      const needed = file.size - ((await sizeOf(partial)) ?? 0);
+      const shortage = await roomShortage(options.cacheDirectory, needed, redactUrl(file.url), options.nodeName);
+      if (shortage) {
+        response.body.destroy();
+        throw shortage;
+      }
+    }
     const responseEtag = headerText(response.headers.etag);
     etag = responseEtag ?? etag;
     const expectedSha256 = file.sha256 ?? checksumFromHeaders(response.headers);
@@ -247,7 +259,7 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     return;
   }
   throw unavailable(
-    `could not fetch ${file.url} on node ${options.nodeName} after ${maxAttempts} attempt${maxAttempts === 1 ? "" : "s"}: ${lastProblem}`,
+    `could not fetch ${redactUrl(file.url)} on node ${options.nodeName} after ${maxAttempts} attempt${maxAttempts === 1 ? "" : "s"}: ${lastProblem}`,
     "Check the node's network to the source; a restart of the replica resumes where this stopped.",
   );
 }
@@ -271,41 +283,53 @@ const maxListingDepth = 4;
 /** The files under an http folder: from its autoindex page, or else from model.safetensors.index.json. */
 async function listHttpFolder(folderUrl: string, options: FetchWeightsOptions): Promise<RemoteFile[]> {
   const files: RemoteFile[] = [];
+  /** A listing request that could not connect names the folder and the node, not only "connect ECONNREFUSED". */
+  const reach = async <T>(call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (error) {
+      options.signal?.throwIfAborted();
+      throw unavailable(
+        `could not list ${redactUrl(folderUrl)} on node ${options.nodeName}: ${(error as Error).message}`,
+        "Check that the source's host and port are right and reachable from this node (a firewall or proxy in between); a restart of the replica tries again.",
+      );
+    }
+  };
   const walk = async (url: string, prefix: string, depth: number): Promise<boolean> => {
-    const page = await getText(url, {}, options.signal);
+    const page = await reach(() => getText(url, {}, options.signal));
     if (page.status !== 200 || !/html/i.test(page.type)) return false;
     const listing = parseFolderListing(page.text, url);
     for (const name of listing.files) {
       files.push({ url: new URL(encodeURIComponent(name), url).toString(), relativePath: prefix + name, size: undefined, sha256: undefined, headers: {} });
     }
-    if (files.length > maxListedFiles) throw unavailable(`${folderUrl} lists more than ${maxListedFiles} files`, "Point the source at the model's own folder.");
+    if (files.length > maxListedFiles) throw unavailable(`${redactUrl(folderUrl)} lists more than ${maxListedFiles} files`, "Point the source at the model's own folder.");
     if (depth < maxListingDepth) {
       for (const folder of listing.folders) await walk(new URL(`${encodeURIComponent(folder)}/`, url).toString(), `${prefix}${folder}/`, depth + 1);
     }
     return true;
   };
   if (await walk(folderUrl, "", 0)) {
-    if (files.length === 0) throw unavailable(`${folderUrl} lists no files (fetched on node ${options.nodeName})`, "Check the folder URL; it must list the model's files.");
+    if (files.length === 0) throw unavailable(`${redactUrl(folderUrl)} lists no files (fetched on node ${options.nodeName})`, "Check the folder URL; it must list the model's files.");
   } else {
     const indexUrl = new URL("model.safetensors.index.json", folderUrl).toString();
-    const index = await getText(indexUrl, {}, options.signal);
+    const index = await reach(() => getText(indexUrl, {}, options.signal));
     if (index.status !== 200) {
       throw unavailable(
-        `could not fetch ${folderUrl} on node ${options.nodeName}: the folder has no listing and ${indexUrl} answered ${index.status}`,
+        `could not fetch ${redactUrl(folderUrl)} on node ${options.nodeName}: the folder has no listing and ${redactUrl(indexUrl)} answered ${index.status}`,
         "Serve the folder with a directory listing (nginx autoindex on), or put model.safetensors.index.json in it, or name one file.",
       );
     }
-    const names = ["model.safetensors.index.json", ...shardsFromIndex(index.text, indexUrl)];
+    const names = ["model.safetensors.index.json", ...shardsFromIndex(index.text, redactUrl(indexUrl))];
     for (const companion of companionFiles) {
       const url = new URL(companion, folderUrl).toString();
-      const head = await headSize(url, {}, options.signal);
+      const head = await reach(() => headSize(url, {}, options.signal));
       if (head.status === 200) names.push(companion);
     }
     for (const name of names) files.push({ url: new URL(name, folderUrl).toString(), relativePath: name, size: undefined, sha256: undefined, headers: {} });
   }
   // Sizes up front, so progress is a fraction of the whole folder from the first byte.
   for (const file of files) {
-    if (file.size === undefined) file.size = (await headSize(file.url, file.headers, options.signal)).size;
+    if (file.size === undefined) file.size = (await reach(() => headSize(file.url, file.headers, options.signal))).size;
   }
   return files;
 }
@@ -329,7 +353,7 @@ async function listHubFiles(source: Extract<WeightsSource, { kind: "hub" }>, opt
   } catch (error) {
     const status = (error as { statusCode?: number }).statusCode;
     throw unavailable(
-      `could not list hf://${source.repo}@${source.revision} at ${hubUrl} on node ${options.nodeName}: ${status !== undefined ? `the hub answered ${status}` : (error as Error).message}`,
+      `could not list hf://${source.repo}@${source.revision} at ${redactUrl(hubUrl)} on node ${options.nodeName}: ${status !== undefined ? `the hub answered ${status}` : (error as Error).message}`,
       status === 401 || status === 403 || status === 404
         ? "Check the repository name and revision; a gated or private repository needs HF_TOKEN on the agent."
         : "Check the node's network to the hub (or set --hf-endpoint to a mirror).",
@@ -344,7 +368,7 @@ async function listHubFiles(source: Extract<WeightsSource, { kind: "hub" }>, opt
       : listed.filter((entry) => entry.path.startsWith(`${wanted}/`));
   if (selected.length === 0) {
     throw unavailable(
-      `hf://${source.repo}@${source.revision}${wanted ? `/${wanted}` : ""} at ${hubUrl} has no files${wanted ? ` under ${wanted}` : ""} (listed on node ${options.nodeName})`,
+      `hf://${source.repo}@${source.revision}${wanted ? `/${wanted}` : ""} at ${redactUrl(hubUrl)} has no files${wanted ? ` under ${wanted}` : ""} (listed on node ${options.nodeName})`,
       "Check the path after the revision; it names a file or folder in the repository.",
     );
   }
@@ -371,16 +395,22 @@ async function ensureRoom(directory: string, files: readonly { file: RemoteFile;
     const onDisk = (await sizeOf(destination)) ?? (await sizeOf(`${destination}.partial`)) ?? 0;
     needed += Math.max(0, (file.size ?? 0) - onDisk);
   }
+  const shortage = await roomShortage(directory, needed, redactUrl(source), nodeName);
+  if (shortage) throw shortage;
+}
+
+/** The refusal when `needed` bytes do not fit in the free space of `directory`'s disk, or undefined when they do. */
+async function roomShortage(directory: string, needed: number, what: string, nodeName: string): Promise<DomainError | undefined> {
+  if (needed <= 0) return undefined;
   await mkdir(directory, { recursive: true });
   const disk = await statfs(directory);
   const free = Number(disk.bavail) * Number(disk.bsize);
-  if (needed > free) {
-    const GiB = 1024 ** 3;
-    throw unavailable(
-      `${source} needs ${(needed / GiB).toFixed(1)} GiB but ${directory} on node ${nodeName} has ${(free / GiB).toFixed(1)} GiB free`,
-      "Free space in the agent's weights cache (remove models no longer served from DATA_DIR/weights), or give the agent a larger --data-dir.",
-    );
-  }
+  if (needed <= free) return undefined;
+  const GiB = 1024 ** 3;
+  return unavailable(
+    `${what} needs ${(needed / GiB).toFixed(1)} GiB but ${directory} on node ${nodeName} has ${(free / GiB).toFixed(1)} GiB free`,
+    "Free space in the agent's weights cache (remove models no longer served from DATA_DIR/weights), or give the agent a larger --data-dir.",
+  );
 }
 
 /** The promise's outcome, or the signal's abort if that comes first: a stopped replica does not wait on another's download. */
@@ -467,6 +497,6 @@ async function fetchUnshared(options: FetchWeightsOptions): Promise<string> {
   if (!singleFile) progress.emit();
   for (const { file, destination } of placed) await downloadFile(file, destination, options, progress);
   if (singleFile) return target;
-  await writeFile(path.join(target, completeMarker), `${new Date().toISOString()} ${options.source}\n`);
+  await writeFile(path.join(target, completeMarker), `${new Date().toISOString()} ${redactUrl(options.source)}\n`);
   return target;
 }

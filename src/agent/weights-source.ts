@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
+import { redactUrl } from "../catalog/redact.js";
 import { DomainError } from "../errors/domain-error.js";
 
 /**
@@ -20,7 +21,7 @@ const sha256Pattern = /^[0-9a-f]{64}$/;
 function invalidSource(source: string, why: string): DomainError {
   return new DomainError(
     "invalid_input",
-    `source "${source}" ${why}`,
+    `source "${redactUrl(source)}" ${why}`,
     "Give an http(s) URL (a folder ends in /), hf://org/name@revision, or an absolute path on the node.",
   );
 }

@@ -72,6 +72,12 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .option("--startup-timeout <seconds>", "how long an engine may take to become healthy", seconds, 1800)
     .option("--stop-grace <seconds>", "time between SIGTERM and SIGKILL when stopping an engine", seconds, 30)
     .action(async (options: AgentCommandOptions) => {
+      // commander has read --token's LLMGW_JOIN_TOKEN into options.token. Dropped from process.env, it is
+      // inherited by no child of the agent (nvidia-smi, engines, anything they start), and a later
+      // dump of the environment does not show it. It does NOT leave /proc/<agent pid>/environ: Linux
+      // keeps the environment the process started with there, whatever process.env becomes, and a
+      // process of the same uid (an engine, code that came with a model) can read that file.
+      delete process.env.LLMGW_JOIN_TOKEN;
       let agent;
       try {
         agent = await startAgent({

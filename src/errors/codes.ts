@@ -11,7 +11,7 @@ export const errorCodes = {
   invalid_yaml: "A YAML file could not be parsed; the message names the file, line and column.",
   invalid_input: "A value does not match the schema; the message names its path and what is expected.",
   unknown_key: "A key that the schema does not know; the message suggests the nearest known key.",
-  name_taken: "A model, adapter or alias name is already used in the catalog's one namespace, a node name by another live machine, or a token name by another token.",
+  name_taken: "A model, adapter or alias name is already used in the catalog's one namespace, a node name by another live agent (on any machine, this one included), or a token name by another token.",
   unknown_fallback: "A fallback names a model that is not in the catalog.",
   fallback_cycle: "Fallbacks that lead back to the model that named them.",
   unknown_engine: "A profile names an engine llmgw has no driver for.",

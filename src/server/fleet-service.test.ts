@@ -1,11 +1,14 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Inventory, ReplicaStatus } from "../agent/protocol.js";
 import { modelEntrySchema } from "../catalog/schema.js";
 import { refusal } from "../../test/support/refusal.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { storesUnderTest } from "../../test/support/postgres.js";
+import { waitFor } from "../../test/support/fake-engine.js";
 import { CatalogService } from "./catalog-service.js";
-import { FleetService } from "./fleet-service.js";
+import { FleetService, type FleetLog } from "./fleet-service.js";
 
 /** The fleet's store behaviour, run against SQLite and Postgres (STYLE 6), with a controllable clock. */
 const engines = storesUnderTest;
@@ -118,7 +121,14 @@ describe.each(engines)("fleet over $kind", (engine) => {
     return await fleet.join({ protocol: 1, join_token: token, name, address, fabric: name, labels: {}, inventory });
   };
 
-  it("replaces the credential when a node joins again from its own host, on a new port", async () => {
+  it("refuses a second agent on the same host under a live node's name, and lets it join once that node has gone quiet", async () => {
+    await beat([]);
+    const second = await refusal(() => joinAs("node-a", "http://10.0.0.5:7071"));
+    expect(second).toMatchObject({ code: "name_taken", message: expect.stringContaining("node name node-a is taken by the agent at http://10.0.0.5:7070") });
+    // The first agent keeps its name and credential.
+    expect(await beat([])).toEqual({ protocol: 1 });
+    expect((await fleet.getNode("node-a")).address).toBe("http://10.0.0.5:7070");
+    clock += 16_000;
     const again = await joinAs("node-a", "http://10.0.0.5:7071");
     expect(again.credential).not.toBe(credential);
     expect((await refusal(() => beat([]))).code).toBe("unauthorized");
@@ -155,11 +165,56 @@ describe.each(engines)("fleet over $kind", (engine) => {
     expect((await fleet.getReplica("r1")).node).toBe("node-a");
   });
 
-  it("stops a replica on a lost node without its agent, saying the agent was not told", async () => {
+  it("keeps a replica id another node reports on the node that has it, and logs the conflict", async () => {
+    const other = await joinAs("node-b", "http://10.0.0.7:7070");
+    const logged: { facts: Record<string, unknown>; message: string }[] = [];
+    const log: FleetLog = { info: () => undefined, warn: (facts, message) => logged.push({ facts, message }) };
+    const beatFromB = () => fleet.heartbeat(`Bearer ${other.credential}`, { protocol: 1, name: "node-b", address: "http://10.0.0.7:7070", replicas: [status("r1", "ready", { cards: [2] })] }, log);
     await beat([status("r1", "ready")]);
+    await beatFromB();
+    await beat([status("r1", "ready")]);
+    await beatFromB();
+    expect(await fleet.getReplica("r1")).toMatchObject({ node: "node-a", gpus: [0] });
+    const nodeB = await fleet.getNode("node-b");
+    expect(nodeB.replicas).toEqual([]);
+    expect(nodeB.gpus[2]?.replica).toBeNull();
+    expect(logged).toContainEqual({ facts: { replica: "r1", node: "node-b", recorded_on: "node-a" }, message: "replica-conflict-ignored" });
+  });
+
+  it("stops a replica on a lost node when the node returns, instead of taking it back as ready", async () => {
+    const deletes: string[] = [];
+    const agentApi = http.createServer((request, response) => {
+      if (request.method === "DELETE") deletes.push(request.url ?? "");
+      response.writeHead(202, { "content-type": "application/json" }).end(JSON.stringify({ protocol: 1, replica: status("r1", "draining") }));
+    });
+    await new Promise<void>((resolve) => agentApi.listen(0, "127.0.0.1", resolve));
+    try {
+      const address = `http://127.0.0.1:${(agentApi.address() as AddressInfo).port}`;
+      const joined = await joinAs("node-s", address);
+      const beatFromS = (replicas: ReplicaStatus[]) => fleet.heartbeat(`Bearer ${joined.credential}`, { protocol: 1, name: "node-s", address, replicas });
+      await beatFromS([status("r1", "ready")]);
+      clock += 30_000;
+      const stopped = await fleet.stopReplica("r1", false);
+      expect(stopped).toMatchObject({ id: "r1", state: "draining", endpoint: null, reason: expect.stringContaining("its agent is told to stop it when the node reports it again") });
+      expect(deletes).toEqual([]);
+      // The node returns with the engine still running.
+      await beatFromS([status("r1", "ready", { endpoint: "http://127.0.0.1:41000" })]);
+      expect(await fleet.getReplica("r1")).toMatchObject({ state: "draining", endpoint: null });
+      expect((await fleet.replicaCounts()).get("tiny")).toEqual({ ready: 0, desired: 0 });
+      await waitFor(() => deletes.length > 0, 10_000, "the stop sent to the returning agent");
+      expect(deletes).toEqual(["/agent/v1/replicas/r1"]);
+      await beatFromS([status("r1", "stopped")]);
+      expect(await fleet.listReplicas()).toEqual([]);
+    } finally {
+      agentApi.closeAllConnections();
+      await new Promise<void>((resolve) => agentApi.close(() => resolve()));
+    }
+  });
+
+  it("clears a failed replica on a lost node at once: nothing runs to be told", async () => {
+    await beat([status("r1", "failed", { reason: "engine exited" })]);
     clock += 30_000;
-    const stopped = await fleet.stopReplica("r1", false);
-    expect(stopped).toMatchObject({ id: "r1", state: "stopped", endpoint: null, reason: expect.stringContaining("its agent was not told") });
+    expect(await fleet.stopReplica("r1", false)).toMatchObject({ id: "r1", state: "failed", endpoint: null });
     expect(await fleet.listReplicas()).toEqual([]);
   });
 });

@@ -102,6 +102,14 @@ export const startReplicaBodySchema = z.strictObject({
 });
 export type StartReplicaBody = z.infer<typeof startReplicaBodySchema>;
 
+/** Where the fleet service logs what no caller is told (fastify's request.log in the API). */
+export interface FleetLog {
+  info(facts: Record<string, unknown>, message: string): void;
+  warn(facts: Record<string, unknown>, message: string): void;
+}
+
+const silentLog: FleetLog = { info: () => undefined, warn: () => undefined };
+
 /** A replica the agent stopped reporting is failed only after this long: a heartbeat built before its start may still arrive. */
 const missingGraceMs = 10_000;
 
@@ -199,9 +207,11 @@ export class FleetService {
       );
     }
     const existing = await findNode(this.store.db, request.name);
-    if (existing && new URL(existing.address).hostname !== new URL(request.address).hostname) {
-      // Another machine under a live node's name would take over its credential; the two agents
-      // would then take it back from each other at every restart. Its own host on a new port is a restart.
+    if (existing) {
+      // A join under a live node's name would take over its credential, and the two agents would then
+      // take the name back from each other at every beat. This holds for the same host too: a
+      // restarting agent keeps its credential and does not join, so a live name joined from the same
+      // host is a second agent there (--name defaults to the host name), not a restart.
       const silentMs = this.now() - Date.parse(existing.last_seen_at);
       if (silentMs < this.settings.heartbeatDeadlineMs) {
         throw new DomainError(
@@ -226,7 +236,8 @@ export class FleetService {
     return { protocol: protocolVersion, node: request.name, credential, heartbeat_interval_ms: this.settings.heartbeatIntervalMs };
   }
 
-  async heartbeat(authorization: string | undefined, body: unknown): Promise<HeartbeatResponse> {
+  /** `log` gets what the agent is not told: a replica id it reports that belongs to another node, a pending stop that failed. */
+  async heartbeat(authorization: string | undefined, body: unknown, log: FleetLog = silentLog): Promise<HeartbeatResponse> {
     const refusal = versionRefusal(body);
     if (refusal) throw refusal;
     const beat = parseBody(heartbeatRequestSchema, body);
@@ -250,7 +261,7 @@ export class FleetService {
         if (row) await deleteReplica(this.store.db, status.id);
         continue;
       }
-      await upsertReplica(this.store.db, {
+      const recorded = await upsertReplica(this.store.db, {
         id: status.id,
         node: beat.name,
         model: status.model,
@@ -264,6 +275,18 @@ export class FleetService {
         created_at: row?.created_at ?? at,
         updated_at: at,
       });
+      if (!recorded) {
+        // Replica ids are unique across the fleet (startReplica refuses a taken one), so this is an
+        // agent whose state file came from another node. Recording it here would move the row to
+        // this node and back at every beat of each; the first node keeps it.
+        const owner = await findReplica(this.store.db, status.id);
+        log.warn({ replica: status.id, node: beat.name, recorded_on: owner?.node }, "replica-conflict-ignored");
+        continue;
+      }
+      if (row?.stop_requested && status.state !== "draining") {
+        // Stopped while the node was lost: its agent was never told. Now it can be.
+        this.stopOnReturn({ name: node.name, address: beat.address, credential: node.credential }, status.id, log);
+      }
     }
     for (const row of known) {
       if (reported.has(row.id) || terminalReplicaStates.includes(row.state as ReplicaState)) continue;
@@ -276,6 +299,25 @@ export class FleetService {
       await updateReplica(this.store.db, row.id, { state: "failed", status: JSON.stringify(status), updated_at: at });
     }
     return { protocol: protocolVersion };
+  }
+
+  /** Stops being sent to returning agents; one per replica at a time, so beats during the call do not repeat it. */
+  private readonly stopsInFlight = new Set<string>();
+
+  /**
+   * Asks the agent to stop a replica after the heartbeat is answered: the
+   * agent's heartbeat must not wait on the server calling it back (an agent
+   * the server cannot reach would see every beat time out).
+   */
+  private stopOnReturn(address: AgentAddress, id: string, log: FleetLog): void {
+    if (this.stopsInFlight.has(id)) return;
+    this.stopsInFlight.add(id);
+    void stopReplicaOnAgent(address, id, false)
+      .then(
+        () => log.info({ replica: id, node: address.name }, "replica-stop-delivered"),
+        (error: unknown) => log.warn({ replica: id, node: address.name, error: (error as Error).message }, "replica-stop-undelivered"),
+      )
+      .finally(() => this.stopsInFlight.delete(id));
   }
 
   private storedStatus(row: ReplicaRow): ReplicaStatus {
@@ -317,6 +359,8 @@ export class FleetService {
   private replicaView(row: ReplicaRow, node: NodeRow | undefined, state: NodeState | undefined): ReplicaView {
     const status = this.storedStatus(row);
     const terminal = terminalReplicaStates.includes(status.state);
+    // A stop asked for while the node was lost: the agent has not heard of it yet, whatever it last reported.
+    const stopPending = row.stop_requested !== 0 && !terminal && status.state !== "draining";
     // The agent reports its engines on its own loopback; callers elsewhere reach them at the node's host.
     let endpoint = status.endpoint ?? null;
     if (endpoint && node) {
@@ -331,10 +375,14 @@ export class FleetService {
       node: row.node,
       engine: row.engine,
       gpus: status.cards,
-      state: state === "lost" && !terminal ? "lost" : status.state,
-      endpoint: terminal ? null : endpoint,
+      state: stopPending ? "draining" : state === "lost" && !terminal ? "lost" : status.state,
+      endpoint: terminal || stopPending ? null : endpoint,
       progress: status.progress ?? null,
-      reason: state === "lost" && !terminal ? `node ${row.node} has not been heard from since ${node?.last_seen_at ?? "?"}` : (status.reason ?? null),
+      reason: stopPending
+        ? `stopped while node ${row.node} was lost (not heard from since ${node?.last_seen_at ?? "?"}); its agent is told to stop it when the node reports it again`
+        : state === "lost" && !terminal
+          ? `node ${row.node} has not been heard from since ${node?.last_seen_at ?? "?"}`
+          : (status.reason ?? null),
       pid: status.pid ?? null,
       adopted: status.adopted ?? false,
       since: status.since,
@@ -525,18 +573,20 @@ export class FleetService {
   async stopReplica(id: string, drain: boolean): Promise<ReplicaView> {
     const row = await findReplica(this.store.db, id);
     if (!row) throw this.replicaNotFound(id);
-    const { node, address, state } = await this.agentOf(row.node);
-    if (state === "lost") {
-      // Its agent cannot be told: asking would fail until the node returned, and the row could never be cleared.
-      await deleteReplica(this.store.db, id);
-      return {
-        ...(await this.viewOf(row)),
-        state: "stopped",
-        endpoint: null,
-        reason: `node ${node.name} is lost (not heard from since ${node.last_seen_at}), so its agent was not told to stop ${id}; if the node returns with the engine still running, it reports the replica again`,
-      };
-    }
+    const { address, state } = await this.agentOf(row.node);
     const at = this.iso();
+    if (state === "lost") {
+      if (terminalReplicaStates.includes(row.state as ReplicaState)) {
+        // Failed or stopped: nothing runs, and nothing needs telling.
+        await deleteReplica(this.store.db, id);
+        return { ...(await this.viewOf(row)), state: row.state as ReplicaState, endpoint: null };
+      }
+      // Its agent cannot be told now. The row is kept with the stop marked: deleting it let a returning
+      // node report the engine again as a ready replica nobody asked for. The first heartbeat that
+      // reports it sends the stop (see heartbeat); one that no longer reports it clears the row.
+      await updateReplica(this.store.db, id, { stop_requested: 1, updated_at: at });
+      return await this.getReplica(id);
+    }
     let status: ReplicaStatus;
     try {
       status = await stopReplicaOnAgent(address, id, drain);

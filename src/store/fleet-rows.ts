@@ -45,25 +45,33 @@ export async function listReplicas(db: Kysely<Database>, filter: { model?: strin
   return await query.orderBy("model").orderBy("id").execute();
 }
 
-/** Inserts, or updates what an agent reports; the spec, creation time and stop request are kept. */
-export async function upsertReplica(db: Kysely<Database>, row: ReplicaRow): Promise<void> {
-  await db
+/**
+ * Inserts, or updates what an agent reports; the spec, creation time and stop
+ * request are kept. A row of that id on another node is left alone (in the
+ * same statement, so two nodes reporting one id at once cannot both win):
+ * answers false then.
+ */
+export async function upsertReplica(db: Kysely<Database>, row: ReplicaRow): Promise<boolean> {
+  const result = await db
     .insertInto("replicas")
     .values(row)
     .onConflict((conflict) =>
-      conflict.column("id").doUpdateSet({
-        node: row.node,
-        model: row.model,
-        profile: row.profile,
-        engine: row.engine,
-        cards: row.cards,
-        state: row.state,
-        status: row.status,
-        updated_at: row.updated_at,
-        ...(row.spec !== null ? { spec: row.spec } : {}),
-      }),
+      conflict
+        .column("id")
+        .doUpdateSet({
+          model: row.model,
+          profile: row.profile,
+          engine: row.engine,
+          cards: row.cards,
+          state: row.state,
+          status: row.status,
+          updated_at: row.updated_at,
+          ...(row.spec !== null ? { spec: row.spec } : {}),
+        })
+        .where("replicas.node", "=", row.node),
     )
-    .execute();
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
 }
 
 export async function updateReplica(db: Kysely<Database>, id: string, changes: Partial<Pick<ReplicaRow, "state" | "status" | "stop_requested" | "updated_at">>): Promise<void> {

@@ -94,6 +94,22 @@ describe("fleet API with a real agent", () => {
     await expect(startNode("intruder", { joinToken: "llmgw_join_made-up" })).rejects.toThrow(/node intruder: the join token is not one this server issued/);
   });
 
+  it("stops a second agent under a live node's name at its first join, with the server's message and hint, and logs the hint", async () => {
+    const first = await startNode("gpu-twin");
+    const logged: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => logged.push(line) });
+    const refused = await startNode("gpu-twin", { dataDirectory: path.join(directory, "gpu-twin-second"), logger }).catch((error: unknown) => error as Error & { code?: string; hint?: string });
+    expect(refused).toMatchObject({
+      code: "name_taken",
+      message: expect.stringContaining("refused agent gpu-twin's join: node name gpu-twin is taken by the agent at http://127.0.0.1:"),
+      hint: expect.stringContaining("Give this agent its own --name"),
+    });
+    expect(logged.join("")).toContain("Give this agent its own --name");
+    // The first agent keeps its name.
+    const node = (await app.inject({ method: "GET", url: "/api/v1/nodes/gpu-twin", headers: as })).json() as NodeView;
+    expect(node.address).toBe(first.url);
+  });
+
   it("refuses an agent of another protocol version, naming both", async () => {
     const answer = await app.inject({ method: "POST", url: "/api/v1/agent/join", payload: { protocol: 2, join_token: joinToken, name: "future" } });
     expect(answer.statusCode).toBe(426);

@@ -19,7 +19,7 @@ function parseQuery<Schema extends z.ZodType>(schema: Schema, query: unknown): z
 export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService): void {
   // Agents authenticate with a join token or their node credential, checked by the fleet service.
   app.post(agentPaths.join, { config: { access: "agent" } }, async (request) => fleet.join(request.body));
-  app.post(agentPaths.heartbeat, { config: { access: "agent" } }, async (request) => fleet.heartbeat(request.headers.authorization, request.body));
+  app.post(agentPaths.heartbeat, { config: { access: "agent" } }, async (request) => fleet.heartbeat(request.headers.authorization, request.body, request.log));
 
   app.post("/api/v1/node-tokens", { config: { access: "admin" } }, async (request, reply) => {
     const actor = requireActor(request);
