@@ -19,7 +19,7 @@ import {
 import { findProgram, type EnginePaths } from "./inventory.js";
 import type { ReplicaProgress, ReplicaSpec, ReplicaState, ReplicaStatus } from "./protocol.js";
 import { terminalReplicaStates } from "./protocol.js";
-import { redactArgv } from "./redact-argv.js";
+import { redactArgs } from "../catalog/redact.js";
 import { readLogTail, rotateLogIfLarge, type LogRotation } from "./replica-log.js";
 import { fetchWeights } from "./weights-fetcher.js";
 import { cacheLocation, parseWeightsSource } from "./weights-source.js";
@@ -446,7 +446,7 @@ export class ReplicaSupervisor {
     // Only argv goes in the log, and masked: the environment may carry tokens, and a profile's args
     // may carry an --api-key or a mirror URL with a password, while a read-only token can read this log
     // (S9: no secret in a log). The engine gets the real argv.
-    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${redactArgv(argv).join(" ")}\n`);
+    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${redactArgs(argv).join(" ")}\n`);
     let spawned;
     try {
       spawned = await spawnEngine(argv, { ...engineInheritedEnvironment(), ...env }, logPath);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactArgs, redactEntry, redactUrl } from "./redact.js";
+import { isSecretName, redactArgs, redactEntry, redactUrl } from "./redact.js";
 
 describe("masking secrets on the way out", () => {
   it("masks URL passwords and secret query parameters, keeping the rest", () => {
@@ -8,6 +8,11 @@ describe("masking secrets on the way out", () => {
       "https://s3.example/m.gguf?X-Amz-Credential=***&X-Amz-Signature=***&part=2",
     );
     expect(redactUrl("/models/qwen")).toBe("/models/qwen");
+  });
+
+  it("tells secret names by their words, not by substrings", () => {
+    for (const name of ["HF_TOKEN", "--api-key", "PGPASSWORD", "OPENAI_API_KEY", "X-Amz-Signature", "--hf-token", "APIKEY"]) expect(isSecretName(name), name).toBe(true);
+    for (const name of ["--tokenizer", "TOKENIZERS_PARALLELISM", "--max-num-batched-tokens", "VLLM_LOGGING_LEVEL", "--keep-alive"]) expect(isSecretName(name), name).toBe(false);
   });
 
   it("masks the values of secret-looking flags in both spellings", () => {

@@ -7,8 +7,22 @@ import type { ModelEntry } from "./schema.js";
  * models, audit and replicas, so those values are masked on the way out. The
  * stored entry keeps them: the engines need them.
  */
-const secretName = /(token|key|secret|passw|credential|auth|signature|^sig$)/i;
 export const masked = "***";
+
+const secretWords = ["token", "secret", "password", "passwd", "credential", "credentials", "auth", "authorization", "key", "signature", "sig"];
+
+/**
+ * Whether a flag, environment variable or query parameter holds a secret, by
+ * the words of its name (split at - and _), not by substring: --tokenizer,
+ * TOKENIZERS_PARALLELISM and --max-num-batched-tokens are settings an
+ * operator needs to read, while HF_TOKEN, --api-key, PGPASSWORD and
+ * X-Amz-Signature are not to be shown. A word that ends in a secret word
+ * counts (PGPASSWORD, APIKEY, OAUTH).
+ */
+export function isSecretName(name: string): boolean {
+  const words = name.replace(/^-+/, "").toLowerCase().split(/[-_.]/);
+  return words.some((word) => secretWords.some((secret) => word === secret || word.endsWith(secret)));
+}
 
 /** `https://user:pass@host/...?X-Amz-Signature=...` → `https://user:***@host/...?X-Amz-Signature=***` */
 export function redactUrl(text: string): string {
@@ -16,23 +30,39 @@ export function redactUrl(text: string): string {
     `${scheme}${userInfo.includes(":") ? `${userInfo.split(":")[0]}:${masked}` : masked}@`,
   );
   return withoutUserInfo.replace(/([?&])([^=&#\s]+)=([^&#\s]*)/g, (match, separator: string, name: string) =>
-    secretName.test(name) ? `${separator}${name}=${masked}` : match,
+    isSecretName(name) ? `${separator}${name}=${masked}` : match,
   );
 }
 
 export function redactEnv(env: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).map(([name, value]) => [name, secretName.test(name) ? masked : value]));
+  return Object.fromEntries(Object.entries(env).map(([name, value]) => [name, isSecretName(name) ? masked : value]));
 }
 
-/** `--api-key sk-1` and `--hf-token=hf_x` keep their flags and lose their values; URLs lose their passwords. */
-export function redactArgs(args: readonly string[]): string[] {
-  return args.map((argument, index) => {
-    const inline = /^(--?[A-Za-z0-9_-]+)=(.*)$/.exec(argument);
-    if (inline) return secretName.test(inline[1] as string) ? `${inline[1]}=${masked}` : `${inline[1]}=${redactUrl(inline[2] as string)}`;
-    const previous = args[index - 1];
-    if (previous !== undefined && /^--?[A-Za-z]/.test(previous) && !previous.includes("=") && secretName.test(previous) && !argument.startsWith("-")) return masked;
-    return redactUrl(argument);
-  });
+/**
+ * A command line as it may be shown (profile args in API answers, an engine's
+ * argv in its log): the value of a flag named like a secret (`--api-key sk-…`,
+ * `--hf-token=…`) is masked, and so is any URL's password.
+ */
+export function redactArgs(argv: readonly string[]): string[] {
+  const shown: string[] = [];
+  let maskNext = false;
+  for (const argument of argv) {
+    if (maskNext && !argument.startsWith("--")) {
+      shown.push(masked);
+      maskNext = false;
+      continue;
+    }
+    maskNext = false;
+    const equals = argument.indexOf("=");
+    if (argument.startsWith("-") && equals > 0) {
+      const flag = argument.slice(0, equals);
+      shown.push(`${flag}=${isSecretName(flag) ? masked : redactUrl(argument.slice(equals + 1))}`);
+      continue;
+    }
+    if (argument.startsWith("-") && isSecretName(argument)) maskNext = true;
+    shown.push(redactUrl(argument));
+  }
+  return shown;
 }
 
 interface ProfileLike {
