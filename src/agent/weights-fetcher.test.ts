@@ -25,6 +25,8 @@ class FileServer {
   /** Paths served as zeros of this size, too large to hold: only a range's last megabyte is ever sent. */
   readonly virtualSizes = new Map<string, number>();
   listings = true;
+  /** When set, every request must carry this Basic login ("user:password"), as a private mirror asks. */
+  requiredLogin: string | undefined;
   private server = http.createServer((request, response) => this.handle(request, response));
   url = "";
 
@@ -41,6 +43,10 @@ class FileServer {
   private handle(request: http.IncomingMessage, response: http.ServerResponse): void {
     const pathname = decodeURIComponent(new URL(request.url ?? "/", this.url).pathname);
     this.requests.push({ method: request.method ?? "", url: pathname, range: request.headers.range });
+    if (this.requiredLogin !== undefined && request.headers.authorization !== `Basic ${Buffer.from(this.requiredLogin).toString("base64")}`) {
+      response.writeHead(401, { "www-authenticate": 'Basic realm="mirror"' }).end();
+      return;
+    }
     if (pathname.endsWith("/")) {
       const children = [...this.files.keys()].filter((file) => file.startsWith(pathname)).map((file) => file.slice(pathname.length));
       if (!this.listings || children.length === 0) {
@@ -120,6 +126,7 @@ beforeEach(async () => {
   server.stallAfter.clear();
   server.virtualSizes.clear();
   server.listings = true;
+  server.requiredLogin = undefined;
 });
 afterEach(async () => {
   await rm(cacheDirectory, { recursive: true, force: true });
@@ -135,6 +142,18 @@ describe("fetchWeights over http", () => {
     const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/models/tiny.gguf`, onProgress: (step) => progress.push(step) });
     expect(await readFile(weightsPath)).toEqual(content);
     expect(progress.at(-1)).toEqual({ bytesDone: 100_000, bytesTotal: 100_000 });
+  });
+
+  it("logs in to a mirror with the user and password in the source URL, for a file and a folder", async () => {
+    server.requiredLogin = "robot:s3cret";
+    server.files.set("/private/model.gguf", randomBytes(1000));
+    server.files.set("/private/folder/config.json", Buffer.from("{}"));
+    const withLogin = server.url.replace("http://", "http://robot:s3cret@");
+    expect((await readFile(await fetchWeights({ ...baseOptions(), source: `${withLogin}/private/model.gguf` }))).length).toBe(1000);
+    const folder = await fetchWeights({ ...baseOptions(), source: `${withLogin}/private/folder/` });
+    expect(await readFile(path.join(folder, "config.json"), "utf8")).toBe("{}");
+    // Without the login the mirror refuses, and the reason says so.
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/private/other.gguf`, maxAttempts: 1 })).rejects.toThrow(/401/);
   });
 
   it("resumes with a Range request after the connection is cut mid-file", async () => {

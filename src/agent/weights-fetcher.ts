@@ -7,6 +7,7 @@ import { Transform } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { listFiles } from "@huggingface/hub";
 import { Agent, interceptors, request, type Dispatcher } from "undici";
+import { withUrlCredentials } from "../net/url-credentials.js";
 import { redactUrl } from "../catalog/redact.js";
 import { DomainError } from "../errors/domain-error.js";
 import {
@@ -165,7 +166,8 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     }
     let response: Dispatcher.ResponseData;
     try {
-      response = await request(file.url, { method: "GET", headers, dispatcher: redirectingDispatcher, signal: options.signal });
+      const target = withUrlCredentials(file.url, headers);
+      response = await request(target.url, { method: "GET", headers: target.headers, dispatcher: redirectingDispatcher, signal: options.signal });
     } catch (error) {
       options.signal?.throwIfAborted();
       lastProblem = `could not connect (${(error as Error).message})`;
@@ -265,13 +267,15 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
 }
 
 async function getText(url: string, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<{ status: number; text: string; type: string }> {
-  const response = await request(url, { method: "GET", headers, dispatcher: redirectingDispatcher, signal });
+  const target = withUrlCredentials(url, headers);
+  const response = await request(target.url, { method: "GET", headers: target.headers, dispatcher: redirectingDispatcher, signal });
   const text = response.statusCode === 200 ? await response.body.text() : (await response.body.dump(), "");
   return { status: response.statusCode, text, type: headerText(response.headers["content-type"]) ?? "" };
 }
 
 async function headSize(url: string, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<{ status: number; size: number | undefined }> {
-  const response = await request(url, { method: "HEAD", headers, dispatcher: redirectingDispatcher, signal });
+  const target = withUrlCredentials(url, headers);
+  const response = await request(target.url, { method: "HEAD", headers: target.headers, dispatcher: redirectingDispatcher, signal });
   await response.body.dump();
   const length = Number(headerText(response.headers["content-length"]) ?? Number.NaN);
   return { status: response.statusCode, size: Number.isFinite(length) ? length : undefined };

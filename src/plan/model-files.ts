@@ -1,3 +1,5 @@
+import { redactUrl } from "../catalog/redact.js";
+import { withUrlCredentials } from "../net/url-credentials.js";
 import { open, readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { downloadFile, listFiles } from "@huggingface/hub";
@@ -118,9 +120,10 @@ export function httpFolderFiles(baseUrl: string, headers: Record<string, string>
     const url = new URL(path, base).toString();
     let response: Response;
     try {
-      response = await fetch(url, { headers: { ...headers, ...(range ? { Range: `bytes=${range[0]}-${range[1] - 1}` } : {}) } });
+      const target = withUrlCredentials(url, { ...headers, ...(range ? { Range: `bytes=${range[0]}-${range[1] - 1}` } : {}) });
+      response = await fetch(target.url, { headers: target.headers });
     } catch (error) {
-      throw sourceUnreadable(url, `could not connect (${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)})`, "Check the mirror URL and that it is reachable from here.");
+      throw sourceUnreadable(redactUrl(url), `could not connect (${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)})`, "Check the mirror URL and that it is reachable from here.");
     }
     if (response.status === 404) {
       await response.body?.cancel();
@@ -128,7 +131,7 @@ export function httpFolderFiles(baseUrl: string, headers: Record<string, string>
     }
     if (!response.ok) {
       await response.body?.cancel();
-      throw sourceUnreadable(url, `the mirror answered ${response.status}`, response.status === 401 || response.status === 403 ? "The mirror wants credentials: configure the hub token." : "Check the mirror URL.");
+      throw sourceUnreadable(redactUrl(url), `the mirror answered ${response.status}`, response.status === 401 || response.status === 403 ? "The mirror wants credentials: put them in the URL (https://user:password@mirror/...) or configure the hub token." : "Check the mirror URL.");
     }
     return response;
   };

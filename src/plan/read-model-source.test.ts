@@ -28,6 +28,7 @@ beforeAll(async () => {
     repositories: { "Qwen/Qwen2.5-7B-Instruct": join(workspace, "sharded") },
     mirrorRoot: workspace,
     token,
+    basicLogin: "robot:s3cret",
   });
 });
 
@@ -75,6 +76,16 @@ describe("readModelSource", () => {
   it("reads a folder on an HTTP mirror with Range requests", async () => {
     const facts = await readModelSource(`${server.url}/mirror/sharded/`, { hubEndpoint: server.url, hubToken: token });
     expect(facts.parameters).toBe(qwenParameters);
+  });
+
+  it("logs in to a mirror with the user and password in its URL, and never repeats the password", async () => {
+    const withLogin = server.url.replace("http://", "http://robot:s3cret@");
+    expect((await readModelSource(`${withLogin}/mirror/sharded/`, { hubEndpoint: "https://hub.example" })).parameters).toBe(qwenParameters);
+    const gguf = await readModelSource(`${withLogin}/mirror/gguf/llama-3.1-8b-Q4_K_M.gguf`, { hubEndpoint: "https://hub.example" });
+    expect(gguf.ggufFileType).toBe("Q4_K_M");
+    const refused = readModelSource(`${server.url.replace("http://", "http://robot:wrong-pass@")}/mirror/sharded/`, { hubEndpoint: "https://hub.example" });
+    await expect(refused).rejects.toMatchObject({ code: "source_unreadable", message: expect.stringContaining("401") });
+    await expect(refused).rejects.toMatchObject({ message: expect.not.stringContaining("wrong-pass") });
   });
 
   it("sends the hub token only to the hub endpoint's origin", async () => {

@@ -1,3 +1,5 @@
+import { redactUrl } from "../catalog/redact.js";
+import { withUrlCredentials } from "../net/url-credentials.js";
 import { gguf } from "@huggingface/gguf";
 import { resolve } from "node:path";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
@@ -209,10 +211,12 @@ async function readSafetensorsWeights(
 async function readGguf(source: string, location: string, headers: Record<string, string>): Promise<ModelFacts> {
   let parsed: Awaited<ReturnType<typeof gguf>>;
   try {
-    parsed = await gguf(location, { allowLocalFile: !/^https?:\/\//i.test(location), additionalFetchHeaders: headers });
+    const remote = /^https?:\/\//i.test(location);
+    const target = remote ? withUrlCredentials(location, headers) : { url: location, headers };
+    parsed = await gguf(target.url, { allowLocalFile: !remote, additionalFetchHeaders: target.headers });
   } catch (error) {
     if (isDomainError(error)) throw error;
-    throw sourceUnreadable(location, error instanceof Error ? error.message : String(error), "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\").");
+    throw sourceUnreadable(redactUrl(location), error instanceof Error ? error.message : String(error), "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\").");
   }
   // The library types metadata per architecture; we read it by key name.
   const metadata = parsed.metadata as unknown as GgufMetadata;

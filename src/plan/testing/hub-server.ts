@@ -27,6 +27,8 @@ export interface HubServerOptions {
   readonly mirrorRoot?: string;
   /** When set, every request must carry `Authorization: Bearer TOKEN`. */
   readonly token?: string;
+  /** When set, a Basic login ("user:password") is accepted in place of the token, as a private mirror asks. */
+  readonly basicLogin?: string;
 }
 
 async function listRecursive(folder: string): Promise<string[]> {
@@ -72,7 +74,8 @@ export async function startHubServer(options: HubServerOptions): Promise<HubServ
   const requests: string[] = [];
   app.addHook("onRequest", async (request, reply) => {
     requests.push(request.url);
-    if (options.token && request.headers.authorization !== `Bearer ${options.token}`) {
+    const basic = options.basicLogin ? `Basic ${Buffer.from(options.basicLogin).toString("base64")}` : undefined;
+    if (options.token && request.headers.authorization !== `Bearer ${options.token}` && request.headers.authorization !== basic) {
       await reply.code(401).send({ error: "Invalid credentials in Authorization header" });
     }
   });
