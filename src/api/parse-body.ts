@@ -5,3 +5,8 @@ import { parseWithSchema } from "../catalog/schema-errors.js";
 export function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {
   return parseWithSchema(schema, body ?? {}, { label: "request body" });
 }
+
+/** Validates a query string the same way, so its errors name "query" and the parameter. */
+export function parseQuery<Schema extends z.ZodType>(schema: Schema, query: unknown): z.infer<Schema> {
+  return parseWithSchema(schema, query, { label: "query" });
+}

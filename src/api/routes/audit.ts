@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { listAuditEvents } from "../../store/audit-rows.js";
 import type { Store } from "../../store/open-store.js";
-import { parseWithSchema } from "../../catalog/schema-errors.js";
+import { parseQuery } from "../parse-body.js";
 import { redactAuditValue } from "../../catalog/redact.js";
 
 const auditQuery = z.strictObject({
@@ -12,7 +12,7 @@ const auditQuery = z.strictObject({
 
 export function registerAuditRoutes(app: FastifyInstance, store: Store): void {
   app.get("/api/v1/audit", { config: { access: "read" } }, async (request) => {
-    const query = parseWithSchema(auditQuery, request.query, { label: "query" });
+    const query = parseQuery(auditQuery, request.query);
     const events = await listAuditEvents(store.db, query);
     return { events: events.map((event) => ({ ...event, before: redactAuditValue(event.before), after: redactAuditValue(event.after) })) };
   });

@@ -1,19 +1,14 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { agentPaths } from "../../agent/protocol.js";
-import { parseWithSchema } from "../../catalog/schema-errors.js";
 import { startReplicaBodySchema, type FleetService } from "../../server/fleet-service.js";
 import { requireActor } from "../access.js";
 import { flagSchema, isSet, logsQuerySchema } from "../logs-query.js";
-import { parseBody } from "../parse-body.js";
+import { parseBody, parseQuery } from "../parse-body.js";
 
 const nameParams = z.object({ name: z.string() });
 const idParams = z.object({ id: z.string() });
 const replicasQuery = z.object({ model: z.string().optional(), node: z.string().optional() });
-
-function parseQuery<Schema extends z.ZodType>(schema: Schema, query: unknown): z.infer<Schema> {
-  return parseWithSchema(schema, query, { label: "query" });
-}
 
 /** Nodes, replicas, join tokens, and the agents' own join and heartbeat (SPEC S3). */
 export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService): void {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { parseWithSchema } from "../../catalog/schema-errors.js";
+import { parseQuery } from "../parse-body.js";
 import type { InventoryNode } from "../../fleet/pools.js";
 import { planSource } from "../../plan/index.js";
 
@@ -28,7 +28,7 @@ const planQuery = z.strictObject({
  */
 export function registerPlanRoutes(app: FastifyInstance, settings: PlanSettings, fleetSource: FleetSource): void {
   app.get("/api/v1/plan", { config: { access: "admin" } }, async (request) => {
-    const query = parseWithSchema(planQuery, request.query, { label: "query" });
+    const query = parseQuery(planQuery, request.query);
     return planSource(query.source, {
       gpus: query.gpus,
       liveNodes: fleetSource,
