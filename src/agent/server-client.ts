@@ -1,6 +1,7 @@
 import { request } from "undici";
 import type { z } from "zod";
 import { DomainError } from "../errors/domain-error.js";
+import { readErrorBody } from "../errors/error-body.js";
 import {
   agentPaths,
   heartbeatResponseSchema,
@@ -35,11 +36,6 @@ export type ServerCallFailure =
 
 export type ServerCallResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: ServerCallFailure };
 
-function errorParts(body: unknown): { message: string; hint: string | undefined } | undefined {
-  const error = (body as { error?: { message?: unknown; hint?: unknown } } | undefined)?.error;
-  if (error && typeof error.message === "string") return { message: error.message, hint: typeof error.hint === "string" ? error.hint : undefined };
-  return undefined;
-}
 
 async function post<T>(serverUrl: string, path: string, body: unknown, credential: string | undefined, schema: z.ZodType<T>): Promise<ServerCallResult<T>> {
   const url = new URL(path, serverUrl).toString();
@@ -59,16 +55,10 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
   } catch (error) {
     return { ok: false, failure: { kind: "unreachable", message: `could not reach the server at ${url}: ${(error as Error).message}` } };
   }
-  let parsed: unknown;
-  try {
-    parsed = text.length > 0 ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  const parts = errorParts(parsed);
+  const parts = readErrorBody(text);
   const serverMessage = parts?.message;
-  const code = (parsed as { error?: { code?: unknown } } | undefined)?.error?.code;
-  const words = { hint: parts?.hint, code: typeof code === "string" ? code : undefined };
+  const code = parts?.code;
+  const words = { hint: parts?.hint, code };
   if (statusCode === 426 || (statusCode === 409 && code === "version_unsupported")) {
     return {
       ok: false,
@@ -76,8 +66,8 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
         kind: "version",
         error: new DomainError(
           "version_unsupported",
-          errorParts(parsed)?.message ?? `the server at ${serverUrl} refused agent protocol ${protocolVersion} (answer ${statusCode})`,
-          errorParts(parsed)?.hint ?? "Run an agent of the same llmgw release as the server (npm install -g llmgw@<server version>).",
+          serverMessage ?? `the server at ${serverUrl} refused agent protocol ${protocolVersion} (answer ${statusCode})`,
+          parts?.hint ?? "Run an agent of the same llmgw release as the server (npm install -g llmgw@<server version>).",
         ),
       },
     };
@@ -90,6 +80,12 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
   }
   if (statusCode !== 200 && statusCode !== 201) {
     return { ok: false, failure: { kind: "rejected", status: statusCode, message: serverMessage ?? `the server at ${url} answered ${statusCode}`, ...words } };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined; // refused below as not an agent protocol message
   }
   const theirs = protocolOf(parsed);
   if (theirs !== protocolVersion) {

@@ -1,8 +1,8 @@
 import { userInfo } from "node:os";
 import { errors as undiciErrors, request } from "undici";
-import { z } from "zod";
 import { apiHeader, clientApiRange, formatApiRange, softwareVersion, versionHeader } from "../api/version.js";
 import { userHeader } from "../api/access.js";
+import { readErrorBody } from "../errors/error-body.js";
 
 /**
  * An error the server answered with, read back from its JSON body. Kept apart
@@ -21,16 +21,6 @@ export class RemoteError extends Error {
     this.name = "RemoteError";
   }
 }
-
-// Lenient on what comes back (STYLE 4): keep what we print.
-const errorBodySchema = z.object({
-  error: z.object({
-    code: z.string(),
-    message: z.string(),
-    hint: z.string().optional(),
-    details: z.array(z.object({ where: z.string(), message: z.string() })).optional(),
-  }),
-});
 
 /** The person at the terminal: the sudo user rather than root, so the audit names who really ran it. */
 export function localUser(): string {
@@ -111,17 +101,8 @@ export class ApiClient {
 
 /** The server's error body read back into a RemoteError; a body that is not ours still says what came back. */
 function errorFromAnswer(status: number, text: string): RemoteError {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  const errorBody = errorBodySchema.safeParse(parsed);
-  if (errorBody.success) {
-    const { code, message, hint, details } = errorBody.data.error;
-    return new RemoteError(code, message, hint ?? "", details ?? [], status);
-  }
+  const body = readErrorBody(text);
+  if (body) return new RemoteError(body.code ?? "internal", body.message, body.hint ?? "", body.details, status);
   return new RemoteError("internal", `the server answered HTTP ${status}: ${text.slice(0, 300)}`, "Check the server's log.", [], status);
 }
 

@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream";
 import { request } from "undici";
-import { z } from "zod";
 import { agentPaths, protocolVersion, replicaAnswerSchema, type ReplicaSpec, type ReplicaStatus } from "../agent/protocol.js";
+import { readErrorBody } from "../errors/error-body.js";
 import { errorCodes, type ErrorCode } from "../errors/codes.js";
 import { DomainError } from "../errors/domain-error.js";
 
@@ -11,8 +11,6 @@ export interface AgentAddress {
   readonly address: string;
   readonly credential: string;
 }
-
-const agentErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string(), hint: z.string().optional() }) });
 
 function unreachable(node: AgentAddress, error: unknown): DomainError {
   return new DomainError(
@@ -24,15 +22,9 @@ function unreachable(node: AgentAddress, error: unknown): DomainError {
 
 /** An agent's refusal, passed on with its own code when it is one of ours, so the API answers as the agent did. */
 function agentRefusal(node: AgentAddress, status: number, text: string): DomainError {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  const body = agentErrorSchema.safeParse(parsed);
-  if (body.success && body.data.error.code in errorCodes) {
-    return new DomainError(body.data.error.code as ErrorCode, body.data.error.message, body.data.error.hint ?? "");
+  const body = readErrorBody(text);
+  if (body?.code !== undefined && body.code in errorCodes) {
+    return new DomainError(body.code as ErrorCode, body.message, body.hint ?? "");
   }
   return new DomainError("agent_unreachable", `the agent of node ${node.name} at ${node.address} answered ${status}: ${text.slice(0, 300)}`, "Check the agent's log.");
 }
