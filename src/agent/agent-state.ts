@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { DomainError } from "../errors/domain-error.js";
-import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "./protocol.js";
+import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/agent-protocol.js";
 
 /**
  * What a restarted agent needs to adopt its engines and rejoin without a new

@@ -11,7 +11,7 @@ import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state
 import { buildControlApi } from "./control-api.js";
 import { loadEngineDrivers, type DriverLookup } from "./engine-drivers.js";
 import { collectInventory, type EnginePaths } from "./inventory.js";
-import { nodeNameSchema, protocolVersion, type Inventory, type ReplicaStatus } from "./protocol.js";
+import { nodeNameSchema, protocolVersion, type Inventory, type ReplicaStatus } from "../protocol/agent-protocol.js";
 import { defaultLogRotation, type LogRotation } from "./replica-log.js";
 import { ReplicaSupervisor } from "./replica-supervisor.js";
 import { postHeartbeat, postJoin, type ServerCallFailure } from "./server-client.js";

@@ -3,11 +3,11 @@ import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import Fastify, { type FastifyInstance } from "fastify";
 import { z } from "zod";
-import { statusForCode } from "../api/error-handler.js";
+import { statusForCode } from "../protocol/http-status.js";
 import { flagSchema, isSet, logsQuerySchema } from "../api/logs-query.js";
 import { sameSecret } from "../api/tokens.js";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
-import { protocolOf, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates, versionMismatchMessage } from "./protocol.js";
+import { protocolOf, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates, versionMismatchMessage } from "../protocol/agent-protocol.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
 
@@ -29,7 +29,7 @@ export interface ControlApiOptions {
 const stopQuerySchema = z.object({ drain: flagSchema });
 
 function invalid(message: string): DomainError {
-  return new DomainError("invalid_input", message, "Send the body the agent protocol defines (src/agent/protocol.ts).");
+  return new DomainError("invalid_input", message, "Send the body the agent protocol defines (src/protocol/agent-protocol.ts).");
 }
 
 export function buildControlApi(options: ControlApiOptions): FastifyInstance {

@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import { engineNames, type EngineName } from "../catalog/schema.js";
 import type { HardwareSpec } from "../fleet/gpu-spec.js";
 import { nvidiaSmiQueryArguments, parseNvidiaSmi } from "../fleet/nvidia-smi.js";
-import type { GpuInventory, Inventory } from "./protocol.js";
+import type { GpuInventory, Inventory } from "../protocol/agent-protocol.js";
 
 const execFileAsync = promisify(execFile);
 

@@ -9,7 +9,7 @@ import { request } from "undici";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../../test/support/fake-engine.js";
 import { isProcessAlive, isProcessGroupAlive } from "./engine-process.js";
-import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "./protocol.js";
+import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "../protocol/agent-protocol.js";
 import { defaultLogRotation } from "./replica-log.js";
 import { ReplicaSupervisor, type ReplicaSupervisorOptions } from "./replica-supervisor.js";
 

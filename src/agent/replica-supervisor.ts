@@ -17,8 +17,8 @@ import {
   stopProcessGroup,
 } from "./engine-process.js";
 import { findProgram, type EnginePaths } from "./inventory.js";
-import type { ReplicaProgress, ReplicaSpec, ReplicaState, ReplicaStatus } from "./protocol.js";
-import { terminalReplicaStates } from "./protocol.js";
+import type { ReplicaProgress, ReplicaSpec, ReplicaState, ReplicaStatus } from "../protocol/agent-protocol.js";
+import { terminalReplicaStates } from "../protocol/agent-protocol.js";
 import { redactArgs } from "../catalog/redact.js";
 import { readLogTail, rotateLogIfLarge, type LogRotation } from "./replica-log.js";
 import { fetchWeights } from "./weights-fetcher.js";

@@ -1,7 +1,7 @@
 import { request } from "undici";
 import type { z } from "zod";
 import { DomainError } from "../errors/domain-error.js";
-import { readErrorBody } from "../errors/error-body.js";
+import { readErrorBody } from "../protocol/error-body.js";
 import {
   agentPaths,
   heartbeatResponseSchema,
@@ -13,7 +13,7 @@ import {
   type HeartbeatResponse,
   type JoinRequest,
   type JoinResponse,
-} from "./protocol.js";
+} from "../protocol/agent-protocol.js";
 
 /** The server's own words, when it answered with an error body: its code, message and what to do. */
 interface ServerWords {

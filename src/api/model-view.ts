@@ -1,47 +1,11 @@
-import type { CatalogModel, ResolvedProfile, Scaling } from "../catalog/catalog-model.js";
-import type { ModelClass } from "../catalog/schema.js";
+import type { CatalogModel } from "../catalog/catalog-model.js";
 import { redactEntry, redactProfile } from "../catalog/redact.js";
-
-export interface ReplicaCounts {
-  readonly ready: number;
-  readonly desired: number;
-}
+import type { ModelState, ModelView, ReplicaCounts } from "../protocol/views.js";
 
 /** Where the model views get their replica counts; the fleet supplies it once nodes exist. */
 export type ReplicaCountSource = () => Promise<ReadonlyMap<string, ReplicaCounts>>;
 
 export const noReplicas: ReplicaCountSource = async () => new Map();
-
-export type ModelState = "external" | "stopped" | "on-demand" | "pending" | "degraded" | "ready";
-
-/**
- * The model object of the admin API and of `ctl ... --json`: a stable
- * interface for tools (documented in the README). It shows what is in force,
- * with every default filled in, and never a secret: an external model's key
- * is named by its environment variable only, and secret-looking env values
- * and URL passwords are masked (./redact.ts).
- */
-export interface ModelView {
-  name: string;
-  source: "file" | "runtime";
-  /** For a declared model, the file to edit ("server.yaml"); null for a runtime one. */
-  declared_in: string | null;
-  origin: string | null;
-  context: number | null;
-  max_output: number | null;
-  class: ModelClass;
-  class_set: boolean;
-  scaling: Scaling;
-  target: { in_flight: number } | null;
-  owner: string | null;
-  fallbacks: readonly string[];
-  aliases: readonly string[];
-  adapters: readonly { name: string; source: string; scale?: number | undefined }[];
-  profiles: readonly ResolvedProfile[];
-  external: { base_url: string; api_key_env: string | null; model: string | null } | null;
-  state: ModelState;
-  replicas: ReplicaCounts;
-}
 
 export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelState {
   if (model.entry.external) return "external";

@@ -2,7 +2,7 @@ import { userInfo } from "node:os";
 import { errors as undiciErrors, request } from "undici";
 import { apiHeader, clientApiRange, formatApiRange, softwareVersion, versionHeader } from "../api/version.js";
 import { userHeader } from "../api/access.js";
-import { readErrorBody } from "../errors/error-body.js";
+import { readErrorBody } from "../protocol/error-body.js";
 
 /**
  * An error the server answered with, read back from its JSON body. Kept apart

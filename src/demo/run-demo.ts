@@ -16,7 +16,7 @@ import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-pr
 import { llmgwCommand } from "../package-root.js";
 import { ApiClient } from "../cli/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
-import type { NodeView, ReplicaView } from "../server/fleet-service.js";
+import type { NodeView, ReplicaView } from "../protocol/views.js";
 import { demoCheckpoints, demoModels, demoNodes, demoReplicas } from "./demo-catalog.js";
 
 export interface DemoOptions {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { statusForCode } from "../api/error-handler.js";
+import { statusForCode } from "../protocol/http-status.js";
 import { errorCodes } from "./codes.js";
 
 const reference = readFileSync(new URL("../../docs/ERRORS.md", import.meta.url), "utf8");

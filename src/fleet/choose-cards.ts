@@ -1,4 +1,4 @@
-import type { GpuInventory } from "../agent/protocol.js";
+import type { GpuInventory } from "../protocol/agent-protocol.js";
 
 /**
  * The cards a hand-started replica gets when the request names none: the

@@ -7,7 +7,8 @@
  *             nodes lost (and their replicas gone) for its own downtime
  *   lost      silent past the deadline, outside the settling window
  */
-export type NodeState = "ready" | "settling" | "lost";
+import type { NodeState } from "../protocol/views.js";
+export type { NodeState };
 
 export interface NodeStateInput {
   readonly lastSeenMs: number;

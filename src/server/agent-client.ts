@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream";
 import { request } from "undici";
-import { agentPaths, protocolVersion, replicaAnswerSchema, type ReplicaSpec, type ReplicaStatus } from "../agent/protocol.js";
-import { readErrorBody } from "../errors/error-body.js";
+import { agentPaths, protocolVersion, replicaAnswerSchema, type ReplicaSpec, type ReplicaStatus } from "../protocol/agent-protocol.js";
+import { readErrorBody } from "../protocol/error-body.js";
 import { errorCodes, type ErrorCode } from "../errors/codes.js";
 import { DomainError } from "../errors/domain-error.js";
 

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Inventory, ReplicaStatus } from "../agent/protocol.js";
+import type { Inventory, ReplicaStatus } from "../protocol/agent-protocol.js";
 import { modelEntrySchema } from "../catalog/schema.js";
 import { refusal } from "../../test/support/refusal.js";
 import { openStore, type Store } from "../store/open-store.js";

@@ -17,9 +17,10 @@ import {
   type ReplicaSpec,
   type ReplicaState,
   type ReplicaStatus,
-} from "../agent/protocol.js";
+} from "../protocol/agent-protocol.js";
 import { hashToken, newToken, sameSecret } from "../api/tokens.js";
-import type { ReplicaCountSource, ReplicaCounts } from "../api/model-view.js";
+import type { ReplicaCountSource } from "../api/model-view.js";
+import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
 import { parseBody } from "../api/parse-body.js";
 import { DomainError } from "../errors/domain-error.js";
 import { chooseCards } from "../fleet/choose-cards.js";
@@ -50,45 +51,6 @@ export interface FleetSettings {
   /** Told to agents at join. */
   readonly heartbeatIntervalMs: number;
   readonly gpuMemoryUtilization: number;
-}
-
-/** A node in the admin API and `ctl nodes --json`. Never its credential. */
-export interface NodeView {
-  name: string;
-  state: NodeState;
-  address: string;
-  hostname: string;
-  fabric: string;
-  labels: Record<string, string>;
-  gpus: { index: number; uuid: string; name: string; class: string; memory_bytes: number; memory_used_bytes: number | null; fabric: string; replica: string | null }[];
-  memory_bytes: number;
-  cpu_cores: number;
-  engines: string[];
-  disk_free_bytes: number;
-  simulated: boolean;
-  joined_at: string;
-  last_seen_at: string;
-  replicas: string[];
-}
-
-export type ReplicaViewState = ReplicaState | "lost";
-
-/** A replica in the admin API and `ctl replicas --json`. */
-export interface ReplicaView {
-  id: string;
-  model: string;
-  profile: string;
-  node: string;
-  engine: string;
-  gpus: number[];
-  state: ReplicaViewState;
-  endpoint: string | null;
-  progress: ReplicaStatus["progress"] | null;
-  reason: string | null;
-  pid: number | null;
-  adopted: boolean;
-  since: string;
-  created_at: string;
 }
 
 export const startReplicaBodySchema = z.strictObject({

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtureArchitecture, fixtureConfig, fixturesFolder } from "../../src/plan/testing/fixtures.js";
 import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/header-only-checkpoint.js";
 import type { Plan } from "../../src/plan/index.js";
-import type { NodeView, ReplicaView } from "../../src/server/fleet-service.js";
+import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { isProcessAlive } from "../../src/agent/engine-process.js";
 import { llmgwBin, runCli, temporaryDirectory } from "../support/processes.js";
 

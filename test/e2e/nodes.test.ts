@@ -4,7 +4,7 @@ import net from "node:net";
 import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { NodeView, ReplicaView } from "../../src/server/fleet-service.js";
+import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
 
 const serverYaml = `nodes:

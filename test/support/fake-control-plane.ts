@@ -9,7 +9,7 @@ import {
   type HeartbeatRequest,
   type JoinRequest,
   type ReplicaSpecInput,
-} from "../../src/agent/protocol.js";
+} from "../../src/protocol/agent-protocol.js";
 
 /**
  * The server side of the agent protocol, as small as the agent tests need:

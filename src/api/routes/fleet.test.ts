@@ -9,7 +9,8 @@ import { killGroup, waitFor, writeFakeEngine } from "../../../test/support/fake-
 import { startAgent, type RunningAgent } from "../../agent/agent.js";
 import { buildApp } from "../../server/build-app.js";
 import { CatalogService } from "../../server/catalog-service.js";
-import { FleetService, type NodeView, type ReplicaView } from "../../server/fleet-service.js";
+import { FleetService } from "../../server/fleet-service.js";
+import type { NodeView, ReplicaView } from "../../protocol/views.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
 import { hashToken, newToken } from "../tokens.js";

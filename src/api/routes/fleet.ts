@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { agentPaths } from "../../agent/protocol.js";
+import { agentPaths } from "../../protocol/agent-protocol.js";
 import { startReplicaBodySchema, type FleetService } from "../../server/fleet-service.js";
 import { requireActor } from "../access.js";
 import { flagSchema, isSet, logsQuerySchema } from "../logs-query.js";

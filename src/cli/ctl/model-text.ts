@@ -1,4 +1,4 @@
-import type { ModelView } from "../../api/model-view.js";
+import type { ModelView } from "../../protocol/views.js";
 import type { ResolvedProfile } from "../../catalog/catalog-model.js";
 
 /** One profile in a few words: how it runs and on what. */

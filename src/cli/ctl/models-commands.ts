@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command } from "commander";
-import type { ModelView } from "../../api/model-view.js";
+import type { ModelView } from "../../protocol/views.js";
 import { parseModelFile } from "../../catalog/model-file.js";
 import { modelClasses } from "../../catalog/schema.js";
 import { DomainError } from "../../errors/domain-error.js";

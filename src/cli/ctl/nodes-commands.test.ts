@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { NodeView, ReplicaView } from "../../server/fleet-service.js";
+import type { NodeView, ReplicaView } from "../../protocol/views.js";
 import { describeNodes, describeReplicaState } from "./nodes-commands.js";
 
 const GiB = 1024 ** 3;

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
-import type { NodeView, ReplicaView } from "../../server/fleet-service.js";
+import type { NodeView, ReplicaView } from "../../protocol/views.js";
 import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

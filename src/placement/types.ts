@@ -1,0 +1,95 @@
+import type { EngineName, ModelClass } from "../catalog/schema.js";
+
+/**
+ * The inputs and outputs of placement: what the reconciler hands in once per
+ * cycle, and what it gets back. Placement itself is pure (no clock, no I/O,
+ * no randomness): the same snapshot and demands give the same answer, which
+ * is what lets the reconciler be level-triggered and the tests be exact.
+ */
+
+export interface SnapshotCard {
+  readonly index: number;
+  readonly gpuClass: string;
+  readonly memoryBytes: number;
+  readonly fabric: string;
+}
+
+/** One node as placement sees it at the start of a cycle. */
+export interface SnapshotNode {
+  readonly name: string;
+  /**
+   * False for a node that must get nothing new: lost, settling after a
+   * server restart, or cordoned by an operator. The reason is what a refusal
+   * says about it ("cordoned", "lost").
+   */
+  readonly schedulable: boolean;
+  readonly unschedulableReason?: string;
+  readonly engines: readonly EngineName[];
+  readonly cards: readonly SnapshotCard[];
+  readonly memoryBytes: number;
+  readonly cpuCores: number;
+}
+
+/** A replica that holds resources now (any state but stopped or failed). */
+export interface HeldReplica {
+  readonly id: string;
+  readonly model: string;
+  readonly profile: string;
+  readonly node: string;
+  readonly cards: readonly number[];
+  /** Host memory and cores it reserves (0 when its profile names none). */
+  readonly memoryBytes: number;
+  readonly cpuCores: number;
+  readonly modelClass: ModelClass;
+}
+
+export interface Snapshot {
+  readonly nodes: readonly SnapshotNode[];
+  readonly replicas: readonly HeldReplica[];
+}
+
+/** One way to run a model, with what one replica of it needs. */
+export interface DemandProfile {
+  readonly name: string;
+  readonly engine: EngineName;
+  /** Cards of this class only; undefined for a CPU profile (gpus 0) or any class. */
+  readonly gpuClass: string | undefined;
+  readonly gpus: number;
+  readonly memoryBytes: number;
+  readonly cpuCores: number;
+  /**
+   * Bytes each card must hold for the weights and the KV cache at the
+   * model's context, from the planner's own functions; undefined when the
+   * model's files could not be read, and then only the card count is checked.
+   */
+  readonly bytesPerCard: number | undefined;
+}
+
+/** "Place `count` more replicas of this model", profiles in order of preference. */
+export interface ReplicaDemand {
+  readonly model: string;
+  readonly modelClass: ModelClass;
+  readonly count: number;
+  readonly profiles: readonly DemandProfile[];
+}
+
+export interface Placement {
+  readonly model: string;
+  readonly profile: string;
+  readonly node: string;
+  readonly cards: readonly number[];
+}
+
+/** Why a demand (or part of it) could not be placed, in the planner's words. */
+export interface PlacementRefusal {
+  readonly model: string;
+  /** How many of the demanded replicas were not placed. */
+  readonly unplaced: number;
+  /** e.g. "0 of 5 nodes: 3 have no free h100, 2 have 40 GiB free per card and need 61 GiB". */
+  readonly reason: string;
+}
+
+export interface PlacementResult {
+  readonly placements: readonly Placement[];
+  readonly refusals: readonly PlacementRefusal[];
+}
