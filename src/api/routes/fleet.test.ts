@@ -8,12 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killGroup, waitFor, writeFakeEngine } from "../../../test/support/fake-engine.js";
 import { startAgent, type RunningAgent } from "../../agent/agent.js";
 import { buildApp } from "../../server/build-app.js";
-import { CatalogService } from "../../server/catalog-service.js";
-import { FleetService } from "../../server/fleet-service.js";
+import { CatalogService } from "../../services/catalog-service.js";
+import { FleetService } from "../../services/fleet-service.js";
 import type { NodeView, ReplicaView } from "../../protocol/views.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
-import { hashToken, newToken } from "../tokens.js";
+import { hashToken, newToken } from "../../auth/tokens.js";
 
 describe("fleet API with a real agent", () => {
   let directory: string;

@@ -18,10 +18,9 @@ import {
   type ReplicaState,
   type ReplicaStatus,
 } from "../protocol/agent-protocol.js";
-import { hashToken, newToken, sameSecret } from "../api/tokens.js";
-import type { ReplicaCountSource } from "../api/model-view.js";
+import { hashToken, newToken, sameSecret } from "../auth/tokens.js";
 import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
-import { parseBody } from "../api/parse-body.js";
+import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
 import { chooseCards } from "../fleet/choose-cards.js";
 import { nodeState, type NodeState } from "../fleet/node-state.js";
@@ -160,7 +159,7 @@ export class FleetService {
   async join(body: unknown): Promise<JoinResponse> {
     const refusal = versionRefusal(body);
     if (refusal) throw refusal;
-    const request = parseBody(joinRequestSchema, body);
+    const request = parseWithSchema(joinRequestSchema, body ?? {}, { label: "request body" });
     if (!(await joinTokenExists(this.store.db, hashToken(request.join_token)))) {
       throw new DomainError(
         "join_refused",
@@ -202,7 +201,7 @@ export class FleetService {
   async heartbeat(authorization: string | undefined, body: unknown, log: FleetLog = silentLog): Promise<HeartbeatResponse> {
     const refusal = versionRefusal(body);
     if (refusal) throw refusal;
-    const beat = parseBody(heartbeatRequestSchema, body);
+    const beat = parseWithSchema(heartbeatRequestSchema, body ?? {}, { label: "request body" });
     const node = await findNode(this.store.db, beat.name);
     if (!node) {
       throw new DomainError("node_not_found", `no node ${beat.name} has joined this server`, "The agent joins again with its join token.");
@@ -426,7 +425,7 @@ export class FleetService {
   }
 
   /** Ready and desired replicas per model, for the model views. */
-  readonly replicaCounts: ReplicaCountSource = async () => {
+  readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => {
     const counts = new Map<string, ReplicaCounts>();
     for (const replica of await this.listReplicas()) {
       const current = counts.get(replica.model) ?? { ready: 0, desired: 0 };
