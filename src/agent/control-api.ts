@@ -7,8 +7,9 @@ import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";
 import { bearerToken } from "../auth/bearer-token.js";
 import { sameSecret } from "../auth/tokens.js";
 import { installErrorHandling } from "../http/error-handler.js";
+import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
-import { protocolOf, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates, versionMismatchMessage } from "../protocol/agent-protocol.js";
+import { protocolRefusal, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates } from "../protocol/agent-protocol.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
 
@@ -56,13 +57,10 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
   });
 
   app.post("/agent/v1/replicas", async (request, reply) => {
-    const theirs = protocolOf(request.body);
-    if (theirs !== protocolVersion) {
-      throw new DomainError("version_unsupported", versionMismatchMessage("agent", theirs, `agent ${nodeName}`), "Run the server and agents of the same llmgw release.");
-    }
-    const parsed = startReplicaRequestSchema.safeParse(request.body);
-    if (!parsed.success) throw invalid(`start replica on ${nodeName}: ${parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`);
-    const status = supervisor.start(parsed.data.replica);
+    const refusal = protocolRefusal(request.body, { side: "agent", place: `agent ${nodeName}`, hint: "Run the server and agents of the same llmgw release." });
+    if (refusal) throw refusal;
+    const parsed = parseWithSchema(startReplicaRequestSchema, request.body ?? {}, { label: `start replica on ${nodeName}` });
+    const status = supervisor.start(parsed.replica);
     options.onChange();
     return reply.status(202).send({ protocol: protocolVersion, replica: status });
   });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { engineNames } from "../catalog/schema.js";
+import { DomainError } from "../errors/domain-error.js";
 
 /**
  * The agent protocol (SPEC S3, STYLE 7): every message between an agent and
@@ -207,18 +208,20 @@ export const replicaAnswerSchema = z.object({
 export type ReplicaAnswer = z.infer<typeof replicaAnswerSchema>;
 
 /**
- * Reads the protocol number out of any message, before the full schema runs,
- * so a message of another version is refused with both versions named rather
- * than with a list of field mismatches.
+ * Refuses a message of another protocol version, naming both, before its
+ * schema runs: a peer of another release would otherwise get a list of field
+ * mismatches instead of "upgrade". A message with no version at all (`{}`,
+ * garbage) is no peer of another release: it is left to the schema, which
+ * refuses it as invalid input. Undefined when the message may be read.
  */
-export function protocolOf(message: unknown): unknown {
-  if (typeof message === "object" && message !== null && "protocol" in message) {
-    return (message as { protocol: unknown }).protocol;
-  }
-  return undefined;
-}
-
-export function versionMismatchMessage(side: "agent" | "server", theirs: unknown, place: string): string {
-  const other = side === "agent" ? "server" : "agent";
-  return `${place}: this ${side} speaks agent protocol ${protocolVersion}; the ${other} sent protocol ${theirs === undefined ? "(none)" : JSON.stringify(theirs)}`;
+export function protocolRefusal(message: unknown, reader: { readonly side: "agent" | "server"; readonly place: string; readonly hint: string }): DomainError | undefined {
+  if (typeof message !== "object" || message === null || !("protocol" in message)) return undefined;
+  const theirs = (message as { protocol: unknown }).protocol;
+  if (theirs === protocolVersion) return undefined;
+  const other = reader.side === "agent" ? "server" : "agent";
+  return new DomainError(
+    "version_unsupported",
+    `${reader.place}: this ${reader.side} speaks agent protocol ${protocolVersion}; the ${other} sent protocol ${(JSON.stringify(theirs) ?? String(theirs)).slice(0, 40)}`,
+    reader.hint,
+  );
 }
