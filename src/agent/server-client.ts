@@ -1,3 +1,4 @@
+import { isRetryableStatus } from "../net/retryable-status.js";
 import { request } from "undici";
 import type { z } from "zod";
 import { DomainError } from "../errors/domain-error.js";
@@ -71,7 +72,7 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
       },
     };
   }
-  if (statusCode >= 500 || statusCode === 408 || statusCode === 429) {
+  if (isRetryableStatus(statusCode)) {
     return { ok: false, failure: { kind: "unreachable", message: `the server at ${url} answered ${statusCode}${serverMessage ? `: ${serverMessage}` : ""}`, ...words } };
   }
   if (statusCode === 401 || statusCode === 403 || statusCode === 404) {
