@@ -3,6 +3,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { DomainError } from "../errors/domain-error.js";
+import { describeIssues } from "../catalog/schema-errors.js";
 import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/agent-protocol.js";
 
 /**
@@ -58,7 +59,7 @@ export async function readAgentState(file: string): Promise<AgentState | undefin
   if (!parsed.success) {
     throw new DomainError(
       "config_invalid",
-      `${file} is not an agent state file this version can read: ${parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`,
+      `${file} is not an agent state file this version can read: ${describeIssues(parsed.error.issues)}`,
       `${moveAside}, or run the agent version that wrote it.`,
     );
   }

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import pino, { type Logger } from "pino";
 import { DomainError } from "../errors/domain-error.js";
+import { describeIssues } from "../catalog/schema-errors.js";
 import { listenFailure } from "../errors/listen-failure.js";
 import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
@@ -104,7 +105,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const logger = options.logger ?? pino({ name: "llmgw-agent" });
   const nameResult = nodeNameSchema.safeParse(options.name ?? defaultNodeName());
   if (!nameResult.success) {
-    throw new DomainError("config_invalid", `--name "${options.name ?? ""}": ${nameResult.error.issues[0]?.message ?? "invalid"}`, "Give a name such as gpu-node-1.");
+    throw new DomainError("config_invalid", `--name "${options.name ?? ""}": ${describeIssues(nameResult.error.issues, "name", 1)}`, "Give a name such as gpu-node-1.");
   }
   const name = nameResult.data;
   let serverUrl: string;

@@ -3,11 +3,13 @@ import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import Fastify, { type FastifyInstance } from "fastify";
 import { z } from "zod";
-import { statusForCode } from "../protocol/http-status.js";
-import { flagSchema, isSet, logsQuerySchema } from "../api/logs-query.js";
-import { sameSecret } from "../api/tokens.js";
-import { DomainError, isDomainError } from "../errors/domain-error.js";
-import { protocolOf, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates, versionMismatchMessage } from "../protocol/agent-protocol.js";
+import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";
+import { bearerToken } from "../auth/bearer-token.js";
+import { sameSecret } from "../auth/tokens.js";
+import { installErrorHandling } from "../http/error-handler.js";
+import { parseWithSchema } from "../catalog/schema-errors.js";
+import { DomainError } from "../errors/domain-error.js";
+import { protocolRefusal, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates } from "../protocol/agent-protocol.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
 
@@ -36,27 +38,16 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
   const { supervisor, nodeName } = options;
 
-  app.setErrorHandler((error, _request, reply) => {
-    if (isDomainError(error)) {
-      void reply.status(statusForCode[error.code]).send(error.toBody());
-      return;
-    }
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    const body = new DomainError(status < 500 ? "invalid_input" : "internal", `agent ${nodeName}: ${error instanceof Error ? error.message : String(error)}`, "See the agent's log.").toBody();
-    void reply.status(status).send(body);
-  });
-
-  app.setNotFoundHandler((request, reply) => {
-    void reply
-      .status(404)
-      .send(new DomainError("route_not_found", `agent ${nodeName} has no route ${request.method} ${request.url}`, "The agent control API lives under /agent/v1.").toBody());
+  installErrorHandling(app, {
+    speaker: `agent ${nodeName}`,
+    routesHint: "The agent control API lives under /agent/v1.",
+    logHint: "See the agent's log.",
   });
 
   app.addHook("onRequest", async (request) => {
     const expected = options.credential();
-    const header = request.headers.authorization ?? "";
-    const given = header.startsWith("Bearer ") ? header.slice("Bearer ".length) : "";
-    if (expected === undefined || given === "" || !sameSecret(given, expected)) {
+    const given = bearerToken(request.headers.authorization);
+    if (expected === undefined || given === undefined || !sameSecret(given, expected)) {
       throw new DomainError(
         "unauthorized",
         expected === undefined ? `agent ${nodeName} has not joined a server yet` : `agent ${nodeName} refused the request: no node credential, or not this node's`,
@@ -66,13 +57,10 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
   });
 
   app.post("/agent/v1/replicas", async (request, reply) => {
-    const theirs = protocolOf(request.body);
-    if (theirs !== protocolVersion) {
-      throw new DomainError("version_unsupported", versionMismatchMessage("agent", theirs, `agent ${nodeName}`), "Run the server and agents of the same llmgw release.");
-    }
-    const parsed = startReplicaRequestSchema.safeParse(request.body);
-    if (!parsed.success) throw invalid(`start replica on ${nodeName}: ${parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`);
-    const status = supervisor.start(parsed.data.replica);
+    const refusal = protocolRefusal(request.body, { side: "agent", place: `agent ${nodeName}`, hint: "Run the server and agents of the same llmgw release." });
+    if (refusal) throw refusal;
+    const parsed = parseWithSchema(startReplicaRequestSchema, request.body ?? {}, { label: `start replica on ${nodeName}` });
+    const status = supervisor.start(parsed.replica);
     options.onChange();
     return reply.status(202).send({ protocol: protocolVersion, replica: status });
   });

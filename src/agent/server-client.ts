@@ -1,3 +1,4 @@
+import { isRetryableStatus } from "../net/retryable-status.js";
 import { request } from "undici";
 import type { z } from "zod";
 import { DomainError } from "../errors/domain-error.js";
@@ -6,9 +7,8 @@ import {
   agentPaths,
   heartbeatResponseSchema,
   joinResponseSchema,
-  protocolOf,
+  protocolRefusal,
   protocolVersion,
-  versionMismatchMessage,
   type HeartbeatRequest,
   type HeartbeatResponse,
   type JoinRequest,
@@ -72,7 +72,7 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
       },
     };
   }
-  if (statusCode >= 500 || statusCode === 408 || statusCode === 429) {
+  if (isRetryableStatus(statusCode)) {
     return { ok: false, failure: { kind: "unreachable", message: `the server at ${url} answered ${statusCode}${serverMessage ? `: ${serverMessage}` : ""}`, ...words } };
   }
   if (statusCode === 401 || statusCode === 403 || statusCode === 404) {
@@ -87,16 +87,8 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
   } catch {
     parsed = undefined; // refused below as not an agent protocol message
   }
-  const theirs = protocolOf(parsed);
-  if (theirs !== protocolVersion) {
-    return {
-      ok: false,
-      failure: {
-        kind: "version",
-        error: new DomainError("version_unsupported", versionMismatchMessage("agent", theirs, `answer of ${url}`), "Run an agent of the same llmgw release as the server."),
-      },
-    };
-  }
+  const refusal = protocolRefusal(parsed, { side: "agent", place: `answer of ${url}`, hint: "Run an agent of the same llmgw release as the server." });
+  if (refusal) return { ok: false, failure: { kind: "version", error: refusal } };
   const result = schema.safeParse(parsed);
   if (!result.success) {
     return { ok: false, failure: { kind: "rejected", status: statusCode, message: `the server's answer at ${url} is not an agent protocol ${protocolVersion} message: ${result.error.message}` } };

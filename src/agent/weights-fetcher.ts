@@ -1,3 +1,4 @@
+import { isRetryableStatus } from "../net/retryable-status.js";
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, readFile, rename, rm, stat, statfs, writeFile } from "node:fs/promises";
@@ -66,11 +67,6 @@ function unavailable(what: string, hint: string): DomainError {
 
 function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** Retrying helps with a broken connection or an overloaded server, never with a missing file. */
-function retryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
 }
 
 async function sizeOf(file: string): Promise<number | undefined> {
@@ -193,7 +189,7 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     }
     if (status !== 200 && status !== 206) {
       await response.body.dump();
-      if (!retryableStatus(status)) {
+      if (!isRetryableStatus(status)) {
         throw unavailable(
           `could not fetch ${redactUrl(file.url)} on node ${options.nodeName}: the server answered ${status}${status === 404 ? " (not found)" : status === 401 || status === 403 ? " (not allowed)" : ""}`,
           status === 401 || status === 403

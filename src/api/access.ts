@@ -3,7 +3,8 @@ import { DomainError } from "../errors/domain-error.js";
 import { findTokenByHash, type TokenRole } from "../store/token-rows.js";
 import type { Store } from "../store/open-store.js";
 import type { Actor } from "../catalog/actor.js";
-import { hashToken } from "./tokens.js";
+import { bearerToken } from "../auth/bearer-token.js";
+import { hashToken } from "../auth/tokens.js";
 import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, versionHeader } from "./version.js";
 
 /**
@@ -36,7 +37,7 @@ export function installAccessControl(app: FastifyInstance, store: Store, adminTo
     void reply.header(apiHeader, String(request.apiVersion));
     const access = request.routeOptions.config.access ?? "admin";
     if (access === "public" || access === "agent") return;
-    const token = bearerToken(request);
+    const token = bearerToken(request.headers.authorization);
     if (token === undefined) {
       throw new DomainError("unauthorized", "this API needs a bearer token, and none was sent", adminTokenHint);
     }
@@ -71,12 +72,6 @@ function negotiate(request: FastifyRequest): void {
     `this server (llmgw ${softwareVersion}) speaks admin API ${formatApiRange(serverApiRange)}; ${clientName} speaks ${formatApiRange(clientRange)}`,
     result.upgrade === "server" ? `Upgrade the server to llmgw ${typeof client === "string" ? client : "the client's version"} or newer.` : `Upgrade the CLI to llmgw ${softwareVersion} or newer.`,
   );
-}
-
-function bearerToken(request: FastifyRequest): string | undefined {
-  const header = request.headers.authorization;
-  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match ? match[1] : undefined;
 }
 
 export function requireActor(request: FastifyRequest): Actor {

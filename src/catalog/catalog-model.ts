@@ -1,5 +1,5 @@
 import { parseDuration } from "./duration.js";
-import { ggufFileTypes } from "../plan/ggml-types.js";
+import { ggufFileTypes } from "./ggml-types.js";
 import {
   adapterEngines,
   gpuOnlyEngines,

@@ -23,6 +23,18 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /**
+ * Zod's issues as one line, "path: message; path: message", for the errors
+ * that carry no details list (a state file, an engine's answer, a config.json).
+ * The one formatting of issues beside parseWithSchema, so every message names
+ * its places alike; `limit` keeps a value with thousands of problems readable.
+ */
+export function describeIssues(issues: readonly z.core.$ZodIssue[], root = "(top level)", limit = 5): string {
+  const shown = issues.slice(0, limit).map((issue) => `${formatPath(issue.path) || root}: ${issue.message}`);
+  if (issues.length > limit) shown.push(`and ${issues.length - limit} more`);
+  return shown.join("; ");
+}
+
+/**
  * Checks `value` against `schema` and returns it typed, or throws one
  * DomainError listing every problem with its place. An unknown key gets the
  * nearest known key as a suggestion, because most unknown keys are typos.

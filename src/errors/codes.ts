@@ -4,7 +4,7 @@
  * another kind of failure. Each code is documented in docs/ERRORS.md; a test
  * fails when one is missing there.
  *
- * Domain errors carry no HTTP status: src/api/error-handler.ts maps codes to
+ * Domain errors carry no HTTP status: src/http/error-handler.ts maps codes to
  * statuses in one place.
  */
 export const errorCodes = {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DomainError } from "../errors/domain-error.js";
+import { describeIssues } from "../catalog/schema-errors.js";
 
 /**
  * What the memory arithmetic needs to know about a model, read from its own
@@ -196,10 +197,9 @@ export function slidingLayerCount(modelType: string, layers: number, pattern: nu
 export function architectureFromConfig(raw: unknown, file: string): Architecture {
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
     throw new DomainError(
       "source_unreadable",
-      `${file} is not a usable config.json: ${issue ? `${issue.path.join(".") || "(root)"}: ${issue.message}` : "invalid"}`,
+      `${file} is not a usable config.json: ${describeIssues(parsed.error.issues, "(root)", 1)}`,
       "Point the planner at the model's own config.json (transformers format).",
     );
   }

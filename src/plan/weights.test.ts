@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bitsPerWeight, ggmlTensorBytes } from "./ggml-types.js";
+import { bitsPerWeight, ggmlTensorBytes } from "../catalog/ggml-types.js";
 import { fixtureArchitecture, fixtureFacts } from "./testing/fixtures.js";
 import { tensorInventory } from "./tensor-inventory.js";
 import {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { engineNames } from "../catalog/schema.js";
+import { DomainError } from "../errors/domain-error.js";
 
 /**
  * The agent protocol (SPEC S3, STYLE 7): every message between an agent and
@@ -35,6 +36,27 @@ export const agentPaths = {
   replicaLogs: (id: string) => `/agent/v1/replicas/${encodeURIComponent(id)}/logs`,
 } as const;
 
+/**
+ * Everything an agent sends is outside input, checked as strictly as a
+ * user's body: the server stores it and every admin view reads it, so one
+ * malformed message from a node holding a valid credential must be refused
+ * at the door, not kept to break a view later. Identifiers and URLs are
+ * bounded and refused past the bound; free prose (a failure reason with its
+ * log tail) is cut to its bound instead, since refusing it would lose the
+ * node's whole heartbeat over a long log line.
+ */
+const identifier = (what: string, max = 128) => z.string().min(1, { message: `${what} is empty` }).max(max, { message: `${what} is longer than ${max} characters` });
+const label = (what: string) => z.string().max(256, { message: `${what} is longer than 256 characters` });
+const byteCount = z.number().int().min(0);
+/** No machine has more; a larger index or count is a malformed message, not hardware. */
+const maxCardsPerNode = 1024;
+const cardIndex = z.number().int().min(0).max(maxCardsPerNode - 1);
+const cardList = z.array(cardIndex).max(maxCardsPerNode);
+/** A URL the server calls or shows: http(s) only, so a report cannot point anyone at file:, javascript: or a data: blob. */
+export const httpUrlSchema = z.url({ protocol: /^https?$/, message: "an http:// or https:// URL" }).max(2048);
+const maxReasonLength = 16 * 1024;
+const prose = z.string().transform((text) => (text.length > maxReasonLength ? `${text.slice(0, maxReasonLength)} [cut at ${maxReasonLength} characters]` : text));
+
 const nodeNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 export const nodeNameSchema = z
   .string()
@@ -46,41 +68,43 @@ export const replicaIdSchema = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: "a replica id of letters, digits and . _ -" });
 
 export const gpuInventorySchema = z.object({
-  index: z.number().int().min(0),
-  uuid: z.string(),
+  index: cardIndex,
+  uuid: label("a GPU's uuid"),
   /** nvidia-smi's product name, e.g. "NVIDIA H100 80GB HBM3". */
-  name: z.string(),
-  class: z.string(),
-  memory_bytes: z.number().int().min(0),
-  memory_used_bytes: z.number().int().min(0).optional(),
-  fabric: z.string(),
+  name: label("a GPU's name"),
+  class: identifier("a GPU's class", 64),
+  memory_bytes: byteCount,
+  memory_used_bytes: byteCount.optional(),
+  fabric: identifier("a GPU's fabric"),
 });
 export type GpuInventory = z.infer<typeof gpuInventorySchema>;
 
 export const inventorySchema = z.object({
-  hostname: z.string(),
-  gpus: z.array(gpuInventorySchema),
-  memory_bytes: z.number().int().min(0),
-  cpu_cores: z.number().int().min(1),
+  hostname: label("the hostname"),
+  gpus: z.array(gpuInventorySchema).max(maxCardsPerNode),
+  memory_bytes: byteCount,
+  cpu_cores: z.number().int().min(1).max(1_048_576),
   /** Engines whose program this node has (every engine when simulated). */
-  engines: z.array(z.enum(engineNames)),
+  engines: z.array(z.enum(engineNames)).max(engineNames.length * 4),
   /** Free bytes on the file system of the weights cache. */
-  disk_free_bytes: z.number().int().min(0),
+  disk_free_bytes: byteCount,
   /** True when the GPUs are pretend and every engine is the simulated one (--simulate). */
   simulated: z.boolean(),
 });
 export type Inventory = z.infer<typeof inventorySchema>;
 
-export const labelsSchema = z.record(z.string(), z.string());
+export const labelsSchema = z
+  .record(identifier("a label's name", 64), label("a label's value"))
+  .refine((labels) => Object.keys(labels).length <= 64, { message: "at most 64 labels" });
 
 export const joinRequestSchema = z.object({
   protocol: protocolField,
-  join_token: z.string().min(1),
+  join_token: identifier("the join token", 256),
   name: nodeNameSchema,
   /** The agent's control URL, as the server should call it. */
-  address: z.url(),
+  address: httpUrlSchema,
   /** The node's default fabric; each GPU also names its own. */
-  fabric: z.string().min(1),
+  fabric: identifier("the fabric"),
   labels: labelsSchema,
   inventory: inventorySchema,
 });
@@ -151,35 +175,59 @@ export type ReplicaProgress = z.infer<typeof replicaProgressSchema>;
 
 export const replicaStatusSchema = z.object({
   id: replicaIdSchema,
-  model: z.string(),
-  profile: z.string(),
+  model: identifier("the model"),
+  profile: identifier("the profile"),
   engine: z.enum(engineNames),
-  cards: z.array(z.number().int().min(0)),
+  cards: cardList,
   state: z.enum(replicaStates),
   /** While fetching. */
   progress: replicaProgressSchema.optional(),
   /** http://127.0.0.1:PORT once the engine has a port. */
-  endpoint: z.string().optional(),
-  pid: z.number().int().positive().optional(),
+  endpoint: httpUrlSchema.optional(),
+  pid: z.number().int().positive().max(2 ** 31 - 1).optional(),
   /** Failed: a sentence naming the URL, engine or node, and the log tail when the engine wrote one. */
-  reason: z.string().optional(),
+  reason: prose.optional(),
   /** True when this agent process found the engine already running (adopted after a restart). */
   adopted: z.boolean().optional(),
   /** ISO time of the last state change. */
-  since: z.string(),
+  since: z.iso.datetime({ offset: true }),
 });
 export type ReplicaStatus = z.infer<typeof replicaStatusSchema>;
 
-export const heartbeatRequestSchema = z.object({
-  protocol: protocolField,
-  name: nodeNameSchema,
-  /** The control URL may change when an agent restarts on a new port. */
-  address: z.url(),
-  /** Sent with the first heartbeat after a join or restart, and whenever it changed. */
-  inventory: inventorySchema.optional(),
-  /** Every replica the agent knows, including stopped and failed ones not yet reported. */
-  replicas: z.array(replicaStatusSchema),
-});
+/** An engine's endpoint is on the agent's own loopback, or on the node's advertised host; anywhere else would send traffic off the node. */
+function endpointOnNode(endpoint: string, nodeAddress: string): boolean {
+  // Refinements run even when a field already failed its own check: an endpoint that is not a URL is refused there.
+  if (!URL.canParse(endpoint)) return true;
+  const host = new URL(endpoint).hostname;
+  if (host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return true;
+  return URL.canParse(nodeAddress) && host === new URL(nodeAddress).hostname;
+}
+
+/** One agent supervises at most this many replicas: more is a malformed message, not a node. */
+const maxReplicasPerNode = 4096;
+
+export const heartbeatRequestSchema = z
+  .object({
+    protocol: protocolField,
+    name: nodeNameSchema,
+    /** The control URL may change when an agent restarts on a new port. */
+    address: httpUrlSchema,
+    /** Sent with the first heartbeat after a join or restart, and whenever it changed. */
+    inventory: inventorySchema.optional(),
+    /** Every replica the agent knows, including stopped and failed ones not yet reported. */
+    replicas: z.array(replicaStatusSchema).max(maxReplicasPerNode),
+  })
+  .superRefine((beat, context) => {
+    beat.replicas.forEach((replica, index) => {
+      if (replica.endpoint !== undefined && !endpointOnNode(replica.endpoint, beat.address)) {
+        context.addIssue({
+          code: "custom",
+          path: ["replicas", index, "endpoint"],
+          message: `replica ${replica.id}'s endpoint ${replica.endpoint} is neither on loopback nor on the node's host (${beat.address})`,
+        });
+      }
+    });
+  });
 export type HeartbeatRequest = z.infer<typeof heartbeatRequestSchema>;
 
 export const heartbeatResponseSchema = z.object({
@@ -207,18 +255,20 @@ export const replicaAnswerSchema = z.object({
 export type ReplicaAnswer = z.infer<typeof replicaAnswerSchema>;
 
 /**
- * Reads the protocol number out of any message, before the full schema runs,
- * so a message of another version is refused with both versions named rather
- * than with a list of field mismatches.
+ * Refuses a message of another protocol version, naming both, before its
+ * schema runs: a peer of another release would otherwise get a list of field
+ * mismatches instead of "upgrade". A message with no version at all (`{}`,
+ * garbage) is no peer of another release: it is left to the schema, which
+ * refuses it as invalid input. Undefined when the message may be read.
  */
-export function protocolOf(message: unknown): unknown {
-  if (typeof message === "object" && message !== null && "protocol" in message) {
-    return (message as { protocol: unknown }).protocol;
-  }
-  return undefined;
-}
-
-export function versionMismatchMessage(side: "agent" | "server", theirs: unknown, place: string): string {
-  const other = side === "agent" ? "server" : "agent";
-  return `${place}: this ${side} speaks agent protocol ${protocolVersion}; the ${other} sent protocol ${theirs === undefined ? "(none)" : JSON.stringify(theirs)}`;
+export function protocolRefusal(message: unknown, reader: { readonly side: "agent" | "server"; readonly place: string; readonly hint: string }): DomainError | undefined {
+  if (typeof message !== "object" || message === null || !("protocol" in message)) return undefined;
+  const theirs = (message as { protocol: unknown }).protocol;
+  if (theirs === protocolVersion) return undefined;
+  const other = reader.side === "agent" ? "server" : "agent";
+  return new DomainError(
+    "version_unsupported",
+    `${reader.place}: this ${reader.side} speaks agent protocol ${protocolVersion}; the ${other} sent protocol ${(JSON.stringify(theirs) ?? String(theirs)).slice(0, 40)}`,
+    reader.hint,
+  );
 }

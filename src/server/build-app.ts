@@ -1,18 +1,18 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { installAccessControl } from "../api/access.js";
-import { installErrorHandling } from "../api/error-handler.js";
+import { installErrorHandling } from "../http/error-handler.js";
 import { noReplicas, type ReplicaCountSource } from "../api/model-view.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";
 import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { registerModelRoutes } from "../api/routes/models.js";
 import { registerTokenRoutes } from "../api/routes/tokens.js";
-import { TokenService } from "./token-service.js";
+import { TokenService } from "../services/token-service.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
-import type { CatalogService } from "./catalog-service.js";
-import type { FleetService } from "./fleet-service.js";
+import type { CatalogService } from "../services/catalog-service.js";
+import type { FleetService } from "../services/fleet-service.js";
 
 export interface AppParts {
   readonly store: Store;

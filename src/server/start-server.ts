@@ -7,8 +7,8 @@ import { listenFailure } from "../errors/listen-failure.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
 import { buildApp } from "./build-app.js";
-import { CatalogService } from "./catalog-service.js";
-import { FleetService } from "./fleet-service.js";
+import { CatalogService } from "../services/catalog-service.js";
+import { FleetService } from "../services/fleet-service.js";
 import path from "node:path";
 
 export interface RunningServer {

@@ -1,8 +1,167 @@
 import type { Kysely } from "kysely";
+import { z } from "zod";
+import {
+  inventorySchema,
+  labelsSchema,
+  replicaSpecSchema,
+  replicaStates,
+  replicaStatusSchema,
+  type Inventory,
+  type ReplicaSpec,
+  type ReplicaState,
+  type ReplicaStatus,
+} from "../protocol/agent-protocol.js";
+import { engineNames } from "../catalog/schema.js";
 import type { Database } from "./schema.js";
 
-export type NodeRow = Database["nodes"];
-export type ReplicaRow = Database["replicas"];
+/**
+ * Nodes and replicas as typed objects. JSON columns are parsed here, once,
+ * and leniently: a row written by an older release, or by hand, reads as
+ * something a view can show (with what could not be read named in it)
+ * instead of an exception that would take down every list of the fleet.
+ */
+
+export interface StoredNode {
+  readonly name: string;
+  readonly address: string;
+  readonly fabric: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** What the agent last reported; an empty inventory when the stored one cannot be read. */
+  readonly inventory: Inventory;
+  /** Set when the stored inventory could not be read: the node shows no cards until its agent reports again. */
+  readonly inventoryUnreadable: boolean;
+  readonly credential: string;
+  readonly joined_at: string;
+  readonly last_seen_at: string;
+}
+
+export interface StoredReplica {
+  readonly id: string;
+  readonly node: string;
+  readonly model: string;
+  readonly profile: string;
+  readonly engine: string;
+  readonly cards: readonly number[];
+  /** What the server sent the agent; null for a replica the agent reported on its own (adopted). */
+  readonly spec: ReplicaSpec | null;
+  readonly state: ReplicaState;
+  /** The agent's last report, or one made from the row's columns when the stored report cannot be read. */
+  readonly status: ReplicaStatus;
+  readonly stop_requested: boolean;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+type NodeRow = Database["nodes"];
+type ReplicaRow = Database["replicas"];
+
+const emptyInventory: Inventory = { hostname: "", gpus: [], memory_bytes: 0, cpu_cores: 1, engines: [], disk_free_bytes: 0, simulated: false };
+const cardsSchema = z.array(z.number().int().min(0));
+
+function parseJson(text: unknown): unknown {
+  if (typeof text !== "string") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function text(value: unknown, fallback = ""): string {
+  return typeof value === "string" ? value : fallback;
+}
+
+/** A node row as stored, typed; never throws, whatever the columns hold. */
+export function readNodeRow(row: NodeRow): StoredNode {
+  const inventory = inventorySchema.safeParse(parseJson(row.inventory));
+  const labels = labelsSchema.safeParse(parseJson(row.labels));
+  return {
+    name: text(row.name),
+    address: text(row.address),
+    fabric: text(row.fabric),
+    labels: labels.success ? labels.data : {},
+    inventory: inventory.success ? inventory.data : emptyInventory,
+    inventoryUnreadable: !inventory.success,
+    credential: text(row.credential),
+    joined_at: text(row.joined_at),
+    last_seen_at: text(row.last_seen_at),
+  };
+}
+
+/** A replica row as stored, typed; never throws, whatever the columns hold. */
+export function readReplicaRow(row: ReplicaRow): StoredReplica {
+  const stateColumn = (replicaStates as readonly unknown[]).includes(row.state) ? (row.state as ReplicaState) : undefined;
+  const cardsColumn = cardsSchema.safeParse(parseJson(row.cards));
+  const spec = row.spec === null ? undefined : replicaSpecSchema.safeParse(parseJson(row.spec));
+  const reported = replicaStatusSchema.safeParse(parseJson(row.status));
+  const updatedAt = text(row.updated_at);
+  const status: ReplicaStatus = reported.success
+    ? reported.data
+    : {
+        id: text(row.id),
+        model: text(row.model),
+        profile: text(row.profile),
+        engine: (engineNames as readonly unknown[]).includes(row.engine) ? (row.engine as ReplicaStatus["engine"]) : "vllm",
+        cards: cardsColumn.success ? cardsColumn.data : [],
+        // A replica whose last report cannot be read is not trusted to be running.
+        state: stateColumn === undefined || stateColumn === "ready" ? "failed" : stateColumn,
+        reason: "the server cannot read the stored report of this replica; it is shown as its agent reports it next",
+        since: updatedAt,
+      };
+  return {
+    id: text(row.id),
+    node: text(row.node),
+    model: text(row.model),
+    profile: text(row.profile),
+    engine: text(row.engine),
+    cards: cardsColumn.success ? cardsColumn.data : status.cards,
+    spec: spec?.success ? spec.data : null,
+    state: status.state,
+    status,
+    stop_requested: Number(row.stop_requested) !== 0,
+    created_at: text(row.created_at),
+    updated_at: updatedAt,
+  };
+}
+
+export interface NewNode {
+  readonly name: string;
+  readonly address: string;
+  readonly fabric: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly inventory: Inventory;
+  readonly credential: string;
+  readonly joined_at: string;
+  readonly last_seen_at: string;
+}
+
+export interface ReplicaWrite {
+  readonly id: string;
+  readonly node: string;
+  readonly status: ReplicaStatus;
+  /** Null keeps the spec already stored (an agent's report never carries one). */
+  readonly spec: ReplicaSpec | null;
+  readonly stop_requested: boolean;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+function replicaRow(write: ReplicaWrite): ReplicaRow {
+  return {
+    id: write.id,
+    node: write.node,
+    model: write.status.model,
+    profile: write.status.profile,
+    engine: write.status.engine,
+    cards: JSON.stringify(write.status.cards),
+    spec: write.spec === null ? null : JSON.stringify(write.spec),
+    state: write.status.state,
+    status: JSON.stringify(write.status),
+    stop_requested: write.stop_requested ? 1 : 0,
+    created_at: write.created_at,
+    updated_at: write.updated_at,
+  };
+}
 
 export async function insertJoinToken(db: Kysely<Database>, row: Database["join_tokens"]): Promise<void> {
   await db.insertInto("join_tokens").values(row).execute();
@@ -12,16 +171,24 @@ export async function joinTokenExists(db: Kysely<Database>, tokenHash: string): 
   return (await db.selectFrom("join_tokens").select("id").where("token_hash", "=", tokenHash).executeTakeFirst()) !== undefined;
 }
 
-export async function findNode(db: Kysely<Database>, name: string): Promise<NodeRow | undefined> {
-  return await db.selectFrom("nodes").selectAll().where("name", "=", name).executeTakeFirst();
+export async function findNode(db: Kysely<Database>, name: string): Promise<StoredNode | undefined> {
+  const row = await db.selectFrom("nodes").selectAll().where("name", "=", name).executeTakeFirst();
+  return row === undefined ? undefined : readNodeRow(row);
 }
 
-export async function listNodes(db: Kysely<Database>): Promise<NodeRow[]> {
-  return await db.selectFrom("nodes").selectAll().orderBy("name").execute();
+export async function listNodes(db: Kysely<Database>): Promise<StoredNode[]> {
+  return (await db.selectFrom("nodes").selectAll().orderBy("name").execute()).map(readNodeRow);
+}
+
+/** When the node heard from longest ago was last heard from: whether every node has reported since a time, in one read. */
+export async function oldestLastSeen(db: Kysely<Database>): Promise<string | undefined> {
+  const row = await db.selectFrom("nodes").select((eb) => eb.fn.min("last_seen_at").as("oldest")).executeTakeFirst();
+  return typeof row?.oldest === "string" ? row.oldest : undefined;
 }
 
 /** A join of a known name replaces its credential and address: the machine was reinstalled or its state lost. */
-export async function upsertNode(db: Kysely<Database>, row: NodeRow): Promise<void> {
+export async function upsertNode(db: Kysely<Database>, node: NewNode): Promise<void> {
+  const row: NodeRow = { ...node, labels: JSON.stringify(node.labels), inventory: JSON.stringify(node.inventory) };
   const { name: _name, joined_at: _joinedAt, ...changes } = row;
   await db
     .insertInto("nodes")
@@ -30,28 +197,35 @@ export async function upsertNode(db: Kysely<Database>, row: NodeRow): Promise<vo
     .execute();
 }
 
-export async function touchNode(db: Kysely<Database>, name: string, changes: Partial<Pick<NodeRow, "address" | "inventory" | "last_seen_at">>): Promise<void> {
-  await db.updateTable("nodes").set(changes).where("name", "=", name).execute();
+export async function touchNode(db: Kysely<Database>, name: string, changes: { address: string; last_seen_at: string; inventory?: Inventory | undefined }): Promise<void> {
+  const { inventory, ...rest } = changes;
+  await db
+    .updateTable("nodes")
+    .set({ ...rest, ...(inventory !== undefined ? { inventory: JSON.stringify(inventory) } : {}) })
+    .where("name", "=", name)
+    .execute();
 }
 
-export async function findReplica(db: Kysely<Database>, id: string): Promise<ReplicaRow | undefined> {
-  return await db.selectFrom("replicas").selectAll().where("id", "=", id).executeTakeFirst();
+export async function findReplica(db: Kysely<Database>, id: string): Promise<StoredReplica | undefined> {
+  const row = await db.selectFrom("replicas").selectAll().where("id", "=", id).executeTakeFirst();
+  return row === undefined ? undefined : readReplicaRow(row);
 }
 
-export async function listReplicas(db: Kysely<Database>, filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<ReplicaRow[]> {
+export async function listReplicas(db: Kysely<Database>, filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<StoredReplica[]> {
   let query = db.selectFrom("replicas").selectAll();
   if (filter.model !== undefined) query = query.where("model", "=", filter.model);
   if (filter.node !== undefined) query = query.where("node", "=", filter.node);
-  return await query.orderBy("model").orderBy("id").execute();
+  return (await query.orderBy("model").orderBy("id").execute()).map(readReplicaRow);
 }
 
 /**
- * Inserts, or updates what an agent reports; the spec, creation time and stop
- * request are kept. A row of that id on another node is left alone (in the
- * same statement, so two nodes reporting one id at once cannot both win):
- * answers false then.
+ * Inserts, or updates what an agent reports; the spec (when null), creation
+ * time and stop request are kept. A row of that id on another node is left
+ * alone (in the same statement, so two nodes reporting one id at once cannot
+ * both win): answers false then.
  */
-export async function upsertReplica(db: Kysely<Database>, row: ReplicaRow): Promise<boolean> {
+export async function upsertReplica(db: Kysely<Database>, write: ReplicaWrite): Promise<boolean> {
+  const row = replicaRow(write);
   const result = await db
     .insertInto("replicas")
     .values(row)
@@ -74,8 +248,16 @@ export async function upsertReplica(db: Kysely<Database>, row: ReplicaRow): Prom
   return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
 }
 
-export async function updateReplica(db: Kysely<Database>, id: string, changes: Partial<Pick<ReplicaRow, "state" | "status" | "stop_requested" | "updated_at">>): Promise<void> {
-  await db.updateTable("replicas").set(changes).where("id", "=", id).execute();
+export async function updateReplica(db: Kysely<Database>, id: string, changes: { status?: ReplicaStatus; stop_requested?: boolean; updated_at: string }): Promise<void> {
+  await db
+    .updateTable("replicas")
+    .set({
+      updated_at: changes.updated_at,
+      ...(changes.status !== undefined ? { state: changes.status.state, status: JSON.stringify(changes.status) } : {}),
+      ...(changes.stop_requested !== undefined ? { stop_requested: changes.stop_requested ? 1 : 0 } : {}),
+    })
+    .where("id", "=", id)
+    .execute();
 }
 
 export async function deleteReplica(db: Kysely<Database>, id: string): Promise<void> {

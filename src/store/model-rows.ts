@@ -20,3 +20,9 @@ export async function deleteModelEntry(db: Kysely<Database>, name: string): Prom
   const result = await db.deleteFrom("models").where("name", "=", name).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
+
+/** The catalog's revision: raised by every catalog change, in the change's own transaction (open-store's withCatalogLock). */
+export async function readCatalogRevision(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom("catalog_revision").select("revision").where("id", "=", 1).executeTakeFirst();
+  return Number(row?.revision ?? 0);
+}

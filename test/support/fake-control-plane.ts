@@ -5,7 +5,6 @@ import {
   agentPaths,
   heartbeatRequestSchema,
   joinRequestSchema,
-  protocolOf,
   type HeartbeatRequest,
   type JoinRequest,
   type ReplicaSpecInput,
@@ -30,7 +29,7 @@ export class FakeControlPlane {
   async start(port = 0): Promise<void> {
     const app = Fastify({ logger: false });
     app.post(agentPaths.join, async (incoming, reply) => {
-      const theirs = protocolOf(incoming.body);
+      const theirs = (incoming.body as { protocol?: unknown } | null)?.protocol;
       if (theirs !== this.speaks) {
         return reply.status(426).send({
           error: {

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { agentPaths } from "../../protocol/agent-protocol.js";
-import { startReplicaBodySchema, type FleetService } from "../../server/fleet-service.js";
+import { startReplicaBodySchema, type FleetService } from "../../services/fleet-service.js";
 import { requireActor } from "../access.js";
-import { flagSchema, isSet, logsQuerySchema } from "../logs-query.js";
+import { flagSchema, isSet, logsQuerySchema } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 
 const nameParams = z.object({ name: z.string() });

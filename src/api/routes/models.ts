@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
-import type { CatalogService } from "../../server/catalog-service.js";
+import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { modelView, type ReplicaCountSource } from "../model-view.js";
 import { parseBody } from "../parse-body.js";

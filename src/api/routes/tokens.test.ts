@@ -6,9 +6,9 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
-import { CatalogService } from "../../server/catalog-service.js";
+import { CatalogService } from "../../services/catalog-service.js";
 import { buildApp } from "../../server/build-app.js";
-import { hashToken, newToken } from "../tokens.js";
+import { hashToken, newToken } from "../../auth/tokens.js";
 
 describe("admin-API tokens", () => {
   let store: Store;

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
-import type { z } from "zod";
+import { describeIssues } from "../../catalog/schema-errors.js";
 import type { EngineName } from "../../catalog/schema.js";
 import { ConcurrencyGate } from "./concurrency-gate.js";
 import {
@@ -74,10 +74,6 @@ function errorBody(status: number, type: string, message: string): OpenAIErrorBo
   return { error: { message, type, param: null, code: status } };
 }
 
-function describeIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`).join("; ");
-}
-
 /**
  * Starts the simulated engine of SPEC S4 on 127.0.0.1 at the port its argv
  * names (0 picks a free one, for tests). It reads the same command line and
@@ -96,7 +92,7 @@ export async function startSimEngine(options: SimEngineOptions): Promise<SimEngi
   let fault: SimFault = { kind: "none" };
   if (faultText !== undefined && faultText !== "") {
     const read = simFaultSchema.safeParse(faultText);
-    if (!read.success) throw new EngineArgumentsInvalid(options.engine, `${simEnvironmentVariables.fault}: ${describeIssues(read.error)}`);
+    if (!read.success) throw new EngineArgumentsInvalid(options.engine, `${simEnvironmentVariables.fault}: ${describeIssues(read.error.issues, "value")}`);
     fault = read.data;
   }
   const loadText = environment[simEnvironmentVariables.loadMilliseconds] ?? "0";
@@ -418,7 +414,7 @@ class SimulatedEngine {
 
     server.post("/v1/chat/completions", async (request, reply) => {
       const body = chatCompletionRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error)));
+      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body")));
       if (!(await this.#admit(reply, body.data.model))) return reply;
       const flatten = (content: (typeof body.data.messages)[number]["content"]): string =>
         typeof content === "string" ? content : (content ?? []).map((part) => part.text ?? "").join(" ");
@@ -443,7 +439,7 @@ class SimulatedEngine {
 
     server.post("/v1/completions", async (request, reply) => {
       const body = completionRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error)));
+      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body")));
       if (!(await this.#admit(reply, body.data.model))) return reply;
       const prompt = body.data.prompt;
       const first = Array.isArray(prompt) ? prompt[0] : prompt;
@@ -470,7 +466,7 @@ class SimulatedEngine {
 
     server.post("/v1/embeddings", async (request, reply) => {
       const body = embeddingRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error)));
+      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body")));
       if (!(await this.#admit(reply, body.data.model))) return reply;
       const input = body.data.input;
       const texts: string[] =
@@ -516,7 +512,7 @@ class SimulatedEngine {
       const body = faultRequestSchema.safeParse(request.body);
       const fault = body.success ? simFaultSchema.safeParse(body.data.fault) : undefined;
       if (!body.success || fault === undefined || !fault.success) {
-        const issues = !body.success ? describeIssues(body.error) : fault !== undefined && !fault.success ? describeIssues(fault.error) : "";
+        const issues = !body.success ? describeIssues(body.error.issues, "body") : fault !== undefined && !fault.success ? describeIssues(fault.error.issues, "body") : "";
         return reply.code(400).send(errorBody(400, "BadRequestError", `expected {"fault": "none | crash-now | crash-after:N | stall | error-500"}: ${issues}`));
       }
       if (fault.data.kind === "fail-load") {

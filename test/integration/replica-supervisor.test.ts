@@ -7,11 +7,11 @@ import path from "node:path";
 import pino from "pino";
 import { request } from "undici";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../../test/support/fake-engine.js";
-import { isProcessAlive, isProcessGroupAlive } from "./engine-process.js";
-import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "../protocol/agent-protocol.js";
-import { defaultLogRotation } from "./replica-log.js";
-import { ReplicaSupervisor, type ReplicaSupervisorOptions } from "./replica-supervisor.js";
+import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../support/fake-engine.js";
+import { isProcessAlive, isProcessGroupAlive } from "../../src/agent/engine-process.js";
+import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "../../src/protocol/agent-protocol.js";
+import { defaultLogRotation } from "../../src/agent/replica-log.js";
+import { ReplicaSupervisor, type ReplicaSupervisorOptions } from "../../src/agent/replica-supervisor.js";
 
 let directory: string;
 let weights: string;

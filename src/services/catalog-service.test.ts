@@ -41,6 +41,30 @@ describe.each(engines)("catalog over $kind", (engine) => {
     await drop();
   });
 
+  it("keeps the built catalog while its revision stands, and sees another server's change at once", async () => {
+    await service.add(entry("qwen"), operator);
+    const first = await service.snapshot();
+    expect(await service.snapshot()).toBe(first);
+    // A second server on the same store (Postgres) or a second service in one process.
+    const otherStore = await openStore(location);
+    try {
+      await new CatalogService(otherStore, declared, "server.yaml").add(entry("llama"), operator);
+    } finally {
+      await otherStore.close();
+    }
+    const next = await service.snapshot();
+    expect(next.revision).toBeGreaterThan(first.revision);
+    expect(next.catalog.models.map((model) => model.name)).toEqual(expect.arrayContaining(["qwen", "llama"]));
+    expect((await service.get("llama")).name).toBe("llama");
+  });
+
+  it("keeps the revision of a refused change: nothing was built, nothing is rebuilt", async () => {
+    await service.add(entry("qwen"), operator);
+    const before = await service.snapshot();
+    await refusal(() => service.add(entry("qwen"), operator));
+    expect(await service.snapshot()).toBe(before);
+  });
+
   it("keeps runtime models across a restart, beside the declared ones", async () => {
     await service.add(entry("qwen", { owner: "data-team" }), operator);
     await store.close();

@@ -5,10 +5,10 @@ import pino from "pino";
 import { request } from "undici";
 import net from "node:net";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { FakeControlPlane } from "../../test/support/fake-control-plane.js";
-import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../../test/support/fake-engine.js";
-import { heartbeatDelayMs, startAgent, type AgentOptions, type RunningAgent } from "./agent.js";
-import { isProcessAlive } from "./engine-process.js";
+import { FakeControlPlane } from "../support/fake-control-plane.js";
+import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../support/fake-engine.js";
+import { heartbeatDelayMs, startAgent, type AgentOptions, type RunningAgent } from "../../src/agent/agent.js";
+import { isProcessAlive } from "../../src/agent/engine-process.js";
 
 let directory: string;
 let engineScript: string;

@@ -5,15 +5,15 @@ import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killGroup, waitFor, writeFakeEngine } from "../../../test/support/fake-engine.js";
-import { startAgent, type RunningAgent } from "../../agent/agent.js";
-import { buildApp } from "../../server/build-app.js";
-import { CatalogService } from "../../server/catalog-service.js";
-import { FleetService } from "../../server/fleet-service.js";
-import type { NodeView, ReplicaView } from "../../protocol/views.js";
-import { openStore, type Store } from "../../store/open-store.js";
-import { insertToken } from "../../store/token-rows.js";
-import { hashToken, newToken } from "../tokens.js";
+import { killGroup, waitFor, writeFakeEngine } from "../support/fake-engine.js";
+import { startAgent, type RunningAgent } from "../../src/agent/agent.js";
+import { buildApp } from "../../src/server/build-app.js";
+import { CatalogService } from "../../src/services/catalog-service.js";
+import { FleetService } from "../../src/services/fleet-service.js";
+import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
+import { openStore, type Store } from "../../src/store/open-store.js";
+import { insertToken } from "../../src/store/token-rows.js";
+import { hashToken, newToken } from "../../src/auth/tokens.js";
 
 describe("fleet API with a real agent", () => {
   let directory: string;

@@ -5,9 +5,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { request } from "undici";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeControlPlane } from "../../test/support/fake-control-plane.js";
-import { killGroup, waitFor, writeFakeEngine } from "../../test/support/fake-engine.js";
-import { isProcessAlive } from "./engine-process.js";
+import { FakeControlPlane } from "../support/fake-control-plane.js";
+import { killGroup, waitFor, writeFakeEngine } from "../support/fake-engine.js";
+import { isProcessAlive } from "../../src/agent/engine-process.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const loader = path.join(root, "test/support/typescript-loader.mjs");

@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
-import { testLaunchInput } from "../engines/drivers/test-launch-input.js";
-import { llamacppDriver } from "../engines/drivers/llamacpp.js";
-import { vllmDriver } from "../engines/drivers/vllm.js";
-import { llmgwBin } from "../../test/support/processes.js";
+import { testLaunchInput } from "../../src/engines/drivers/test-launch-input.js";
+import { llamacppDriver } from "../../src/engines/drivers/llamacpp.js";
+import { vllmDriver } from "../../src/engines/drivers/vllm.js";
+import { llmgwBin } from "../support/processes.js";
 
 /**
  * The sim-engine command as the agent runs it: the built `llmgw` (npm test

@@ -3,29 +3,25 @@ import type { Readable } from "node:stream";
 import { z } from "zod";
 import {
   heartbeatRequestSchema,
-  inventorySchema,
   joinRequestSchema,
-  protocolOf,
+  protocolRefusal,
   protocolVersion,
   replicaIdSchema,
-  replicaStatusSchema,
-  terminalReplicaStates,
-  versionMismatchMessage,
   type HeartbeatResponse,
   type Inventory,
   type JoinResponse,
-  type ReplicaSpec,
-  type ReplicaState,
   type ReplicaStatus,
 } from "../protocol/agent-protocol.js";
-import { hashToken, newToken, sameSecret } from "../api/tokens.js";
-import type { ReplicaCountSource } from "../api/model-view.js";
+import { bearerToken } from "../auth/bearer-token.js";
+import { hashToken, newToken, sameSecret } from "../auth/tokens.js";
 import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
-import { parseBody } from "../api/parse-body.js";
+import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
 import { chooseCards } from "../fleet/choose-cards.js";
 import { nodeState, type NodeState } from "../fleet/node-state.js";
 import type { InventoryNode } from "../fleet/pools.js";
+import { holdsCards } from "../fleet/replica-life.js";
+import { buildReplicaSpec } from "../fleet/replica-spec.js";
 import {
   deleteReplica,
   findNode,
@@ -34,16 +30,19 @@ import {
   joinTokenExists,
   listNodes,
   listReplicas,
+  oldestLastSeen,
   touchNode,
   updateReplica,
   upsertNode,
   upsertReplica,
-  type NodeRow,
-  type ReplicaRow,
+  type StoredNode,
+  type StoredReplica,
 } from "../store/fleet-rows.js";
 import type { Store } from "../store/open-store.js";
 import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
+import { cardOwners, nodeView, replicaCountsOf, replicaView } from "./fleet-views.js";
+import { heartbeatDiff } from "./heartbeat-diff.js";
 
 export interface FleetSettings {
   readonly heartbeatDeadlineMs: number;
@@ -117,14 +116,28 @@ function checkHandPickedCards(
   }
 }
 
-function versionRefusal(body: unknown): DomainError | undefined {
-  const theirs = protocolOf(body);
-  if (theirs === protocolVersion) return undefined;
-  return new DomainError(
-    "version_unsupported",
-    versionMismatchMessage("server", theirs, "llmgw server"),
-    "Run an agent of the server's llmgw release (npm install -g llmgw@<server version>) and start it again.",
-  );
+/** Refuses a message naming another protocol version; one without a version is refused by its schema, as any malformed body. */
+function refuseOtherProtocol(body: unknown): void {
+  const refusal = protocolRefusal(body, {
+    side: "server",
+    place: "llmgw server",
+    hint: "Run an agent of the server's llmgw release (npm install -g llmgw@<server version>) and start it again.",
+  });
+  if (refusal) throw refusal;
+}
+
+/**
+ * The node a heartbeat's credential belongs to. An unknown name and a wrong
+ * credential get the same answer, so a caller without a credential cannot
+ * learn which node names exist.
+ */
+async function authenticatedNode(store: Store, name: string, authorization: string | undefined): Promise<StoredNode> {
+  const node = await findNode(store.db, name);
+  const given = bearerToken(authorization) ?? "";
+  if (!node || !sameSecret(given, node.credential)) {
+    throw new DomainError("unauthorized", `node ${name}: no joined node of that name holds this credential`, "The agent joins again with its join token.");
+  }
+  return node;
 }
 
 /**
@@ -158,9 +171,8 @@ export class FleetService {
   }
 
   async join(body: unknown): Promise<JoinResponse> {
-    const refusal = versionRefusal(body);
-    if (refusal) throw refusal;
-    const request = parseBody(joinRequestSchema, body);
+    refuseOtherProtocol(body);
+    const request = parseWithSchema(joinRequestSchema, body ?? {}, { label: "join request" });
     if (!(await joinTokenExists(this.store.db, hashToken(request.join_token)))) {
       throw new DomainError(
         "join_refused",
@@ -189,8 +201,8 @@ export class FleetService {
       name: request.name,
       address: request.address,
       fabric: request.fabric,
-      labels: JSON.stringify(request.labels),
-      inventory: JSON.stringify(request.inventory),
+      labels: request.labels,
+      inventory: request.inventory,
       credential,
       joined_at: at,
       last_seen_at: at,
@@ -200,66 +212,28 @@ export class FleetService {
 
   /** `log` gets what the agent is not told: a replica id it reports that belongs to another node, a pending stop that failed. */
   async heartbeat(authorization: string | undefined, body: unknown, log: FleetLog = silentLog): Promise<HeartbeatResponse> {
-    const refusal = versionRefusal(body);
-    if (refusal) throw refusal;
-    const beat = parseBody(heartbeatRequestSchema, body);
-    const node = await findNode(this.store.db, beat.name);
-    if (!node) {
-      throw new DomainError("node_not_found", `no node ${beat.name} has joined this server`, "The agent joins again with its join token.");
+    refuseOtherProtocol(body);
+    const beat = parseWithSchema(heartbeatRequestSchema, body ?? {}, { label: "heartbeat" });
+    const node = await authenticatedNode(this.store, beat.name, authorization);
+    await touchNode(this.store.db, beat.name, { address: beat.address, last_seen_at: this.iso(), inventory: beat.inventory });
+    const writes = heartbeatDiff({
+      node: beat.name,
+      reported: beat.replicas,
+      stored: await listReplicas(this.store.db, { node: beat.name }),
+      nowMs: this.now(),
+      missingGraceMs,
+    });
+    for (const write of writes.upserts) {
+      if (await upsertReplica(this.store.db, write)) continue;
+      // Replica ids are unique across the fleet (startReplica refuses a taken one), so this is an
+      // agent whose state file came from another node. Recording it here would move the row to
+      // this node and back at every beat of each; the first node keeps it.
+      const owner = await findReplica(this.store.db, write.id);
+      log.warn({ replica: write.id, node: beat.name, recorded_on: owner?.node }, "replica-conflict-ignored");
     }
-    const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
-    if (!sameSecret(given, node.credential)) {
-      throw new DomainError("unauthorized", `node ${beat.name}: the credential is not the one this server issued`, "The agent joins again with its join token.");
-    }
-    const at = this.iso();
-    await touchNode(this.store.db, beat.name, { address: beat.address, last_seen_at: at, ...(beat.inventory ? { inventory: JSON.stringify(beat.inventory) } : {}) });
-    const known = await listReplicas(this.store.db, { node: beat.name });
-    const reported = new Set<string>();
-    for (const status of beat.replicas) {
-      reported.add(status.id);
-      const row = known.find((candidate) => candidate.id === status.id);
-      // A stop the server asked for is finished: the row has done its job.
-      if (status.state === "stopped") {
-        if (row) await deleteReplica(this.store.db, status.id);
-        continue;
-      }
-      const recorded = await upsertReplica(this.store.db, {
-        id: status.id,
-        node: beat.name,
-        model: status.model,
-        profile: status.profile,
-        engine: status.engine,
-        cards: JSON.stringify(status.cards),
-        spec: null,
-        state: status.state,
-        status: JSON.stringify(status),
-        stop_requested: row?.stop_requested ?? 0,
-        created_at: row?.created_at ?? at,
-        updated_at: at,
-      });
-      if (!recorded) {
-        // Replica ids are unique across the fleet (startReplica refuses a taken one), so this is an
-        // agent whose state file came from another node. Recording it here would move the row to
-        // this node and back at every beat of each; the first node keeps it.
-        const owner = await findReplica(this.store.db, status.id);
-        log.warn({ replica: status.id, node: beat.name, recorded_on: owner?.node }, "replica-conflict-ignored");
-        continue;
-      }
-      if (row?.stop_requested && status.state !== "draining") {
-        // Stopped while the node was lost: its agent was never told. Now it can be.
-        this.stopOnReturn({ name: node.name, address: beat.address, credential: node.credential }, status.id, log);
-      }
-    }
-    for (const row of known) {
-      if (reported.has(row.id) || terminalReplicaStates.includes(row.state as ReplicaState)) continue;
-      if (this.now() - Date.parse(row.created_at) < missingGraceMs) continue;
-      if (row.stop_requested) {
-        await deleteReplica(this.store.db, row.id);
-        continue;
-      }
-      const status = { ...this.storedStatus(row), state: "failed" as const, reason: `the agent on node ${beat.name} no longer reports this replica (its state file was lost or replaced)`, since: at };
-      await updateReplica(this.store.db, row.id, { state: "failed", status: JSON.stringify(status), updated_at: at });
-    }
+    for (const id of writes.deletes) await deleteReplica(this.store.db, id);
+    for (const failure of writes.failures) await updateReplica(this.store.db, failure.id, { status: failure.status, updated_at: failure.status.since });
+    for (const id of writes.stopsToSend) this.stopOnReturn({ name: node.name, address: beat.address, credential: node.credential }, id, log);
     return { protocol: protocolVersion };
   }
 
@@ -282,111 +256,37 @@ export class FleetService {
       .finally(() => this.stopsInFlight.delete(id));
   }
 
-  private storedStatus(row: ReplicaRow): ReplicaStatus {
-    const parsed = replicaStatusSchema.safeParse(JSON.parse(row.status));
-    if (parsed.success) return parsed.data;
-    return {
-      id: row.id,
-      model: row.model,
-      profile: row.profile,
-      engine: row.engine as ReplicaStatus["engine"],
-      cards: JSON.parse(row.cards) as number[],
-      state: row.state as ReplicaState,
-      since: row.updated_at,
-    };
+  /** Whether every node has reported since this server started (which closes the settling window early). */
+  private everyNodeReportedSince(oldest: string | undefined): boolean {
+    return oldest === undefined || Date.parse(oldest) >= this.startedAtMs;
   }
 
-  private nodeStates(nodes: readonly NodeRow[]): Map<string, NodeState> {
-    const now = this.now();
-    const everyNodeReportedSinceStart = nodes.every((node) => Date.parse(node.last_seen_at) >= this.startedAtMs);
-    return new Map(
-      nodes.map((node) => [
-        node.name,
-        nodeState({
-          lastSeenMs: Date.parse(node.last_seen_at),
-          nowMs: now,
-          heartbeatDeadlineMs: this.settings.heartbeatDeadlineMs,
-          serverStartedMs: this.startedAtMs,
-          settlingWindowMs: this.settings.settlingWindowMs,
-          everyNodeReportedSinceStart,
-        }),
-      ]),
-    );
+  private stateOf(node: StoredNode, everyNodeReportedSinceStart: boolean): NodeState {
+    return nodeState({
+      lastSeenMs: Date.parse(node.last_seen_at),
+      nowMs: this.now(),
+      heartbeatDeadlineMs: this.settings.heartbeatDeadlineMs,
+      serverStartedMs: this.startedAtMs,
+      settlingWindowMs: this.settings.settlingWindowMs,
+      everyNodeReportedSinceStart,
+    });
   }
 
-  private inventoryOf(node: NodeRow): Inventory {
-    return inventorySchema.parse(JSON.parse(node.inventory));
+  private nodeStates(nodes: readonly StoredNode[]): Map<string, NodeState> {
+    const everyNodeReported = nodes.every((node) => Date.parse(node.last_seen_at) >= this.startedAtMs);
+    return new Map(nodes.map((node) => [node.name, this.stateOf(node, everyNodeReported)]));
   }
 
-  private replicaView(row: ReplicaRow, node: NodeRow | undefined, state: NodeState | undefined): ReplicaView {
-    const status = this.storedStatus(row);
-    const terminal = terminalReplicaStates.includes(status.state);
-    // A stop asked for while the node was lost: the agent has not heard of it yet, whatever it last reported.
-    const stopPending = row.stop_requested !== 0 && !terminal && status.state !== "draining";
-    // The agent reports its engines on its own loopback; callers elsewhere reach them at the node's host.
-    let endpoint = status.endpoint ?? null;
-    if (endpoint && node) {
-      const engineUrl = new URL(endpoint);
-      engineUrl.hostname = new URL(node.address).hostname;
-      endpoint = engineUrl.toString().replace(/\/$/, "");
-    }
-    return {
-      id: row.id,
-      model: row.model,
-      profile: row.profile,
-      node: row.node,
-      engine: row.engine,
-      gpus: status.cards,
-      state: stopPending ? "draining" : state === "lost" && !terminal ? "lost" : status.state,
-      endpoint: terminal || stopPending ? null : endpoint,
-      progress: status.progress ?? null,
-      reason: stopPending
-        ? `stopped while node ${row.node} was lost (not heard from since ${node?.last_seen_at ?? "?"}); its agent is told to stop it when the node reports it again`
-        : state === "lost" && !terminal
-          ? `node ${row.node} has not been heard from since ${node?.last_seen_at ?? "?"}`
-          : (status.reason ?? null),
-      pid: status.pid ?? null,
-      adopted: status.adopted ?? false,
-      since: status.since,
-      created_at: row.created_at,
-    };
+  /** One node's state, read with one row and one aggregate rather than the whole fleet. */
+  private async nodeStateByKey(node: StoredNode): Promise<NodeState> {
+    return this.stateOf(node, this.everyNodeReportedSince(await oldestLastSeen(this.store.db)));
   }
 
   async listNodes(): Promise<NodeView[]> {
     const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
     const states = this.nodeStates(nodes);
-    return nodes.map((node) => {
-      const inventory = this.inventoryOf(node);
-      const onNode = replicas.filter((replica) => replica.node === node.name && !terminalReplicaStates.includes(replica.state as ReplicaState));
-      const cardOwner = new Map<number, string>();
-      for (const replica of onNode) for (const card of JSON.parse(replica.cards) as number[]) cardOwner.set(card, replica.id);
-      return {
-        name: node.name,
-        state: states.get(node.name) ?? "lost",
-        address: node.address,
-        hostname: inventory.hostname,
-        fabric: node.fabric,
-        labels: JSON.parse(node.labels) as Record<string, string>,
-        gpus: inventory.gpus.map((gpu) => ({
-          index: gpu.index,
-          uuid: gpu.uuid,
-          name: gpu.name,
-          class: gpu.class,
-          memory_bytes: gpu.memory_bytes,
-          memory_used_bytes: gpu.memory_used_bytes ?? null,
-          fabric: gpu.fabric,
-          replica: cardOwner.get(gpu.index) ?? null,
-        })),
-        memory_bytes: inventory.memory_bytes,
-        cpu_cores: inventory.cpu_cores,
-        engines: inventory.engines,
-        disk_free_bytes: inventory.disk_free_bytes,
-        simulated: inventory.simulated,
-        joined_at: node.joined_at,
-        last_seen_at: node.last_seen_at,
-        replicas: onNode.map((replica) => replica.id),
-      };
-    });
+    const byNode = groupByNode(replicas);
+    return nodes.map((node) => nodeView(node, states.get(node.name) ?? "lost", byNode.get(node.name) ?? []));
   }
 
   /** The fleet as the planner reads it (GET /api/v1/plan without --gpus): a card is free when no live replica holds it. */
@@ -400,9 +300,10 @@ export class FleetService {
     }));
 
   async getNode(name: string): Promise<NodeView> {
-    const node = (await this.listNodes()).find((candidate) => candidate.name === name);
+    const node = await findNode(this.store.db, name);
     if (!node) throw this.nodeNotFound(name);
-    return node;
+    const [state, replicas] = await Promise.all([this.nodeStateByKey(node), listReplicas(this.store.db, { node: name })]);
+    return nodeView(node, state, replicas);
   }
 
   private nodeNotFound(name: string): DomainError {
@@ -412,35 +313,28 @@ export class FleetService {
   async listReplicas(filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<ReplicaView[]> {
     const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter)]);
     const states = this.nodeStates(nodes);
-    return replicas.map((row) => this.replicaView(row, nodes.find((node) => node.name === row.node), states.get(row.node)));
+    const byName = new Map(nodes.map((node) => [node.name, node]));
+    return replicas.map((row) => replicaView(row, byName.get(row.node), states.get(row.node)));
   }
 
   async getReplica(id: string): Promise<ReplicaView> {
-    const replica = (await this.listReplicas()).find((candidate) => candidate.id === id);
-    if (!replica) throw this.replicaNotFound(id);
-    return replica;
+    const row = await findReplica(this.store.db, id);
+    if (!row) throw this.replicaNotFound(id);
+    const node = await findNode(this.store.db, row.node);
+    return replicaView(row, node, node === undefined ? undefined : await this.nodeStateByKey(node));
   }
 
   private replicaNotFound(id: string): DomainError {
     return new DomainError("replica_not_found", `no replica ${id} on this server`, "List replicas with `llmgw ctl replicas`.");
   }
 
-  /** Ready and desired replicas per model, for the model views. */
-  readonly replicaCounts: ReplicaCountSource = async () => {
-    const counts = new Map<string, ReplicaCounts>();
-    for (const replica of await this.listReplicas()) {
-      const current = counts.get(replica.model) ?? { ready: 0, desired: 0 };
-      const live = replica.state !== "failed" && replica.state !== "stopped" && replica.state !== "draining";
-      counts.set(replica.model, { ready: current.ready + (replica.state === "ready" ? 1 : 0), desired: current.desired + (live ? 1 : 0) });
-    }
-    return counts;
-  };
+  /** Ready and counted replicas per model, for the model views. */
+  readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => replicaCountsOf(await this.listReplicas());
 
-  private async agentOf(nodeName: string): Promise<{ node: NodeRow; address: AgentAddress; state: NodeState }> {
-    const nodes = await listNodes(this.store.db);
-    const node = nodes.find((candidate) => candidate.name === nodeName);
+  private async agentOf(nodeName: string): Promise<{ node: StoredNode; address: AgentAddress; state: NodeState }> {
+    const node = await findNode(this.store.db, nodeName);
     if (!node) throw this.nodeNotFound(nodeName);
-    const state = this.nodeStates(nodes).get(nodeName) ?? "lost";
+    const state = await this.nodeStateByKey(node);
     return { node, address: { name: node.name, address: node.address, credential: node.credential }, state };
   }
 
@@ -462,7 +356,7 @@ export class FleetService {
     if (state === "lost") {
       throw new DomainError("agent_unreachable", `node ${node.name} is lost: not heard from since ${node.last_seen_at}`, "Start its agent again, or choose another node.");
     }
-    const inventory = this.inventoryOf(node);
+    const { inventory } = node;
     if (!inventory.engines.includes(profile.engine)) {
       throw new DomainError(
         "engine_missing",
@@ -470,10 +364,7 @@ export class FleetService {
         `Install ${profile.engine} there, or choose a node whose engines include it (\`llmgw ctl nodes\`).`,
       );
     }
-    const cardOwner = new Map<number, string>();
-    for (const replica of await listReplicas(this.store.db, { node: node.name })) {
-      if (!terminalReplicaStates.includes(replica.state as ReplicaState)) for (const card of JSON.parse(replica.cards) as number[]) cardOwner.set(card, replica.id);
-    }
+    const cardOwner = cardOwners(await listReplicas(this.store.db, { node: node.name }));
     const used = new Set(cardOwner.keys());
     const free = inventory.gpus.filter((gpu) => !used.has(gpu.index)).map((gpu) => `${gpu.index} (${gpu.class})`);
     const cards = body.cards ?? chooseCards(inventory.gpus, used, profile.gpus, profile.gpu_class);
@@ -495,39 +386,10 @@ export class FleetService {
         `Give the new replica another --id, or stop that one first (\`llmgw ctl replica stop ${id}\`; that also clears a failed one).`,
       );
     }
-    const spec: ReplicaSpec = {
-      id,
-      model: model.name,
-      profile: profile.name,
-      engine: profile.engine,
-      source: profile.source,
-      cards,
-      ...(body.context ?? model.entry.context ? { context: body.context ?? model.entry.context } : {}),
-      slots: profile.slots,
-      ...(profile.cpu_cores !== undefined ? { cpu_cores: profile.cpu_cores } : {}),
-      ...(profile.quantization !== undefined ? { quantization: profile.quantization } : {}),
-      gpu_memory_utilization: this.settings.gpuMemoryUtilization,
-      args: [...profile.args],
-      env: { ...profile.env },
-      adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
-      ...(body.simulation ? { simulation: body.simulation } : {}),
-    };
+    const spec = buildReplicaSpec({ id, model, profile, cards, context: body.context, gpuMemoryUtilization: this.settings.gpuMemoryUtilization, simulation: body.simulation });
     const status = await startReplicaOnAgent(address, spec);
     const at = this.iso();
-    await upsertReplica(this.store.db, {
-      id,
-      node: node.name,
-      model: model.name,
-      profile: profile.name,
-      engine: profile.engine,
-      cards: JSON.stringify(cards),
-      spec: JSON.stringify(spec),
-      state: status.state,
-      status: JSON.stringify(status),
-      stop_requested: 0,
-      created_at: at,
-      updated_at: at,
-    });
+    await upsertReplica(this.store.db, { id, node: node.name, status, spec, stop_requested: false, created_at: at, updated_at: at });
     return await this.getReplica(id);
   }
 
@@ -538,15 +400,15 @@ export class FleetService {
     const { address, state } = await this.agentOf(row.node);
     const at = this.iso();
     if (state === "lost") {
-      if (terminalReplicaStates.includes(row.state as ReplicaState)) {
+      if (!holdsCards(row.state)) {
         // Failed or stopped: nothing runs, and nothing needs telling.
         await deleteReplica(this.store.db, id);
-        return { ...(await this.viewOf(row)), state: row.state as ReplicaState, endpoint: null };
+        return { ...(await this.viewOf(row)), state: row.state, endpoint: null };
       }
       // Its agent cannot be told now. The row is kept with the stop marked: deleting it let a returning
       // node report the engine again as a ready replica nobody asked for. The first heartbeat that
       // reports it sends the stop (see heartbeat); one that no longer reports it clears the row.
-      await updateReplica(this.store.db, id, { stop_requested: 1, updated_at: at });
+      await updateReplica(this.store.db, id, { stop_requested: true, updated_at: at });
       return await this.getReplica(id);
     }
     let status: ReplicaStatus;
@@ -560,17 +422,16 @@ export class FleetService {
       }
       throw error;
     }
-    if (terminalReplicaStates.includes(status.state)) {
+    if (!holdsCards(status.state)) {
       await deleteReplica(this.store.db, id);
       return { ...(await this.viewOf(row)), state: status.state, endpoint: null };
     }
-    await updateReplica(this.store.db, id, { state: status.state, status: JSON.stringify(status), stop_requested: 1, updated_at: at });
+    await updateReplica(this.store.db, id, { status, stop_requested: true, updated_at: at });
     return await this.getReplica(id);
   }
 
-  private async viewOf(row: ReplicaRow): Promise<ReplicaView> {
-    const node = await findNode(this.store.db, row.node);
-    return this.replicaView(row, node, undefined);
+  private async viewOf(row: StoredReplica): Promise<ReplicaView> {
+    return replicaView(row, await findNode(this.store.db, row.node), undefined);
   }
 
   async replicaLogs(id: string, tail: number, follow: boolean, signal?: AbortSignal): Promise<Readable> {
@@ -579,4 +440,14 @@ export class FleetService {
     const { address } = await this.agentOf(row.node);
     return await replicaLogsFromAgent(address, id, tail, follow, signal);
   }
+}
+
+function groupByNode(replicas: readonly StoredReplica[]): Map<string, StoredReplica[]> {
+  const byNode = new Map<string, StoredReplica[]>();
+  for (const replica of replicas) {
+    const list = byNode.get(replica.node);
+    if (list) list.push(replica);
+    else byNode.set(replica.node, [replica]);
+  }
+  return byNode;
 }

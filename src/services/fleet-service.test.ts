@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Inventory, ReplicaStatus } from "../protocol/agent-protocol.js";
 import { modelEntrySchema } from "../catalog/schema.js";
@@ -110,10 +111,11 @@ describe.each(engines)("fleet over $kind", (engine) => {
     expect((await restarted.getNode("node-a")).state).toBe("lost");
   });
 
-  it("refuses a heartbeat with another node's credential, and one from a node that never joined", async () => {
-    expect((await refusal(() => beat([], "llmgw_node_forged"))).code).toBe("unauthorized");
+  it("refuses a forged credential for a known node and any credential for an unknown one with the same answer, so node names cannot be probed", async () => {
+    const known = await refusal(() => beat([], "llmgw_node_forged"));
     const unknown = await refusal(() => fleet.heartbeat(`Bearer ${credential}`, { protocol: 1, name: "node-z", address: "http://x:1", replicas: [] }));
-    expect(unknown.code).toBe("node_not_found");
+    expect(known.code).toBe("unauthorized");
+    expect(JSON.stringify(unknown.toBody()).replaceAll("node-z", "NAME")).toBe(JSON.stringify(known.toBody()).replaceAll("node-a", "NAME"));
   });
 
   const joinAs = async (name: string, address: string) => {
@@ -216,5 +218,37 @@ describe.each(engines)("fleet over $kind", (engine) => {
     clock += 30_000;
     expect(await fleet.stopReplica("r1", false)).toMatchObject({ id: "r1", state: "failed", endpoint: null });
     expect(await fleet.listReplicas()).toEqual([]);
+  });
+
+  it("writes only the replicas whose report changed, and still touches the node", async () => {
+    await beat([status("r1", "ready", { endpoint: "http://127.0.0.1:41000" }), status("r2", "starting", { cards: [1] })]);
+    const before = await store.db.selectFrom("replicas").select(["id", "updated_at"]).orderBy("id").execute();
+    clock += 2_000;
+    await beat([status("r1", "ready", { endpoint: "http://127.0.0.1:41000" }), status("r2", "ready", { cards: [1] })]);
+    const after = await store.db.selectFrom("replicas").select(["id", "updated_at"]).orderBy("id").execute();
+    expect(after[0]).toEqual(before[0]);
+    expect(after[1]?.updated_at).not.toBe(before[1]?.updated_at);
+    expect((await fleet.getNode("node-a")).last_seen_at).toBe(new Date(clock).toISOString());
+  });
+
+  it("answers every view whatever text the stored rows hold", async () => {
+    const text = fc.oneof(fc.string({ maxLength: 40 }), fc.json({ maxDepth: 2 }), fc.constantFrom("{", "[]", "null", '{"gpus":[{"index":"x"}]}', '"ready"'));
+    await fc.assert(
+      fc.asyncProperty(text, text, text, text, fc.string({ maxLength: 12 }), async (inventory, labels, cards, replicaStatus, state) => {
+        await store.db.deleteFrom("replicas").execute();
+        await store.db.updateTable("nodes").set({ inventory, labels, last_seen_at: state }).where("name", "=", "node-a").execute();
+        await store.db
+          .insertInto("replicas")
+          .values({ id: "odd", node: "node-a", model: "tiny", profile: "pair", engine: state, cards, spec: replicaStatus, state, status: replicaStatus, stop_requested: 0, created_at: state, updated_at: state })
+          .execute();
+        await fleet.listNodes();
+        await fleet.getNode("node-a");
+        await fleet.listReplicas();
+        await fleet.getReplica("odd");
+        await fleet.replicaCounts();
+        await fleet.inventoryNodes();
+      }),
+      { numRuns: 40 },
+    );
   });
 });

@@ -6,7 +6,7 @@ import type { ModelClass, ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import { DeclaredInFile, ModelNotFound } from "../errors/model-errors.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
-import { deleteModelEntry, insertModelEntry, listModelEntries, replaceModelEntry } from "../store/model-rows.js";
+import { deleteModelEntry, insertModelEntry, listModelEntries, readCatalogRevision, replaceModelEntry } from "../store/model-rows.js";
 import type { Store } from "../store/open-store.js";
 import type { Database } from "../store/schema.js";
 
@@ -26,6 +26,13 @@ export interface ResourcesChange {
 
 const runtimePlace = (name: string) => `runtime model ${name}`;
 
+/** The catalog in force, built and validated once per revision, with its models by name. */
+export interface CatalogSnapshot {
+  readonly revision: number;
+  readonly catalog: Catalog;
+  readonly byName: ReadonlyMap<string, CatalogModel>;
+}
+
 /**
  * Reads and changes the catalog: declared models (from server.yaml, fixed for
  * the life of the process) plus runtime models (in the store). Every change
@@ -41,17 +48,37 @@ export class CatalogService {
     readonly declaredIn: string,
   ) {}
 
+  private cached: CatalogSnapshot | undefined;
+
   /** Checks that stored runtime models still agree with server.yaml; called once at start. */
   async verify(): Promise<Catalog> {
-    return this.current(this.store.db);
+    return (await this.snapshot()).catalog;
+  }
+
+  /**
+   * The catalog in force and its revision. Building and validating 2,000
+   * models took most of a `GET /api/v1/models`; the built catalog is kept
+   * and rebuilt only when the revision changes (any server's change raises
+   * it, so servers sharing Postgres see each other's changes). The revision
+   * is read before the entries: a change landing in between leaves newer
+   * entries under an older revision, which the next read rebuilds, never the
+   * reverse. Shared by the API, and by whatever else reads the catalog.
+   */
+  async snapshot(): Promise<CatalogSnapshot> {
+    const revision = await readCatalogRevision(this.store.db);
+    if (this.cached?.revision === revision) return this.cached;
+    const catalog = await this.current(this.store.db);
+    const snapshot: CatalogSnapshot = { revision, catalog, byName: new Map(catalog.models.map((model) => [model.name, model])) };
+    this.cached = snapshot;
+    return snapshot;
   }
 
   async list(): Promise<CatalogModel[]> {
-    return [...(await this.current(this.store.db)).models];
+    return [...(await this.snapshot()).catalog.models];
   }
 
   async get(name: string): Promise<CatalogModel> {
-    const model = (await this.current(this.store.db)).models.find((candidate) => candidate.name === name);
+    const model = (await this.snapshot()).byName.get(name);
     if (!model) throw new ModelNotFound(name);
     return model;
   }

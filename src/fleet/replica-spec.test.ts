@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { buildCatalog } from "../catalog/build-catalog.js";
+import { modelEntrySchema } from "../catalog/schema.js";
+import { replicaSpecSchema } from "../protocol/agent-protocol.js";
+import { buildReplicaSpec } from "./replica-spec.js";
+
+const modelOf = (entry: unknown) => {
+  const catalog = buildCatalog([{ entry: modelEntrySchema.parse(entry), source: "runtime", place: "test" }]);
+  const model = catalog.models[0];
+  if (!model) throw new Error("no model built");
+  return model;
+};
+
+describe("buildReplicaSpec", () => {
+  const model = modelOf({
+    name: "tiny",
+    context: 8192,
+    adapters: [{ name: "sql", source: "hf://org/sql-lora@main", scale: 0.5 }],
+    profiles: [{ name: "pair", engine: "vllm", source: "hf://org/tiny@main", gpus: 2, gpu_class: "l40s", args: ["--enforce-eager"], env: { A: "1" } }],
+  });
+  const profile = model.profiles[0];
+  if (!profile) throw new Error("no profile");
+
+  it("copies what the engine needs out of the catalog, in the agent protocol's shape", () => {
+    const spec = buildReplicaSpec({ id: "tiny-1", model, profile, cards: [2, 3], gpuMemoryUtilization: 0.85 });
+    expect(replicaSpecSchema.parse(spec)).toEqual(spec);
+    expect(spec).toMatchObject({
+      id: "tiny-1",
+      model: "tiny",
+      profile: "pair",
+      engine: "vllm",
+      source: "hf://org/tiny@main",
+      cards: [2, 3],
+      context: 8192,
+      gpu_memory_utilization: 0.85,
+      args: ["--enforce-eager"],
+      env: { A: "1" },
+      adapters: [{ name: "sql", source: "hf://org/sql-lora@main", scale: 0.5 }],
+    });
+  });
+
+  it("takes a context asked for the replica over the model's, and passes simulation hints only when given", () => {
+    const spec = buildReplicaSpec({ id: "tiny-2", model, profile, cards: [0, 1], context: 2048, gpuMemoryUtilization: 0.9, simulation: { load_ms: 5 } });
+    expect(spec.context).toBe(2048);
+    expect(spec.simulation).toEqual({ load_ms: 5 });
+    expect("simulation" in buildReplicaSpec({ id: "tiny-3", model, profile, cards: [0, 1], gpuMemoryUtilization: 0.9 })).toBe(false);
+  });
+
+  it("leaves the catalog's arrays unshared, so a later change to the spec cannot reach the catalog", () => {
+    const spec = buildReplicaSpec({ id: "tiny-4", model, profile, cards: [0, 1], gpuMemoryUtilization: 0.9 });
+    spec.args.push("--more");
+    expect(profile.args).toEqual(["--enforce-eager"]);
+  });
+});

@@ -1,0 +1,42 @@
+import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
+import type { ReplicaSpec } from "../protocol/agent-protocol.js";
+
+export interface ReplicaSpecInput {
+  readonly id: string;
+  readonly model: CatalogModel;
+  readonly profile: ResolvedProfile;
+  readonly cards: readonly number[];
+  /** A context asked for this replica; left out, the model's own. */
+  readonly context?: number | undefined;
+  /** The server's share of each card's memory the engine may take. */
+  readonly gpuMemoryUtilization: number;
+  readonly simulation?: ReplicaSpec["simulation"];
+}
+
+/**
+ * What an agent is told to run for one replica of a catalog model's profile:
+ * everything the engine needs, copied out of the catalog so the agent never
+ * reads the catalog and a later catalog change does not alter a running
+ * replica's record.
+ */
+export function buildReplicaSpec(input: ReplicaSpecInput): ReplicaSpec {
+  const { model, profile } = input;
+  const context = input.context ?? model.entry.context;
+  return {
+    id: input.id,
+    model: model.name,
+    profile: profile.name,
+    engine: profile.engine,
+    source: profile.source,
+    cards: [...input.cards],
+    ...(context !== undefined ? { context } : {}),
+    slots: profile.slots,
+    ...(profile.cpu_cores !== undefined ? { cpu_cores: profile.cpu_cores } : {}),
+    ...(profile.quantization !== undefined ? { quantization: profile.quantization } : {}),
+    gpu_memory_utilization: input.gpuMemoryUtilization,
+    args: [...profile.args],
+    env: { ...profile.env },
+    adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
+    ...(input.simulation ? { simulation: input.simulation } : {}),
+  };
+}

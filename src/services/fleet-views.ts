@@ -1,0 +1,100 @@
+import { countsTowardModel, holdsCards } from "../fleet/replica-life.js";
+import type { NodeState, NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
+import type { StoredNode, StoredReplica } from "../store/fleet-rows.js";
+
+/**
+ * The admin API's views of nodes and replicas, built from stored rows alone.
+ * They never throw: one unreadable row must not turn every list of the fleet
+ * into a 500 (rows are typed leniently at the store's edge, and here a value
+ * that cannot be used, such as an endpoint that is not a URL, is left out).
+ */
+
+/** Which card each replica holding cards on a node holds. */
+export function cardOwners(replicas: readonly StoredReplica[]): Map<number, string> {
+  const owners = new Map<number, string>();
+  for (const replica of replicas) if (holdsCards(replica.state)) for (const card of replica.cards) owners.set(card, replica.id);
+  return owners;
+}
+
+export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: readonly StoredReplica[]): NodeView {
+  const holding = replicasOnNode.filter((replica) => holdsCards(replica.state));
+  const owners = cardOwners(holding);
+  const { inventory } = node;
+  return {
+    name: node.name,
+    state,
+    address: node.address,
+    hostname: inventory.hostname,
+    fabric: node.fabric,
+    labels: { ...node.labels },
+    gpus: inventory.gpus.map((gpu) => ({
+      index: gpu.index,
+      uuid: gpu.uuid,
+      name: gpu.name,
+      class: gpu.class,
+      memory_bytes: gpu.memory_bytes,
+      memory_used_bytes: gpu.memory_used_bytes ?? null,
+      fabric: gpu.fabric,
+      replica: owners.get(gpu.index) ?? null,
+    })),
+    memory_bytes: inventory.memory_bytes,
+    cpu_cores: inventory.cpu_cores,
+    engines: [...inventory.engines],
+    disk_free_bytes: inventory.disk_free_bytes,
+    simulated: inventory.simulated,
+    joined_at: node.joined_at,
+    last_seen_at: node.last_seen_at,
+    replicas: holding.map((replica) => replica.id),
+  };
+}
+
+/**
+ * The agent reports its engines on its own loopback; callers elsewhere reach
+ * them at the node's host. Undefined when either is not a URL.
+ */
+export function endpointAtNode(endpoint: string, nodeAddress: string | undefined): string | undefined {
+  if (!URL.canParse(endpoint)) return undefined;
+  const engineUrl = new URL(endpoint);
+  if (engineUrl.protocol !== "http:" && engineUrl.protocol !== "https:") return undefined;
+  if (nodeAddress !== undefined && URL.canParse(nodeAddress)) engineUrl.hostname = new URL(nodeAddress).hostname;
+  return engineUrl.toString().replace(/\/$/, "");
+}
+
+export function replicaView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): ReplicaView {
+  const { status } = row;
+  const gone = !holdsCards(status.state);
+  // A stop asked for while the node was lost: the agent has not heard of it yet, whatever it last reported.
+  const stopPending = row.stop_requested && !gone && status.state !== "draining";
+  const lost = state === "lost" && !gone;
+  const endpoint = status.endpoint === undefined ? undefined : endpointAtNode(status.endpoint, node?.address);
+  return {
+    id: row.id,
+    model: row.model,
+    profile: row.profile,
+    node: row.node,
+    engine: row.engine,
+    gpus: [...status.cards],
+    state: stopPending ? "draining" : lost ? "lost" : status.state,
+    endpoint: gone || stopPending ? null : (endpoint ?? null),
+    progress: status.progress ?? null,
+    reason: stopPending
+      ? `stopped while node ${row.node} was lost (not heard from since ${node?.last_seen_at ?? "?"}); its agent is told to stop it when the node reports it again`
+      : lost
+        ? `node ${row.node} has not been heard from since ${node?.last_seen_at ?? "?"}`
+        : (status.reason ?? null),
+    pid: status.pid ?? null,
+    adopted: status.adopted ?? false,
+    since: status.since,
+    created_at: row.created_at,
+  };
+}
+
+/** Ready and counted replicas per model, for the model views. */
+export function replicaCountsOf(views: readonly Pick<ReplicaView, "model" | "state">[]): Map<string, ReplicaCounts> {
+  const counts = new Map<string, ReplicaCounts>();
+  for (const replica of views) {
+    const current = counts.get(replica.model) ?? { ready: 0, desired: 0 };
+    counts.set(replica.model, { ready: current.ready + (replica.state === "ready" ? 1 : 0), desired: current.desired + (countsTowardModel(replica.state) ? 1 : 0) });
+  }
+  return counts;
+}

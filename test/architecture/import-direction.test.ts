@@ -1,0 +1,108 @@
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+/**
+ * Which folders of src/ each folder may import. Arrows point one way: the
+ * pure decisions (catalog, plan, fleet, placement) never reach up into the
+ * database, the HTTP servers or the process that wires them; the contracts in
+ * protocol/ sit under every side that speaks them; the agent and the gateway
+ * run without the control plane's internals. A folder missing from this table
+ * fails the test, so a new folder takes its place on purpose.
+ */
+const mayImport: Readonly<Record<string, readonly string[]>> = {
+  errors: [],
+  net: ["errors"],
+  auth: ["errors"],
+  catalog: ["errors", "net"],
+  protocol: ["catalog", "errors"],
+  fleet: ["catalog", "protocol", "errors", "net"],
+  plan: ["catalog", "fleet", "protocol", "errors", "net"],
+  placement: ["catalog", "plan", "fleet", "protocol", "errors", "net"],
+  engines: ["catalog", "fleet", "protocol", "errors", "net"],
+  store: ["catalog", "protocol", "errors", "net"],
+  reconcile: ["catalog", "plan", "fleet", "protocol", "placement", "store", "engines", "errors", "net"],
+  http: ["protocol", "errors"],
+  agent: ["catalog", "plan", "fleet", "protocol", "engines", "auth", "http", "errors", "net"],
+  gateway: ["catalog", "protocol", "engines", "auth", "http", "errors", "net"],
+  services: ["catalog", "plan", "fleet", "protocol", "placement", "reconcile", "engines", "store", "auth", "errors", "net"],
+  api: ["services", "catalog", "plan", "fleet", "protocol", "store", "auth", "http", "errors", "net"],
+  server: ["api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "errors", "net"],
+  demo: ["server", "agent", "cli", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "errors", "net"],
+  cli: ["server", "agent", "demo", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "errors", "net"],
+};
+
+const sourceRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../src");
+
+/** Production code only: a test may build a whole server to check a route, and fixtures for tests live in testing/ folders. */
+function sourceFiles(folder: string): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(folder, entry.name);
+    if (entry.isDirectory()) return entry.name === "testing" || entry.name === "fixtures" ? [] : sourceFiles(full);
+    return entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts") ? [full] : [];
+  });
+}
+
+/** Every relative specifier of static imports, re-exports and dynamic imports. */
+export function relativeSpecifiers(text: string): string[] {
+  const pattern = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["'](\.{1,2}\/[^"']+)["']/gm;
+  return [...text.matchAll(pattern)].map((match) => match[1] ?? "");
+}
+
+/** The folder of src/ a file belongs to; files at the root of src/ (package-root.ts) belong to no folder and anyone may use them. */
+function folderOf(file: string): string | undefined {
+  const parts = path.relative(sourceRoot, file).split(path.sep);
+  return parts.length > 1 ? parts[0] : undefined;
+}
+
+interface WrongImport {
+  readonly file: string;
+  readonly imports: string;
+}
+
+function wrongImports(): { wrong: WrongImport[]; unknownFolders: string[] } {
+  const wrong: WrongImport[] = [];
+  const unknownFolders = new Set<string>();
+  for (const file of sourceFiles(sourceRoot)) {
+    const from = folderOf(file);
+    if (from === undefined) continue;
+    const allowed = mayImport[from];
+    if (allowed === undefined) {
+      unknownFolders.add(from);
+      continue;
+    }
+    for (const specifier of relativeSpecifiers(readFileSync(file, "utf8"))) {
+      const target = path.resolve(path.dirname(file), specifier);
+      const to = folderOf(target);
+      if (to === undefined || to === from || allowed.includes(to)) continue;
+      wrong.push({ file: path.relative(sourceRoot, file), imports: path.relative(sourceRoot, target) });
+    }
+  }
+  return { wrong, unknownFolders: [...unknownFolders] };
+}
+
+describe("import direction", () => {
+  it("finds the import specifiers it checks", () => {
+    const text = 'import { a } from "../catalog/a.js";\nexport { b } from "./b.js";\nimport "../side/effect.js";\nconst c = await import("../../store/c.js");\nimport { d } from "zod";';
+    expect(relativeSpecifiers(text)).toEqual(["../catalog/a.js", "./b.js", "../side/effect.js", "../../store/c.js"]);
+  });
+
+  it("places every folder of src/ in the table", () => {
+    expect(wrongImports().unknownFolders).toEqual([]);
+  });
+
+  it("has no import pointing up or sideways across folders", () => {
+    const { wrong } = wrongImports();
+    expect(wrong.map((entry) => `${entry.file} imports ${entry.imports}`)).toEqual([]);
+  });
+
+  it("keeps the table itself one way: no two folders may import each other", () => {
+    // The two entry points share the top: `llmgw demo` is a CLI command, and the demo drives the server with the CLI's client.
+    const topLayer = new Set(["cli", "demo"]);
+    const cycles = Object.entries(mayImport).flatMap(([from, targets]) =>
+      targets.filter((to) => mayImport[to]?.includes(from) && !(topLayer.has(from) && topLayer.has(to))).map((to) => `${from} <-> ${to}`),
+    );
+    expect(cycles).toEqual([]);
+  });
+});
