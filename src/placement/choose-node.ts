@@ -1,0 +1,67 @@
+import type { CapacityIndex } from "./capacity-index.js";
+import { bestFitGroup, cardHoldsReplica, classMatches, nodeReason, type FilterContext } from "./node-filters.js";
+import { nodeScore, type ScoreWeights } from "./node-scores.js";
+import type { CardGroup, WorkingNode, WorkingSnapshot } from "./working-snapshot.js";
+
+export interface NodeChoice {
+  readonly node: WorkingNode;
+  readonly group: CardGroup | undefined;
+  readonly cards: readonly number[];
+}
+
+interface Scored extends NodeChoice {
+  readonly score: number;
+}
+
+function scored(node: WorkingNode, group: CardGroup | undefined, model: string, context: FilterContext, weights: ScoreWeights): Scored {
+  const freeCards = group ? group.free.length : 0;
+  const score = nodeScore({ node, group, freeCards, profile: context.profile, model }, weights);
+  return { node, group, cards: group ? group.free.slice(0, context.profile.gpus) : [], score };
+}
+
+function better(candidate: Scored, best: Scored | undefined): boolean {
+  return best === undefined || candidate.score > best.score || (candidate.score === best.score && candidate.node.position < best.node.position);
+}
+
+/**
+ * The best node for one replica, or undefined when none passes the filters.
+ *
+ * For a GPU profile it scores the nodes that already hold the model (each in
+ * full) and, from the capacity index, the best-fit node among the rest: every
+ * other node scores the same on spread and no better on pack, so it could
+ * not win. That keeps the work per replica small on a large fleet while the
+ * answer stays the one a scan of every node would give. CPU profiles scan
+ * every node (they have no cards to index by).
+ */
+export function chooseNode(working: WorkingSnapshot, index: CapacityIndex, model: string, context: FilterContext, weights: ScoreWeights): NodeChoice | undefined {
+  const profile = context.profile;
+  let best: Scored | undefined;
+  if (profile.gpus <= 0) {
+    for (const node of working.nodes) {
+      if (nodeReason(node, context)) continue;
+      const candidate = scored(node, undefined, model, context, weights);
+      if (better(candidate, best)) best = candidate;
+    }
+    return best;
+  }
+  const holders = working.nodesHolding(model);
+  for (const node of holders) {
+    if (nodeReason(node, context)) continue;
+    const candidate = scored(node, bestFitGroup(node, context), model, context, weights);
+    if (better(candidate, best)) best = candidate;
+  }
+  const group = index.bestFit(
+    profile.gpus,
+    (gpuClass, cardMemoryBytes) => classMatches(gpuClass, profile) && cardHoldsReplica(cardMemoryBytes, context),
+    (node) =>
+      !holders.has(node) &&
+      node.engines.has(profile.engine) &&
+      (profile.memoryBytes <= 0 || node.freeMemoryBytes >= profile.memoryBytes) &&
+      (profile.cpuCores <= 0 || node.freeCpuCores >= profile.cpuCores),
+  );
+  if (group) {
+    const candidate = scored(group.node, group, model, context, weights);
+    if (better(candidate, best)) best = candidate;
+  }
+  return best;
+}

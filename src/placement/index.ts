@@ -1,0 +1,8 @@
+/** Placement: pure decisions of where replicas run, and which to stop to make room. */
+export { placeReplicas, classPriority, type PlacementOptions } from "./place-replicas.js";
+export { checkNode, type NodeCheck, type NodeCheckOptions } from "./check-node.js";
+export { choosePreemptions, type PreemptionChoice, type PreemptionOptions } from "./choose-preemptions.js";
+export { replicasItMayTake, classRank, type ModelStanding } from "./preemption-rules.js";
+export { demandBytesPerCard, type ProfileMemoryInput } from "./demand-bytes-per-card.js";
+export { defaultScoreWeights, type ScoreWeights } from "./node-scores.js";
+export type * from "./types.js";

@@ -1,0 +1,57 @@
+import type { DemandProfile } from "./types.js";
+import type { CardGroup, WorkingNode } from "./working-snapshot.js";
+
+/**
+ * Score plugins, as in the Kubernetes scheduler framework: each rates a node
+ * that passed every filter from 0 to 1, and the weighted mean decides. The
+ * highest wins; ties go to the first node by name, so the answer never
+ * depends on the order the fleet was listed in.
+ */
+export interface ScoreInput {
+  readonly node: WorkingNode;
+  /** The card group the replica would take; undefined for a CPU profile. */
+  readonly group: CardGroup | undefined;
+  /** Free cards in that group before the replica takes its own. */
+  readonly freeCards: number;
+  readonly profile: DemandProfile;
+  readonly model: string;
+}
+
+export interface ScoreWeights {
+  /** Spread one model's replicas over nodes, so losing a node loses one replica, not all. */
+  readonly spread: number;
+  /** Fill partly used nodes first, keeping whole nodes free for large models. */
+  readonly pack: number;
+}
+
+/**
+ * Spread outweighs pack two to one: a second replica of a model goes to
+ * another node whenever one fits (spread's 1 against at most 0.5 with pack's
+ * full 1 added), and among those to the fullest.
+ */
+export const defaultScoreWeights: ScoreWeights = { spread: 2, pack: 1 };
+
+/** 1 on a node without the model, 1/2 with one replica of it, 1/3 with two... */
+export function spreadScore(input: ScoreInput): number {
+  return 1 / (1 + (input.node.modelReplicas.get(input.model) ?? 0));
+}
+
+/**
+ * Best fit: 1 when the replica takes the group's last free cards, less the
+ * more it leaves free. It depends on the cards left free alone, which is what
+ * lets the capacity index find the best node without scoring every node.
+ * A CPU profile packs by host memory instead: the share in use afterwards.
+ */
+export function packScore(input: ScoreInput): number {
+  if (input.group) return 1 / (1 + input.freeCards - input.profile.gpus);
+  const total = input.node.source.memoryBytes;
+  if (total <= 0) return 1;
+  const used = total - (input.node.freeMemoryBytes - input.profile.memoryBytes);
+  return Math.min(1, Math.max(0, used / total));
+}
+
+export function nodeScore(input: ScoreInput, weights: ScoreWeights): number {
+  const sum = weights.spread + weights.pack;
+  if (sum <= 0) return 0;
+  return (weights.spread * spreadScore(input) + weights.pack * packScore(input)) / sum;
+}
