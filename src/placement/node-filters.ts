@@ -86,6 +86,16 @@ export function eligibleGroups(node: WorkingNode, context: FilterContext): CardG
 
 const usesCards = (context: FilterContext): boolean => context.profile.gpus > 0;
 
+/**
+ * How to say that cards cannot be used together: "on one fabric" when the
+ * groups differ by fabric only (the usual case), else the whole rule.
+ */
+function together(groups: readonly CardGroup[]): string {
+  const first = groups[0];
+  const alike = groups.every((group) => group.gpuClass === first?.gpuClass && group.cardMemoryBytes === first.cardMemoryBytes);
+  return alike ? "on one fabric" : "alike (one class, size and fabric)";
+}
+
 export const schedulableFilter: StaticFilter = {
   name: "schedulable",
   check(node) {
@@ -135,8 +145,9 @@ export const cardsOnOneFabricFilter: StaticFilter = {
     const largest = Math.max(...fitting.map((group) => group.cards.length));
     if (largest >= profile.gpus) return undefined;
     const total = fitting.reduce((sum, group) => sum + group.cards.length, 0);
+    const where = together(fitting);
     return total >= profile.gpus
-      ? phrase((have, need) => `${have} ${cardsLabel(profile, total)} but at most ${largest} on one fabric, and ${need} ${profile.gpus} on one`)
+      ? phrase((have, need) => `${have} ${cardsLabel(profile, total)} but at most ${largest} ${where}, and ${need} ${profile.gpus}`)
       : phrase((have, need) => `${have} ${cardsLabel(profile, total)} and ${need} ${profile.gpus}`);
   },
 };
@@ -157,7 +168,7 @@ export const freeCardsFilter: CapacityFilter = {
     if (most >= profile.gpus) return undefined;
     if (total === 0) return phrase((have) => `${have} no free ${cardsLabel(profile)}`);
     return total >= profile.gpus
-      ? phrase((have, need) => `${have} ${total} free ${cardsLabel(profile)} but at most ${most} on one fabric, and ${need} ${profile.gpus} on one`)
+      ? phrase((have, need) => `${have} ${total} free ${cardsLabel(profile)} but at most ${most} ${together(groups)}, and ${need} ${profile.gpus}`)
       : phrase((have, need) => `${have} ${total} free ${cardsLabel(profile)} and ${need} ${profile.gpus}`);
   },
 };
