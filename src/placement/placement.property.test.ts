@@ -30,50 +30,55 @@ const nodeArbitrary = fc.record({
 });
 
 /** A fleet of up to 8 nodes, with replicas already holding some of its cards, memory and cores. */
-const snapshotArbitrary: fc.Arbitrary<Snapshot> = fc
-  .record({ nodes: fc.array(nodeArbitrary, { minLength: 0, maxLength: 8 }), holdings: fc.array(fc.nat(), { maxLength: 40 }), seed: fc.nat() })
-  .map(({ nodes, holdings }) => {
-    const snapshotNodes: SnapshotNode[] = nodes.map((shape, position) => {
-      const cards: SnapshotCard[] = [];
-      for (const group of shape.groups) {
-        for (let count = 0; count < group.count; count += 1) {
-          cards.push({ index: cards.length, gpuClass: group.gpuClass, memoryBytes: group.memoryGiB * GiB, fabric: group.fabric });
+const fleetArbitrary = (holdings: { minLength: number; maxLength: number }): fc.Arbitrary<Snapshot> =>
+  fc
+    .record({ nodes: fc.array(nodeArbitrary, { minLength: 0, maxLength: 8 }), holdings: fc.array(fc.nat(), holdings) })
+    .map(({ nodes, holdings }) => {
+      const snapshotNodes: SnapshotNode[] = nodes.map((shape, position) => {
+        const cards: SnapshotCard[] = [];
+        for (const group of shape.groups) {
+          for (let count = 0; count < group.count; count += 1) {
+            cards.push({ index: cards.length, gpuClass: group.gpuClass, memoryBytes: group.memoryGiB * GiB, fabric: group.fabric });
+          }
         }
-      }
-      return {
-        name: `node-${String(position).padStart(2, "0")}`,
-        schedulable: shape.schedulable,
-        ...(shape.schedulable ? {} : { unschedulableReason: "cordoned" }),
-        engines: shape.engines,
-        cards,
-        memoryBytes: shape.memoryGiB * GiB,
-        cpuCores: shape.cpuCores,
-      };
-    });
-    const replicas: HeldReplica[] = [];
-    const taken = new Map<string, Set<number>>();
-    holdings.forEach((value, position) => {
-      const holder = snapshotNodes[value % Math.max(1, snapshotNodes.length)];
-      if (!holder) return;
-      const used = taken.get(holder.name) ?? new Set<number>();
-      taken.set(holder.name, used);
-      const free = holder.cards.filter((card) => !used.has(card.index));
-      const card = free[value % Math.max(1, free.length)];
-      const cards = card && value % 3 !== 0 ? [card.index] : [];
-      for (const index of cards) used.add(index);
-      replicas.push({
-        id: `r-${String(position).padStart(2, "0")}`,
-        model: `held-${value % 5}`,
-        profile: "p",
-        node: holder.name,
-        cards,
-        memoryBytes: (value % 4) * GiB,
-        cpuCores: value % 3,
-        modelClass: modelClasses[value % 3] ?? "standard",
+        return {
+          name: `node-${String(position).padStart(2, "0")}`,
+          schedulable: shape.schedulable,
+          ...(shape.schedulable ? {} : { unschedulableReason: "cordoned" }),
+          engines: shape.engines,
+          cards,
+          memoryBytes: shape.memoryGiB * GiB,
+          cpuCores: shape.cpuCores,
+        };
       });
+      const replicas: HeldReplica[] = [];
+      const taken = new Map<string, Set<number>>();
+      holdings.forEach((value, position) => {
+        const holder = snapshotNodes[value % Math.max(1, snapshotNodes.length)];
+        if (!holder) return;
+        const used = taken.get(holder.name) ?? new Set<number>();
+        taken.set(holder.name, used);
+        const free = holder.cards.filter((card) => !used.has(card.index));
+        const card = free[value % Math.max(1, free.length)];
+        const cards = card && value % 3 !== 0 ? [card.index] : [];
+        for (const index of cards) used.add(index);
+        replicas.push({
+          id: `r-${String(position).padStart(2, "0")}`,
+          model: `held-${value % 5}`,
+          profile: "p",
+          node: holder.name,
+          cards,
+          memoryBytes: (value % 4) * GiB,
+          cpuCores: value % 3,
+          modelClass: modelClasses[value % 3] ?? "standard",
+        });
+      });
+      return { nodes: snapshotNodes, replicas };
     });
-    return { nodes: snapshotNodes, replicas };
-  });
+
+const snapshotArbitrary = fleetArbitrary({ minLength: 0, maxLength: 40 });
+/** Most cards held: where preemption has something to choose from. */
+const crowdedArbitrary = fleetArbitrary({ minLength: 30, maxLength: 80 });
 
 const profileArbitrary: fc.Arbitrary<DemandProfile> = fc.record({
   name: fc.constantFrom("first", "second"),
@@ -240,8 +245,8 @@ describe("placement properties", () => {
     const standingArbitrary = fc.record({ min: fc.integer({ min: 0, max: 3 }), extra: fc.integer({ min: -2, max: 3 }) });
     fc.assert(
       fc.property(
-        snapshotArbitrary,
-        profileArbitrary,
+        crowdedArbitrary,
+        profileArbitrary.map((profile) => ({ ...profile, gpus: 1 + (profile.gpus % 3), memoryBytes: profile.memoryBytes % (8 * GiB) })),
         fc.constantFrom(...modelClasses),
         fc.array(standingArbitrary, { minLength: 6, maxLength: 6 }),
         (snapshot, profile, modelClass, standings) => {

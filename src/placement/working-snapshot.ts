@@ -28,6 +28,7 @@ export interface WorkingNode {
   readonly source: SnapshotNode;
   readonly engines: ReadonlySet<EngineName>;
   readonly groups: readonly CardGroup[];
+  /** Host memory and cores not held; below 0 when stored replicas over-commit the node. */
   freeMemoryBytes: number;
   freeCpuCores: number;
   /** Replicas per model on this node, for spreading a model's replicas. */
@@ -100,8 +101,8 @@ export class WorkingSnapshot {
         source,
         engines: new Set(source.engines),
         groups,
-        freeMemoryBytes: Math.max(0, source.memoryBytes),
-        freeCpuCores: Math.max(0, source.cpuCores),
+        freeMemoryBytes: source.memoryBytes,
+        freeCpuCores: source.cpuCores,
         modelReplicas: new Map(),
         held: [],
       };
@@ -125,8 +126,10 @@ export class WorkingSnapshot {
       for (const group of node.groups) {
         if (group.free.some((card) => held.has(card))) group.free = group.free.filter((card) => !held.has(card));
       }
-      node.freeMemoryBytes = Math.max(0, node.freeMemoryBytes - Math.max(0, replica.memoryBytes));
-      node.freeCpuCores = Math.max(0, node.freeCpuCores - Math.max(0, replica.cpuCores));
+      // Not clamped at 0: on an over-committed node, stopping one replica
+      // must not seem to free more than the node is short.
+      node.freeMemoryBytes -= Math.max(0, replica.memoryBytes);
+      node.freeCpuCores -= Math.max(0, replica.cpuCores);
       this.countReplica(node, replica.model, 1);
     }
   }
