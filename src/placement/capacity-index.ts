@@ -81,11 +81,13 @@ export class CapacityIndex {
         entry.byFree[group.free.length]?.add(group.id);
       }
     }
-    working.onGroupChange((group, freeBefore) => {
-      if (!group.node.source.schedulable) return;
-      const entry = this.buckets.get(`${group.gpuClass}\u0000${group.cardMemoryBytes}`);
-      entry?.byFree[freeBefore]?.delete(group.id);
-      entry?.byFree[group.free.length]?.add(group.id);
+    working.listen({
+      cardsChanged: (group, freeBefore) => {
+        if (!group.node.source.schedulable) return;
+        const entry = this.buckets.get(`${group.gpuClass}\u0000${group.cardMemoryBytes}`);
+        entry?.byFree[freeBefore]?.delete(group.id);
+        entry?.byFree[group.free.length]?.add(group.id);
+      },
     });
   }
 

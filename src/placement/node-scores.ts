@@ -36,18 +36,19 @@ export function spreadScore(input: ScoreInput): number {
   return 1 / (1 + (input.node.modelReplicas.get(input.model) ?? 0));
 }
 
+const GiB = 1024 ** 3;
+
 /**
  * Best fit: 1 when the replica takes the group's last free cards, less the
- * more it leaves free. It depends on the cards left free alone, which is what
- * lets the capacity index find the best node without scoring every node.
- * A CPU profile packs by host memory instead: the share in use afterwards.
+ * more it leaves free. A CPU profile packs by host memory the same way: 1
+ * when it takes the last GiB, less the more GiB it leaves free. Each depends
+ * on what is left free alone, which is what lets the indexes find the best
+ * node without scoring every node.
  */
 export function packScore(input: ScoreInput): number {
   if (input.group) return 1 / (1 + input.freeCards - input.profile.gpus);
-  const total = input.node.source.memoryBytes;
-  if (total <= 0) return 1;
-  const used = total - (input.node.freeMemoryBytes - input.profile.memoryBytes);
-  return Math.min(1, Math.max(0, used / total));
+  const leftGiB = Math.max(0, input.node.freeMemoryBytes - Math.max(0, input.profile.memoryBytes)) / GiB;
+  return 1 / (1 + leftGiB);
 }
 
 export function nodeScore(input: ScoreInput, weights: ScoreWeights): number {

@@ -1,7 +1,8 @@
 import type { ModelClass } from "../catalog/schema.js";
 import { defaultGpuMemoryUtilization } from "../plan/memory.js";
 import { CapacityIndex } from "./capacity-index.js";
-import { chooseNode } from "./choose-node.js";
+import { chooseNode, type PlacementIndexes } from "./choose-node.js";
+import { HostMemoryIndex } from "./host-memory-index.js";
 import { defaultScoreWeights, type ScoreWeights } from "./node-scores.js";
 import { summariseRefusal } from "./summarise-refusal.js";
 import type { DemandProfile, Placement, PlacementRefusal, PlacementResult, ReplicaDemand, Snapshot } from "./types.js";
@@ -44,7 +45,11 @@ export function placeReplicas(snapshot: Snapshot, demands: readonly ReplicaDeman
   const gpuMemoryUtilization = options.gpuMemoryUtilization ?? defaultGpuMemoryUtilization;
   const weights = options.weights ?? defaultScoreWeights;
   const working = new WorkingSnapshot(snapshot);
-  const index = new CapacityIndex(working);
+  let hostMemory: HostMemoryIndex | undefined;
+  const indexes: PlacementIndexes = {
+    cards: new CapacityIndex(working),
+    hostMemory: () => (hostMemory ??= new HostMemoryIndex(working)),
+  };
   const placements: Placement[] = [];
   const unplacedDemands: { demand: ReplicaDemand; unplaced: number }[] = [];
   for (const demand of [...demands].sort(compareDemands)) {
@@ -55,7 +60,7 @@ export function placeReplicas(snapshot: Snapshot, demands: readonly ReplicaDeman
       let chosen = false;
       for (const [position, profile] of demand.profiles.entries()) {
         if (exhausted.has(position)) continue;
-        const choice = chooseNode(working, index, demand.model, { profile, gpuMemoryUtilization }, weights);
+        const choice = chooseNode(working, indexes, demand.model, { profile, gpuMemoryUtilization }, weights);
         if (!choice) {
           exhausted.add(position);
           continue;

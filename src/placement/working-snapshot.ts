@@ -45,7 +45,13 @@ export interface Reservation {
   readonly cpuCores: number;
 }
 
-type GroupListener = (group: CardGroup, freeBefore: number) => void;
+/** Told of every change an index keeps itself current with. */
+export interface WorkingSnapshotListener {
+  /** A group's free cards changed; `freeBefore` is the count it had. */
+  cardsChanged?(group: CardGroup, freeBefore: number): void;
+  /** A node's free host memory changed; `memoryBefore` is what it had. */
+  memoryChanged?(node: WorkingNode, memoryBefore: number): void;
+}
 
 function groupKeyOf(gpuClass: string, fabric: string, memoryBytes: number): string {
   return `${gpuClass}\u0000${fabric}\u0000${memoryBytes}`;
@@ -68,7 +74,7 @@ export class WorkingSnapshot {
   readonly totalNodes: number;
   private readonly byName = new Map<string, WorkingNode>();
   private readonly nodesOfModel = new Map<string, Set<WorkingNode>>();
-  private listener: GroupListener | undefined;
+  private readonly listeners: WorkingSnapshotListener[] = [];
 
   constructor(snapshot: Snapshot) {
     const unique: SnapshotNode[] = [];
@@ -143,9 +149,8 @@ export class WorkingSnapshot {
     return this.nodesOfModel.get(model) ?? emptyNodes;
   }
 
-  /** Called after a group's free cards change, with the count before; the capacity index keeps itself current with it. */
-  onGroupChange(listener: GroupListener): void {
-    this.listener = listener;
+  listen(listener: WorkingSnapshotListener): void {
+    this.listeners.push(listener);
   }
 
   /** Takes the reservation's cards, memory and cores out of the node (assume). */
@@ -155,9 +160,13 @@ export class WorkingSnapshot {
       const taken = new Set(reservation.cards);
       const before = group.free.length;
       group.free = group.free.filter((card) => !taken.has(card));
-      this.listener?.(group, before);
+      for (const listener of this.listeners) listener.cardsChanged?.(group, before);
     }
-    node.freeMemoryBytes -= reservation.memoryBytes;
+    if (reservation.memoryBytes !== 0) {
+      const before = node.freeMemoryBytes;
+      node.freeMemoryBytes -= reservation.memoryBytes;
+      for (const listener of this.listeners) listener.memoryChanged?.(node, before);
+    }
     node.freeCpuCores -= reservation.cpuCores;
     this.countReplica(node, reservation.model, 1);
   }
