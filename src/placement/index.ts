@@ -1,5 +1,5 @@
 /** Placement: pure decisions of where replicas run, and which to stop to make room. */
-export { placeReplicas, classPriority, type PlacementOptions } from "./place-replicas.js";
+export { placeReplicas, type PlacementOptions } from "./place-replicas.js";
 export { checkNode, type NodeCheck, type NodeCheckOptions } from "./check-node.js";
 export { choosePreemptions, type PreemptionChoice, type PreemptionOptions } from "./choose-preemptions.js";
 export { replicasItMayTake, classRank, type ModelStanding } from "./preemption-rules.js";

@@ -1,8 +1,8 @@
-import type { ModelClass } from "../catalog/schema.js";
 import { defaultGpuMemoryUtilization } from "../plan/memory.js";
 import { CapacityIndex } from "./capacity-index.js";
 import { chooseNode, type PlacementIndexes } from "./choose-node.js";
 import { HostMemoryIndex } from "./host-memory-index.js";
+import { classRank } from "./preemption-rules.js";
 import { defaultScoreWeights, type ScoreWeights } from "./node-scores.js";
 import { summariseRefusal } from "./summarise-refusal.js";
 import type { DemandProfile, Placement, PlacementRefusal, PlacementResult, ReplicaDemand, Snapshot } from "./types.js";
@@ -16,10 +16,8 @@ export interface PlacementOptions {
 }
 
 /** Critical models are placed first, so what is left goes to the classes that give way. */
-export const classPriority: Readonly<Record<ModelClass, number>> = { critical: 0, standard: 1, opportunistic: 2 };
-
 function compareDemands(left: ReplicaDemand, right: ReplicaDemand): number {
-  return classPriority[left.modelClass] - classPriority[right.modelClass] || (left.model < right.model ? -1 : left.model > right.model ? 1 : 0);
+  return classRank[right.modelClass] - classRank[left.modelClass] || (left.model < right.model ? -1 : left.model > right.model ? 1 : 0);
 }
 
 /** Profiles with the same needs get the same refusal text; computed once each. */

@@ -8,7 +8,7 @@ export interface ModelStanding {
   readonly replicas: number;
 }
 
-/** Higher gives way to nothing lower. */
+/** Each class's rank: a replica gives way only to a model of a higher rank (or of its own, under the minimum rule). */
 export const classRank: Readonly<Record<ModelClass, number>> = { opportunistic: 0, standard: 1, critical: 2 };
 
 /**
