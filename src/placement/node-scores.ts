@@ -4,8 +4,8 @@ import type { CardGroup, WorkingNode } from "./working-snapshot.js";
 /**
  * Score plugins, as in the Kubernetes scheduler framework: each rates a node
  * that passed every filter from 0 to 1, and the weighted mean decides. The
- * highest wins; ties go to the first node by name, so the answer never
- * depends on the order the fleet was listed in.
+ * highest wins; ties go to the better fit, then to the first node by name, so
+ * the answer never depends on the order the fleet was listed in.
  */
 export interface ScoreInput {
   readonly node: WorkingNode;
@@ -17,6 +17,7 @@ export interface ScoreInput {
   readonly model: string;
 }
 
+/** Non-negative weights; placement counts a negative one as 0. */
 export interface ScoreWeights {
   /** Spread one model's replicas over nodes, so losing a node loses one replica, not all. */
   readonly spread: number;
@@ -55,4 +56,11 @@ export function nodeScore(input: ScoreInput, weights: ScoreWeights): number {
   const sum = weights.spread + weights.pack;
   if (sum <= 0) return 0;
   return (weights.spread * spreadScore(input) + weights.pack * packScore(input)) / sum;
+}
+
+/** The highest score a node holding `replicasThere` replicas of the model can reach (a perfect fit). */
+export function scoreCeiling(replicasThere: number, weights: ScoreWeights): number {
+  const sum = weights.spread + weights.pack;
+  if (sum <= 0) return 0;
+  return (weights.spread * (1 / (1 + replicasThere)) + weights.pack * 1) / sum;
 }

@@ -20,6 +20,12 @@ function compareDemands(left: ReplicaDemand, right: ReplicaDemand): number {
   return classRank[right.modelClass] - classRank[left.modelClass] || (left.model < right.model ? -1 : left.model > right.model ? 1 : 0);
 }
 
+/** A weight below 0 (or not a number) counts as 0: the indexes rely on higher spread and pack never scoring lower. */
+function sanitisedWeights(weights: ScoreWeights): ScoreWeights {
+  const clean = (weight: number) => (Number.isFinite(weight) && weight > 0 ? weight : 0);
+  return { spread: clean(weights.spread), pack: clean(weights.pack) };
+}
+
 /** Profiles with the same needs get the same refusal text; computed once each. */
 function profileShape(profile: DemandProfile): string {
   return [profile.engine, profile.gpuClass ?? "", profile.gpus, profile.memoryBytes, profile.cpuCores, profile.bytesPerCard ?? ""].join("\u0000");
@@ -41,7 +47,7 @@ function profileShape(profile: DemandProfile): string {
  */
 export function placeReplicas(snapshot: Snapshot, demands: readonly ReplicaDemand[], options: PlacementOptions = {}): PlacementResult {
   const gpuMemoryUtilization = options.gpuMemoryUtilization ?? defaultGpuMemoryUtilization;
-  const weights = options.weights ?? defaultScoreWeights;
+  const weights = sanitisedWeights(options.weights ?? defaultScoreWeights);
   const working = new WorkingSnapshot(snapshot);
   let hostMemory: HostMemoryIndex | undefined;
   const indexes: PlacementIndexes = {

@@ -5,7 +5,7 @@ import { usableBytes } from "../plan/memory.js";
 import { checkNode } from "./check-node.js";
 import { choosePreemptions } from "./choose-preemptions.js";
 import { bestFitGroup, nodeReason, type FilterContext } from "./node-filters.js";
-import { defaultScoreWeights, nodeScore } from "./node-scores.js";
+import { defaultScoreWeights, nodeScore, packScore, type ScoreWeights } from "./node-scores.js";
 import { placeReplicas } from "./place-replicas.js";
 import { replicasItMayTake, type ModelStanding } from "./preemption-rules.js";
 import { GiB } from "./testing/fleet-builder.js";
@@ -116,7 +116,7 @@ function profileOf(demands: readonly ReplicaDemand[], placement: Placement): Dem
 }
 
 /** The same placement without the capacity index: every node filtered and scored for every replica. */
-function placeByFullScan(snapshot: Snapshot, demands: readonly ReplicaDemand[]): Placement[] {
+function placeByFullScan(snapshot: Snapshot, demands: readonly ReplicaDemand[], weights: ScoreWeights): Placement[] {
   const working = new WorkingSnapshot(snapshot);
   const order = { critical: 0, standard: 1, opportunistic: 2 };
   const placements: Placement[] = [];
@@ -127,12 +127,14 @@ function placeByFullScan(snapshot: Snapshot, demands: readonly ReplicaDemand[]):
       for (const [position, profile] of demand.profiles.entries()) {
         if (exhausted.has(position)) continue;
         const context: FilterContext = { profile, gpuMemoryUtilization: 0.9 };
-        let best: { node: (typeof working.nodes)[number]; score: number } | undefined;
+        let best: { node: (typeof working.nodes)[number]; score: number; pack: number } | undefined;
         for (const node of working.nodes) {
           if (nodeReason(node, context)) continue;
           const group = bestFitGroup(node, context);
-          const score = nodeScore({ node, group, freeCards: group?.free.length ?? 0, profile, model: demand.model }, defaultScoreWeights);
-          if (!best || score > best.score) best = { node, score };
+          const input = { node, group, freeCards: group?.free.length ?? 0, profile, model: demand.model };
+          const score = nodeScore(input, weights);
+          const pack = packScore(input);
+          if (!best || score > best.score || (score === best.score && pack > best.pack)) best = { node, score, pack };
         }
         if (!best) {
           exhausted.add(position);
@@ -220,10 +222,11 @@ describe("placement properties", () => {
     );
   });
 
-  it("places exactly as a scan of every node would (the capacity index changes speed, not answers)", () => {
+  it("places exactly as a scan of every node would, for any weights (the indexes change speed, not answers)", () => {
+    const weightsArbitrary = fc.oneof(fc.constant(defaultScoreWeights), fc.record({ spread: fc.integer({ min: 0, max: 5 }), pack: fc.integer({ min: 0, max: 5 }) }));
     fc.assert(
-      fc.property(snapshotArbitrary, demandsArbitrary, (snapshot, demands) => {
-        expect(placeReplicas(snapshot, demands).placements).toEqual(placeByFullScan(snapshot, demands));
+      fc.property(snapshotArbitrary, demandsArbitrary, weightsArbitrary, (snapshot, demands, weights) => {
+        expect(placeReplicas(snapshot, demands, { weights }).placements).toEqual(placeByFullScan(snapshot, demands, weights));
       }),
       runs,
     );

@@ -73,7 +73,8 @@ export class WorkingSnapshot {
   readonly nodes: readonly WorkingNode[];
   readonly totalNodes: number;
   private readonly byName = new Map<string, WorkingNode>();
-  private readonly nodesOfModel = new Map<string, Set<WorkingNode>>();
+  /** Per model: how many nodes hold 1, 2, ... of its replicas. */
+  private readonly spreadOfModel = new Map<string, Map<number, number>>();
   private readonly listeners: WorkingSnapshotListener[] = [];
 
   constructor(snapshot: Snapshot) {
@@ -144,9 +145,10 @@ export class WorkingSnapshot {
     return this.byName.get(name);
   }
 
-  /** Nodes that hold at least one replica of the model now (including ones assumed in this call). */
-  nodesHolding(model: string): ReadonlySet<WorkingNode> {
-    return this.nodesOfModel.get(model) ?? emptyNodes;
+  /** The distinct numbers of the model's replicas the nodes holding it have, lowest first (including ones assumed in this call). */
+  replicaCountsOf(model: string): number[] {
+    const counts = this.spreadOfModel.get(model);
+    return counts ? [...counts.keys()].sort((left, right) => left - right) : [];
   }
 
   listen(listener: WorkingSnapshotListener): void {
@@ -172,20 +174,23 @@ export class WorkingSnapshot {
   }
 
   private countReplica(node: WorkingNode, model: string, change: number): void {
-    const count = (node.modelReplicas.get(model) ?? 0) + change;
-    let holders = this.nodesOfModel.get(model);
-    if (count > 0) {
-      node.modelReplicas.set(model, count);
-      if (!holders) {
-        holders = new Set();
-        this.nodesOfModel.set(model, holders);
-      }
-      holders.add(node);
+    const before = node.modelReplicas.get(model) ?? 0;
+    const after = before + change;
+    let spread = this.spreadOfModel.get(model);
+    if (!spread) {
+      spread = new Map();
+      this.spreadOfModel.set(model, spread);
+    }
+    if (before > 0) {
+      const nodes = (spread.get(before) ?? 0) - 1;
+      if (nodes > 0) spread.set(before, nodes);
+      else spread.delete(before);
+    }
+    if (after > 0) {
+      node.modelReplicas.set(model, after);
+      spread.set(after, (spread.get(after) ?? 0) + 1);
     } else {
       node.modelReplicas.delete(model);
-      holders?.delete(node);
     }
   }
 }
-
-const emptyNodes: ReadonlySet<WorkingNode> = new Set();
