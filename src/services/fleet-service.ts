@@ -41,7 +41,7 @@ import {
 import type { Store } from "../store/open-store.js";
 import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
-import { cardOwners, nodeView, replicaCountsOf, replicaView } from "./fleet-views.js";
+import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState } from "./fleet-views.js";
 import { heartbeatDiff } from "./heartbeat-diff.js";
 
 export interface FleetSettings {
@@ -329,7 +329,11 @@ export class FleetService {
   }
 
   /** Ready and counted replicas per model, for the model views. */
-  readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => replicaCountsOf(await this.listReplicas());
+  readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => {
+    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const states = this.nodeStates(nodes);
+    return replicaCountsOf(replicas.map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
+  };
 
   private async agentOf(nodeName: string): Promise<{ node: StoredNode; address: AgentAddress; state: NodeState }> {
     const node = await findNode(this.store.db, nodeName);
