@@ -11,7 +11,7 @@ import { spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -35,6 +35,8 @@ export interface AdminApiResult {
   readonly p99_ms: number;
   readonly max_ms: number;
   readonly bytes: number;
+  /** The server's own CPU time per request, with no heartbeats running: what the route costs, whatever else the machine runs. */
+  readonly cpu_ms_per_request: number;
 }
 
 export interface AdminApiReport {
@@ -44,6 +46,8 @@ export interface AdminApiReport {
   readonly peak_rss_mb: number;
   readonly beats_sent: number;
   readonly beats_failed: number;
+  /** The server's CPU time per heartbeat (beats alone, no reads). */
+  readonly cpu_ms_per_beat: number;
   readonly markdown: string;
 }
 
@@ -58,6 +62,12 @@ async function freePort(): Promise<number> {
       probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
     });
   });
+}
+
+/** The CPU time a process has used so far, in ms, from /proc (utime + stime, in clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 function percentile(sorted: readonly number[], fraction: number): number {
@@ -177,6 +187,17 @@ export async function adminApiBench(settings: AdminApiSettings = defaultAdminApi
     };
     // Every node reports once before timing, so the replicas are there to list.
     for (let node = 0; node < settings.nodes; node += 25) await Promise.all(Array.from({ length: Math.min(25, settings.nodes - node) }, (_, offset) => beat(node + offset)));
+    const pid = server.pid ?? 0;
+    const routes = ["/api/v1/models", "/api/v1/nodes", "/api/v1/replicas"];
+    // What each read costs the server, measured before the beats start so nothing else is counted.
+    const cpuPerRequest = new Map<string, number>();
+    for (const route of routes) {
+      for (let warm = 0; warm < 3; warm += 1) await call("GET", route, adminToken);
+      const before = cpuMsOf(pid);
+      const quietSamples = 30;
+      for (let sample = 0; sample < quietSamples; sample += 1) await call("GET", route, adminToken);
+      cpuPerRequest.set(route, (cpuMsOf(pid) - before) / quietSamples);
+    }
     // Then the beats go on, spread evenly over the interval, as 500 agents started at different times would send them.
     const beating = (async () => {
       const gapMs = settings.beatIntervalMs / settings.nodes;
@@ -192,8 +213,13 @@ export async function adminApiBench(settings: AdminApiSettings = defaultAdminApi
       }
     })();
 
+    // What the beats alone cost the server: two intervals with no reads.
+    const beatsBefore = beatsSent;
+    const cpuBefore = cpuMsOf(pid);
+    await sleep(2 * settings.beatIntervalMs);
+    const cpuPerBeat = (cpuMsOf(pid) - cpuBefore) / Math.max(1, beatsSent - beatsBefore);
     const results: AdminApiResult[] = [];
-    for (const route of ["/api/v1/models", "/api/v1/nodes", "/api/v1/replicas"]) {
+    for (const route of routes) {
       const samples: number[] = [];
       let bytes = 0;
       for (let sample = 0; sample < settings.samples + 5; sample += 1) {
@@ -205,7 +231,7 @@ export async function adminApiBench(settings: AdminApiSettings = defaultAdminApi
         if (sample >= 5) samples.push(elapsed); // the first few warm the server's code paths
       }
       samples.sort((left, right) => left - right);
-      results.push({ route, p50_ms: percentile(samples, 0.5), p99_ms: percentile(samples, 0.99), max_ms: samples[samples.length - 1] ?? 0, bytes });
+      results.push({ route, p50_ms: percentile(samples, 0.5), p99_ms: percentile(samples, 0.99), max_ms: samples[samples.length - 1] ?? 0, bytes, cpu_ms_per_request: cpuPerRequest.get(route) ?? 0 });
     }
     const memory = server.pid === undefined ? { rss: 0, peak: 0 } : memoryOf(server.pid);
     running = false;
@@ -215,13 +241,16 @@ export async function adminApiBench(settings: AdminApiSettings = defaultAdminApi
       "",
       `${settings.nodes} nodes of 8 cards beat every ${settings.beatIntervalMs / 1000} s over loopback HTTP, each reporting ${settings.replicasPerNode} replicas (${(settings.nodes * settings.replicasPerNode).toLocaleString("en")} in all, one in fifty changing each beat); ${settings.samples} timed GETs per route, one after another, while the beats run. Goals: p99 under 50 ms, RSS under 250 MB.`,
       "",
-      "| route | p50 ms | p99 ms | max ms | answer bytes |",
-      "| --- | ---: | ---: | ---: | ---: |",
-      ...results.map((result) => `| GET ${result.route} | ${result.p50_ms.toFixed(1)} | ${result.p99_ms.toFixed(1)} | ${result.max_ms.toFixed(1)} | ${result.bytes.toLocaleString("en")} |`),
+      "| route | p50 ms | p99 ms | max ms | server CPU ms per request (no beats) | answer bytes |",
+      "| --- | ---: | ---: | ---: | ---: | ---: |",
+      ...results.map(
+        (result) =>
+          `| GET ${result.route} | ${result.p50_ms.toFixed(1)} | ${result.p99_ms.toFixed(1)} | ${result.max_ms.toFixed(1)} | ${result.cpu_ms_per_request.toFixed(1)} | ${result.bytes.toLocaleString("en")} |`,
+      ),
       "",
-      `Server RSS after the timed reads: ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB). Heartbeats sent: ${beatsSent.toLocaleString("en")}, not answered 200: ${beatsFailed}.`,
+      `Server RSS after the timed reads: ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB). Heartbeats sent: ${beatsSent.toLocaleString("en")}, not answered 200: ${beatsFailed}; server CPU per heartbeat ${cpuPerBeat.toFixed(2)} ms (${((cpuPerBeat * settings.nodes * 1000) / settings.beatIntervalMs / 10).toFixed(0)}% of one core at this fleet). Load average of the machine at the end: ${loadavg()[0]?.toFixed(1)} on ${cpus().length} cores (latencies include waiting for a core; CPU per request does not).`,
     ].join("\n");
-    return { settings, results, rss_mb: memory.rss, peak_rss_mb: memory.peak, beats_sent: beatsSent, beats_failed: beatsFailed, markdown };
+    return { settings, results, rss_mb: memory.rss, peak_rss_mb: memory.peak, beats_sent: beatsSent, beats_failed: beatsFailed, cpu_ms_per_beat: cpuPerBeat, markdown };
   } finally {
     running = false;
     server.kill("SIGTERM");

@@ -3,11 +3,14 @@
  * one run, written as Markdown (stdout and bench/results/bench.md) and JSON
  * (bench/results/bench.json).
  *
- * - Planner error against the calibration table (SPEC S12): predicted vs
+ * - Planner error against the calibration table: predicted vs
  *   published sizes for every fixture model.
  * - Planner time per model as the fleet grows, 10 → 1,000 nodes: the planner
  *   runs on every `ctl model plan` and, later, inside placement, so it must stay
  *   cheap as the fleet grows. Medians of repeated runs, on this machine.
+ *
+ * - The admin API at 500 nodes heartbeating and 2,000 models (bench/admin-api.ts):
+ *   p50/p99 of the fleet and model lists, CPU per request, and the server's RSS.
  *
  * Gateway overhead and placement benchmarks join this file with those features.
  */
@@ -21,6 +24,7 @@ import { inventoryFacts } from "../src/plan/inventory-facts.js";
 import { fleetFromHardwareSpec } from "../src/fleet/pools.js";
 import { parseHardwareSpec } from "../src/fleet/gpu-spec.js";
 import { packageRoot } from "../src/package-root.js";
+import { adminApiBench } from "./admin-api.js";
 
 const fixturesFolder = path.join(packageRoot.directory, "src", "plan", "fixtures");
 const fixtures = readdirSync(fixturesFolder).sort();
@@ -99,12 +103,13 @@ function plannerTiming(): { results: { nodes: number; median_ms_per_model: numbe
 const startedAt = new Date().toISOString();
 const calibrationResult = calibration();
 const timing = plannerTiming();
-const markdown = [`# llmgw benchmark, ${startedAt}`, "", `Node ${process.version}, llmgw ${packageRoot.manifest.version}.`, "", calibrationResult.markdown, "", timing.markdown, ""].join("\n");
+const adminApi = await adminApiBench();
+const markdown = [`# llmgw benchmark, ${startedAt}`, "", `Node ${process.version}, llmgw ${packageRoot.manifest.version}.`, "", calibrationResult.markdown, "", timing.markdown, "", adminApi.markdown, ""].join("\n");
 const resultsFolder = path.join(packageRoot.directory, "bench", "results");
 mkdirSync(resultsFolder, { recursive: true });
 writeFileSync(path.join(resultsFolder, "bench.md"), markdown);
 writeFileSync(
   path.join(resultsFolder, "bench.json"),
-  JSON.stringify({ started_at: startedAt, node: process.version, calibration: calibrationResult.rows, planner_timing: timing.results }, null, 2),
+  JSON.stringify({ started_at: startedAt, node: process.version, calibration: calibrationResult.rows, planner_timing: timing.results, admin_api: { ...adminApi, markdown: undefined } }, null, 2),
 );
 process.stdout.write(markdown);

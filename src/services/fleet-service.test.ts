@@ -11,7 +11,7 @@ import { waitFor } from "../../test/support/fake-engine.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService, type FleetLog } from "./fleet-service.js";
 
-/** The fleet's store behaviour, run against SQLite and Postgres (STYLE 6), with a controllable clock. */
+/** The fleet's store behaviour, run against SQLite and Postgres, with a controllable clock. */
 const engines = storesUnderTest;
 
 const inventory: Inventory = {

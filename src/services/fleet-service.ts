@@ -141,7 +141,7 @@ async function authenticatedNode(store: Store, name: string, authorization: stri
 }
 
 /**
- * The server's side of the fleet (SPEC S3): join tokens, joins and
+ * The server's side of the fleet: join tokens, joins and
  * heartbeats, the node registry, and replicas started and stopped by hand on
  * a named node. The state of record for a replica is what its agent last
  * reported; the server adds what only it knows (the spec it sent, a stop it
