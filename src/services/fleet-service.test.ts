@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Inventory, ReplicaStatus } from "../protocol/agent-protocol.js";
 import { modelEntrySchema } from "../catalog/schema.js";
 import { refusal } from "../../test/support/refusal.js";
+import { replicaStatus } from "../../test/support/replica-status.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { storesUnderTest } from "../../test/support/postgres.js";
 import { waitFor } from "../../test/support/fake-engine.js";
@@ -28,16 +29,7 @@ const inventory: Inventory = {
   simulated: false,
 };
 
-const status = (id: string, state: ReplicaStatus["state"], extra: Partial<ReplicaStatus> = {}): ReplicaStatus => ({
-  id,
-  model: "tiny",
-  profile: "default",
-  engine: "vllm",
-  cards: [0],
-  state,
-  since: new Date(0).toISOString(),
-  ...extra,
-});
+const status = replicaStatus;
 
 
 describe.each(engines)("fleet over $kind", (engine) => {
