@@ -3,7 +3,7 @@
  * one run, written as Markdown (stdout and bench/results/bench.md) and JSON
  * (bench/results/bench.json).
  *
- * - Planner error against the calibration table (SPEC S12): predicted vs
+ * - Planner error against the calibration table: predicted vs
  *   published sizes for every fixture model.
  * - Planner time per model as the fleet grows, 10 → 1,000 nodes: the planner
  *   runs on every `ctl model plan` and, later, inside placement, so it must stay
@@ -13,7 +13,8 @@
  *   and 10,000 replicas: the reconciler places every cycle, so a full
  *   placement must stay well under its period on a large fleet.
  *
- * Gateway overhead benchmarks join this file with that feature.
+ * - The admin API at 500 nodes heartbeating and 2,000 models (bench/admin-api.ts):
+ *   p50/p99 of the fleet and model lists, CPU per request, and the server's RSS.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -27,6 +28,7 @@ import { parseHardwareSpec } from "../src/fleet/gpu-spec.js";
 import { packageRoot } from "../src/package-root.js";
 import { placeReplicas } from "../src/placement/index.js";
 import { benchDemands, benchFleet } from "./placement-workload.js";
+import { adminApiBench } from "./admin-api.js";
 
 const fixturesFolder = path.join(packageRoot.directory, "src", "plan", "fixtures");
 const fixtures = readdirSync(fixturesFolder).sort();
@@ -149,6 +151,7 @@ const startedAt = new Date().toISOString();
 const calibrationResult = calibration();
 const timing = plannerTiming();
 const placement = placementTiming();
+const adminApi = await adminApiBench();
 const markdown = [
   `# llmgw benchmark, ${startedAt}`,
   "",
@@ -160,6 +163,8 @@ const markdown = [
   "",
   placement.markdown,
   "",
+  adminApi.markdown,
+  "",
 ].join("\n");
 const resultsFolder = path.join(packageRoot.directory, "bench", "results");
 mkdirSync(resultsFolder, { recursive: true });
@@ -167,7 +172,14 @@ writeFileSync(path.join(resultsFolder, "bench.md"), markdown);
 writeFileSync(
   path.join(resultsFolder, "bench.json"),
   JSON.stringify(
-    { started_at: startedAt, node: process.version, calibration: calibrationResult.rows, planner_timing: timing.results, placement_timing: placement.results },
+    {
+      started_at: startedAt,
+      node: process.version,
+      calibration: calibrationResult.rows,
+      planner_timing: timing.results,
+      placement_timing: placement.results,
+      admin_api: { ...adminApi, markdown: undefined },
+    },
     null,
     2,
   ),

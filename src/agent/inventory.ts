@@ -78,7 +78,7 @@ async function pythonHasModule(module: string): Promise<boolean> {
   }
 }
 
-/** The programs each engine needs, per SPEC S3: a configured path wins over the lookup. */
+/** The programs each engine needs: a configured path wins over the lookup. */
 export async function detectEngines(enginePaths: EnginePaths, pathEnvironment?: string): Promise<EngineName[]> {
   const found: EngineName[] = [];
   for (const engine of engineNames) {

@@ -602,7 +602,7 @@ export class ReplicaSupervisor {
   }
 
   /**
-   * Takes over what a previous agent process left (SPEC S3): a live engine
+   * Takes over what a previous agent process left: a live engine
    * whose health answers is reported as it was, and nothing is restarted. A
    * fetch that was cut resumes; an engine that died meanwhile is failed with
    * its log tail; a stop that was in progress is finished.

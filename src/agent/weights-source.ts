@@ -4,7 +4,7 @@ import { redactUrl } from "../catalog/redact.js";
 import { DomainError } from "../errors/domain-error.js";
 
 /**
- * What a profile's `source` means (SPEC S3), decided without I/O:
+ * What a profile's `source` means, decided without I/O:
  *   https://host/model.gguf[#sha256=HEX]   one file
  *   https://host/models/llama/              a folder, fetched file by file from its listing or index
  *   hf://org/name[@revision][/path]         a Hugging Face repository (or one file or folder in it)

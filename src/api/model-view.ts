@@ -14,7 +14,26 @@ export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelS
   return replicas.ready >= Math.max(model.scaling.min, 1) ? "ready" : "degraded";
 }
 
+type ModelFacts = Omit<ModelView, "state" | "replicas">;
+
+/**
+ * What a model shows apart from its replicas, kept per built model: the
+ * catalog service hands out the same CatalogModel objects while the catalog's
+ * revision stands, so masking 2,000 entries is done once per change rather
+ * than on every `GET /api/v1/models`.
+ */
+const factsOf = new WeakMap<CatalogModel, { declaredIn: string; facts: ModelFacts }>();
+
 export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }): ModelView {
+  let known = factsOf.get(model);
+  if (known?.declaredIn !== declaredIn) {
+    known = { declaredIn, facts: modelFacts(model, declaredIn) };
+    factsOf.set(model, known);
+  }
+  return { ...known.facts, state: modelState(model, replicas), replicas };
+}
+
+function modelFacts(model: CatalogModel, declaredIn: string): ModelFacts {
   // Every field shown comes from the masked entry (or masked profiles), so a secret cannot slip through a field added later.
   const entry = redactEntry(model.entry);
   return {
@@ -36,7 +55,5 @@ export function modelView(model: CatalogModel, declaredIn: string, replicas: Rep
     external: entry.external
       ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
       : null,
-    state: modelState(model, replicas),
-    replicas,
   };
 }

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { parseWithSchema } from "../catalog/schema-errors.js";
 
-/** Validates a request body at the edge (STYLE 4: strict on our input). */
+/** Validates a request body at the edge (strict on our input). */
 export function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {
   return parseWithSchema(schema, body ?? {}, { label: "request body" });
 }

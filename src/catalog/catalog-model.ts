@@ -54,7 +54,7 @@ export interface CatalogModel {
 
 export const defaultIdleTimeout = "10m";
 
-/** The class in force when none is set: on-demand models give way to everything else (SPEC S5). */
+/** The class in force when none is set: on-demand models give way to everything else. */
 export function defaultClass(scaling: Pick<Scaling, "min" | "max">): ModelClass {
   return scaling.min === 0 && scaling.max > 0 ? "opportunistic" : "standard";
 }

@@ -1,7 +1,7 @@
 import type { ModelEntry } from "./schema.js";
 
 /**
- * No secret in an API answer (SPEC S9). Operators put tokens in a profile's
+ * No secret in an API answer. Operators put tokens in a profile's
  * env (HF_TOKEN), its args (--api-key), a mirror URL's user-info or a
  * presigned URL's query; every token, read-only ones included, may read
  * models, audit and replicas, so those values are masked on the way out. The

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { durationSchema } from "./duration.js";
 
 /**
- * The model entry of SPEC S1. The same schema reads server.yaml entries, the
+ * The model entry. The same schema reads server.yaml entries, the
  * files given to `ctl model add -f` and the bodies of POST /api/v1/models, so
  * an entry moves between them by copy and paste. Objects are strict: an
  * unknown key is refused (and the nearest known key suggested) rather than
@@ -102,7 +102,7 @@ export const serverConfigSchema = z.strictObject({
   listen: z.string().optional(),
   data_dir: z.string().optional(),
   database: z.string().optional(),
-  /** The share of each card an engine may use; the planner reserves the rest once (SPEC S2). */
+  /** The share of each card an engine may use; the planner reserves the rest once. */
   gpu_memory_utilization: z.number().gt(0).max(1).optional(),
   huggingface: z
     .strictObject({

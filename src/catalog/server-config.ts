@@ -7,7 +7,7 @@ import { parseWithSchema } from "./schema-errors.js";
 import { serverConfigSchema, type ModelEntry } from "./schema.js";
 import { parseYamlSource } from "./yaml-source.js";
 
-/** The server's settings, validated once at start and frozen (STYLE 5). */
+/** The server's settings, validated once at start and frozen. */
 export interface ServerConfig {
   /** The file these came from, for messages ("declared in server.yaml"); undefined without -c. */
   readonly configPath: string | undefined;

@@ -46,7 +46,7 @@ interface AgentCommandOptions {
 }
 
 /**
- * `llmgw agent`: one per machine (SPEC S0, S3). `overrides` lets a test run
+ * `llmgw agent`: one per machine. `overrides` lets a test run
  * the real command with a stand-in engine driver.
  */
 export function registerAgentCommand(program: Command, overrides: Partial<AgentOptions> = {}): Command {

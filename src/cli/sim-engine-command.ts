@@ -9,8 +9,8 @@ function engineName(value: string): EngineName {
 }
 
 /**
- * `llmgw sim-engine --engine ENGINE -- ARGS...`: the simulated engine (SPEC
- * S4), started by the agent in place of a real engine with the argv the
+ * `llmgw sim-engine --engine ENGINE -- ARGS...`: the simulated engine,
+ * started by the agent in place of a real engine with the argv the
  * engine's driver built (without argv[0]) and the same environment.
  */
 export function registerSimEngineCommand(program: Command): void {

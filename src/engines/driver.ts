@@ -1,7 +1,7 @@
 import type { EngineName } from "../catalog/schema.js";
 
 /**
- * The contract every engine driver keeps (SPEC S4). A driver is pure: it turns
+ * The contract every engine driver keeps. A driver is pure: it turns
  * what the control plane decided into a command line, and reads the engine's
  * metrics text back. It starts nothing; the agent does that.
  */

@@ -3,7 +3,7 @@ import type { EngineMetrics } from "./driver.js";
 /**
  * Reads the samples named in `wanted` from Prometheus text exposition and
  * skips everything else, including lines it cannot read. Engines change their
- * metrics between releases and add labels freely (STYLE 4: lenient on their
+ * metrics between releases and add labels freely (lenient on their
  * input), so one odd line must never cost us the lines we do read.
  *
  * Returns every value of each wanted name, one per label set.

@@ -1,5 +1,5 @@
 /**
- * Whether a node is there, decided from times alone (SPEC S3, S10).
+ * Whether a node is there, decided from times alone.
  *
  *   ready     heard from within the heartbeat deadline
  *   settling  silent, but the server itself has just started and not every

@@ -59,7 +59,7 @@ export interface MultiHeadLatentAttention {
   readonly qLoraRank: number | undefined;
 }
 
-// Loose on purpose (STYLE 4): config.json files carry dozens of keys we do
+// Loose on purpose: config.json files carry dozens of keys we do
 // not read, and newer transformers releases add more. Keep only what we read.
 const positiveInt = z.number().int().positive();
 const ropeScaling = z

@@ -9,7 +9,7 @@
  * bytes) with two decimals, as the hub shows them. Quantisers' llama.cpp
  * versions differ; each entry names the repository it was read from.
  *
- * Tolerances (SPEC S2): bf16 within 1%, GGUF within 5%, KV bytes per token exact.
+ * Tolerances: bf16 within 1%, GGUF within 5%, KV bytes per token exact.
  */
 import type { Architecture } from "./architecture.js";
 import { kvBytesPerToken } from "./kv-cache.js";

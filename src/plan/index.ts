@@ -1,5 +1,5 @@
 /**
- * The planner's public surface (SPEC S2). The server's GET /api/v1/plan,
+ * The planner's public surface. The server's GET /api/v1/plan,
  * `ctl model plan`, `model gpus`, `model context`, placement and the console
  * call these; everything but readModelSource is pure.
  */

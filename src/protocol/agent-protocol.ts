@@ -3,7 +3,7 @@ import { engineNames } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 
 /**
- * The agent protocol (SPEC S3, STYLE 7): every message between an agent and
+ * The agent protocol: every message between an agent and
  * the server carries `protocol: 1`, so an agent and a server of different
  * releases can tell each other apart before they misread a field. A change
  * that an older peer would misread raises the number; a new optional field

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ErrorDetail } from "../errors/domain-error.js";
 
-// Lenient on what comes back (STYLE 4): a peer of a newer release may send
+// Lenient on what comes back: a peer of a newer release may send
 // codes and fields this build does not know; keep what we read.
 const errorBodySchema = z.object({
   error: z.object({

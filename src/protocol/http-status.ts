@@ -1,7 +1,7 @@
 import type { ErrorCode } from "../errors/codes.js";
 
 /**
- * The one place domain errors become HTTP (STYLE 1). A Record over every code
+ * The one place domain errors become HTTP. A Record over every code
  * makes the compiler refuse a new code that has no status yet.
  */
 export const statusForCode: Record<ErrorCode, number> = {

@@ -9,7 +9,7 @@ import { storesUnderTest } from "../../test/support/postgres.js";
 import { CatalogService } from "./catalog-service.js";
 
 /**
- * The store's contract suite (STYLE 6): the same behaviour, run against
+ * The store's contract suite: the same behaviour, run against
  * embedded SQLite and a real Postgres. Postgres runs wherever
  * LLMGW_TEST_POSTGRES_URL is set, which .ci/run always does.
  */

@@ -5,13 +5,14 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Inventory, ReplicaStatus } from "../protocol/agent-protocol.js";
 import { modelEntrySchema } from "../catalog/schema.js";
 import { refusal } from "../../test/support/refusal.js";
+import { replicaStatus } from "../../test/support/replica-status.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { storesUnderTest } from "../../test/support/postgres.js";
 import { waitFor } from "../../test/support/fake-engine.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService, type FleetLog } from "./fleet-service.js";
 
-/** The fleet's store behaviour, run against SQLite and Postgres (STYLE 6), with a controllable clock. */
+/** The fleet's store behaviour, run against SQLite and Postgres, with a controllable clock. */
 const engines = storesUnderTest;
 
 const inventory: Inventory = {
@@ -28,16 +29,7 @@ const inventory: Inventory = {
   simulated: false,
 };
 
-const status = (id: string, state: ReplicaStatus["state"], extra: Partial<ReplicaStatus> = {}): ReplicaStatus => ({
-  id,
-  model: "tiny",
-  profile: "default",
-  engine: "vllm",
-  cards: [0],
-  state,
-  since: new Date(0).toISOString(),
-  ...extra,
-});
+const status = replicaStatus;
 
 
 describe.each(engines)("fleet over $kind", (engine) => {

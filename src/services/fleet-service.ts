@@ -41,7 +41,7 @@ import {
 import type { Store } from "../store/open-store.js";
 import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
-import { cardOwners, nodeView, replicaCountsOf, replicaView } from "./fleet-views.js";
+import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState } from "./fleet-views.js";
 import { heartbeatDiff } from "./heartbeat-diff.js";
 
 export interface FleetSettings {
@@ -141,7 +141,7 @@ async function authenticatedNode(store: Store, name: string, authorization: stri
 }
 
 /**
- * The server's side of the fleet (SPEC S3): join tokens, joins and
+ * The server's side of the fleet: join tokens, joins and
  * heartbeats, the node registry, and replicas started and stopped by hand on
  * a named node. The state of record for a replica is what its agent last
  * reported; the server adds what only it knows (the spec it sent, a stop it
@@ -329,7 +329,11 @@ export class FleetService {
   }
 
   /** Ready and counted replicas per model, for the model views. */
-  readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => replicaCountsOf(await this.listReplicas());
+  readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => {
+    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const states = this.nodeStates(nodes);
+    return replicaCountsOf(replicas.map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
+  };
 
   private async agentOf(nodeName: string): Promise<{ node: StoredNode; address: AgentAddress; state: NodeState }> {
     const node = await findNode(this.store.db, nodeName);

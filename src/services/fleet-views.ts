@@ -60,11 +60,22 @@ export function endpointAtNode(endpoint: string, nodeAddress: string | undefined
   return engineUrl.toString().replace(/\/$/, "");
 }
 
+/** A stop asked for while the node was lost: the agent has not heard of it yet, whatever it last reported. */
+function stopPendingOf(row: StoredReplica): boolean {
+  return row.stop_requested && holdsCards(row.status.state) && row.status.state !== "draining";
+}
+
+/** The state a replica is shown in: what its agent reported, unless a stop is pending or its node is lost. */
+export function replicaViewState(row: StoredReplica, state: NodeState | undefined): ReplicaView["state"] {
+  if (stopPendingOf(row)) return "draining";
+  if (state === "lost" && holdsCards(row.status.state)) return "lost";
+  return row.status.state;
+}
+
 export function replicaView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): ReplicaView {
   const { status } = row;
   const gone = !holdsCards(status.state);
-  // A stop asked for while the node was lost: the agent has not heard of it yet, whatever it last reported.
-  const stopPending = row.stop_requested && !gone && status.state !== "draining";
+  const stopPending = stopPendingOf(row);
   const lost = state === "lost" && !gone;
   const endpoint = status.endpoint === undefined ? undefined : endpointAtNode(status.endpoint, node?.address);
   return {
@@ -74,7 +85,7 @@ export function replicaView(row: StoredReplica, node: StoredNode | undefined, st
     node: row.node,
     engine: row.engine,
     gpus: [...status.cards],
-    state: stopPending ? "draining" : lost ? "lost" : status.state,
+    state: replicaViewState(row, state),
     endpoint: gone || stopPending ? null : (endpoint ?? null),
     progress: status.progress ?? null,
     reason: stopPending

@@ -1,21 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { ReplicaStatus } from "../protocol/agent-protocol.js";
 import type { StoredReplica } from "../store/fleet-rows.js";
+import { replicaStatus } from "../../test/support/replica-status.js";
 import { heartbeatDiff } from "./heartbeat-diff.js";
 
 const nowMs = Date.parse("2026-01-01T00:10:00Z");
 const longAgo = "2026-01-01T00:00:00Z";
 
-const status = (id: string, state: ReplicaStatus["state"], extra: Partial<ReplicaStatus> = {}): ReplicaStatus => ({
-  id,
-  model: "tiny",
-  profile: "default",
-  engine: "vllm",
-  cards: [0],
-  state,
-  since: longAgo,
-  ...extra,
-});
+const status = (id: string, state: ReplicaStatus["state"], extra: Partial<ReplicaStatus> = {}) => replicaStatus(id, state, { since: longAgo, ...extra });
 
 const stored = (reported: ReplicaStatus, extra: Partial<StoredReplica> = {}): StoredReplica => ({
   id: reported.id,

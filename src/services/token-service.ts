@@ -12,7 +12,7 @@ export const tokenNameSchema = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, { message: "a token name of letters, digits and . _ - (at most 64), such as ci-bot or grafana" });
 
 /**
- * Admin-API tokens (SPEC S9): admin tokens change things, read tokens only
+ * Admin-API tokens: admin tokens change things, read tokens only
  * read. A token is shown once, when it is created; only its hash is kept.
  * Changes are audited by name, never by value.
  */

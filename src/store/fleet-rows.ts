@@ -71,6 +71,26 @@ function text(value: unknown, fallback = ""): string {
   return typeof value === "string" ? value : fallback;
 }
 
+/**
+ * Reading a row parses and validates its JSON; at 2,000 replicas that was
+ * most of a `GET /api/v1/replicas`, repeated on every call for rows that had
+ * not changed. The typed row is kept and reused while every column of the
+ * stored row is the same text (compared whole, so a changed row is always
+ * read again). Bounded: the cache starts over past `limit` rows.
+ */
+function memoized<Row extends Record<string, unknown>, Typed>(key: (row: Row) => string, read: (row: Row) => Typed, limit = 200_000): (row: Row) => Typed {
+  const cache = new Map<string, { row: Row; typed: Typed }>();
+  return (row) => {
+    const id = key(row);
+    const hit = cache.get(id);
+    if (hit && Object.keys(row).every((column) => hit.row[column] === row[column])) return hit.typed;
+    const typed = read(row);
+    if (cache.size >= limit) cache.clear();
+    cache.set(id, { row, typed });
+    return typed;
+  };
+}
+
 /** A node row as stored, typed; never throws, whatever the columns hold. */
 export function readNodeRow(row: NodeRow): StoredNode {
   const inventory = inventorySchema.safeParse(parseJson(row.inventory));
@@ -171,13 +191,16 @@ export async function joinTokenExists(db: Kysely<Database>, tokenHash: string): 
   return (await db.selectFrom("join_tokens").select("id").where("token_hash", "=", tokenHash).executeTakeFirst()) !== undefined;
 }
 
+const readNodeRowOnce = memoized<NodeRow, StoredNode>((row) => String(row.name), readNodeRow);
+const readReplicaRowOnce = memoized<ReplicaRow, StoredReplica>((row) => String(row.id), readReplicaRow);
+
 export async function findNode(db: Kysely<Database>, name: string): Promise<StoredNode | undefined> {
   const row = await db.selectFrom("nodes").selectAll().where("name", "=", name).executeTakeFirst();
-  return row === undefined ? undefined : readNodeRow(row);
+  return row === undefined ? undefined : readNodeRowOnce(row);
 }
 
 export async function listNodes(db: Kysely<Database>): Promise<StoredNode[]> {
-  return (await db.selectFrom("nodes").selectAll().orderBy("name").execute()).map(readNodeRow);
+  return (await db.selectFrom("nodes").selectAll().orderBy("name").execute()).map(readNodeRowOnce);
 }
 
 /** When the node heard from longest ago was last heard from: whether every node has reported since a time, in one read. */
@@ -208,14 +231,14 @@ export async function touchNode(db: Kysely<Database>, name: string, changes: { a
 
 export async function findReplica(db: Kysely<Database>, id: string): Promise<StoredReplica | undefined> {
   const row = await db.selectFrom("replicas").selectAll().where("id", "=", id).executeTakeFirst();
-  return row === undefined ? undefined : readReplicaRow(row);
+  return row === undefined ? undefined : readReplicaRowOnce(row);
 }
 
 export async function listReplicas(db: Kysely<Database>, filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<StoredReplica[]> {
   let query = db.selectFrom("replicas").selectAll();
   if (filter.model !== undefined) query = query.where("model", "=", filter.model);
   if (filter.node !== undefined) query = query.where("node", "=", filter.node);
-  return (await query.orderBy("model").orderBy("id").execute()).map(readReplicaRow);
+  return (await query.orderBy("model").orderBy("id").execute()).map(readReplicaRowOnce);
 }
 
 /**

@@ -20,7 +20,7 @@ export interface Database {
     before: string | null;
     after: string | null;
   };
-  /** Join tokens for agents (SPEC S9), stored hashed; any number of nodes may join with one. */
+  /** Join tokens for agents, stored hashed; any number of nodes may join with one. */
   join_tokens: { id: string; token_hash: string; created_at: string; created_by: string };
   /**
    * Joined nodes. `credential` is kept as given (not hashed) because the server

@@ -43,7 +43,7 @@ export interface StoreUnderTest {
 }
 
 /**
- * The stores every contract suite runs against (STYLE 6): embedded SQLite
+ * The stores every contract suite runs against: embedded SQLite
  * always, and Postgres wherever LLMGW_TEST_POSTGRES_URL is set (always in CI).
  */
 export const storesUnderTest: readonly StoreUnderTest[] = [

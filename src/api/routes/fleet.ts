@@ -10,7 +10,7 @@ const nameParams = z.object({ name: z.string() });
 const idParams = z.object({ id: z.string() });
 const replicasQuery = z.object({ model: z.string().optional(), node: z.string().optional() });
 
-/** Nodes, replicas, join tokens, and the agents' own join and heartbeat (SPEC S3). */
+/** Nodes, replicas, join tokens, and the agents' own join and heartbeat. */
 export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService): void {
   // Agents authenticate with a join token or their node credential, checked by the fleet service.
   app.post(agentPaths.join, { config: { access: "agent" } }, async (request) => fleet.join(request.body));

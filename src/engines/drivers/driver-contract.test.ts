@@ -15,7 +15,7 @@ function placementsFor(driver: EngineDriver): number[][] {
 
 const extraArgs = ["--operator-flag", "operator value"];
 
-// STYLE 6: one suite, every driver. A new driver gets these checks for free.
+// One suite, every driver. A new driver gets these checks for free.
 describe.each(engineDrivers.map((driver) => [driver.engine, driver] as const))("driver contract: %s", (_engine, driver) => {
   for (const cards of placementsFor(driver)) {
     describe(`on cards [${cards.join(",")}]`, () => {

@@ -73,5 +73,5 @@ export const embeddingRequestSchema = z.looseObject({
 });
 export type EmbeddingRequest = z.infer<typeof embeddingRequestSchema>;
 
-/** Our own admin input: strict (STYLE 4). */
+/** Our own admin input: strict. */
 export const faultRequestSchema = z.strictObject({ fault: z.string() });

@@ -75,7 +75,7 @@ function errorBody(status: number, type: string, message: string): OpenAIErrorBo
 }
 
 /**
- * Starts the simulated engine of SPEC S4 on 127.0.0.1 at the port its argv
+ * Starts the simulated engine on 127.0.0.1 at the port its argv
  * names (0 picks a free one, for tests). It reads the same command line and
  * environment as the real engine, serves the OpenAI API for real, and acts
  * out faults on request. It never claims to be a real engine: models are

@@ -2,7 +2,7 @@ import { z } from "zod";
 
 /**
  * The failures the simulated engine can act out, for tests of everything
- * around an engine (SPEC S4):
+ * around an engine:
  * - crash-now: the process exits non-zero at once (at start when set in the environment);
  * - crash-after:N: it answers N more inference requests, then exits non-zero;
  * - stall: it accepts inference and health requests and never answers them;

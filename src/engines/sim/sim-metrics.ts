@@ -23,7 +23,7 @@ const endToEndBuckets = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 5
  * The simulated engine's metrics, in registries of its own (never
  * prom-client's global one: tests run several engines in one process).
  *
- * /metrics always carries vLLM's names (SPEC S4). It also carries the names
+ * /metrics always carries vLLM's names. It also carries the names
  * of the engine being simulated where they differ (SGLang, llama-server), and
  * trtllm-serve's go to /prometheus/metrics, so each driver's parseMetrics
  * reads the simulation at its metricsPath exactly as it reads the real engine.
