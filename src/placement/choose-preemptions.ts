@@ -107,19 +107,54 @@ function forEachSubset(pool: readonly Candidate[], size: number, budget: { left:
 }
 
 /**
- * The cheapest victims on one node that make the replica fit, or undefined.
- * Tries the lowest classes alone first, then fewer victims before more;
- * past the subset budget, takes victims greedily (lowest class, most cards)
- * and drops any the rest do not need.
+ * A lower bound on how many victims make room for the cards: in each usable
+ * group, the fewest candidates whose cards there cover what is short.
+ * Memory and cores are left out, so it never says more than needed.
  */
-function cheapestOnNode(node: WorkingNode, context: FilterContext, candidates: readonly Candidate[], limits: ReadonlyMap<string, number>): Candidate[] | undefined {
+function fewestVictimsForCards(node: WorkingNode, context: FilterContext, pool: readonly Candidate[]): number {
+  if (context.profile.gpus <= 0) return 0;
+  let fewest = Number.POSITIVE_INFINITY;
+  for (const group of eligibleGroups(node, context)) {
+    const short = context.profile.gpus - group.free.length;
+    if (short <= 0) return 0;
+    const freeing = pool
+      .map((candidate) => candidate.replica.cards.filter((card) => group.cards.includes(card)).length)
+      .filter((cards) => cards > 0)
+      .sort((left, right) => right - left);
+    let freed = 0;
+    for (const [position, cards] of freeing.entries()) {
+      freed += cards;
+      if (freed >= short) {
+        fewest = Math.min(fewest, position + 1);
+        break;
+      }
+    }
+  }
+  return fewest;
+}
+
+/**
+ * The cheapest victims on one node that make the replica fit, or undefined
+ * when none do or none beat `cutoff` (the best found on an earlier node,
+ * which keeps a tie). Tries the lowest classes alone first, then fewer
+ * victims before more, from the fewest the cards could possibly take; past
+ * the subset budget, takes victims greedily (lowest class, most cards) and
+ * drops any the rest do not need.
+ */
+function cheapestOnNode(node: WorkingNode, context: FilterContext, candidates: readonly Candidate[], limits: ReadonlyMap<string, number>, cutoff: Cost | undefined): Candidate[] | undefined {
   const fits = (victims: readonly Candidate[]) => withinLimits(victims, limits) && capacityReason(node, context, capacityWithout(node, victims)) === undefined;
   if (fits([])) return [];
   for (let tier = 0; tier <= classRank.critical; tier += 1) {
+    if (cutoff && tier > cutoff.highestRank) return undefined;
     const pool = candidates.filter((candidate) => candidate.rank <= tier);
     if (pool.length === 0 || !fits(greedy(pool, limits))) continue;
     const budget = { left: subsetBudget };
-    for (let size = 1; size <= pool.length && budget.left > 0; size += 1) {
+    for (let size = Math.max(1, fewestVictimsForCards(node, context, pool)); size <= pool.length && budget.left > 0; size += 1) {
+      if (cutoff && tier === cutoff.highestRank) {
+        // The pool is sorted by class: its first `size` give the lowest sum a set of this size can have.
+        const lowestSum = pool.slice(0, size).reduce((sum, candidate) => sum + candidate.rank, 0);
+        if (size > cutoff.count || (size === cutoff.count && lowestSum >= cutoff.rankSum)) return undefined;
+      }
       let best: Candidate[] | undefined;
       let bestCost: Cost | undefined;
       forEachSubset(pool, size, budget, (subset) => {
@@ -198,13 +233,16 @@ export function choosePreemptions(snapshot: Snapshot, demand: ReplicaDemand, mod
     let best: NodeSolution | undefined;
     const nodeReasons = new ReasonCounts();
     for (const node of working.nodes) {
+      // Nothing beats a node where it fits without stopping anything.
+      if (best && best.cost.count === 0) break;
       const fixed = staticReason(node, context);
       if (fixed) {
         nodeReasons.add(fixed);
         continue;
       }
       const candidates = relevantCandidates(node, context, limits, standing);
-      const victims = cheapestOnNode(node, context, candidates, limits);
+      const victims = cheapestOnNode(node, context, candidates, limits, best?.cost);
+      if (victims === undefined && best) continue;
       if (!victims) {
         const short = capacityReason(node, context, capacityWithout(node, greedy(candidates, limits)));
         const after = `even after stopping every replica a ${demand.modelClass} model may take`;

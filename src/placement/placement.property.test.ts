@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { modelClasses, type EngineName } from "../catalog/schema.js";
+import { modelClasses, type EngineName, type ModelClass } from "../catalog/schema.js";
 import { usableBytes } from "../plan/memory.js";
 import { checkNode } from "./check-node.js";
 import { choosePreemptions } from "./choose-preemptions.js";
@@ -70,7 +70,8 @@ const fleetArbitrary = (holdings: { minLength: number; maxLength: number }): fc.
           cards,
           memoryBytes: (value % 4) * GiB,
           cpuCores: value % 3,
-          modelClass: modelClasses[value % 3] ?? "standard",
+          // One class per model, as the catalog has it.
+        modelClass: modelClasses[(value % 5) % 3] ?? "standard",
         });
       });
       return { nodes: snapshotNodes, replicas };
@@ -279,6 +280,69 @@ describe("placement properties", () => {
         },
       ),
       runs,
+    );
+  });
+
+  it("stops no more, and no higher a class, than a search of every set of victims would", () => {
+    const rank: Record<ModelClass, number> = { opportunistic: 0, standard: 1, critical: 2 };
+    // Full nodes of 2-6 cards, each card (or pair) held by a replica of one of five models.
+    const fullFleet: fc.Arbitrary<Snapshot> = fc
+      .array(fc.record({ cards: fc.integer({ min: 2, max: 6 }), widths: fc.array(fc.integer({ min: 1, max: 2 }), { minLength: 6, maxLength: 6 }), models: fc.array(fc.nat(4), { minLength: 6, maxLength: 6 }) }), { minLength: 1, maxLength: 4 })
+      .map((shapes) => {
+        const nodes: SnapshotNode[] = [];
+        const replicas: HeldReplica[] = [];
+        shapes.forEach((shape, position) => {
+          const name = `node-${position}`;
+          nodes.push({ name, schedulable: true, engines: ["vllm"], cards: Array.from({ length: shape.cards }, (_, index) => ({ index, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "f0" })), memoryBytes: 64 * GiB, cpuCores: 16 });
+          for (let card = 0, slot = 0; card < shape.cards; slot += 1) {
+            const width = Math.min(shape.widths[slot] ?? 1, shape.cards - card);
+            const model = shape.models[slot] ?? 0;
+            replicas.push({ id: `r-${position}-${card}`, model: `held-${model}`, profile: "p", node: name, cards: Array.from({ length: width }, (_, offset) => card + offset), memoryBytes: 0, cpuCores: 0, modelClass: modelClasses[model % 3] ?? "standard" });
+            card += width;
+          }
+        });
+        return { nodes, replicas };
+      });
+    fc.assert(
+      fc.property(
+        fullFleet,
+        fc.integer({ min: 1, max: 4 }).map((gpus) => ({ name: "p", engine: "vllm" as const, gpuClass: "h100", gpus, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined })),
+        fc.constantFrom(...modelClasses),
+        (snapshot, profile, modelClass) => {
+          // Every held model at minimum 0 and the taker below none: the class rules alone decide.
+          const models = new Map<string, ModelStanding>();
+          for (const replica of snapshot.replicas) {
+            const known = models.get(replica.model);
+            models.set(replica.model, { modelClass: replica.modelClass, min: 0, replicas: (known?.replicas ?? 0) + 1 });
+          }
+          const choice = choosePreemptions(snapshot, { model: "taker", modelClass, count: 1, profiles: [profile] }, models);
+          const taker: ModelStanding = { modelClass, min: 0, replicas: 0 };
+          let bestCost: [number, number, number] | undefined;
+          for (const node of snapshot.nodes) {
+            const allowed = snapshot.replicas.filter((replica) => replica.node === node.name && replicasItMayTake(taker, models.get(replica.model) as ModelStanding) > 0);
+            // Past 2^7 sets per node the search is too slow for a unit test.
+            if (allowed.length > 7) return;
+            for (let mask = 0; mask < 1 << allowed.length; mask += 1) {
+              const victims = allowed.filter((_, position) => (mask & (1 << position)) !== 0);
+              const gone = new Set(victims);
+              const after = { nodes: snapshot.nodes, replicas: snapshot.replicas.filter((replica) => !gone.has(replica)) };
+              if (!checkNode(after, profile, node.name).fits) continue;
+              const ranks = victims.map((victim) => rank[victim.modelClass]);
+              const cost: [number, number, number] = [Math.max(-1, ...ranks), victims.length, ranks.reduce((sum, value) => sum + value, 0)];
+              if (!bestCost || cost[0] < bestCost[0] || (cost[0] === bestCost[0] && (cost[1] < bestCost[1] || (cost[1] === bestCost[1] && cost[2] < bestCost[2])))) bestCost = cost;
+            }
+          }
+          if (!bestCost) {
+            expect(choice.possible).toBe(false);
+            return;
+          }
+          expect(choice.possible).toBe(true);
+          if (!choice.possible) return;
+          const ranks = choice.victims.map((victim) => rank[victim.modelClass]);
+          expect([Math.max(-1, ...ranks), choice.victims.length, ranks.reduce((sum, value) => sum + value, 0)]).toEqual(bestCost);
+        },
+      ),
+      { numRuns: 100 },
     );
   });
 });
