@@ -1,4 +1,4 @@
-import { mkdir } from "node:fs/promises";
+import { realpath } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pino, { type Logger } from "pino";
@@ -7,7 +7,9 @@ import { listenFailure } from "../errors/listen-failure.js";
 import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
+import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
+import { findMarkedProcesses } from "./find-marked-processes.js";
 import { buildControlApi } from "./control-api.js";
 import { loadEngineDrivers, type DriverLookup } from "./engine-drivers.js";
 import { collectInventory, type EnginePaths } from "./inventory.js";
@@ -60,6 +62,8 @@ export interface RunningAgent {
   readonly url: string;
   readonly name: string;
   readonly dataDirectory: string;
+  /** What the operator should fix, said at start: a data directory or secret file open to other users. */
+  readonly warnings: readonly string[];
   readonly supervisor: ReplicaSupervisor;
   /**
    * Settles when the agent stops: resolves after close(), rejects when the
@@ -118,7 +122,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const simulate: HardwareSpec | undefined = options.simulate !== undefined ? parseHardwareSpec(options.simulate) : undefined;
   const listen = parseListen(options.listen ?? "127.0.0.1:0", "--listen");
   const stateFile = path.join(dataDirectory, "agent-state.json");
-  await mkdir(dataDirectory, { recursive: true });
+  const warnings = [ensurePrivateDirectory(dataDirectory), privateFileWarning(stateFile)].filter((warning) => warning !== undefined);
+  for (const warning of warnings) logger.warn(warning);
+  // The identity engines carry (LLMGW_AGENT_DIR): the same folder reached through a symbolic link is the same agent.
+  const agentDirectory = await realpath(dataDirectory);
 
   const previous = await readAgentState(stateFile);
   // A credential is the server's answer to one join; another server would refuse it.
@@ -161,7 +168,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   };
   const supervisor: ReplicaSupervisor = new ReplicaSupervisor({
     nodeName: name,
-    dataDirectory,
+    dataDirectory: agentDirectory,
     driverFor,
     simulation: simulate
       ? {
@@ -192,8 +199,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       }
     },
   });
-  // Adopt before anything else: the first report to the server must already include the running engines.
-  await supervisor.adopt(previous?.replicas ?? []);
+  // Adopt before anything else: the first report to the server must already include the running engines,
+  // those the state file names and those found by their marker (the state file may be lost or old).
+  const found = await findMarkedProcesses(agentDirectory);
+  if (found === undefined) logger.warn("this system has no /proc: engines whose record in the state file is lost cannot be found");
+  await supervisor.adopt(previous?.replicas ?? [], found ?? []);
   await persist();
   supervisor.startBackgroundTasks();
 
@@ -392,6 +402,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     url,
     name,
     dataDirectory,
+    warnings,
     supervisor,
     done,
     connected,

@@ -1,0 +1,84 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { markedAgentDirectory, markerVariables } from "./engine-marker.js";
+import { isProcessGroupAlive, listProcesses, readProcessEnvironment, stopProcessGroup } from "./engine-process.js";
+
+/** The processes of one engine: its process group, and every process carrying its launch's marker. */
+export interface EngineTarget {
+  readonly processGroup: number | undefined;
+  /** Undefined for an engine started before engines carried a marker: its group alone is known. */
+  readonly launchId: string | undefined;
+  readonly agentDirectory: string;
+}
+
+export interface StopOutcome {
+  /** SIGKILL was needed: something ignored SIGTERM for the whole grace period. */
+  readonly killed: boolean;
+  /** Processes of the engine still alive after SIGKILL (uninterruptible, or not this user's). */
+  readonly survivors: readonly number[];
+}
+
+/** The live pids of the engine; undefined without /proc. */
+async function engineProcesses(target: EngineTarget): Promise<number[] | undefined> {
+  const processes = await listProcesses();
+  if (processes === undefined) return undefined;
+  const pids: number[] = [];
+  for (const candidate of processes) {
+    if (candidate.pid === process.pid) continue;
+    if (target.processGroup !== undefined && candidate.processGroup === target.processGroup) {
+      pids.push(candidate.pid);
+      continue;
+    }
+    if (target.launchId === undefined) continue;
+    const environment = await readProcessEnvironment(candidate.pid);
+    if (environment && markedAgentDirectory(environment) === target.agentDirectory && environment[markerVariables.launchId] === target.launchId) pids.push(candidate.pid);
+  }
+  return pids;
+}
+
+function signal(target: EngineTarget, pids: readonly number[], name: NodeJS.Signals): void {
+  const recipients = [...(target.processGroup !== undefined ? [-target.processGroup] : []), ...pids];
+  for (const recipient of recipients) {
+    try {
+      process.kill(recipient, name);
+    } catch {
+      // ESRCH: gone already, which is what a stop wants.
+    }
+  }
+}
+
+/**
+ * Stops an engine and answers only once it is gone: SIGTERM to its group
+ * (vLLM and SGLang fork a worker per card) and to every process carrying its
+ * launch's marker (a worker that left the group still holds a card), a grace
+ * period to finish and free the cards, SIGKILL to what is left, then a last
+ * look. A replica is called stopped only when that look finds nothing: a
+ * stop that answered "stopped" while a worker lived let the server place a
+ * new replica on a card still in use.
+ */
+export async function stopEngine(target: EngineTarget, graceMs: number, pollMs = 100): Promise<StopOutcome> {
+  const first = await engineProcesses(target);
+  if (first === undefined) {
+    // No /proc (macOS in development): the process group is all that can be seen.
+    if (target.processGroup === undefined) return { killed: false, survivors: [] };
+    const killed = await stopProcessGroup(target.processGroup, graceMs, pollMs);
+    return { killed, survivors: (await isProcessGroupAlive(target.processGroup)) ? [target.processGroup] : [] };
+  }
+  if (first.length === 0) return { killed: false, survivors: [] };
+  signal(target, first, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  let alive = first;
+  while (Date.now() < deadline) {
+    await sleep(pollMs);
+    alive = (await engineProcesses(target)) ?? [];
+    if (alive.length === 0) return { killed: false, survivors: [] };
+  }
+  signal(target, alive, "SIGKILL");
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    await sleep(pollMs);
+    alive = (await engineProcesses(target)) ?? [];
+    if (alive.length === 0) return { killed: true, survivors: [] };
+    // Something forked during the stop: it gets the same end.
+    signal(target, alive, "SIGKILL");
+  }
+  return { killed: true, survivors: alive };
+}
