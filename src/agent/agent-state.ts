@@ -35,6 +35,8 @@ export const agentStateSchema = z.object({
   server_url: z.string(),
   node_name: z.string(),
   credential: z.string().optional(),
+  /** sha256 (hex) of the secret the server presents on control calls; the secret itself is never kept here. */
+  control_secret_hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
   replicas: z.array(persistedReplicaSchema),
 });
 export type AgentState = z.infer<typeof agentStateSchema>;

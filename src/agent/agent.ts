@@ -8,6 +8,7 @@ import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
+import { hashToken } from "../api/tokens.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
 import { findMarkedProcesses } from "./find-marked-processes.js";
 import { buildControlApi } from "./control-api.js";
@@ -129,7 +130,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   const previous = await readAgentState(stateFile);
   // A credential is the server's answer to one join; another server would refuse it.
-  let credential = previous && previous.server_url === serverUrl ? previous.credential : undefined;
+  const sameServer = previous !== undefined && previous.server_url === serverUrl;
+  let credential = sameServer ? previous.credential : undefined;
+  // Only the hash of the server's control secret is kept: this file alone must not let anyone command the agent.
+  let controlSecretHash = sameServer ? previous.control_secret_hash : undefined;
   if (credential === undefined && !options.joinToken) {
     throw new DomainError(
       "join_refused",
@@ -156,15 +160,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   let connectedOnce = false;
   let beat: () => Promise<void> = async () => undefined;
   let heartbeatSoon: NodeJS.Timeout | undefined;
+  const stateNow = (): AgentState => ({
+    version: 1,
+    server_url: serverUrl,
+    node_name: name,
+    ...(credential !== undefined ? { credential } : {}),
+    ...(controlSecretHash !== undefined ? { control_secret_hash: controlSecretHash } : {}),
+    replicas: supervisor.persisted(),
+  });
   const persist = async (): Promise<void> => {
-    const state: AgentState = {
-      version: 1,
-      server_url: serverUrl,
-      node_name: name,
-      ...(credential !== undefined ? { credential } : {}),
-      replicas: supervisor.persisted(),
-    };
-    await stateWriter.write(state).catch((error: unknown) => logger.error({ error: (error as Error).message, stateFile }, "could not write agent state"));
+    await stateWriter.write(stateNow()).catch((error: unknown) => logger.error({ error: (error as Error).message, stateFile }, "could not write agent state"));
   };
   const supervisor: ReplicaSupervisor = new ReplicaSupervisor({
     nodeName: name,
@@ -207,7 +212,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   await persist();
   supervisor.startBackgroundTasks();
 
-  const app = buildControlApi({ supervisor, nodeName: name, credential: () => credential, onChange: () => undefined });
+  const app = buildControlApi({ supervisor, nodeName: name, credential: () => credential, controlSecretHash: () => controlSecretHash, onChange: () => undefined });
   try {
     await app.listen({ host: listen.host, port: listen.port });
   } catch (error) {
@@ -265,6 +270,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     });
     if (!result.ok) return result.failure;
     credential = result.value.credential;
+    // A server without control secrets (an older release) presents the credential; the control API accepts it then.
+    controlSecretHash = result.value.control_secret !== undefined ? hashToken(result.value.control_secret) : undefined;
     heartbeatIntervalMs = result.value.heartbeat_interval_ms;
     sendInventory = false;
     lastInventoryText = JSON.stringify(inventory);
@@ -345,12 +352,19 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           address: url,
           ...(withInventory ? { inventory } : {}),
           replicas,
+          ...(controlSecretHash !== undefined ? { control_secret_hash: controlSecretHash } : {}),
         });
         if (!result.ok) {
           await handleFailure(result.failure, "heartbeat");
           return;
         }
         failures = 0;
+        const offered = result.value.control_secret;
+        if (offered !== undefined && hashToken(offered) !== controlSecretHash) {
+          controlSecretHash = hashToken(offered);
+          await persist();
+          logger.info({ node: name }, "control secret updated by the server");
+        }
         if (withInventory) {
           sendInventory = false;
           lastInventoryText = inventoryText;
@@ -383,8 +397,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     await app.close();
     await supervisor.close();
     // The last word on disk: what the next agent adopts.
-    const state: AgentState = { version: 1, server_url: serverUrl, node_name: name, ...(credential !== undefined ? { credential } : {}), replicas: supervisor.persisted() };
-    await stateWriter.write(state).catch(() => undefined);
+    await stateWriter.write(stateNow()).catch(() => undefined);
     await stateWriter.flushed();
     if (error) rejectDone(error);
     else resolveDone();

@@ -485,7 +485,7 @@ export class ReplicaSupervisor {
     // Only argv goes in the log, and masked: the environment may carry tokens, and a profile's args
     // may carry an --api-key or a mirror URL with a password, while a read-only token can read this log
     // (S9: no secret in a log). The engine gets the real argv.
-    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${redactArgs(argv).join(" ")}\n`);
+    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${redactArgs(argv).join(" ")}\n`, { mode: 0o600 });
     let spawned;
     try {
       // The marker comes last: a profile's env must not be able to pass its engine off as another's.

@@ -18,7 +18,8 @@ import { engineNames } from "../catalog/schema.js";
  *   A server that does not speak the agent's version answers 409 or 426 with
  *   `{error:{code:"version_unsupported", message, hint}}` naming both versions.
  *
- * Server → agent (on the agent's own control port, Authorization: Bearer <credential>):
+ * Server → agent (on the agent's own control port, Authorization: Bearer <control secret>;
+ * an agent that never received a control secret, joined to an older server, accepts its credential):
  *   POST   /agent/v1/replicas                 StartReplicaRequest → 202 ReplicaStatus
  *   DELETE /agent/v1/replicas/:id[?drain=1]   → 202 ReplicaStatus (stops in the background)
  *   GET    /agent/v1/replicas                 → ReplicaList
@@ -89,8 +90,15 @@ export type JoinRequest = z.infer<typeof joinRequestSchema>;
 export const joinResponseSchema = z.object({
   protocol: protocolField,
   node: nodeNameSchema,
-  /** The node's own secret: heartbeats present it, and the server presents it to the agent's control API. */
+  /** The node's own secret: heartbeats present it. The server keeps only its hash. */
   credential: z.string().min(16),
+  /**
+   * The server's secret toward this agent: the server presents it on every
+   * control call, and the agent keeps only its hash, so neither side's files
+   * alone let anyone command a node. Optional: older servers sent none, and
+   * their agents accept the credential instead.
+   */
+  control_secret: z.string().min(16).max(200).optional(),
   heartbeat_interval_ms: z.number().int().positive(),
 });
 export type JoinResponse = z.infer<typeof joinResponseSchema>;
@@ -179,11 +187,15 @@ export const heartbeatRequestSchema = z.object({
   inventory: inventorySchema.optional(),
   /** Every replica the agent knows, including stopped and failed ones not yet reported. */
   replicas: z.array(replicaStatusSchema),
+  /** sha256 (hex) of the control secret the agent holds; the server answers with the secret when it differs or is missing. */
+  control_secret_hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 });
 export type HeartbeatRequest = z.infer<typeof heartbeatRequestSchema>;
 
 export const heartbeatResponseSchema = z.object({
   protocol: protocolField,
+  /** Sent when the agent's control secret is missing or out of date (an agent upgraded in place, a server key restored). */
+  control_secret: z.string().min(16).max(200).optional(),
 });
 export type HeartbeatResponse = z.infer<typeof heartbeatResponseSchema>;
 

@@ -19,6 +19,7 @@ import {
   type ReplicaStatus,
 } from "../protocol/agent-protocol.js";
 import { hashToken, newToken, sameSecret } from "../api/tokens.js";
+import { deriveControlSecret } from "./control-secret.js";
 import type { ReplicaCountSource } from "../api/model-view.js";
 import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
 import { parseBody } from "../api/parse-body.js";
@@ -51,6 +52,12 @@ export interface FleetSettings {
   /** Told to agents at join. */
   readonly heartbeatIntervalMs: number;
   readonly gpuMemoryUtilization: number;
+  /**
+   * The key control secrets are derived from (server-key.ts). Left out (tests,
+   * a one-off in-process server), a key made for this process: agents then
+   * learn the new control secret at their next heartbeat.
+   */
+  readonly serverKey?: Buffer | undefined;
 }
 
 export const startReplicaBodySchema = z.strictObject({
@@ -117,6 +124,16 @@ function checkHandPickedCards(
   }
 }
 
+/**
+ * Whether the Authorization header carries the node's credential. Compared by
+ * hash, since only the hash is stored: a stolen row presented as a token does
+ * not authenticate.
+ */
+function presentsNodeCredential(authorization: string | undefined, node: NodeRow): boolean {
+  const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
+  return given !== "" && sameSecret(hashToken(given), node.credential_hash);
+}
+
 function versionRefusal(body: unknown): DomainError | undefined {
   const theirs = protocolOf(body);
   if (theirs === protocolVersion) return undefined;
@@ -136,6 +153,7 @@ function versionRefusal(body: unknown): DomainError | undefined {
  */
 export class FleetService {
   readonly startedAtMs: number;
+  private readonly serverKey: Buffer;
 
   constructor(
     private readonly store: Store,
@@ -144,6 +162,12 @@ export class FleetService {
     private readonly now: () => number = Date.now,
   ) {
     this.startedAtMs = now();
+    this.serverKey = settings.serverKey ?? randomBytes(32);
+  }
+
+  /** What the server presents to the node's agent; see control-secret.ts. */
+  private controlSecretOf(node: Pick<NodeRow, "credential_hash">): string {
+    return deriveControlSecret(this.serverKey, node.credential_hash);
   }
 
   private iso(): string {
@@ -184,6 +208,7 @@ export class FleetService {
       }
     }
     const credential = newToken("node");
+    const credentialHash = hashToken(credential);
     const at = this.iso();
     await upsertNode(this.store.db, {
       name: request.name,
@@ -191,11 +216,17 @@ export class FleetService {
       fabric: request.fabric,
       labels: JSON.stringify(request.labels),
       inventory: JSON.stringify(request.inventory),
-      credential,
+      credential_hash: credentialHash,
       joined_at: at,
       last_seen_at: at,
     });
-    return { protocol: protocolVersion, node: request.name, credential, heartbeat_interval_ms: this.settings.heartbeatIntervalMs };
+    return {
+      protocol: protocolVersion,
+      node: request.name,
+      credential,
+      control_secret: this.controlSecretOf({ credential_hash: credentialHash }),
+      heartbeat_interval_ms: this.settings.heartbeatIntervalMs,
+    };
   }
 
   /** `log` gets what the agent is not told: a replica id it reports that belongs to another node, a pending stop that failed. */
@@ -207,8 +238,7 @@ export class FleetService {
     if (!node) {
       throw new DomainError("node_not_found", `no node ${beat.name} has joined this server`, "The agent joins again with its join token.");
     }
-    const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
-    if (!sameSecret(given, node.credential)) {
+    if (!presentsNodeCredential(authorization, node)) {
       throw new DomainError("unauthorized", `node ${beat.name}: the credential is not the one this server issued`, "The agent joins again with its join token.");
     }
     const at = this.iso();
@@ -247,7 +277,7 @@ export class FleetService {
       }
       if (row?.stop_requested && status.state !== "draining") {
         // Stopped while the node was lost: its agent was never told. Now it can be.
-        this.stopOnReturn({ name: node.name, address: beat.address, credential: node.credential }, status.id, log);
+        this.stopOnReturn({ name: node.name, address: beat.address, controlSecret: this.controlSecretOf(node) }, status.id, log);
       }
     }
     for (const row of known) {
@@ -260,7 +290,9 @@ export class FleetService {
       const status = { ...this.storedStatus(row), state: "failed" as const, reason: `the agent on node ${beat.name} no longer reports this replica (its state file was lost or replaced)`, since: at };
       await updateReplica(this.store.db, row.id, { state: "failed", status: JSON.stringify(status), updated_at: at });
     }
-    return { protocol: protocolVersion };
+    const controlSecret = this.controlSecretOf(node);
+    // An agent upgraded in place, or one whose server key was restored, learns the secret it should expect.
+    return { protocol: protocolVersion, ...(beat.control_secret_hash !== hashToken(controlSecret) ? { control_secret: controlSecret } : {}) };
   }
 
   /** Stops being sent to returning agents; one per replica at a time, so beats during the call do not repeat it. */
@@ -441,7 +473,7 @@ export class FleetService {
     const node = nodes.find((candidate) => candidate.name === nodeName);
     if (!node) throw this.nodeNotFound(nodeName);
     const state = this.nodeStates(nodes).get(nodeName) ?? "lost";
-    return { node, address: { name: node.name, address: node.address, credential: node.credential }, state };
+    return { node, address: { name: node.name, address: node.address, controlSecret: this.controlSecretOf(node) }, state };
   }
 
   /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */
