@@ -255,6 +255,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     await close(error);
   };
 
+  // Engines of this node found running (by the state file or by their marker) show that this agent is the
+  // node's own, started again without its credential (a lost state file): the live agent the server still
+  // hears is its dead predecessor, so it waits for the server's deadline instead of giving up.
+  const runsEnginesOfThisNode = (): boolean => supervisor.list().some((replica) => !["stopped", "failed"].includes(replica.state));
+
   const join = async (): Promise<"joined" | ServerCallFailure> => {
     if (!options.joinToken) {
       return { kind: "refused", status: 401, message: `the server refused agent ${name}'s saved credential and no join token was given` };
@@ -310,7 +315,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         return;
       case "unreachable":
       case "rejected":
-        if (failure.kind === "rejected" && failure.code === "name_taken" && during === "join" && !connectedOnce) {
+        if (failure.kind === "rejected" && failure.code === "name_taken" && during === "join" && !connectedOnce && !runsEnginesOfThisNode()) {
           // Another live agent has this name: retrying cannot help while it runs, and a retrying agent
           // would say nothing on the console. A later rejoin (the server forgot this node) keeps retrying:
           // its engines are running, and the other agent may be the one that should go.
