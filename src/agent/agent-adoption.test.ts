@@ -54,6 +54,21 @@ afterEach(async () => {
   await rm(directory, { recursive: true, force: true });
 });
 
+/** An agent with replica `id` ready on `card`, then killed with SIGKILL: its engine runs on. */
+async function engineLeftRunning(id: string, card: number): Promise<{ pid: number; endpoint: string }> {
+  const first = startAgentProcess(["--token", controlPlane.joinToken]);
+  await waitFor(() => controlPlane.joins.length === 1, 30_000, `the agent to join:\n${first.output()}`);
+  await controlPlane.startReplica("node-a", { id, model: "tiny", profile: "default", engine: "vllm", source: "hf://org/tiny@main", cards: [card] });
+  const ready = await waitFor(() => {
+    const status = controlPlane.lastReplica("node-a", id);
+    return status?.state === "ready" ? status : undefined;
+  }, 30_000, `${id} ready`);
+  engineGroups.push(ready.pid as number);
+  first.child.kill("SIGKILL");
+  await first.exited;
+  return { pid: ready.pid as number, endpoint: ready.endpoint as string };
+}
+
 describe("an agent killed with SIGKILL and started again", () => {
   it("adopts its running engine: same pid, still serving, nothing restarted, no join token needed", async () => {
     const first = startAgentProcess(["--token", controlPlane.joinToken]);
@@ -94,17 +109,9 @@ describe("an agent killed with SIGKILL and started again", () => {
   });
 
   it("reports an engine that died while no agent ran as failed, with its log tail", async () => {
-    const first = startAgentProcess(["--token", controlPlane.joinToken]);
-    await waitFor(() => controlPlane.joins.length === 1, 30_000, `the agent to join:\n${first.output()}`);
-    await controlPlane.startReplica("node-a", { id: "r2", model: "tiny", profile: "default", engine: "vllm", source: "hf://org/tiny@main", cards: [1] });
-    const ready = await waitFor(() => {
-      const status = controlPlane.lastReplica("node-a", "r2");
-      return status?.state === "ready" ? status : undefined;
-    }, 30_000, "r2 ready");
-    first.child.kill("SIGKILL");
-    await first.exited;
+    const ready = await engineLeftRunning("r2", 1);
     killGroup(ready.pid);
-    await waitFor(async () => !(await isProcessAlive(ready.pid as number)), 5000, "the engine to die");
+    await waitFor(async () => !(await isProcessAlive(ready.pid)), 5000, "the engine to die");
 
     startAgentProcess([]);
     const failed = await waitFor(() => controlPlane.sawReplica("node-a", "r2", "failed"), 30_000, "r2 failed");
@@ -114,23 +121,8 @@ describe("an agent killed with SIGKILL and started again", () => {
     expect(failed.adopted).toBeUndefined();
   });
 
-  /** An agent with r3 ready on card 0, then killed with SIGKILL: its engine runs on. */
-  async function engineLeftRunning(): Promise<{ pid: number; endpoint: string }> {
-    const first = startAgentProcess(["--token", controlPlane.joinToken]);
-    await waitFor(() => controlPlane.joins.length === 1, 30_000, `the agent to join:\n${first.output()}`);
-    await controlPlane.startReplica("node-a", { id: "r3", model: "tiny", profile: "default", engine: "vllm", source: "hf://org/tiny@main", cards: [0] });
-    const ready = await waitFor(() => {
-      const status = controlPlane.lastReplica("node-a", "r3");
-      return status?.state === "ready" ? status : undefined;
-    }, 30_000, "r3 ready");
-    engineGroups.push(ready.pid as number);
-    first.child.kill("SIGKILL");
-    await first.exited;
-    return { pid: ready.pid as number, endpoint: ready.endpoint as string };
-  }
-
   it("adopts its engine when its state file was lost: it finds the engine by its marker and reports it, never leaves it unseen", async () => {
-    const { pid, endpoint } = await engineLeftRunning();
+    const { pid, endpoint } = await engineLeftRunning("r3", 0);
     await rm(path.join(directory, "data", "agent-state.json"));
     const beatsBefore = controlPlane.heartbeats.length;
     // Without its state file it has no credential either: it joins again with its token.
@@ -146,7 +138,7 @@ describe("an agent killed with SIGKILL and started again", () => {
   });
 
   it("stops its engine when its whole folder was wiped, reporting it draining on its card until the process is gone", async () => {
-    const { pid } = await engineLeftRunning();
+    const { pid } = await engineLeftRunning("r3", 0);
     await rm(path.join(directory, "data"), { recursive: true, force: true });
     const beatsBefore = controlPlane.heartbeats.length;
     const second = startAgentProcess(["--token", controlPlane.joinToken]);
