@@ -57,13 +57,10 @@ export async function readProcessStat(pid: number): Promise<ProcessStat | undefi
 /** Every live (not zombie) process this agent can see, read from /proc; undefined where there is no /proc. */
 export async function listProcesses(): Promise<ProcessStat[] | undefined> {
   if (!(await hasProc())) return undefined;
-  const found: ProcessStat[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readProcessStat(Number(entry));
-    if (stat && stat.state !== "Z") found.push(stat);
-  }
-  return found;
+  const pids = (await readdir("/proc")).filter((entry) => /^\d+$/.test(entry)).map(Number);
+  // Read side by side: one at a time took 50-200 ms for 150 processes, and a stop polls this.
+  const stats = await Promise.all(pids.map((pid) => readProcessStat(pid)));
+  return stats.filter((stat): stat is ProcessStat => stat !== undefined && stat.state !== "Z");
 }
 
 /**

@@ -14,12 +14,11 @@ export interface MarkedProcess extends ProcessStat {
 export async function findMarkedProcesses(agentDirectory: string): Promise<MarkedProcess[] | undefined> {
   const processes = await listProcesses();
   if (processes === undefined) return undefined;
-  const found: MarkedProcess[] = [];
-  for (const process_ of processes) {
-    if (process_.pid === process.pid) continue;
-    const environment = await readProcessEnvironment(process_.pid);
-    if (!environment || markedAgentDirectory(environment) !== agentDirectory) continue;
-    found.push({ ...process_, marker: readMarker(environment) });
-  }
-  return found;
+  const others = processes.filter((candidate) => candidate.pid !== process.pid);
+  const environments = await Promise.all(others.map((candidate) => readProcessEnvironment(candidate.pid)));
+  return others.flatMap((candidate, index) => {
+    const environment = environments[index];
+    if (!environment || markedAgentDirectory(environment) !== agentDirectory) return [];
+    return [{ ...candidate, marker: readMarker(environment) }];
+  });
 }

@@ -21,18 +21,17 @@ export interface StopOutcome {
 async function engineProcesses(target: EngineTarget): Promise<number[] | undefined> {
   const processes = await listProcesses();
   if (processes === undefined) return undefined;
-  const pids: number[] = [];
-  for (const candidate of processes) {
-    if (candidate.pid === process.pid) continue;
-    if (target.processGroup !== undefined && candidate.processGroup === target.processGroup) {
-      pids.push(candidate.pid);
-      continue;
-    }
-    if (target.launchId === undefined) continue;
-    const environment = await readProcessEnvironment(candidate.pid);
-    if (environment && markedAgentDirectory(environment) === target.agentDirectory && environment[markerVariables.launchId] === target.launchId) pids.push(candidate.pid);
-  }
-  return pids;
+  const others = processes.filter((candidate) => candidate.pid !== process.pid);
+  const inGroup = (candidate: (typeof others)[number]) => target.processGroup !== undefined && candidate.processGroup === target.processGroup;
+  const marked = await Promise.all(
+    others.map(async (candidate) => {
+      if (inGroup(candidate)) return true;
+      if (target.launchId === undefined) return false;
+      const environment = await readProcessEnvironment(candidate.pid);
+      return environment !== undefined && markedAgentDirectory(environment) === target.agentDirectory && environment[markerVariables.launchId] === target.launchId;
+    }),
+  );
+  return others.filter((_candidate, index) => marked[index]).map((candidate) => candidate.pid);
 }
 
 function signal(target: EngineTarget, pids: readonly number[], name: NodeJS.Signals): void {
