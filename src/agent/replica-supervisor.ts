@@ -460,6 +460,8 @@ export class ReplicaSupervisor {
     await mkdir(this.logsDirectory, { recursive: true, mode: 0o700 });
     const logPath = this.logPath(spec.id);
     const launchId = randomBytes(12).toString("hex");
+    // Known before the spawn, so a failed start still removes this launch's spec file.
+    replica.launchId = launchId;
     const marker: EngineMarker = {
       agentDirectory: this.options.dataDirectory,
       node: this.options.nodeName,
@@ -502,7 +504,6 @@ export class ReplicaSupervisor {
     }
     replica.pid = spawned.pid;
     replica.processGroup = spawned.processGroup;
-    replica.launchId = launchId;
     replica.port = port;
     replica.healthPath = launch.healthPath;
     replica.metricsPath = launch.metricsPath;
