@@ -140,6 +140,16 @@ describe.each(storesUnderTest)("node secrets over $kind", (engine: StoreUnderTes
     await copyFile(first.file, path.join(otherDir, "server-key"));
     expect((await loadServerKey(store, otherDir)).key.equals(first.key)).toBe(true);
   });
+
+  it("takes the key from LLMGW_SERVER_KEY in place of the file, for servers whose data directory does not persist", async () => {
+    const first = await loadServerKey(store, dataDir);
+    const ephemeral = await temporaryDirectory();
+    const wrong = await refusal(() => loadServerKey(store, ephemeral, "cd".repeat(32)));
+    expect(wrong).toMatchObject({ message: expect.stringContaining("LLMGW_SERVER_KEY differs from it"), hint: expect.stringContaining("Set LLMGW_SERVER_KEY to the key of a server already using this database") });
+    const fromEnvironment = await loadServerKey(store, ephemeral, first.key.toString("hex"));
+    expect(fromEnvironment.key.equals(first.key)).toBe(true);
+    expect(await readdir(ephemeral)).toEqual([]);
+  });
 });
 
 describe.each(storesUnderTest)("the upgrade of clear node credentials over $kind", (engine: StoreUnderTest) => {

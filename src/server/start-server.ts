@@ -9,7 +9,7 @@ import { adminTokenFileName, adminTokenHint, bootstrapAdminToken } from "./admin
 import { buildApp } from "./build-app.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
-import { loadServerKey, serverKeyFileName } from "./server-key.js";
+import { loadServerKey, serverKeyFileName, serverKeyVariable } from "./server-key.js";
 import path from "node:path";
 
 export interface RunningServer {
@@ -52,7 +52,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       );
     });
     const createdAdminToken = await bootstrapAdminToken(store, config.dataDir);
-    const { key: serverKey } = await loadServerKey(store, config.dataDir);
+    const { key: serverKey } = await loadServerKey(store, config.dataDir, process.env[serverKeyVariable]);
     const fleet = new FleetService(store, catalog, {
       serverKey,
       heartbeatDeadlineMs: config.heartbeatDeadlineMs,
