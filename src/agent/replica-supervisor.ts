@@ -548,8 +548,10 @@ export class ReplicaSupervisor {
 
   /** Stops every process of the replica's engine (its group, and whatever carries its marker); answers once they are gone. */
   private async stopProcesses(replica: Replica): Promise<StopOutcome> {
+    // An unmarked engine's group only while its leader runs: after that, the group id may be a stranger's.
+    const groupIsKnown = replica.launchId !== undefined || (replica.pid !== undefined && (await isProcessAlive(replica.pid, replica.startTicks)));
     return await stopEngine(
-      { processGroup: replica.processGroup, launchId: replica.launchId, agentDirectory: this.options.dataDirectory },
+      { processGroup: groupIsKnown ? replica.processGroup : undefined, launchId: replica.launchId, agentDirectory: this.options.dataDirectory },
       replica.spec.stop_grace_ms ?? this.options.stopGraceMs,
     );
   }

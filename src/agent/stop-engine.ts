@@ -4,6 +4,13 @@ import { isProcessGroupAlive, listProcesses, readProcessEnvironment, stopProcess
 
 /** The processes of one engine: its process group, and every process carrying its launch's marker. */
 export interface EngineTarget {
+  /**
+   * With a launch id, the group counts only while a member of it carries the
+   * marker: a group id is a pid, reused once the engine is long gone, and
+   * signalling it then would hit another program of this user. Without one
+   * (an engine started before markers), give it only while the engine's
+   * leader is known to run.
+   */
   readonly processGroup: number | undefined;
   /** Undefined for an engine started before engines carried a marker: its group alone is known. */
   readonly launchId: string | undefined;
@@ -23,22 +30,22 @@ async function engineProcesses(target: EngineTarget): Promise<number[] | undefin
   if (processes === undefined) return undefined;
   const others = processes.filter((candidate) => candidate.pid !== process.pid);
   const inGroup = (candidate: (typeof others)[number]) => target.processGroup !== undefined && candidate.processGroup === target.processGroup;
+  const { launchId } = target;
+  if (launchId === undefined) return others.filter(inGroup).map((candidate) => candidate.pid);
   const marked = await Promise.all(
     others.map(async (candidate) => {
-      if (inGroup(candidate)) return true;
-      if (target.launchId === undefined) return false;
       const environment = await readProcessEnvironment(candidate.pid);
-      return environment !== undefined && markedAgentDirectory(environment) === target.agentDirectory && environment[markerVariables.launchId] === target.launchId;
+      return environment !== undefined && markedAgentDirectory(environment) === target.agentDirectory && environment[markerVariables.launchId] === launchId;
     }),
   );
-  return others.filter((_candidate, index) => marked[index]).map((candidate) => candidate.pid);
+  const groupIsTheEngines = others.some((candidate, index) => marked[index] && inGroup(candidate));
+  return others.filter((candidate, index) => marked[index] || (groupIsTheEngines && inGroup(candidate))).map((candidate) => candidate.pid);
 }
 
-function signal(target: EngineTarget, pids: readonly number[], name: NodeJS.Signals): void {
-  const recipients = [...(target.processGroup !== undefined ? [-target.processGroup] : []), ...pids];
-  for (const recipient of recipients) {
+function signal(pids: readonly number[], name: NodeJS.Signals): void {
+  for (const pid of pids) {
     try {
-      process.kill(recipient, name);
+      process.kill(pid, name);
     } catch {
       // ESRCH: gone already, which is what a stop wants.
     }
@@ -63,7 +70,8 @@ export async function stopEngine(target: EngineTarget, graceMs: number, pollMs =
     return { killed, survivors: (await isProcessGroupAlive(target.processGroup)) ? [target.processGroup] : [] };
   }
   if (first.length === 0) return { killed: false, survivors: [] };
-  signal(target, first, "SIGTERM");
+  // Signalled by pid only: the group id may be a stranger's by now (see EngineTarget).
+  signal(first, "SIGTERM");
   const deadline = Date.now() + graceMs;
   let alive = first;
   while (Date.now() < deadline) {
@@ -71,13 +79,13 @@ export async function stopEngine(target: EngineTarget, graceMs: number, pollMs =
     alive = (await engineProcesses(target)) ?? [];
     if (alive.length === 0) return { killed: false, survivors: [] };
   }
-  signal(target, alive, "SIGKILL");
+  signal(alive, "SIGKILL");
   for (let attempt = 0; attempt < 50; attempt += 1) {
     await sleep(pollMs);
     alive = (await engineProcesses(target)) ?? [];
     if (alive.length === 0) return { killed: true, survivors: [] };
     // Something forked during the stop: it gets the same end.
-    signal(target, alive, "SIGKILL");
+    signal(alive, "SIGKILL");
   }
   return { killed: true, survivors: alive };
 }
