@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { readFile } from "node:fs/promises";
 import { z } from "zod";
+import { writePrivateFile } from "../files/private-files.js";
 import { DomainError } from "../errors/domain-error.js";
 import { describeIssues } from "../catalog/schema-errors.js";
 import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/agent-protocol.js";
@@ -18,6 +17,8 @@ export const persistedReplicaSchema = z.object({
   port: z.number().int().optional(),
   pid: z.number().int().optional(),
   process_group: z.number().int().optional(),
+  /** The engine's marker (LLMGW_LAUNCH_ID): finds the processes of this launch, its workers included. */
+  launch_id: z.string().optional(),
   /** /proc start time, so a pid reused by another program after the engine died is not adopted. */
   start_ticks: z.string().optional(),
   health_path: z.string().optional(),
@@ -35,6 +36,8 @@ export const agentStateSchema = z.object({
   server_url: z.string(),
   node_name: z.string(),
   credential: z.string().optional(),
+  /** sha256 (hex) of the secret the server presents on control calls; the secret itself is never kept here. */
+  control_secret_hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
   replicas: z.array(persistedReplicaSchema),
 });
 export type AgentState = z.infer<typeof agentStateSchema>;
@@ -77,17 +80,7 @@ export class AgentStateWriter {
 
   write(state: AgentState): Promise<void> {
     const text = `${JSON.stringify(state, null, 2)}\n`;
-    const next = this.queue.then(async () => {
-      await mkdir(path.dirname(this.file), { recursive: true });
-      const temporary = `${this.file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-      try {
-        await writeFile(temporary, text, { mode: 0o600 });
-        await rename(temporary, this.file);
-      } catch (error) {
-        await rm(temporary, { force: true });
-        throw error;
-      }
-    });
+    const next = this.queue.then(async () => await writePrivateFile(this.file, text));
     this.queue = next.catch(() => undefined);
     return next;
   }

@@ -1,4 +1,4 @@
-import { mkdir } from "node:fs/promises";
+import { realpath } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pino, { type Logger } from "pino";
@@ -8,7 +8,10 @@ import { listenFailure } from "../errors/listen-failure.js";
 import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
+import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
+import { hashToken } from "../auth/tokens.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
+import { findMarkedProcesses } from "./find-marked-processes.js";
 import { buildControlApi } from "./control-api.js";
 import { loadEngineDrivers, type DriverLookup } from "./engine-drivers.js";
 import { collectInventory, type EnginePaths } from "./inventory.js";
@@ -61,6 +64,8 @@ export interface RunningAgent {
   readonly url: string;
   readonly name: string;
   readonly dataDirectory: string;
+  /** What the operator should fix, said at start: a data directory or secret file open to other users. */
+  readonly warnings: readonly string[];
   readonly supervisor: ReplicaSupervisor;
   /**
    * Settles when the agent stops: resolves after close(), rejects when the
@@ -119,11 +124,17 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const simulate: HardwareSpec | undefined = options.simulate !== undefined ? parseHardwareSpec(options.simulate) : undefined;
   const listen = parseListen(options.listen ?? "127.0.0.1:0", "--listen");
   const stateFile = path.join(dataDirectory, "agent-state.json");
-  await mkdir(dataDirectory, { recursive: true });
+  const warnings = [ensurePrivateDirectory(dataDirectory), privateFileWarning(stateFile)].filter((warning) => warning !== undefined);
+  for (const warning of warnings) logger.warn(warning);
+  // The identity engines carry (LLMGW_AGENT_DIR): the same folder reached through a symbolic link is the same agent.
+  const agentDirectory = await realpath(dataDirectory);
 
   const previous = await readAgentState(stateFile);
   // A credential is the server's answer to one join; another server would refuse it.
-  let credential = previous && previous.server_url === serverUrl ? previous.credential : undefined;
+  const sameServer = previous !== undefined && previous.server_url === serverUrl;
+  let credential = sameServer ? previous.credential : undefined;
+  // Only the hash of the server's control secret is kept: this file alone must not let anyone command the agent.
+  let controlSecretHash = sameServer ? previous.control_secret_hash : undefined;
   if (credential === undefined && !options.joinToken) {
     throw new DomainError(
       "join_refused",
@@ -150,19 +161,20 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   let connectedOnce = false;
   let beat: () => Promise<void> = async () => undefined;
   let heartbeatSoon: NodeJS.Timeout | undefined;
+  const stateNow = (): AgentState => ({
+    version: 1,
+    server_url: serverUrl,
+    node_name: name,
+    ...(credential !== undefined ? { credential } : {}),
+    ...(controlSecretHash !== undefined ? { control_secret_hash: controlSecretHash } : {}),
+    replicas: supervisor.persisted(),
+  });
   const persist = async (): Promise<void> => {
-    const state: AgentState = {
-      version: 1,
-      server_url: serverUrl,
-      node_name: name,
-      ...(credential !== undefined ? { credential } : {}),
-      replicas: supervisor.persisted(),
-    };
-    await stateWriter.write(state).catch((error: unknown) => logger.error({ error: (error as Error).message, stateFile }, "could not write agent state"));
+    await stateWriter.write(stateNow()).catch((error: unknown) => logger.error({ error: (error as Error).message, stateFile }, "could not write agent state"));
   };
   const supervisor: ReplicaSupervisor = new ReplicaSupervisor({
     nodeName: name,
-    dataDirectory,
+    dataDirectory: agentDirectory,
     driverFor,
     simulation: simulate
       ? {
@@ -193,12 +205,15 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       }
     },
   });
-  // Adopt before anything else: the first report to the server must already include the running engines.
-  await supervisor.adopt(previous?.replicas ?? []);
+  // Adopt before anything else: the first report to the server must already include the running engines,
+  // those the state file names and those found by their marker (the state file may be lost or old).
+  const found = await findMarkedProcesses(agentDirectory);
+  if (found === undefined) logger.warn("this system has no /proc: engines whose record in the state file is lost cannot be found");
+  await supervisor.adopt(previous?.replicas ?? [], found ?? []);
   await persist();
   supervisor.startBackgroundTasks();
 
-  const app = buildControlApi({ supervisor, nodeName: name, credential: () => credential, onChange: () => undefined });
+  const app = buildControlApi({ supervisor, nodeName: name, credential: () => credential, controlSecretHash: () => controlSecretHash, onChange: () => undefined });
   try {
     await app.listen({ host: listen.host, port: listen.port });
   } catch (error) {
@@ -241,6 +256,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     await close(error);
   };
 
+  // Engines of this node found running (by the state file or by their marker) show that this agent is the
+  // node's own, started again without its credential (a lost state file): the live agent the server still
+  // hears is its dead predecessor, so it waits for the server's deadline instead of giving up.
+  const runsEnginesOfThisNode = (): boolean => supervisor.list().some((replica) => !["stopped", "failed"].includes(replica.state));
+
   const join = async (): Promise<"joined" | ServerCallFailure> => {
     if (!options.joinToken) {
       return { kind: "refused", status: 401, message: `the server refused agent ${name}'s saved credential and no join token was given` };
@@ -256,6 +276,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     });
     if (!result.ok) return result.failure;
     credential = result.value.credential;
+    // A server without control secrets (an older release) presents the credential; the control API accepts it then.
+    controlSecretHash = result.value.control_secret !== undefined ? hashToken(result.value.control_secret) : undefined;
     heartbeatIntervalMs = result.value.heartbeat_interval_ms;
     sendInventory = false;
     lastInventoryText = JSON.stringify(inventory);
@@ -294,7 +316,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         return;
       case "unreachable":
       case "rejected":
-        if (failure.kind === "rejected" && failure.code === "name_taken" && during === "join" && !connectedOnce) {
+        if (failure.kind === "rejected" && failure.code === "name_taken" && during === "join" && !connectedOnce && !runsEnginesOfThisNode()) {
           // Another live agent has this name: retrying cannot help while it runs, and a retrying agent
           // would say nothing on the console. A later rejoin (the server forgot this node) keeps retrying:
           // its engines are running, and the other agent may be the one that should go.
@@ -336,12 +358,19 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           address: url,
           ...(withInventory ? { inventory } : {}),
           replicas,
+          ...(controlSecretHash !== undefined ? { control_secret_hash: controlSecretHash } : {}),
         });
         if (!result.ok) {
           await handleFailure(result.failure, "heartbeat");
           return;
         }
         failures = 0;
+        const offered = result.value.control_secret;
+        if (offered !== undefined && hashToken(offered) !== controlSecretHash) {
+          controlSecretHash = hashToken(offered);
+          await persist();
+          logger.info({ node: name }, "control secret updated by the server");
+        }
         if (withInventory) {
           sendInventory = false;
           lastInventoryText = inventoryText;
@@ -374,8 +403,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     await app.close();
     await supervisor.close();
     // The last word on disk: what the next agent adopts.
-    const state: AgentState = { version: 1, server_url: serverUrl, node_name: name, ...(credential !== undefined ? { credential } : {}), replicas: supervisor.persisted() };
-    await stateWriter.write(state).catch(() => undefined);
+    await stateWriter.write(stateNow()).catch(() => undefined);
     await stateWriter.flushed();
     if (error) rejectDone(error);
     else resolveDone();
@@ -393,6 +421,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     url,
     name,
     dataDirectory,
+    warnings,
     supervisor,
     done,
     connected,

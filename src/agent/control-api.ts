@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { z } from "zod";
 import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";
 import { bearerToken } from "../auth/bearer-token.js";
-import { sameSecret } from "../auth/tokens.js";
+import { hashToken, sameSecret } from "../auth/tokens.js";
 import { installErrorHandling } from "../http/error-handler.js";
 import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
@@ -14,7 +14,7 @@ import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
 
 /**
- * The agent's control API, called by the server with the node credential.
+ * The agent's control API, called by the server with the control secret it gave at join.
  * Domain errors map to statuses with src/api's one table, as the admin API
  * does: the same `{error:{code,message,hint}}` body and status on both.
  */
@@ -24,6 +24,8 @@ export interface ControlApiOptions {
   readonly nodeName: string;
   /** Undefined until the agent has joined: nothing is accepted before. */
   readonly credential: () => string | undefined;
+  /** sha256 of the server's control secret, from the join; undefined when the server sent none (an older release). */
+  readonly controlSecretHash: () => string | undefined;
   /** Called after a change the server should hear about soon. */
   readonly onChange: () => void;
 }
@@ -32,6 +34,18 @@ const stopQuerySchema = z.object({ drain: flagSchema });
 
 function invalid(message: string): DomainError {
   return new DomainError("invalid_input", message, "Send the body the agent protocol defines (src/protocol/agent-protocol.ts).");
+}
+
+/**
+ * Whether the caller is the server this agent joined. With a control secret
+ * only that secret counts, compared by hash (the agent keeps no copy): the
+ * node credential, which the agent's own files hold, does not command it.
+ */
+function presentsServerSecret(given: string, controlSecretHash: string | undefined, credential: string | undefined): boolean {
+  if (given === "") return false;
+  if (controlSecretHash !== undefined) return sameSecret(hashToken(given), controlSecretHash);
+  // Joined to a server older than control secrets, which presents the node credential.
+  return credential !== undefined && sameSecret(given, credential);
 }
 
 export function buildControlApi(options: ControlApiOptions): FastifyInstance {
@@ -45,13 +59,13 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
   });
 
   app.addHook("onRequest", async (request) => {
-    const expected = options.credential();
-    const given = bearerToken(request.headers.authorization);
-    if (expected === undefined || given === undefined || !sameSecret(given, expected)) {
+    const credential = options.credential();
+    const given = bearerToken(request.headers.authorization) ?? "";
+    if (credential === undefined || !presentsServerSecret(given, options.controlSecretHash(), credential)) {
       throw new DomainError(
         "unauthorized",
-        expected === undefined ? `agent ${nodeName} has not joined a server yet` : `agent ${nodeName} refused the request: no node credential, or not this node's`,
-        "The server calls agents with the credential it issued at join; check that this agent joined the server calling it.",
+        credential === undefined ? `agent ${nodeName} has not joined a server yet` : `agent ${nodeName} refused the request: no control secret, or not the one its server gave it`,
+        "The server calls agents with the control secret it gave at join; check that this agent joined the server calling it, and that servers sharing a database share DATA_DIR/server-key.",
       );
     }
   });

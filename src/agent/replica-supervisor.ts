@@ -1,4 +1,5 @@
-import { appendFile, mkdir } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { appendFile, mkdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -6,19 +7,16 @@ import { request } from "undici";
 import type { EngineName } from "../catalog/schema.js";
 import type { EngineDriver, EngineLaunch } from "../engines/driver.js";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
-import type { PersistedReplica } from "./agent-state.js";
-import {
-  findFreePort,
-  isPortFree,
-  isProcessAlive,
-  probeHealth,
-  processStartTicks,
-  spawnEngine,
-  stopProcessGroup,
-} from "./engine-process.js";
+import { persistedReplicaSchema, type PersistedReplica } from "./agent-state.js";
+import { findFreePort, isPortFree, isProcessAlive, probeHealth, processStartTicks, spawnEngine } from "./engine-process.js";
+import { markerEnvironment, markerVariables, type EngineMarker } from "./engine-marker.js";
+import type { MarkedProcess } from "./find-marked-processes.js";
+import { orphanEngines, type FoundEngine } from "./orphan-engines.js";
+import { stopEngine, type StopOutcome } from "./stop-engine.js";
+import { writePrivateFile } from "../files/private-files.js";
 import { findProgram, type EnginePaths } from "./inventory.js";
 import type { ReplicaProgress, ReplicaSpec, ReplicaState, ReplicaStatus } from "../protocol/agent-protocol.js";
-import { terminalReplicaStates } from "../protocol/agent-protocol.js";
+import { replicaSpecSchema, terminalReplicaStates } from "../protocol/agent-protocol.js";
 import { redactArgs } from "../catalog/redact.js";
 import { readLogTail, rotateLogIfLarge, type LogRotation } from "./replica-log.js";
 import { fetchWeights } from "./weights-fetcher.js";
@@ -35,6 +33,7 @@ export interface SimulationSettings {
 
 export interface ReplicaSupervisorOptions {
   readonly nodeName: string;
+  /** An absolute path without symbolic links: engines carry it as their agent's identity. */
   readonly dataDirectory: string;
   readonly driverFor: (engine: EngineName) => EngineDriver;
   readonly simulation: SimulationSettings | undefined;
@@ -66,6 +65,8 @@ interface Replica {
   pid: number | undefined;
   processGroup: number | undefined;
   startTicks: string | undefined;
+  /** The marker this engine process carries (LLMGW_LAUNCH_ID); undefined for one started before engines were marked. */
+  launchId: string | undefined;
   healthPath: string | undefined;
   metricsPath: string | undefined;
   weightsPath: string | undefined;
@@ -102,7 +103,8 @@ const agentSecrets = ["LLMGW_JOIN_TOKEN", "LLMGW_TOKEN"] as const;
 
 function engineInheritedEnvironment(): NodeJS.ProcessEnv {
   const environment = { ...process.env };
-  for (const name of agentSecrets) delete environment[name];
+  // A marker the agent inherited (started from an engine's shell) would make its engines look like another's.
+  for (const name of [...agentSecrets, ...Object.values(markerVariables)]) delete environment[name];
   return environment;
 }
 
@@ -137,6 +139,17 @@ export class ReplicaSupervisor {
 
   logPath(id: string): string {
     return path.join(this.logsDirectory, `${id}.log`);
+  }
+
+  /**
+   * Beside the log: what the agent needs to take an engine over (its spec,
+   * port, health path), written before the engine starts. It lets an agent
+   * that lost its state file adopt the engines it finds by their marker.
+   * Readable by the agent's user only: the spec carries the profile's
+   * environment.
+   */
+  specPath(id: string): string {
+    return path.join(this.logsDirectory, `${id}.spec.json`);
   }
 
   /** Background duties: log rotation, and noticing adopted engines that exit (they are not this process's children). */
@@ -205,6 +218,7 @@ export class ReplicaSupervisor {
       ...(replica.pid !== undefined ? { pid: replica.pid } : {}),
       ...(replica.processGroup !== undefined ? { process_group: replica.processGroup } : {}),
       ...(replica.startTicks !== undefined ? { start_ticks: replica.startTicks } : {}),
+      ...(replica.launchId !== undefined ? { launch_id: replica.launchId } : {}),
       ...(replica.healthPath !== undefined ? { health_path: replica.healthPath } : {}),
       ...(replica.metricsPath !== undefined ? { metrics_path: replica.metricsPath } : {}),
       ...(replica.weightsPath !== undefined ? { weights_path: replica.weightsPath } : {}),
@@ -241,6 +255,8 @@ export class ReplicaSupervisor {
     replica.since = now();
     replica.reason = reason;
     replica.reported = false;
+    // The spec file serves only to adopt a running engine; an ended one must not be taken for the next.
+    if (isTerminal(state) && replica.launchId !== undefined) void this.removeSpecFile(replica.spec.id, replica.launchId);
     this.options.logger.info({ replica: replica.spec.id, state, ...(reason ? { reason } : {}) }, `replica-${state}`);
     this.options.onChange("state");
   }
@@ -255,6 +271,7 @@ export class ReplicaSupervisor {
       pid: undefined,
       processGroup: undefined,
       startTicks: undefined,
+      launchId: undefined,
       healthPath: undefined,
       metricsPath: undefined,
       weightsPath: undefined,
@@ -339,11 +356,10 @@ export class ReplicaSupervisor {
 
   private async fail(replica: Replica, error: unknown): Promise<void> {
     const reason = isDomainError(error) ? `${error.message}. ${error.hint}` : `agent error on node ${this.options.nodeName}: ${(error as Error).message}`;
-    // A failed start must not leave an engine holding the cards the next placement will use.
-    if (replica.processGroup !== undefined && replica.exit === undefined) {
-      await stopProcessGroup(replica.processGroup, replica.spec.stop_grace_ms ?? this.options.stopGraceMs);
-    }
-    this.transition(replica, "failed", reason);
+    // A failed start must not leave an engine holding the cards the next placement will use: its workers
+    // may outlive the process the agent spawned.
+    const outcome = await this.stopProcesses(replica);
+    this.transition(replica, "failed", `${reason}${this.survivorsNote(replica, outcome)}`);
   }
 
   private async fetch(replica: Replica): Promise<string> {
@@ -441,15 +457,41 @@ export class ReplicaSupervisor {
       enginePath: this.options.enginePaths[spec.engine] ?? (this.options.simulation && spec.engine === "comfyui" ? "/simulated/ComfyUI" : undefined),
     });
     const { argv, env } = await this.commandLine(spec, driver, launch);
-    await mkdir(this.logsDirectory, { recursive: true });
+    await mkdir(this.logsDirectory, { recursive: true, mode: 0o700 });
     const logPath = this.logPath(spec.id);
+    const launchId = randomBytes(12).toString("hex");
+    // Known before the spawn, so a failed start still removes this launch's spec file.
+    replica.launchId = launchId;
+    const marker: EngineMarker = {
+      agentDirectory: this.options.dataDirectory,
+      node: this.options.nodeName,
+      replicaId: spec.id,
+      launchId,
+      model: spec.model,
+      profile: spec.profile,
+      engine: spec.engine,
+      cards: spec.cards,
+    };
+    // Written before the engine starts, so no moment exists where an engine runs that the agent could not adopt.
+    const specRecord: PersistedReplica = {
+      spec,
+      state: "starting",
+      since: now(),
+      port,
+      launch_id: launchId,
+      health_path: launch.healthPath,
+      metrics_path: launch.metricsPath,
+      weights_path: weightsPath,
+    };
+    await writePrivateFile(this.specPath(spec.id), `${JSON.stringify(specRecord, null, 2)}\n`);
     // Only argv goes in the log, and masked: the environment may carry tokens, and a profile's args
     // may carry an --api-key or a mirror URL with a password, while a read-only token can read this log
     // (S9: no secret in a log). The engine gets the real argv.
-    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${redactArgs(argv).join(" ")}\n`);
+    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${redactArgs(argv).join(" ")}\n`, { mode: 0o600 });
     let spawned;
     try {
-      spawned = await spawnEngine(argv, { ...engineInheritedEnvironment(), ...env }, logPath);
+      // The marker comes last: a profile's env must not be able to pass its engine off as another's.
+      spawned = await spawnEngine(argv, { ...engineInheritedEnvironment(), ...env, ...markerEnvironment(marker) }, logPath);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "EACCES") {
         throw new DomainError(
@@ -493,11 +535,43 @@ export class ReplicaSupervisor {
     if (this.closing || replica.stopping !== undefined || isTerminal(replica.state)) return;
     if (replica.state === "starting") return; // waitHealthy reports it, with the load failure's reason
     const { spec } = replica;
+    const wasState = replica.state;
+    // The leader is gone, but its workers may still hold the cards: they go before the cards are called free.
+    const outcome = await this.stopProcesses(replica);
+    if (this.closing || replica.stopping !== undefined || isTerminal(replica.state)) return;
     this.transition(
       replica,
       "failed",
-      `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} (pid ${replica.pid ?? "?"}) ${this.describeExit(exit)} while ${replica.state}${await this.logTail(spec.id)}`,
+      `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} (pid ${replica.pid ?? "?"}) ${this.describeExit(exit)} while ${wasState}${this.survivorsNote(replica, outcome)}${await this.logTail(spec.id)}`,
     );
+  }
+
+  /** Stops every process of the replica's engine (its group, and whatever carries its marker); answers once they are gone. */
+  private async stopProcesses(replica: Replica): Promise<StopOutcome> {
+    // An unmarked engine's group only while its leader runs: after that, the group id may be a stranger's.
+    const groupIsKnown = replica.launchId !== undefined || (replica.pid !== undefined && (await isProcessAlive(replica.pid, replica.startTicks)));
+    return await stopEngine(
+      { processGroup: groupIsKnown ? replica.processGroup : undefined, launchId: replica.launchId, agentDirectory: this.options.dataDirectory },
+      replica.spec.stop_grace_ms ?? this.options.stopGraceMs,
+    );
+  }
+
+  private survivorsNote(replica: Replica, outcome: StopOutcome): string {
+    if (outcome.survivors.length === 0) return "";
+    const cards = replica.spec.cards.length > 0 ? `cards ${replica.spec.cards.join(",")}` : "its memory";
+    return `; processes ${outcome.survivors.join(", ")} of its engine are still alive after SIGKILL and may hold ${cards}: stop them by hand (kill -9) before that is used again`;
+  }
+
+  private async removeSpecFile(id: string, launchId: string): Promise<void> {
+    // Only this launch's: a later start of the same id may have written its own meanwhile.
+    const text = await readFile(this.specPath(id), "utf8").catch(() => undefined);
+    if (text === undefined) return;
+    try {
+      if ((JSON.parse(text) as { launch_id?: unknown }).launch_id !== launchId) return;
+    } catch {
+      // a damaged file is of no use to anyone
+    }
+    await rm(this.specPath(id), { force: true }).catch(() => undefined);
   }
 
   private async waitHealthy(replica: Replica, timeoutMs: number): Promise<void> {
@@ -560,11 +634,16 @@ export class ReplicaSupervisor {
       if (drain) await this.waitDrained(replica);
       replica.abort.abort();
       await replica.running?.catch(() => undefined);
-      if (replica.processGroup !== undefined && replica.exit === undefined) {
-        const killed = await stopProcessGroup(replica.processGroup, replica.spec.stop_grace_ms ?? this.options.stopGraceMs);
-        if (killed) this.options.logger.warn({ replica: replica.spec.id }, "engine ignored SIGTERM for its grace period; killed");
+      // Whether or not the spawned process has exited: its workers may live on, holding the cards.
+      const outcome = await this.stopProcesses(replica);
+      if (outcome.killed) this.options.logger.warn({ replica: replica.spec.id }, "engine ignored SIGTERM for its grace period; killed");
+      if (this.closing) return;
+      if (outcome.survivors.length > 0) {
+        // "stopped" would free the cards for the next placement while these still hold them.
+        this.transition(replica, "failed", `stopping replica ${replica.spec.id} on node ${this.options.nodeName} did not end every process of its engine${this.survivorsNote(replica, outcome)}`);
+        return;
       }
-      if (!this.closing) this.transition(replica, "stopped");
+      this.transition(replica, "stopped");
     } catch (error) {
       if (!this.closing) this.transition(replica, "failed", `stopping on node ${this.options.nodeName} failed: ${(error as Error).message}`);
     }
@@ -591,7 +670,7 @@ export class ReplicaSupervisor {
 
   /** Waits for every stop in progress (tests and shutdown). */
   async settled(): Promise<void> {
-    await Promise.allSettled([...this.replicas.values()].flatMap((replica) => [replica.running, replica.stopping]));
+    await Promise.allSettled([...[...this.replicas.values()].flatMap((replica) => [replica.running, replica.stopping]), ...this.unlistedStops]);
   }
 
   private async watchAdopted(): Promise<void> {
@@ -607,8 +686,87 @@ export class ReplicaSupervisor {
    * fetch that was cut resumes; an engine that died meanwhile is failed with
    * its log tail; a stop that was in progress is finished.
    */
-  async adopt(previous: readonly PersistedReplica[]): Promise<void> {
-    await Promise.all(previous.map((record) => this.adoptOne(record)));
+  async adopt(previous: readonly PersistedReplica[], found: readonly MarkedProcess[] = []): Promise<void> {
+    const live = previous.filter((record) => !isTerminal(record.state) && record.pid !== undefined);
+    const orphans = orphanEngines(found, {
+      launchIds: new Set(live.flatMap((record) => (record.launch_id !== undefined ? [record.launch_id] : []))),
+      processGroups: new Set(live.flatMap((record) => (record.process_group !== undefined ? [record.process_group] : []))),
+    });
+    // A record cut between the engine's start and the state file's next write names no pid, but its engine
+    // runs: it is adopted from what it carries rather than started a second time beside itself.
+    const running = new Set(orphans.flatMap((engine) => (engine.marker ? [engine.marker.replicaId] : [])));
+    const records = previous.filter((record) => !(record.pid === undefined && !isTerminal(record.state) && running.has(record.spec.id)));
+    await Promise.all(records.map((record) => this.adoptOne(record)));
+    await Promise.all(orphans.map((engine) => this.adoptOrphan(engine)));
+  }
+
+  /** Stops that no replica reports (an engine with a damaged marker, a second engine for one id); settled() waits for them. */
+  private readonly unlistedStops: Promise<void>[] = [];
+
+  /**
+   * An engine found by its marker that no record names. Adopted when its spec
+   * file (beside its log) belongs to it and its process runs; otherwise
+   * stopped, and listed as draining until it is gone, so the server sees
+   * what holds those cards and places nothing there meanwhile.
+   */
+  private async adoptOrphan(engine: FoundEngine): Promise<void> {
+    const { marker, leader } = engine;
+    const pids = engine.processes.map((process) => process.pid).join(", ");
+    const existing = marker ? this.replicas.get(marker.replicaId) : undefined;
+    if (!marker || (existing && !isTerminal(existing.state))) {
+      this.options.logger.warn({ pids, replica: marker?.replicaId }, marker ? "a second engine for a running replica found; stopping it" : "engine processes with a damaged marker found; stopping them");
+      const target = { processGroup: leader?.processGroup, launchId: marker?.launchId, agentDirectory: this.options.dataDirectory };
+      this.unlistedStops.push(
+        stopEngine(target, this.options.stopGraceMs).then(
+          (outcome) => {
+            if (outcome.survivors.length > 0) this.options.logger.error({ survivors: outcome.survivors }, "orphan engine processes survived SIGKILL");
+          },
+          () => undefined,
+        ),
+      );
+      return;
+    }
+    const record = leader ? await this.readSpecFile(marker) : undefined;
+    if (record && leader) {
+      this.options.logger.info({ replica: marker.replicaId, pid: leader.pid }, "engine found without its state record; adopting it from its spec file");
+      await this.adoptOne({ ...record, state: "starting", since: now(), pid: leader.pid, process_group: leader.processGroup, start_ticks: leader.startTicks, launch_id: marker.launchId });
+      return;
+    }
+    const spec = replicaSpecSchema.parse({
+      id: marker.replicaId,
+      model: marker.model,
+      profile: marker.profile,
+      engine: marker.engine,
+      source: "unknown: the engine was found running without its record",
+      cards: marker.cards,
+    });
+    const replica = this.newReplica(spec, "draining");
+    Object.assign(replica, {
+      pid: leader?.pid,
+      processGroup: leader?.processGroup ?? engine.processes[0]?.processGroup,
+      startTicks: leader?.startTicks,
+      launchId: marker.launchId,
+    });
+    this.replicas.set(spec.id, replica);
+    const missing = leader ? `its spec file ${this.specPath(spec.id)} is missing or not its own` : "the process the agent started is gone and only its workers remain";
+    this.transition(
+      replica,
+      "draining",
+      `engine ${spec.engine} for ${spec.model} on cards ${spec.cards.join(",") || "none"} of node ${this.options.nodeName} (processes ${pids}) was running without a record the agent could adopt (${missing}); stopping it so its cards are free`,
+    );
+    replica.stopping = this.stopNow(replica, false);
+  }
+
+  private async readSpecFile(marker: EngineMarker): Promise<PersistedReplica | undefined> {
+    let json: unknown;
+    try {
+      json = JSON.parse(await readFile(this.specPath(marker.replicaId), "utf8"));
+    } catch {
+      return undefined;
+    }
+    const parsed = persistedReplicaSchema.safeParse(json);
+    if (!parsed.success || parsed.data.launch_id !== marker.launchId || parsed.data.spec.id !== marker.replicaId) return undefined;
+    return parsed.data;
   }
 
   private async adoptOne(record: PersistedReplica): Promise<void> {
@@ -619,6 +777,7 @@ export class ReplicaSupervisor {
       pid: record.pid,
       processGroup: record.process_group,
       startTicks: record.start_ticks,
+      launchId: record.launch_id,
       healthPath: record.health_path,
       metricsPath: record.metrics_path,
       weightsPath: record.weights_path,
@@ -634,17 +793,19 @@ export class ReplicaSupervisor {
       replica.running = this.run(replica);
       return;
     }
-    replica.adopted = true;
     const { spec } = replica;
     if (!(await isProcessAlive(record.pid, record.start_ticks))) {
+      // Not adopted: there is nothing to adopt. Workers it left behind still hold its cards, so they go first.
       replica.exit = { code: null, signal: null };
+      const outcome = await this.stopProcesses(replica);
       this.transition(
         replica,
         "failed",
-        `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} (pid ${record.pid}) was no longer running when the agent restarted${await this.logTail(spec.id)}`,
+        `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} (pid ${record.pid}) was no longer running when the agent restarted${this.survivorsNote(replica, outcome)}${await this.logTail(spec.id)}`,
       );
       return;
     }
+    replica.adopted = true;
     if (record.state === "draining") {
       replica.stopping = this.stopNow(replica, false);
       return;

@@ -102,6 +102,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
         return;
       }
       process.stderr.write(`llmgw agent ${agent.name}: control API at ${agent.url}, data in ${agent.dataDirectory}, server ${options.server}\n`);
+      for (const warning of agent.warnings) process.stderr.write(`warning: ${warning}\n`);
       // Stopping the agent leaves its engines running (they are adopted by the next
       // start); stop replicas through the server to stop engines.
       const shutdown = () => void agent.close();

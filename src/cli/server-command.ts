@@ -35,6 +35,7 @@ export function registerServerCommand(program: Command): void {
           `    ${server.createdAdminToken.file}`,
         );
       }
+      for (const warning of server.warnings) lines.push("", `  warning: ${warning}`);
       lines.push("", `  Next: llmgw ctl models${server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`}`);
       print(lines.join("\n"));
       const stop = () => {

@@ -19,7 +19,8 @@ import { DomainError } from "../errors/domain-error.js";
  *   A server that does not speak the agent's version answers 409 or 426 with
  *   `{error:{code:"version_unsupported", message, hint}}` naming both versions.
  *
- * Server → agent (on the agent's own control port, Authorization: Bearer <credential>):
+ * Server → agent (on the agent's own control port, Authorization: Bearer <control secret>;
+ * an agent that never received a control secret, joined to an older server, accepts its credential):
  *   POST   /agent/v1/replicas                 StartReplicaRequest → 202 ReplicaStatus
  *   DELETE /agent/v1/replicas/:id[?drain=1]   → 202 ReplicaStatus (stops in the background)
  *   GET    /agent/v1/replicas                 → ReplicaList
@@ -113,8 +114,15 @@ export type JoinRequest = z.infer<typeof joinRequestSchema>;
 export const joinResponseSchema = z.object({
   protocol: protocolField,
   node: nodeNameSchema,
-  /** The node's own secret: heartbeats present it, and the server presents it to the agent's control API. */
+  /** The node's own secret: heartbeats present it. The server keeps only its hash. */
   credential: z.string().min(16),
+  /**
+   * The server's secret toward this agent: the server presents it on every
+   * control call, and the agent keeps only its hash, so neither side's files
+   * alone let anyone command a node. Optional: older servers sent none, and
+   * their agents accept the credential instead.
+   */
+  control_secret: z.string().min(16).max(200).optional(),
   heartbeat_interval_ms: z.number().int().positive(),
 });
 export type JoinResponse = z.infer<typeof joinResponseSchema>;
@@ -216,6 +224,8 @@ export const heartbeatRequestSchema = z
     inventory: inventorySchema.optional(),
     /** Every replica the agent knows, including stopped and failed ones not yet reported. */
     replicas: z.array(replicaStatusSchema).max(maxReplicasPerNode),
+    /** sha256 (hex) of the control secret the agent holds; the server answers with the secret when it differs or is missing. */
+    control_secret_hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
   })
   .superRefine((beat, context) => {
     beat.replicas.forEach((replica, index) => {
@@ -232,6 +242,8 @@ export type HeartbeatRequest = z.infer<typeof heartbeatRequestSchema>;
 
 export const heartbeatResponseSchema = z.object({
   protocol: protocolField,
+  /** Sent when the agent's control secret is missing or out of date (an agent upgraded in place, a server key restored). */
+  control_secret: z.string().min(16).max(200).optional(),
 });
 export type HeartbeatResponse = z.infer<typeof heartbeatResponseSchema>;
 

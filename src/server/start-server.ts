@@ -1,14 +1,15 @@
-import { mkdirSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides } from "../catalog/server-config.js";
 import { DomainError } from "../errors/domain-error.js";
 import { listenFailure } from "../errors/listen-failure.js";
 import { openStore, type Store } from "../store/open-store.js";
-import { adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
+import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
+import { adminTokenFileName, adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
 import { buildApp } from "./build-app.js";
 import { CatalogService } from "../services/catalog-service.js";
 import { FleetService } from "../services/fleet-service.js";
+import { loadServerKey, serverKeyFileName, serverKeyVariable } from "./server-key.js";
 import path from "node:path";
 
 export interface RunningServer {
@@ -19,6 +20,8 @@ export interface RunningServer {
   readonly url: string;
   /** The admin token when this start created it; printed once by the CLI. */
   readonly createdAdminToken: { token: string; file: string } | undefined;
+  /** What the operator should fix, said at start: a data directory or secret file open to other users. */
+  readonly warnings: readonly string[];
   close(): Promise<void>;
 }
 
@@ -30,7 +33,10 @@ export interface StartOptions extends ServerOverrides {
 /** Loads and checks everything before it listens, so a bad config never half-starts a server. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const config = loadServerConfig(options.configPath, options);
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const directoryWarning = ensurePrivateDirectory(config.dataDir);
+  // Checked before the store opens: files this start creates are 0600 and need no word.
+  const fileWarnings = ["llmgw.db", adminTokenFileName, serverKeyFileName].map((name) => privateFileWarning(path.join(config.dataDir, name)));
+  const warnings = [directoryWarning, ...fileWarnings].filter((warning) => warning !== undefined);
   const store = await openStore(config);
   try {
     const catalog = new CatalogService(store, config.declared, config.configPath ? path.basename(config.configPath) : "server.yaml");
@@ -46,7 +52,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       );
     });
     const createdAdminToken = await bootstrapAdminToken(store, config.dataDir);
+    const { key: serverKey } = await loadServerKey(store, config.dataDir, process.env[serverKeyVariable]);
     const fleet = new FleetService(store, catalog, {
+      serverKey,
       heartbeatDeadlineMs: config.heartbeatDeadlineMs,
       settlingWindowMs: config.settlingWindowMs,
       heartbeatIntervalMs: 2000,
@@ -78,6 +86,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       app,
       url: address,
       createdAdminToken,
+      warnings,
       async close() {
         await app.close();
         await store.close();

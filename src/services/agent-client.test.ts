@@ -18,7 +18,7 @@ describe("calling an agent", () => {
   });
 
   it("names the node's address when the answer there is not JSON", async () => {
-    await expect(stopReplicaOnAgent({ name: "gpu-1", address, credential: "llmgw_node_x" }, "r1", false)).rejects.toMatchObject({
+    await expect(stopReplicaOnAgent({ name: "gpu-1", address, controlSecret: "llmgw_control_x" }, "r1", false)).rejects.toMatchObject({
       code: "agent_unreachable",
       message: expect.stringContaining(`the agent of node gpu-1 at ${address} answered 200 with a body that is not JSON: <html>Welcome to nginx!`),
     });

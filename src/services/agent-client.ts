@@ -5,11 +5,11 @@ import { readErrorBody } from "../protocol/error-body.js";
 import { errorCodes, type ErrorCode } from "../errors/codes.js";
 import { DomainError } from "../errors/domain-error.js";
 
-/** The node as the server calls it: its control URL and the credential the agent checks. */
+/** The node as the server calls it: its control URL and the control secret the agent checks. */
 export interface AgentAddress {
   readonly name: string;
   readonly address: string;
-  readonly credential: string;
+  readonly controlSecret: string;
 }
 
 function unreachable(node: AgentAddress, error: unknown): DomainError {
@@ -34,7 +34,7 @@ async function call(node: AgentAddress, method: "POST" | "DELETE", path: string,
   try {
     response = await request(new URL(path, node.address), {
       method,
-      headers: { authorization: `Bearer ${node.credential}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      headers: { authorization: `Bearer ${node.controlSecret}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
       body: body === undefined ? null : JSON.stringify(body),
       headersTimeout: 15_000,
       bodyTimeout: 15_000,
@@ -73,7 +73,7 @@ export async function replicaLogsFromAgent(node: AgentAddress, id: string, tail:
   try {
     response = await request(new URL(`${agentPaths.replicaLogs(id)}?tail=${tail}${follow ? "&follow=1" : ""}`, node.address), {
       method: "GET",
-      headers: { authorization: `Bearer ${node.credential}` },
+      headers: { authorization: `Bearer ${node.controlSecret}` },
       headersTimeout: 15_000,
       // A followed log may be quiet for hours.
       bodyTimeout: 0,

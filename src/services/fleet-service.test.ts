@@ -120,7 +120,7 @@ describe.each(engines)("fleet over $kind", (engine) => {
     const second = await refusal(() => joinAs("node-a", "http://10.0.0.5:7071"));
     expect(second).toMatchObject({ code: "name_taken", message: expect.stringContaining("node name node-a is taken by the agent at http://10.0.0.5:7070") });
     // The first agent keeps its name and credential.
-    expect(await beat([])).toEqual({ protocol: 1 });
+    expect(await beat([])).toMatchObject({ protocol: 1 });
     expect((await fleet.getNode("node-a")).address).toBe("http://10.0.0.5:7070");
     clock += 16_000;
     const again = await joinAs("node-a", "http://10.0.0.5:7071");
@@ -134,7 +134,7 @@ describe.each(engines)("fleet over $kind", (engine) => {
     const taken = await refusal(() => joinAs("node-a", "http://10.0.0.6:7070"));
     expect(taken).toMatchObject({ code: "name_taken", message: expect.stringContaining("node name node-a is taken by the agent at http://10.0.0.5:7070") });
     expect(taken.hint).toContain("Give this agent its own --name");
-    expect(await beat([])).toEqual({ protocol: 1 });
+    expect(await beat([])).toMatchObject({ protocol: 1 });
     clock += 16_000;
     await joinAs("node-a", "http://10.0.0.6:7070");
     expect((await fleet.getNode("node-a")).address).toBe("http://10.0.0.6:7070");
@@ -149,6 +149,16 @@ describe.each(engines)("fleet over $kind", (engine) => {
     const busy = await start([0, 1]);
     expect(busy).toMatchObject({ code: "cards_busy", message: expect.stringContaining("card 1 on node node-a is used by replica r1") });
     expect(busy.hint).toContain("free:");
+  });
+
+  it("places nothing on a card an engine still holds while its agent stops it (an engine found without its record, reported draining)", async () => {
+    await beat([status("orphan-r", "draining", { cards: [0], reason: "engine vllm for tiny on cards 0 of node node-a was running without a record the agent could adopt" })]);
+    expect((await fleet.getNode("node-a")).gpus[0]?.replica).toBe("orphan-r");
+    const busy = await refusal(() => fleet.startReplica({ model: "tiny", node: "node-a" }));
+    expect(busy).toMatchObject({ code: "cards_busy", message: expect.stringContaining("free: 1 (l40s), 2 (h100)") });
+    // Reported stopped only once its processes are gone: the card is free again.
+    await beat([status("orphan-r", "stopped", { cards: [0] })]);
+    expect((await fleet.getNode("node-a")).gpus[0]?.replica).toBeNull();
   });
 
   it("refuses a replica id that already exists on any node, before asking an agent", async () => {

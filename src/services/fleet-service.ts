@@ -43,6 +43,7 @@ import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type Age
 import type { CatalogService } from "./catalog-service.js";
 import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState } from "./fleet-views.js";
 import { heartbeatDiff } from "./heartbeat-diff.js";
+import { deriveControlSecret } from "../auth/control-secret.js";
 
 export interface FleetSettings {
   readonly heartbeatDeadlineMs: number;
@@ -50,6 +51,12 @@ export interface FleetSettings {
   /** Told to agents at join. */
   readonly heartbeatIntervalMs: number;
   readonly gpuMemoryUtilization: number;
+  /**
+   * The key control secrets are derived from (server/server-key.ts). Left out
+   * (tests, a one-off in-process server), a key made for this process: agents
+   * then learn the new control secret at their next heartbeat.
+   */
+  readonly serverKey?: Buffer | undefined;
 }
 
 export const startReplicaBodySchema = z.strictObject({
@@ -129,12 +136,13 @@ function refuseOtherProtocol(body: unknown): void {
 /**
  * The node a heartbeat's credential belongs to. An unknown name and a wrong
  * credential get the same answer, so a caller without a credential cannot
- * learn which node names exist.
+ * learn which node names exist. Compared by hash, since only the hash is
+ * stored: a stolen row presented as a token does not authenticate.
  */
 async function authenticatedNode(store: Store, name: string, authorization: string | undefined): Promise<StoredNode> {
   const node = await findNode(store.db, name);
   const given = bearerToken(authorization) ?? "";
-  if (!node || !sameSecret(given, node.credential)) {
+  if (!node || given === "" || !sameSecret(hashToken(given), node.credential_hash)) {
     throw new DomainError("unauthorized", `node ${name}: no joined node of that name holds this credential`, "The agent joins again with its join token.");
   }
   return node;
@@ -149,6 +157,7 @@ async function authenticatedNode(store: Store, name: string, authorization: stri
  */
 export class FleetService {
   readonly startedAtMs: number;
+  private readonly serverKey: Buffer;
 
   constructor(
     private readonly store: Store,
@@ -157,6 +166,12 @@ export class FleetService {
     private readonly now: () => number = Date.now,
   ) {
     this.startedAtMs = now();
+    this.serverKey = settings.serverKey ?? randomBytes(32);
+  }
+
+  /** What the server presents to the node's agent; see server/control-secret.ts. */
+  private controlSecretOf(node: Pick<StoredNode, "credential_hash">): string {
+    return deriveControlSecret(this.serverKey, node.credential_hash);
   }
 
   private iso(): string {
@@ -196,6 +211,7 @@ export class FleetService {
       }
     }
     const credential = newToken("node");
+    const credentialHash = hashToken(credential);
     const at = this.iso();
     await upsertNode(this.store.db, {
       name: request.name,
@@ -203,11 +219,17 @@ export class FleetService {
       fabric: request.fabric,
       labels: request.labels,
       inventory: request.inventory,
-      credential,
+      credential_hash: credentialHash,
       joined_at: at,
       last_seen_at: at,
     });
-    return { protocol: protocolVersion, node: request.name, credential, heartbeat_interval_ms: this.settings.heartbeatIntervalMs };
+    return {
+      protocol: protocolVersion,
+      node: request.name,
+      credential,
+      control_secret: this.controlSecretOf({ credential_hash: credentialHash }),
+      heartbeat_interval_ms: this.settings.heartbeatIntervalMs,
+    };
   }
 
   /** `log` gets what the agent is not told: a replica id it reports that belongs to another node, a pending stop that failed. */
@@ -233,8 +255,10 @@ export class FleetService {
     }
     for (const id of writes.deletes) await deleteReplica(this.store.db, id);
     for (const failure of writes.failures) await updateReplica(this.store.db, failure.id, { status: failure.status, updated_at: failure.status.since });
-    for (const id of writes.stopsToSend) this.stopOnReturn({ name: node.name, address: beat.address, credential: node.credential }, id, log);
-    return { protocol: protocolVersion };
+    const controlSecret = this.controlSecretOf(node);
+    for (const id of writes.stopsToSend) this.stopOnReturn({ name: node.name, address: beat.address, controlSecret }, id, log);
+    // An agent upgraded in place, or one whose server key was restored, learns the secret it should expect.
+    return { protocol: protocolVersion, ...(beat.control_secret_hash !== hashToken(controlSecret) ? { control_secret: controlSecret } : {}) };
   }
 
   /** Stops being sent to returning agents; one per replica at a time, so beats during the call do not repeat it. */
@@ -339,7 +363,7 @@ export class FleetService {
     const node = await findNode(this.store.db, nodeName);
     if (!node) throw this.nodeNotFound(nodeName);
     const state = await this.nodeStateByKey(node);
-    return { node, address: { name: node.name, address: node.address, credential: node.credential }, state };
+    return { node, address: { name: node.name, address: node.address, controlSecret: this.controlSecretOf(node) }, state };
   }
 
   /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */

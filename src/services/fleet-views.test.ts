@@ -27,7 +27,7 @@ const nodeRow: fc.Arbitrary<Database["nodes"]> = fc.record({
   fabric: fc.string(),
   labels: columnText,
   inventory: columnText,
-  credential: fc.string(),
+  credential_hash: fc.string(),
   joined_at: columnText,
   last_seen_at: columnText,
 });

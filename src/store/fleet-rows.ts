@@ -30,7 +30,8 @@ export interface StoredNode {
   readonly inventory: Inventory;
   /** Set when the stored inventory could not be read: the node shows no cards until its agent reports again. */
   readonly inventoryUnreadable: boolean;
-  readonly credential: string;
+  /** sha256 of the node's credential: the credential itself is never stored. */
+  readonly credential_hash: string;
   readonly joined_at: string;
   readonly last_seen_at: string;
 }
@@ -102,7 +103,7 @@ export function readNodeRow(row: NodeRow): StoredNode {
     labels: labels.success ? labels.data : {},
     inventory: inventory.success ? inventory.data : emptyInventory,
     inventoryUnreadable: !inventory.success,
-    credential: text(row.credential),
+    credential_hash: text(row.credential_hash),
     joined_at: text(row.joined_at),
     last_seen_at: text(row.last_seen_at),
   };
@@ -150,7 +151,8 @@ export interface NewNode {
   readonly fabric: string;
   readonly labels: Readonly<Record<string, string>>;
   readonly inventory: Inventory;
-  readonly credential: string;
+  /** sha256 of the node's credential: the credential itself is never stored. */
+  readonly credential_hash: string;
   readonly joined_at: string;
   readonly last_seen_at: string;
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type Kysely, type Migration, type MigrationProvider } from "kysely";
 import type { StoreKind } from "./schema.js";
 
@@ -89,6 +90,33 @@ function migrations(kind: StoreKind): Record<string, Migration> {
       },
       async down(db: Kysely<unknown>) {
         for (const table of ["replicas", "nodes", "join_tokens"]) await db.schema.dropTable(table).execute();
+      },
+    },
+    "0004_node_credential_hashes": {
+      // Node credentials were stored in the clear, so a copy of the database (a backup, a 0644 file, a
+      // Postgres dump) let anyone heartbeat as any node. Only their sha256 is kept now, the same hex
+      // digest as every other token's hash (auth/tokens.ts hashToken), so upgraded agents keep working
+      // with the credential they hold. The server proves itself to agents with a second secret derived
+      // from a key outside the database (server/server-key.ts); this table holds a check of that key,
+      // so a server started with another key refuses to start rather than be refused by every agent.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable("nodes").renameColumn("credential", "credential_hash").execute();
+        const nodes = db as unknown as Kysely<{ nodes: { name: string; credential_hash: string } }>;
+        for (const node of await nodes.selectFrom("nodes").select(["name", "credential_hash"]).execute()) {
+          const hash = createHash("sha256").update(node.credential_hash).digest("hex");
+          await nodes.updateTable("nodes").set({ credential_hash: hash }).where("name", "=", node.name).execute();
+        }
+        await db.schema
+          .createTable("server_key_check")
+          .addColumn("id", "integer", (column) => column.primaryKey())
+          .addColumn("verifier", "text", (column) => column.notNull())
+          .addColumn("created_at", "text", (column) => column.notNull())
+          .execute();
+      },
+      async down(db: Kysely<unknown>) {
+        // The clear credentials cannot be recovered: agents join again with a join token after a downgrade.
+        await db.schema.dropTable("server_key_check").execute();
+        await db.schema.alterTable("nodes").renameColumn("credential_hash", "credential").execute();
       },
     },
   };

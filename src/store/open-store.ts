@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import SqliteDatabase from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from "kysely";
@@ -50,6 +50,9 @@ export async function openStore(location: StoreLocation): Promise<Store> {
 function openSqlite(dataDir: string): Kysely<Database> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, "llmgw.db");
+  // SQLite would create it 0644 (the umask's default), readable by every local user; it creates its
+  // -wal and -shm files with the database file's own mode, so creating this one 0600 covers all three.
+  closeSync(openSync(file, "a", 0o600));
   const database = new SqliteDatabase(file);
   // WAL lets readers go on while a change is written; the busy timeout makes a
   // second process (a `ctl` reading the file, a backup) wait instead of failing.

@@ -23,8 +23,10 @@ export interface Database {
   /** Join tokens for agents, stored hashed; any number of nodes may join with one. */
   join_tokens: { id: string; token_hash: string; created_at: string; created_by: string };
   /**
-   * Joined nodes. `credential` is kept as given (not hashed) because the server
-   * presents it to the agent's control API; it never leaves in an API answer.
+   * Joined nodes. Only the sha256 of each node's credential is kept: a copy
+   * of the database must not let anyone heartbeat as a node. The secret the
+   * server shows agents is derived from it with the server key, which is not
+   * in the database.
    */
   nodes: {
     name: string;
@@ -32,10 +34,12 @@ export interface Database {
     fabric: string;
     labels: string;
     inventory: string;
-    credential: string;
+    credential_hash: string;
     joined_at: string;
     last_seen_at: string;
   };
+  /** One row: an HMAC check of the server key, so a server holding another key refuses to start. */
+  server_key_check: { id: number; verifier: string; created_at: string };
   /** Replicas as their agents last reported them, plus the spec the server sent. */
   replicas: {
     id: string;

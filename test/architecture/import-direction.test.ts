@@ -13,6 +13,7 @@ import { describe, expect, it } from "vitest";
  */
 const mayImport: Readonly<Record<string, readonly string[]>> = {
   errors: [],
+  files: [],
   net: ["errors"],
   auth: ["errors"],
   catalog: ["errors", "net"],
@@ -24,13 +25,13 @@ const mayImport: Readonly<Record<string, readonly string[]>> = {
   store: ["catalog", "protocol", "errors", "net"],
   reconcile: ["catalog", "plan", "fleet", "protocol", "placement", "store", "engines", "errors", "net"],
   http: ["protocol", "errors"],
-  agent: ["catalog", "plan", "fleet", "protocol", "engines", "auth", "http", "errors", "net"],
+  agent: ["catalog", "plan", "fleet", "protocol", "engines", "auth", "http", "files", "errors", "net"],
   gateway: ["catalog", "protocol", "engines", "auth", "http", "errors", "net"],
   services: ["catalog", "plan", "fleet", "protocol", "placement", "reconcile", "engines", "store", "auth", "errors", "net"],
   api: ["services", "catalog", "plan", "fleet", "protocol", "store", "auth", "http", "errors", "net"],
-  server: ["api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "errors", "net"],
-  demo: ["server", "agent", "cli", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "errors", "net"],
-  cli: ["server", "agent", "demo", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "errors", "net"],
+  server: ["api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "files", "errors", "net"],
+  demo: ["server", "agent", "cli", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "files", "errors", "net"],
+  cli: ["server", "agent", "demo", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "files", "errors", "net"],
 };
 
 const sourceRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../src");

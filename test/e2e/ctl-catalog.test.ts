@@ -1,4 +1,4 @@
-import { statSync, writeFileSync } from "node:fs";
+import { copyFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -231,8 +231,14 @@ describe("llmgw server start-up", () => {
       writeFileSync(file, "name: on-postgres\nprofiles: [{ engine: vllm, source: x }]\n");
       expect((await runCli(["ctl", "--server", first.url, "--token", first.token, "model", "add", "-f", file])).code).toBe(0);
       await first.stop();
-      // A second data directory, same database: the catalog and the token live in Postgres.
-      const second = await startServerProcess({ args: ["--database", database.url], dataDir: path.join(directory, "other-data") });
+      // A second data directory, same database: the catalog and the token live in Postgres, and the server
+      // key (what agents trust) must come along, or the second server refuses to start, naming the file.
+      const otherData = path.join(directory, "other-data");
+      await expect(startServerProcess({ args: ["--database", database.url], dataDir: otherData })).rejects.toThrow(
+        `Copy server-key from the data directory of a server already using this database to ${path.join(otherData, "server-key")}`,
+      );
+      copyFileSync(path.join(directory, "data", "server-key"), path.join(otherData, "server-key"));
+      const second = await startServerProcess({ args: ["--database", database.url], dataDir: otherData });
       servers.push(second);
       expect(second.token).toBe("");
       const listed = await runCli(["ctl", "--server", second.url, "--token", first.token, "models"]);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import OpenAI from "openai";
@@ -180,5 +180,31 @@ describe("nodes end to end: a server and two simulated agents as real processes"
       const log = await ctl("logs", id, "--tail", "10000");
       expect(log.match(/llmgw agent on node-[ab] starts vllm/g)).toHaveLength(1);
     }
+  });
+
+  it("finds the engines of an agent whose state file was lost: the server shows it adopted, and hears it stopped only once its process is gone", async () => {
+    const before = (await replicas()).find((replica) => replica.id === "tiny-node-b") as ReplicaView;
+    const agentB = agents.get("node-b") as ChildProcess;
+    agentB.kill("SIGKILL");
+    await new Promise((resolve) => agentB.once("exit", resolve));
+    rmSync(path.join(directory, "node-b", "agent-state.json"));
+    // Without its credential it joins again; the server still hears its dead predecessor for its deadline,
+    // and the agent, having found its engine, waits that out rather than give up.
+    startAgentProcess("node-b", true);
+    const adopted = await waitFor(
+      async () => (await replicas()).find((replica) => replica.id === "tiny-node-b" && replica.adopted && replica.state === "ready"),
+      60_000,
+      `tiny-node-b adopted by the agent that lost its state file:\n${agentOutput.get("node-b") ?? ""}`,
+    );
+    expect(adopted.pid).toBe(before.pid);
+    expect(alive(before.pid as number)).toBe(true);
+    // Its card is known to be held: nothing new is placed there.
+    const busy = await runCli(["ctl", "--server", server.url, "--token", server.token, "replica", "start", "tiny-chat", "--node", "node-b", "--cards", "0"]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain("card 0 on node node-b is used by replica tiny-node-b");
+
+    await ctl("replica", "stop", "tiny-node-b");
+    await waitFor(async () => !(await replicas()).some((replica) => replica.id === "tiny-node-b"), 30_000, "tiny-node-b gone from the replicas");
+    expect(alive(before.pid as number)).toBe(false);
   });
 });

@@ -54,6 +54,21 @@ afterEach(async () => {
   await rm(directory, { recursive: true, force: true });
 });
 
+/** An agent with replica `id` ready on `card`, then killed with SIGKILL: its engine runs on. */
+async function engineLeftRunning(id: string, card: number): Promise<{ pid: number; endpoint: string }> {
+  const first = startAgentProcess(["--token", controlPlane.joinToken]);
+  await waitFor(() => controlPlane.joins.length === 1, 30_000, `the agent to join:\n${first.output()}`);
+  await controlPlane.startReplica("node-a", { id, model: "tiny", profile: "default", engine: "vllm", source: "hf://org/tiny@main", cards: [card] });
+  const ready = await waitFor(() => {
+    const status = controlPlane.lastReplica("node-a", id);
+    return status?.state === "ready" ? status : undefined;
+  }, 30_000, `${id} ready`);
+  engineGroups.push(ready.pid as number);
+  first.child.kill("SIGKILL");
+  await first.exited;
+  return { pid: ready.pid as number, endpoint: ready.endpoint as string };
+}
+
 describe("an agent killed with SIGKILL and started again", () => {
   it("adopts its running engine: same pid, still serving, nothing restarted, no join token needed", async () => {
     const first = startAgentProcess(["--token", controlPlane.joinToken]);
@@ -94,22 +109,47 @@ describe("an agent killed with SIGKILL and started again", () => {
   });
 
   it("reports an engine that died while no agent ran as failed, with its log tail", async () => {
-    const first = startAgentProcess(["--token", controlPlane.joinToken]);
-    await waitFor(() => controlPlane.joins.length === 1, 30_000, `the agent to join:\n${first.output()}`);
-    await controlPlane.startReplica("node-a", { id: "r2", model: "tiny", profile: "default", engine: "vllm", source: "hf://org/tiny@main", cards: [1] });
-    const ready = await waitFor(() => {
-      const status = controlPlane.lastReplica("node-a", "r2");
-      return status?.state === "ready" ? status : undefined;
-    }, 30_000, "r2 ready");
-    first.child.kill("SIGKILL");
-    await first.exited;
+    const ready = await engineLeftRunning("r2", 1);
     killGroup(ready.pid);
-    await waitFor(async () => !(await isProcessAlive(ready.pid as number)), 5000, "the engine to die");
+    await waitFor(async () => !(await isProcessAlive(ready.pid)), 5000, "the engine to die");
 
     startAgentProcess([]);
     const failed = await waitFor(() => controlPlane.sawReplica("node-a", "r2", "failed"), 30_000, "r2 failed");
     expect(failed.reason).toContain(`(pid ${ready.pid}) was no longer running when the agent restarted`);
     expect(failed.reason).toContain("fake engine pid");
+    // Nothing was there to adopt.
+    expect(failed.adopted).toBeUndefined();
+  });
+
+  it("adopts its engine when its state file was lost: it finds the engine by its marker and reports it, never leaves it unseen", async () => {
+    const { pid, endpoint } = await engineLeftRunning("r3", 0);
+    await rm(path.join(directory, "data", "agent-state.json"));
+    const beatsBefore = controlPlane.heartbeats.length;
+    // Without its state file it has no credential either: it joins again with its token.
+    const second = startAgentProcess(["--token", controlPlane.joinToken]);
+    const adopted = await waitFor(
+      () => controlPlane.heartbeats.slice(beatsBefore).flatMap((beat) => beat.replicas).find((replica) => replica.id === "r3"),
+      30_000,
+      `a heartbeat with r3 from the restarted agent:\n${second.output()}`,
+    );
+    expect(adopted).toMatchObject({ state: "ready", pid, endpoint, adopted: true, cards: [0] });
+    expect(controlPlane.joins).toHaveLength(2);
+    expect(await isProcessAlive(pid)).toBe(true);
+  });
+
+  it("stops its engine when its whole folder was wiped, reporting it draining on its card until the process is gone", async () => {
+    const { pid } = await engineLeftRunning("r3", 0);
+    await rm(path.join(directory, "data"), { recursive: true, force: true });
+    const beatsBefore = controlPlane.heartbeats.length;
+    const second = startAgentProcess(["--token", controlPlane.joinToken]);
+    const reports = () => controlPlane.heartbeats.slice(beatsBefore).flatMap((beat) => beat.replicas).filter((replica) => replica.id === "r3");
+    // The first heartbeat already says what holds card 0, so nothing is placed there meanwhile.
+    const first = await waitFor(() => reports()[0], 30_000, `a heartbeat with r3 from the restarted agent:\n${second.output()}`);
+    expect(first).toMatchObject({ state: "draining", cards: [0], model: "tiny" });
+    expect(first.adopted).toBeUndefined();
+    await waitFor(() => reports().find((replica) => replica.state === "stopped"), 30_000, "r3 stopped");
+    // Reported stopped only once the process is gone.
+    expect(await isProcessAlive(pid)).toBe(false);
   });
 
   it("exits non-zero with the server's message when the join token is wrong", async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
@@ -142,6 +142,56 @@ describe("the agent joining and reporting", () => {
   });
 });
 
+describe("the agent's secrets at rest", () => {
+  const listReplicas = async (running: RunningAgent, secret: string | undefined) =>
+    (await request(`${running.url}/agent/v1/replicas`, { headers: secret === undefined ? {} : { authorization: `Bearer ${secret}` } })).statusCode;
+  const readState = async () =>
+    JSON.parse(await readFile(path.join(directory, "data", "agent-state.json"), "utf8")) as { credential: string; control_secret_hash?: string };
+
+  it("obeys only the server's control secret, of which it keeps only the hash: not its own credential, nor the hash itself", async () => {
+    const running = await agent();
+    const controlSecret = controlPlane.controlSecrets.get("node-a") as string;
+    const state = await readState();
+    expect(JSON.stringify(state)).not.toContain(controlSecret);
+    expect(state.control_secret_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(await listReplicas(running, undefined)).toBe(401);
+    expect(await listReplicas(running, state.credential)).toBe(401);
+    expect(await listReplicas(running, state.control_secret_hash)).toBe(401);
+    expect(await listReplicas(running, controlSecret)).toBe(200);
+  });
+
+  it("learns a new control secret from a heartbeat answer, and refuses the old one from then on", async () => {
+    const running = await agent();
+    const old = controlPlane.controlSecrets.get("node-a") as string;
+    const renewed = controlPlane.rotateControlSecret("node-a");
+    await running.heartbeatNow();
+    expect(await listReplicas(running, renewed)).toBe(200);
+    expect(await listReplicas(running, old)).toBe(401);
+  });
+
+  it("accepts its credential from a server that gives no control secret (an older release)", async () => {
+    controlPlane.givesControlSecrets = false;
+    const running = await agent();
+    expect(await listReplicas(running, controlPlane.credentials.get("node-a"))).toBe(200);
+    expect(await listReplicas(running, "llmgw_node_other")).toBe(401);
+  });
+
+  it("creates its data directory 0700 and its state file 0600", async () => {
+    await agent();
+    expect((await stat(path.join(directory, "data"))).mode & 0o777).toBe(0o700);
+    expect((await stat(path.join(directory, "data", "agent-state.json"))).mode & 0o777).toBe(0o600);
+  });
+
+  it("says so at start, with the chmod to run, when its existing data directory is open to others, and leaves it as it is", async () => {
+    const data = path.join(directory, "data");
+    await mkdir(data, { mode: 0o755 });
+    await chmod(data, 0o755);
+    const running = await agent();
+    expect(running.warnings).toEqual([expect.stringContaining(`(mode 0755), and it holds secrets; close it with: chmod 700 ${data}`)]);
+    expect((await stat(data)).mode & 0o777).toBe(0o755);
+  });
+});
+
 describe("replicas on command", () => {
   it("runs the simulated engine with the driver's arguments, reports it ready, serves its log, and stops it", async () => {
     await agent({ terminalRetentionMs: 0 });
@@ -172,7 +222,7 @@ describe("replicas on command", () => {
     await controlPlane.startReplica("node-a", replica);
     await waitFor(() => controlPlane.lastReplica("node-a", "r1")?.state === "ready", 20_000, "r1 ready");
     const address = controlPlane.addresses.get("node-a") ?? "";
-    const follow = await request(`${address}/agent/v1/replicas/r1/logs?tail=1&follow=1`, { headers: { authorization: `Bearer ${controlPlane.credentials.get("node-a")}` } });
+    const follow = await request(`${address}/agent/v1/replicas/r1/logs?tail=1&follow=1`, { headers: { authorization: `Bearer ${controlPlane.controlSecrets.get("node-a")}` } });
     expect(follow.headers["content-type"]).toContain("text/plain");
     const received: string[] = [];
     const reading = (async () => {

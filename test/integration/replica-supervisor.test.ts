@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
@@ -9,6 +9,7 @@ import { request } from "undici";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../support/fake-engine.js";
 import { isProcessAlive, isProcessGroupAlive } from "../../src/agent/engine-process.js";
+import { findMarkedProcesses } from "../../src/agent/find-marked-processes.js";
 import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "../../src/protocol/agent-protocol.js";
 import { defaultLogRotation } from "../../src/agent/replica-log.js";
 import { ReplicaSupervisor, type ReplicaSupervisorOptions } from "../../src/agent/replica-supervisor.js";
@@ -213,5 +214,93 @@ describe("ReplicaSupervisor", () => {
     expect(() => supervisor.start(spec({ id: "r2", cards: [1] }))).toThrow(/cards 1 on node node-a are used by replica r1/);
     expect(() => supervisor.start(spec({ model: "other" }))).toThrow(/already runs on node node-a/);
     await until(supervisor, "r1", ["ready", "failed"]);
+  });
+});
+
+describe("ReplicaSupervisor, the engines it finds by their marker", () => {
+  async function readyThenClosed(overrides: Partial<ReplicaSpecInput> = {}): Promise<ReplicaStatus> {
+    const first = makeSupervisor();
+    first.start(spec(overrides));
+    const ready = await until(first, "r1", ["ready", "failed"]);
+    expect(ready.state).toBe("ready");
+    // The agent process goes; its engine stays, as after kill -9.
+    await first.close();
+    supervisors = supervisors.filter((supervisor) => supervisor !== first);
+    extraCleanups.push(() => killGroup(ready.pid));
+    return ready;
+  }
+
+  it("writes each engine's spec file beside its log, readable by the agent's user only, and removes it once the engine is stopped", async () => {
+    const supervisor = makeSupervisor();
+    supervisor.start(spec());
+    await until(supervisor, "r1", ["ready", "failed"]);
+    const specFile = path.join(directory, "logs", "r1.spec.json");
+    expect((await stat(specFile)).mode & 0o777).toBe(0o600);
+    expect((await stat(path.join(directory, "logs", "r1.log"))).mode & 0o777).toBe(0o600);
+    expect((await stat(path.join(directory, "logs"))).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(await readFile(specFile, "utf8"))).toMatchObject({ spec: { id: "r1", cards: [0, 1] }, port: expect.any(Number), launch_id: expect.any(String) });
+    supervisor.stop("r1", false);
+    await until(supervisor, "r1", ["stopped"]);
+    await waitFor(async () => !(await stat(specFile).then(() => true, () => false)), 5000, "the spec file to go");
+  });
+
+  it("adopts an engine that no record names, from its marker and its spec file: same pid, ready, still serving", async () => {
+    const ready = await readyThenClosed();
+    const found = await findMarkedProcesses(directory);
+    expect(found?.map((process) => process.pid)).toContain(ready.pid);
+    const second = makeSupervisor();
+    await second.adopt([], found ?? []);
+    expect(second.get("r1")).toMatchObject({ state: "ready", pid: ready.pid, endpoint: ready.endpoint, adopted: true, cards: [0, 1] });
+    expect(await (await request(`${ready.endpoint}/pid`)).body.text()).toBe(String(ready.pid));
+    // Adopted means its to stop.
+    second.stop("r1", false);
+    await until(second, "r1", ["stopped"]);
+    expect(await isProcessAlive(ready.pid ?? 0)).toBe(false);
+  });
+
+  it("stops an engine found without its spec file, listing it as draining on its cards until it is gone", async () => {
+    const ready = await readyThenClosed();
+    await rm(path.join(directory, "logs"), { recursive: true, force: true });
+    const second = makeSupervisor();
+    await second.adopt([], (await findMarkedProcesses(directory)) ?? []);
+    const draining = second.get("r1");
+    expect(draining).toMatchObject({ state: "draining", cards: [0, 1], model: "tiny", pid: ready.pid });
+    expect(draining?.adopted).toBeUndefined();
+    expect(draining?.reason).toContain("was running without a record the agent could adopt");
+    await until(second, "r1", ["stopped"]);
+    expect(await isProcessGroupAlive(ready.pid ?? 0)).toBe(false);
+  });
+
+  it("reports an engine found dead as failed, never as adopted", async () => {
+    const first = makeSupervisor();
+    first.start(spec());
+    const ready = await until(first, "r1", ["ready", "failed"]);
+    await first.close();
+    const records = first.persisted();
+    supervisors = supervisors.filter((supervisor) => supervisor !== first);
+    killGroup(ready.pid);
+    await waitFor(async () => !(await isProcessAlive(ready.pid ?? 0)), 5000, "the engine to die");
+    const second = makeSupervisor();
+    await second.adopt(records, (await findMarkedProcesses(directory)) ?? []);
+    const failed = second.get("r1");
+    expect(failed?.state).toBe("failed");
+    expect(failed?.adopted).toBeUndefined();
+    expect(failed?.reason).toContain("was no longer running when the agent restarted");
+  });
+
+  it("says stopped only once every process of the engine is gone, a worker that left its process group included", async () => {
+    const supervisor = makeSupervisor({ stopGraceMs: 500 });
+    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "escaped-worker" } }));
+    const ready = await until(supervisor, "r1", ["ready", "failed"]);
+    const worker = Number(
+      await waitFor(async () => /escaped worker pid (\d+)/.exec(await readFile(path.join(directory, "logs", "r1.log"), "utf8"))?.[1], 5000, "the worker's pid"),
+    );
+    extraCleanups.push(() => killGroup(worker));
+    expect(await isProcessAlive(worker)).toBe(true);
+    supervisor.stop("r1", false);
+    await until(supervisor, "r1", ["stopped", "failed"]);
+    expect(supervisor.get("r1")?.state).toBe("stopped");
+    expect(await isProcessAlive(ready.pid ?? 0)).toBe(false);
+    expect(await isProcessAlive(worker)).toBe(false);
   });
 });

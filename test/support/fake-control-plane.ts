@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
 import { request } from "undici";
 import {
@@ -19,6 +19,10 @@ export class FakeControlPlane {
   readonly joins: JoinRequest[] = [];
   readonly heartbeats: HeartbeatRequest[] = [];
   readonly credentials = new Map<string, string>();
+  /** The secret it presents to each agent's control API, given at join. */
+  readonly controlSecrets = new Map<string, string>();
+  /** False: acts as a server older than control secrets, which gives none and presents the credential. */
+  givesControlSecrets = true;
   readonly addresses = new Map<string, string>();
   speaks = 1;
   private app: FastifyInstance | undefined;
@@ -44,10 +48,13 @@ export class FakeControlPlane {
         return reply.status(401).send({ error: { code: "join_refused", message: "unknown join token", hint: "Get one with `llmgw ctl node token`." } });
       }
       const credential = randomBytes(24).toString("hex");
+      const controlSecret = `control-${randomBytes(24).toString("hex")}`;
       this.joins.push(body);
       this.credentials.set(body.name, credential);
+      if (this.givesControlSecrets) this.controlSecrets.set(body.name, controlSecret);
+      else this.controlSecrets.delete(body.name);
       this.addresses.set(body.name, body.address);
-      return { protocol: this.speaks, node: body.name, credential, heartbeat_interval_ms: 300 };
+      return { protocol: this.speaks, node: body.name, credential, ...(this.givesControlSecrets ? { control_secret: controlSecret } : {}), heartbeat_interval_ms: 300 };
     });
     app.post(agentPaths.heartbeat, async (incoming, reply) => {
       const body = heartbeatRequestSchema.parse(incoming.body);
@@ -56,11 +63,21 @@ export class FakeControlPlane {
       }
       this.heartbeats.push(body);
       this.addresses.set(body.name, body.address);
-      return { protocol: this.speaks };
+      // As the server does: the secret goes back when the agent's hash of it is missing or stale.
+      const controlSecret = this.controlSecrets.get(body.name);
+      const stale = controlSecret !== undefined && body.control_secret_hash !== createHash("sha256").update(controlSecret).digest("hex");
+      return { protocol: this.speaks, ...(stale ? { control_secret: controlSecret } : {}) };
     });
     await app.listen({ host: "127.0.0.1", port });
     this.app = app;
     this.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  }
+
+  /** A new control secret for the node, as after the server key was restored: the agent learns it at its next heartbeat. */
+  rotateControlSecret(node: string): string {
+    const secret = `control-${randomBytes(24).toString("hex")}`;
+    this.controlSecrets.set(node, secret);
+    return secret;
   }
 
   get port(): number {
@@ -93,7 +110,7 @@ export class FakeControlPlane {
     if (!address) throw new Error(`node ${node} has not joined`);
     const response = await request(new URL(path, address), {
       method,
-      headers: { authorization: `Bearer ${this.credentials.get(node) ?? ""}`, ...(body ? { "content-type": "application/json" } : {}) },
+      headers: { authorization: `Bearer ${this.controlSecrets.get(node) ?? this.credentials.get(node) ?? ""}`, ...(body ? { "content-type": "application/json" } : {}) },
       ...(body ? { body: JSON.stringify(body) } : {}),
     });
     const text = await response.body.text();

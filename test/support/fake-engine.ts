@@ -7,7 +7,9 @@ import type { EngineDriver, EngineLaunchInput } from "../../src/engines/driver.j
  * A tiny engine for agent tests: a Node script that loads (sleeps), serves
  * /health, /metrics in vLLM's names and /slow, and misbehaves on request
  * (FAKE_ENGINE_MODE): crash while loading, never become healthy, ignore
- * SIGTERM, or keep a worker process in its group as vLLM does per card.
+ * SIGTERM, keep a worker process in its group as vLLM does per card, or
+ * keep one that left the group (escaped-worker: a setsid worker that ignores
+ * SIGTERM, as a launcher that daemonizes its workers leaves them).
  */
 export const fakeEngineSource = `
 import http from "node:http";
@@ -24,6 +26,11 @@ if (mode === "crash") {
 } else {
   if (mode === "ignore-term") process.on("SIGTERM", () => console.log("ignoring SIGTERM"));
   else process.on("SIGTERM", () => { console.log("SIGTERM received, exiting"); process.exit(0); });
+  if (mode === "escaped-worker") {
+    const worker = spawn(process.execPath, ["-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: "ignore", detached: true });
+    worker.unref();
+    console.log("escaped worker pid " + worker.pid);
+  }
   if (mode === "ignore-term") {
     const worker = spawn(process.execPath, ["-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: "inherit" });
     console.log("worker pid " + worker.pid);
