@@ -244,6 +244,7 @@ export function choosePreemptions(snapshot: Snapshot, demand: ReplicaDemand, mod
       const victims = cheapestOnNode(node, context, candidates, limits, best?.cost);
       if (victims === undefined && best) continue;
       if (!victims) {
+        // Every allowed victim stopped and still short (else a set of victims would have been found).
         const short = capacityReason(node, context, capacityWithout(node, greedy(candidates, limits)));
         const after = `even after stopping every replica a ${demand.modelClass} model may take`;
         nodeReasons.add(short ? { plural: `${short.plural} ${after}`, singular: `${short.singular} ${after}` } : { plural: "hold nothing it may stop", singular: "holds nothing it may stop" });

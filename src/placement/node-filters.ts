@@ -55,18 +55,10 @@ function cardsLabel(profile: DemandProfile, count?: number): string {
   return count === undefined ? noun : `${count} ${noun}`;
 }
 
-function matchesClass(group: CardGroup, profile: DemandProfile): boolean {
-  return classMatches(group.gpuClass, profile);
-}
-
 /** Whether a card of this size holds one rank of the replica, by the planner's usable share of a card. */
 export function cardHoldsReplica(cardMemoryBytes: number, context: FilterContext): boolean {
   const needs = context.profile.bytesPerCard;
   return needs === undefined || usableBytes(cardMemoryBytes, context.gpuMemoryUtilization) >= needs;
-}
-
-function holdsReplica(group: CardGroup, context: FilterContext): boolean {
-  return cardHoldsReplica(group.cardMemoryBytes, context);
 }
 
 /** Whether a card of this class is one the profile asks for. */
@@ -81,7 +73,7 @@ export function classMatches(gpuClass: string, profile: DemandProfile): boolean 
  */
 export function eligibleGroups(node: WorkingNode, context: FilterContext): CardGroup[] {
   const profile = context.profile;
-  return node.groups.filter((group) => matchesClass(group, profile) && holdsReplica(group, context) && group.cards.length >= profile.gpus);
+  return node.groups.filter((group) => classMatches(group.gpuClass, profile) && cardHoldsReplica(group.cardMemoryBytes, context) && group.cards.length >= profile.gpus);
 }
 
 const usesCards = (context: FilterContext): boolean => context.profile.gpus > 0;
@@ -117,7 +109,7 @@ export const cardClassFilter: StaticFilter = {
   name: "card-class",
   check(node, context) {
     if (!usesCards(context)) return undefined;
-    if (node.groups.some((group) => matchesClass(group, context.profile))) return undefined;
+    if (node.groups.some((group) => classMatches(group.gpuClass, context.profile))) return undefined;
     return phrase((have) => (context.profile.gpuClass === undefined ? `${have} no GPUs` : `${have} no ${context.profile.gpuClass} cards`));
   },
 };
@@ -127,9 +119,9 @@ export const cardMemoryFilter: StaticFilter = {
   check(node, context) {
     const needs = context.profile.bytesPerCard;
     if (!usesCards(context) || needs === undefined) return undefined;
-    const ofClass = node.groups.filter((group) => matchesClass(group, context.profile));
+    const ofClass = node.groups.filter((group) => classMatches(group.gpuClass, context.profile));
     // No card of the class at all is the card-class filter's reason.
-    if (ofClass.length === 0 || ofClass.some((group) => holdsReplica(group, context))) return undefined;
+    if (ofClass.length === 0 || ofClass.some((group) => cardHoldsReplica(group.cardMemoryBytes, context))) return undefined;
     const largest = Math.max(...ofClass.map((group) => usableBytes(group.cardMemoryBytes, context.gpuMemoryUtilization)));
     return phrase((have, need) => `${have} ${formatGiB(largest)} usable per card and ${need} ${formatGiB(needs)}`);
   },
@@ -140,7 +132,7 @@ export const cardsOnOneFabricFilter: StaticFilter = {
   check(node, context) {
     if (!usesCards(context)) return undefined;
     const profile = context.profile;
-    const fitting = node.groups.filter((group) => matchesClass(group, profile) && holdsReplica(group, context));
+    const fitting = node.groups.filter((group) => classMatches(group.gpuClass, profile) && cardHoldsReplica(group.cardMemoryBytes, context));
     if (fitting.length === 0) return undefined;
     const largest = Math.max(...fitting.map((group) => group.cards.length));
     if (largest >= profile.gpus) return undefined;

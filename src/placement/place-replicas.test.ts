@@ -111,6 +111,15 @@ describe("placeReplicas", () => {
     expect(result.refusals[0]?.reason).toBe("profile h100: 0 of 1 node: 1 has no free h100; profile cpu: 0 of 1 node: 1 has 8.0 GiB free host memory and needs 16.0 GiB");
   });
 
+  it("packs CPU replicas onto the host with the least memory left that still fits", () => {
+    const snapshot: Snapshot = {
+      nodes: [node("big", "", { memoryGiB: 512 }), node("small", "", { memoryGiB: 40 }), node("tiny", "", { memoryGiB: 8 })],
+      replicas: [],
+    };
+    const result = placeReplicas(snapshot, [demand("a", 1, [cpuProfile(16, 4)]), demand("b", 1, [cpuProfile(16, 4)]), demand("c", 1, [cpuProfile(16, 4)])]);
+    expect(nodesOf(result)).toEqual(["small", "small", "big"]);
+  });
+
   it("counts host memory and cores held by running replicas", () => {
     const snapshot: Snapshot = {
       nodes: [node("a", "", { memoryGiB: 64, cpuCores: 16 })],
