@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
-import { redactEntry, redactProfile } from "../catalog/redact.js";
+import { redactEntry, redactProfile, type Audience } from "../catalog/redact.js";
 import type { ModelState, ModelView, ReplicaCounts } from "../protocol/views.js";
 
 /** Where the model views get their replica counts; the fleet supplies it once nodes exist. */
@@ -14,9 +14,9 @@ export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelS
   return replicas.ready >= Math.max(model.scaling.min, 1) ? "ready" : "degraded";
 }
 
-export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }): ModelView {
+export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }, audience: Audience = "read"): ModelView {
   // Every field shown comes from the masked entry (or masked profiles), so a secret cannot slip through a field added later.
-  const entry = redactEntry(model.entry);
+  const entry = redactEntry(model.entry, audience);
   return {
     name: model.name,
     source: model.source,
@@ -32,7 +32,7 @@ export function modelView(model: CatalogModel, declaredIn: string, replicas: Rep
     fallbacks: model.fallbacks,
     aliases: model.aliases,
     adapters: entry.adapters ?? [],
-    profiles: model.profiles.map(redactProfile),
+    profiles: model.profiles.map((profile) => redactProfile(profile, audience)),
     external: entry.external
       ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
       : null,
