@@ -6,6 +6,7 @@ import { z } from "zod";
 import { statusForCode } from "../protocol/http-status.js";
 import { flagSchema, isSet, logsQuerySchema } from "../api/logs-query.js";
 import { sameSecret } from "../api/tokens.js";
+import { maxParamLength } from "../api/router-limits.js";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { protocolOf, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates, versionMismatchMessage } from "../protocol/agent-protocol.js";
 import { readLogTail } from "./replica-log.js";
@@ -33,7 +34,7 @@ function invalid(message: string): DomainError {
 }
 
 export function buildControlApi(options: ControlApiOptions): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, routerOptions: { maxParamLength } });
   const { supervisor, nodeName } = options;
 
   app.setErrorHandler((error, _request, reply) => {

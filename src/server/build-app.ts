@@ -3,6 +3,7 @@ import type { LoggerOptions } from "pino";
 import { installAccessControl } from "../api/access.js";
 import { answerClientError, answerFrameworkError, bodyLimitBytes, installErrorHandling } from "../api/error-handler.js";
 import { noReplicas, type ReplicaCountSource } from "../api/model-view.js";
+import { maxParamLength } from "../api/router-limits.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";
 import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
@@ -28,18 +29,12 @@ export interface AppParts {
 
 const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co", hubToken: () => undefined, gpuMemoryUtilization: 0.9 };
 
-/** 128 characters at most, 3 per character once percent-encoded, with room to spare for the encoding of any character a schema adds later. */
-const maxEncodedNameLength = 128 * 3 * 2;
-
 /** Builds the HTTP app with every route, without listening, so tests can `inject()` or listen on port 0. */
 export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   const app = Fastify({
     logger: parts.logger ?? false,
     // Names may contain "/" (org/model); clients send it encoded, and it must stay one segment.
-    // maxParamLength is counted on the encoded segment: the longest name the schema accepts
-    // (128 characters, each of / and : taking 3 when encoded) must reach its route, or the
-    // router answers 414 for a model that `add` just accepted.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: maxEncodedNameLength },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength },
     bodyLimit: bodyLimitBytes,
     // The router's and Node's parser's own refusals, in the one error shape with the version header.
     frameworkErrors: answerFrameworkError,
