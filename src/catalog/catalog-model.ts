@@ -1,4 +1,3 @@
-import { parseDuration } from "./duration.js";
 import { ggufFileTypes } from "../plan/ggml-types.js";
 import {
   adapterEngines,
@@ -134,9 +133,6 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
       code: "invalid_input",
       message: `must be at least min (${minText}); max is the ceiling for growth (min: 0, max: 0 keeps a model in the catalog unplaced)`,
     });
-  }
-  if (scaling?.idle_timeout !== undefined && (parseDuration(scaling.idle_timeout) ?? 0) <= 0) {
-    problems.push({ path: ["scaling", "idle_timeout"], code: "invalid_input", message: "must be longer than 0s" });
   }
   if (entry.context !== undefined && entry.max_output !== undefined && entry.max_output > entry.context) {
     problems.push({ path: ["max_output"], code: "invalid_input", message: `cannot exceed context (${entry.context}): an answer counts against the context` });

@@ -76,7 +76,7 @@ models:
 `);
     const error = failure(() => loadServerConfig(file));
     expect(error.code).toBe("invalid_input");
-    expect(error.message).toContain("models[0].profiles[0].gpus: a whole number of cards, 0 or more");
+    expect(error.message).toContain("models[0].profiles[0].gpus: a whole number of cards, 0 to 64");
     expect(error.message).toMatch(/server\.yaml:4:\d+/);
   });
 

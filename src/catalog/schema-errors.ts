@@ -12,12 +12,15 @@ export interface ValueOrigin {
   readonly locate?: (path: readonly PropertyKey[], key?: string) => string | undefined;
 }
 
-/** `models[2].profiles[0].gpus` */
+/** `models[2].profiles[0].gpus`; a control character in a key (a NUL in an env name) is shown escaped, never raw. */
 export function formatPath(path: readonly PropertyKey[]): string {
   let text = "";
   for (const segment of path) {
     if (typeof segment === "number") text += `[${segment}]`;
-    else text += text.length === 0 ? String(segment) : `.${String(segment)}`;
+    else {
+      const shown = String(segment).replace(/[\u0000-\u001f\u007f]/g, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`);
+      text += text.length === 0 ? shown : `.${shown}`;
+    }
   }
   return text;
 }
@@ -56,7 +59,9 @@ export function parseWithSchema<Schema extends z.ZodType>(schema: Schema, value:
     if (!describe()) continue;
     const place = [origin.locate?.(path), formatPath(path) || "(top level)"].filter(Boolean).join(": ");
     const missing = issue.code === "invalid_type" && valueAt(value, issue.path) === undefined;
-    details.push({ where: place, message: missing ? `required: ${issue.message}` : issue.message });
+    // A record key that fails its own schema (an env name) carries the key schema's message inside.
+    const message = issue.code === "invalid_key" ? (issue.issues[0]?.message ?? issue.message) : issue.message;
+    details.push({ where: place, message: missing ? `required: ${message}` : message });
   }
   const unlisted = problems - details.length;
   if (unlisted > 0) details.push({ where: "(more)", message: `and ${unlisted} more problem${unlisted === 1 ? "" : "s"} not listed` });

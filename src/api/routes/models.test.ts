@@ -79,7 +79,7 @@ describe("admin API", () => {
     const owner = await app.inject({ method: "POST", url: "/api/v1/models/m/owner", headers: as(admin), payload: { owner: "" } });
     expect(owner.json().error.message).toContain("owner: an owner name (a team or a person)");
     const scale = await app.inject({ method: "POST", url: "/api/v1/models/m/scale", headers: as(admin), payload: { min: -1 } });
-    expect(scale.json().error.message).toContain("min: a whole number of replicas, 0 or more");
+    expect(scale.json().error.message).toContain("min: a whole number of replicas, 0 to 10000");
   });
 
   it("answers an unknown route and an unknown model with their codes", async () => {
