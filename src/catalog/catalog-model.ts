@@ -27,6 +27,8 @@ export interface ResolvedProfile {
   readonly slots: number;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
+  /** Engine variable → the server's variable it is read from when a replica starts (names only, never values). */
+  readonly secret_env: Readonly<Record<string, string>>;
 }
 
 export interface Scaling {
@@ -90,6 +92,7 @@ export function resolveProfiles(profiles: readonly ProfileInput[]): ResolvedProf
       slots: profile.slots ?? 1,
       args: profile.args ?? [],
       env: profile.env ?? {},
+      secret_env: profile.secret_env ?? {},
     };
   });
 }
@@ -156,6 +159,11 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
         code: "invalid_profile",
         message: `${profile.engine} cannot attach LoRA adapters, and this model has adapters; use ${adapterEngines.join(", ")}, or move the adapters to a model without this profile`,
       });
+    }
+    for (const name of Object.keys(profile.secret_env)) {
+      if (name in profile.env) {
+        problems.push({ path: at("secret_env"), code: "invalid_input", message: `${name} is set in both env and secret_env; keep it in one (secret_env for a secret)` });
+      }
     }
     if (profile.quantization !== undefined) {
       const allowed: readonly string[] = profile.engine === "llamacpp" ? ggufTypeNames : gpuQuantizations;

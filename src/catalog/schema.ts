@@ -89,6 +89,12 @@ export const profileSchema = z.strictObject({
   slots: wholeNumber("a whole number of parallel request slots", 1, { value: 65_536, why: "more than any engine serves at once" }).optional(),
   args: z.array(processText("an argument")).optional(),
   env: z.record(envNameSchema, processText("an environment value")).optional(),
+  /**
+   * Secrets taken from the server's own environment by name: `{ HF_TOKEN: SERVER_HF_TOKEN }` sets the
+   * engine's HF_TOKEN to the server's $SERVER_HF_TOKEN when the replica is started. Only the names are
+   * in the catalog, the audit and the answers; the value never is.
+   */
+  secret_env: z.record(envNameSchema, envNameSchema).optional(),
 });
 export type ProfileInput = z.infer<typeof profileSchema>;
 

@@ -1,3 +1,4 @@
+import { maskSecretEnv, resolveSecretEnv } from "../catalog/secret-env.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
@@ -458,6 +459,8 @@ export class FleetService {
         `Its profiles: ${model.profiles.map((candidate) => candidate.name).join(", ") || "none"}.`,
       );
     }
+    // Before any node is looked at: a secret the server lacks is the operator's to fix, whichever node is chosen.
+    const secretEnv = resolveSecretEnv(model.name, profile, process.env);
     const { node, address, state } = await this.agentOf(body.node);
     if (state === "lost") {
       throw new DomainError("agent_unreachable", `node ${node.name} is lost: not heard from since ${node.last_seen_at}`, "Start its agent again, or choose another node.");
@@ -508,7 +511,7 @@ export class FleetService {
       ...(profile.quantization !== undefined ? { quantization: profile.quantization } : {}),
       gpu_memory_utilization: this.settings.gpuMemoryUtilization,
       args: [...profile.args],
-      env: { ...profile.env },
+      env: { ...profile.env, ...secretEnv },
       adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
       ...(body.simulation ? { simulation: body.simulation } : {}),
     };
@@ -521,7 +524,8 @@ export class FleetService {
       profile: profile.name,
       engine: profile.engine,
       cards: JSON.stringify(cards),
-      spec: JSON.stringify(spec),
+      // Stored without the values secret_env brought in: the database is not where secrets live.
+      spec: JSON.stringify({ ...spec, env: maskSecretEnv(spec.env, profile.secret_env) }),
       state: status.state,
       status: JSON.stringify(status),
       stop_requested: 0,

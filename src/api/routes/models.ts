@@ -5,6 +5,7 @@ import type { CatalogService } from "../../server/catalog-service.js";
 import { requireActor } from "../access.js";
 import { modelView, type ReplicaCountSource } from "../model-view.js";
 import type { Audience } from "../../catalog/redact.js";
+import { checkSecretEnv } from "../../catalog/secret-env.js";
 import { parseBody } from "../parse-body.js";
 
 const nameParams = z.object({ name: z.string() });
@@ -42,6 +43,8 @@ export function registerModelRoutes(app: FastifyInstance, catalog: CatalogServic
 
   app.post("/api/v1/models", { config: { access: "admin" } }, async (request, reply) => {
     const entry = parseBody(modelEntrySchema, request.body);
+    // The server's own environment: a secret_env naming a variable it lacks is refused now, not at the first replica.
+    checkSecretEnv(entry, process.env);
     const model = await catalog.add(entry, requireActor(request));
     return reply.status(201).send(modelView(model, catalog.declaredIn, undefined, request.audience));
   });

@@ -14,6 +14,7 @@ import type { ReplicaView } from "../../protocol/views.js";
 import { buildApp } from "../../server/build-app.js";
 import { CatalogService } from "../../server/catalog-service.js";
 import { FleetService } from "../../server/fleet-service.js";
+import { findReplica } from "../../store/fleet-rows.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
 import { hashToken, newToken } from "../tokens.js";
@@ -23,7 +24,7 @@ const longestModel = `a${":/".repeat(63)}z`;
 const longestNode = `n${"-".repeat(61)}1`;
 const longestReplica = `r${"._-".repeat(42)}1`;
 
-describe("the longest names and ids the schemas accept work on every route, over real HTTP", () => {
+describe("the fleet API at its edges, over real HTTP with a real agent", () => {
   let directory: string;
   let store: Store;
   let app: FastifyInstance;
@@ -101,5 +102,51 @@ describe("the longest names and ids the schemas accept work on every route, over
 
     expect((await call("DELETE", `/api/v1/models/${model}`)).json()).toEqual({ removed: longestModel });
     expect((await call("GET", `/api/v1/models/${model}`)).json()).toMatchObject({ error: { code: "model_not_found" } });
+  });
+
+  it("starts a replica with a secret from the server's environment, which no answer, audit or stored row holds", async () => {
+    const secret = "hf_secret_from_server_environment";
+    process.env["LLMGW_TEST_SERVER_HF_TOKEN"] = secret;
+    try {
+      const entry = { name: "gated", profiles: [{ engine: "vllm", source: "hf://org/gated@main", gpus: 1, secret_env: { HF_TOKEN: "LLMGW_TEST_SERVER_HF_TOKEN" } }] };
+      const added = await call("POST", "/api/v1/models", entry);
+      expect(added.status, added.text).toBe(201);
+      expect(added.json()).toMatchObject({ profiles: [{ secret_env: { HF_TOKEN: "LLMGW_TEST_SERVER_HF_TOKEN" } }] });
+      const started = await call("POST", "/api/v1/replicas", { model: "gated", node: longestNode, id: "gated-1" });
+      expect(started.status, started.text).toBe(201);
+      // The agent got the value: it is what the engine runs with.
+      const onAgent = agent?.supervisor.persisted().find((record) => record.spec.id === "gated-1");
+      expect(onAgent?.spec.env["HF_TOKEN"]).toBe(secret);
+      // The server kept only the variable's name.
+      const row = await findReplica(store.db, "gated-1");
+      expect(row?.spec).toContain("$LLMGW_TEST_SERVER_HF_TOKEN");
+      expect(row?.spec).not.toContain(secret);
+      for (const route of ["/api/v1/models/gated", "/api/v1/audit?model=gated", "/api/v1/replicas/gated-1"]) {
+        expect((await call("GET", route)).text, route).not.toContain(secret);
+      }
+      expect((await call("DELETE", "/api/v1/replicas/gated-1")).status).toBe(202);
+    } finally {
+      delete process.env["LLMGW_TEST_SERVER_HF_TOKEN"];
+    }
+  });
+
+  it("refuses to add, and to start, a profile whose secret_env names a variable the server lacks, naming it", async () => {
+    const entry = { name: "ungated", profiles: [{ engine: "vllm", source: "x", gpus: 1, secret_env: { HF_TOKEN: "LLMGW_TEST_UNSET_VARIABLE" } }] };
+    const refused = await call("POST", "/api/v1/models", entry);
+    expect(refused.status).toBe(400);
+    expect(refused.json()).toMatchObject({
+      error: {
+        code: "config_invalid",
+        message: "model ungated profile vllm: secret_env HF_TOKEN reads $LLMGW_TEST_UNSET_VARIABLE from the server's environment, and the server has no LLMGW_TEST_UNSET_VARIABLE set",
+        hint: expect.stringContaining("Set LLMGW_TEST_UNSET_VARIABLE in the environment of the llmgw server process"),
+      },
+    });
+    // Added while the variable was set, then started after it was unset (the server restarted without it).
+    process.env["LLMGW_TEST_UNSET_VARIABLE"] = "value";
+    expect((await call("POST", "/api/v1/models", entry)).status).toBe(201);
+    delete process.env["LLMGW_TEST_UNSET_VARIABLE"];
+    const start = await call("POST", "/api/v1/replicas", { model: "ungated", node: longestNode });
+    expect(start.status).toBe(400);
+    expect(start.json()).toMatchObject({ error: { code: "config_invalid", message: expect.stringContaining("the server has no LLMGW_TEST_UNSET_VARIABLE set") } });
   });
 });
