@@ -2,20 +2,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { DomainError } from "../errors/domain-error.js";
+import { refusalOf } from "../../test/support/refusal.js";
 import { parseWithSchema } from "./schema-errors.js";
 import { modelEntrySchema, scalingSchema } from "./schema.js";
 import { loadServerConfig } from "./server-config.js";
 
-function refusal(value: unknown): DomainError {
-  try {
-    parseWithSchema(modelEntrySchema, value, { label: "request body" });
-  } catch (error) {
-    if (error instanceof DomainError) return error;
-    throw error;
-  }
-  throw new Error("expected the entry to be refused");
-}
+const refusal = (value: unknown) => refusalOf(() => parseWithSchema(modelEntrySchema, value, { label: "request body" }));
 
 const withProfile = (profile: Record<string, unknown>) => ({ name: "m", profiles: [{ engine: "vllm", source: "x", ...profile }] });
 
@@ -69,15 +61,7 @@ describe("server.yaml durations", () => {
     writeFileSync(file, `nodes:\n${nodes}\n`);
     return loadServerConfig(file);
   };
-  const refused = (nodes: string) => {
-    try {
-      load(nodes);
-    } catch (error) {
-      if (error instanceof DomainError) return error;
-      throw error;
-    }
-    throw new Error("expected server.yaml to be refused");
-  };
+  const refused = (nodes: string) => refusalOf(() => load(nodes));
 
   it("refuses a heartbeat deadline of zero, under two beats, or over an hour, stating the range", () => {
     for (const deadline of ["0s", "2s", "2h"]) {

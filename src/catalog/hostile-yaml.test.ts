@@ -3,21 +3,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
+import { refusalOf as failure } from "../../test/support/refusal.js";
 import { DomainError } from "../errors/domain-error.js";
 import { parseModelFile } from "./model-file.js";
 import { maxDetails } from "./schema-errors.js";
 import { loadServerConfig } from "./server-config.js";
 import { maxYamlBytes } from "./yaml-source.js";
-
-function failure(run: () => unknown): DomainError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof DomainError) return error;
-    throw error;
-  }
-  throw new Error("expected a DomainError, but nothing was thrown");
-}
 
 const billionLaughs = [
   "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]",

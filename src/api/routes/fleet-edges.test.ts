@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -7,17 +6,14 @@ import pino from "pino";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killGroup, waitFor, writeFakeEngine } from "../../../test/support/fake-engine.js";
+import { startFleetServer } from "../../../test/support/fleet-server.js";
 import { startAgent, type RunningAgent } from "../../agent/agent.js";
 import { modelNameSchema } from "../../catalog/schema.js";
 import { nodeNameSchema, replicaIdSchema } from "../../protocol/agent-protocol.js";
 import type { ReplicaView } from "../../protocol/views.js";
-import { buildApp } from "../../server/build-app.js";
-import { CatalogService } from "../../server/catalog-service.js";
-import { FleetService } from "../../server/fleet-service.js";
 import { findReplica } from "../../store/fleet-rows.js";
-import { openStore, type Store } from "../../store/open-store.js";
-import { insertToken } from "../../store/token-rows.js";
-import { hashToken, newToken } from "../tokens.js";
+import type { Store } from "../../store/open-store.js";
+import { newToken } from "../tokens.js";
 
 // The longest of each the schemas accept, made of the characters that grow most when encoded (/ and : take 3).
 const longestModel = `a${":/".repeat(63)}z`;
@@ -45,12 +41,7 @@ describe("the fleet API at its edges, over real HTTP with a real agent", () => {
   beforeAll(async () => {
     directory = await mkdtemp(path.join(tmpdir(), "llmgw-long-names-"));
     const engineScript = await writeFakeEngine(directory);
-    store = await openStore({ database: undefined, dataDir: path.join(directory, "server") });
-    await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, new Date().toISOString());
-    const catalog = new CatalogService(store, [], "server.yaml");
-    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 300, gpuMemoryUtilization: 0.9 });
-    app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token" });
-    serverUrl = await app.listen({ host: "127.0.0.1", port: 0 });
+    ({ store, app, url: serverUrl } = await startFleetServer(path.join(directory, "server"), admin));
     const joinToken = (await call("POST", "/api/v1/node-tokens", {})).json().token as string;
     agent = await startAgent({
       server: serverUrl,
