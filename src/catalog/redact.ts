@@ -182,3 +182,51 @@ export function redactStrings(value: unknown, audience: Audience, depth = 0): un
   }
   return shown;
 }
+
+/** What a profile holds that may turn up verbatim in its engine's output. */
+interface SecretBearingProfile extends ProfileLike {
+  readonly secret_env?: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * The secret values a replica of this profile runs with, for masking its
+ * engine's own output: engines echo their settings (vLLM logs its
+ * non-default args, api_key included), in formats no rule by name can
+ * follow. Values under four characters are left out: masking every "1" in a
+ * log would hide more than it protects.
+ */
+export function secretValuesOf(profile: SecretBearingProfile, environment: Readonly<Record<string, string | undefined>>): string[] {
+  const values = new Set<string>();
+  const addUrlPasswords = (text: string) => {
+    for (const match of text.matchAll(/[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#\\\s]*)@/g)) {
+      const userInfo = match[1] ?? "";
+      const colon = userInfo.indexOf(":");
+      values.add(colon >= 0 ? userInfo.slice(colon + 1) : userInfo);
+    }
+  };
+  addUrlPasswords(profile.source);
+  for (const [name, value] of Object.entries(profile.env ?? {})) {
+    if (isSecretName(name)) values.add(value);
+    addUrlPasswords(value);
+  }
+  for (const serverVariable of Object.values(profile.secret_env ?? {})) {
+    const value = environment[serverVariable];
+    if (value !== undefined) values.add(value);
+  }
+  const argv = profile.args ?? [];
+  argv.forEach((argument, index) => {
+    const equals = argument.indexOf("=");
+    if (argument.startsWith("-") && equals > 0 && isSecretName(argument.slice(0, equals))) values.add(argument.slice(equals + 1));
+    else if (argument.startsWith("-") && isSecretName(argument) && argv[index + 1] !== undefined && !argv[index + 1]?.startsWith("--")) values.add(argv[index + 1] as string);
+    addUrlPasswords(argument);
+  });
+  return [...values].filter((value) => value.length >= 4).sort((first, second) => second.length - first.length);
+}
+
+/** A line of engine output as it may be shown: URL passwords and the replica's known secret values masked. */
+export function redactOutputLine(line: string, secretValues: readonly string[]): string {
+  let shown = line;
+  // Longest first, so a secret that contains another is masked whole.
+  for (const value of secretValues) if (shown.includes(value)) shown = shown.split(value).join(masked);
+  return redactUrl(shown);
+}

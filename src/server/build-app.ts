@@ -45,7 +45,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   installAccessControl(app, parts.store, parts.adminTokenHint);
   registerMetaRoutes(app);
   registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas);
-  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService);
+  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);

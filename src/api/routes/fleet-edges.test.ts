@@ -48,7 +48,7 @@ describe("the fleet API at its edges, over real HTTP with a real agent", () => {
       joinToken,
       name: longestNode,
       dataDirectory: path.join(directory, "agent"),
-      simulate: "1xH100-80GB@nvl0,cpu:8c/32g",
+      simulate: "4xH100-80GB@nvl0,cpu:8c/32g",
       llmgwCommand: [process.execPath, engineScript],
       healthPollMs: 100,
       stopGraceMs: 2000,
@@ -139,5 +139,43 @@ describe("the fleet API at its edges, over real HTTP with a real agent", () => {
     const start = await call("POST", "/api/v1/replicas", { model: "ungated", node: longestNode });
     expect(start.status).toBe(400);
     expect(start.json()).toMatchObject({ error: { code: "config_invalid", message: expect.stringContaining("the server has no LLMGW_TEST_UNSET_VARIABLE set") } });
+  });
+
+  it("serves a replica's log with its secret values and URL passwords masked, though the engine printed them", async () => {
+    process.env["LLMGW_TEST_LOG_SECRET"] = "from-server-env-5678";
+    try {
+      const entry = {
+        name: "chatty",
+        profiles: [{ engine: "vllm", source: "hf://org/tiny@main", gpus: 1, args: ["--api-key", "sk-live-secret-1234", "--mirror=https://robot:mirror-pass@m.example/"], secret_env: { HF_TOKEN: "LLMGW_TEST_LOG_SECRET" } }],
+      };
+      expect((await call("POST", "/api/v1/models", entry)).status).toBe(201);
+      expect((await call("POST", "/api/v1/replicas", { model: "chatty", node: longestNode, id: "chatty-1" })).status).toBe(201);
+      const log = await waitFor(async () => {
+        const text = (await call("GET", "/api/v1/replicas/chatty-1/logs?tail=50")).text;
+        return text.includes("fake engine pid") ? text : undefined;
+      }, 20_000, "the engine's first line");
+      expect(log).toContain("args=");
+      expect(log).not.toContain("sk-live-secret-1234");
+      expect(log).not.toContain("mirror-pass");
+      expect(log).toContain("--api-key ***");
+      expect(log).toContain("https://robot:***@m.example/");
+      expect((await call("DELETE", "/api/v1/replicas/chatty-1")).status).toBe(202);
+    } finally {
+      delete process.env["LLMGW_TEST_LOG_SECRET"];
+    }
+  });
+
+  it("masks a failed replica's reason, which carries the engine's log tail, like the log itself", async () => {
+    const entry = { name: "crashy", profiles: [{ engine: "vllm", source: "hf://org/tiny@main", gpus: 1, args: ["--api-key", "sk-crash-secret-9876"], env: { FAKE_ENGINE_MODE: "crash" } }] };
+    expect((await call("POST", "/api/v1/models", entry)).status).toBe(201);
+    expect((await call("POST", "/api/v1/replicas", { model: "crashy", node: longestNode, id: "crashy-1" })).status).toBe(201);
+    const failed = await waitFor(async () => {
+      const replica = (await call("GET", "/api/v1/replicas/crashy-1")).json() as unknown as ReplicaView;
+      return replica.state === "failed" ? replica : undefined;
+    }, 20_000, "crashy-1 failed");
+    expect(failed.reason).toContain("CUDA out of memory");
+    expect(failed.reason).toContain("--api-key ***");
+    for (const route of ["/api/v1/replicas/crashy-1", "/api/v1/replicas?model=crashy"]) expect((await call("GET", route)).text, route).not.toContain("sk-crash-secret-9876");
+    await call("DELETE", "/api/v1/replicas/crashy-1");
   });
 });
