@@ -21,6 +21,13 @@ const billionLaughs = [
   "",
 ].join("\n");
 
+/** Pieces of YAML syntax, valid and broken, that fuzzing joins into files. */
+const yamlPiece = fc.constantFrom(
+  "name: m\n", "*a", "&a ", "&a [x, *a]", "<<: *a\n", "? [a]\n: b\n", "[", "]", "{", "}", ": ", "- ", "\n  ", "!!binary x", "!tag ", "%YAML 1.1\n", "---\n", "...\n",
+  "'", '"', "|\n", ">-\n", "#", "\t", "\u0000", "\uFEFF", "name: [", "profiles: [{engine: vllm}]\n", "gpus: 1e400\n", "~", "null", "*", "&",
+  "models:\n", "  - ", "nodes: { heartbeat_deadline: 0s }\n", "listen: 99999\n",
+);
+
 describe("hostile YAML in a model file", () => {
   it("refuses an alias with no anchor as invalid_yaml, naming its place", () => {
     const error = failure(() => parseModelFile("name: qwen\nowner: *nobody\n", "m.yaml"));
@@ -75,12 +82,8 @@ describe("hostile YAML in a model file", () => {
   });
 
   it("never crashes on hostile or random YAML: always invalid_yaml, invalid_input or unknown_key (property)", () => {
-    const piece = fc.constantFrom(
-      "name: m\n", "*a", "&a ", "&a [x, *a]", "<<: *a\n", "? [a]\n: b\n", "[", "]", "{", "}", ": ", "- ", "\n  ", "!!binary x", "!tag ", "%YAML 1.1\n", "---\n", "...\n",
-      "'", '"', "|\n", ">-\n", "#", "\t", "\u0000", "\uFEFF", "name: [", "profiles: [{engine: vllm}]\n", "gpus: 1e400\n", "~", "null", "*", "&",
-    );
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 40 }), fc.string({ maxLength: 30 }), (pieces, noise) => {
+      fc.property(fc.array(yamlPiece, { maxLength: 40 }), fc.string({ maxLength: 30 }), (pieces, noise) => {
         const text = pieces.join("") + noise;
         try {
           parseModelFile(text, "fuzz.yaml");
@@ -115,5 +118,20 @@ describe("hostile YAML in server.yaml", () => {
     expect(error.code).toBe("unknown_key");
     expect(error.details).toHaveLength(maxDetails + 1);
     expect(JSON.stringify(error.details).length).toBeLessThan(20_000);
+  });
+
+  it("never crashes the server's start on hostile or random YAML: always a DomainError (property)", () => {
+    const file = path.join(directory, "fuzz.yaml");
+    fc.assert(
+      fc.property(fc.array(yamlPiece, { maxLength: 40 }), fc.string({ maxLength: 30 }), (pieces, noise) => {
+        writeFileSync(file, pieces.join("") + noise);
+        try {
+          loadServerConfig(file, {}, {});
+        } catch (error) {
+          expect(error, `${JSON.stringify(pieces.join("") + noise)} threw ${String(error)}`).toBeInstanceOf(DomainError);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
