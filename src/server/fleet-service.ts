@@ -1,7 +1,7 @@
-import { maskSecretEnv, resolveSecretEnv } from "../catalog/secret-env.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
+import { maskSecretEnv, resolveSecretEnv } from "../catalog/secret-env.js";
 import {
   heartbeatRequestSchema,
   inventorySchema,
