@@ -10,6 +10,7 @@ import { installErrorHandling } from "../http/error-handler.js";
 import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
 import { protocolRefusal, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates } from "../protocol/agent-protocol.js";
+import { maxParamLength } from "../http/router-limits.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
 
@@ -49,7 +50,7 @@ function presentsServerSecret(given: string, controlSecretHash: string | undefin
 }
 
 export function buildControlApi(options: ControlApiOptions): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, routerOptions: { maxParamLength } });
   const { supervisor, nodeName } = options;
 
   installErrorHandling(app, {

@@ -5,7 +5,8 @@ import type { Store } from "../store/open-store.js";
 import type { Actor } from "../catalog/actor.js";
 import { bearerToken } from "../auth/bearer-token.js";
 import { hashToken } from "../auth/tokens.js";
-import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, versionHeader } from "./version.js";
+import { redactStrings, type Audience } from "../catalog/redact.js";
+import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, versionHeader } from "../protocol/api-version.js";
 
 /**
  * Who may call a route: `public` (health), `read` (any admin-API token),
@@ -22,6 +23,8 @@ declare module "fastify" {
   interface FastifyRequest {
     actor: Actor | undefined;
     apiVersion: number;
+    /** Who reads the answer, for masking: set from the token's role on read and admin routes. */
+    audience: Audience;
   }
 }
 
@@ -30,6 +33,8 @@ export const userHeader = "llmgw-user";
 export function installAccessControl(app: FastifyInstance, store: Store, adminTokenHint: string): void {
   app.decorateRequest("actor", undefined);
   app.decorateRequest("apiVersion", serverApiRange.max);
+  // Read until a token proves otherwise: a route that forgets to check still masks as for the least trusted caller.
+  app.decorateRequest("audience", "read");
 
   app.addHook("onRequest", async (request, reply) => {
     void reply.header(versionHeader, softwareVersion);
@@ -50,6 +55,15 @@ export function installAccessControl(app: FastifyInstance, store: Store, adminTo
     }
     const user = request.headers[userHeader];
     request.actor = { token: row.name, user: typeof user === "string" && user.length > 0 ? user.slice(0, 128) : null };
+    request.audience = row.role === "admin" ? "admin" : "read";
+  });
+
+  // Every answer of a token-checked route goes through the masking net (URL passwords always, env values
+  // for read tokens), so an events list or a view field added later cannot show a secret the views missed.
+  // Agent routes are left alone: what the server sends an agent is what the agent must run.
+  app.addHook("preSerialization", async (request, _reply, payload) => {
+    const access = request.routeOptions.config.access ?? "admin";
+    return access === "read" || access === "admin" ? redactStrings(payload, request.audience) : payload;
   });
 }
 

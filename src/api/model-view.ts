@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
-import { redactEntry, redactProfile } from "../catalog/redact.js";
+import { redactEntry, redactProfile, type Audience } from "../catalog/redact.js";
 import type { ModelState, ModelView, ReplicaCounts } from "../protocol/views.js";
 
 /** Where the model views get their replica counts; the fleet supplies it once nodes exist. */
@@ -17,25 +17,31 @@ export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelS
 type ModelFacts = Omit<ModelView, "state" | "replicas">;
 
 /**
- * What a model shows apart from its replicas, kept per built model: the
- * catalog service hands out the same CatalogModel objects while the catalog's
- * revision stands, so masking 2,000 entries is done once per change rather
- * than on every `GET /api/v1/models`.
+ * What a model shows apart from its replicas, kept per built model and
+ * audience: the catalog service hands out the same CatalogModel objects
+ * while the catalog's revision stands, so masking 2,000 entries is done once
+ * per change rather than on every `GET /api/v1/models`.
  */
-const factsOf = new WeakMap<CatalogModel, { declaredIn: string; facts: ModelFacts }>();
+const factsOf = new WeakMap<CatalogModel, Map<string, ModelFacts>>();
 
-export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }): ModelView {
+export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }, audience: Audience = "read"): ModelView {
   let known = factsOf.get(model);
-  if (known?.declaredIn !== declaredIn) {
-    known = { declaredIn, facts: modelFacts(model, declaredIn) };
+  if (!known) {
+    known = new Map();
     factsOf.set(model, known);
   }
-  return { ...known.facts, state: modelState(model, replicas), replicas };
+  const key = `${audience}\u0000${declaredIn}`;
+  let facts = known.get(key);
+  if (!facts) {
+    facts = modelFacts(model, declaredIn, audience);
+    known.set(key, facts);
+  }
+  return { ...facts, state: modelState(model, replicas), replicas };
 }
 
-function modelFacts(model: CatalogModel, declaredIn: string): ModelFacts {
+function modelFacts(model: CatalogModel, declaredIn: string, audience: Audience): ModelFacts {
   // Every field shown comes from the masked entry (or masked profiles), so a secret cannot slip through a field added later.
-  const entry = redactEntry(model.entry);
+  const entry = redactEntry(model.entry, audience);
   return {
     name: model.name,
     source: model.source,
@@ -51,7 +57,7 @@ function modelFacts(model: CatalogModel, declaredIn: string): ModelFacts {
     fallbacks: model.fallbacks,
     aliases: model.aliases,
     adapters: entry.adapters ?? [],
-    profiles: model.profiles.map(redactProfile),
+    profiles: model.profiles.map((profile) => redactProfile(profile, audience)),
     external: entry.external
       ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
       : null,

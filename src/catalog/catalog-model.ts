@@ -1,4 +1,3 @@
-import { parseDuration } from "./duration.js";
 import { ggufFileTypes } from "./ggml-types.js";
 import {
   adapterEngines,
@@ -28,6 +27,8 @@ export interface ResolvedProfile {
   readonly slots: number;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
+  /** Engine variable → the server's variable it is read from when a replica starts (names only, never values). */
+  readonly secret_env: Readonly<Record<string, string>>;
 }
 
 export interface Scaling {
@@ -91,6 +92,7 @@ export function resolveProfiles(profiles: readonly ProfileInput[]): ResolvedProf
       slots: profile.slots ?? 1,
       args: profile.args ?? [],
       env: profile.env ?? {},
+      secret_env: profile.secret_env ?? {},
     };
   });
 }
@@ -135,9 +137,6 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
       message: `must be at least min (${minText}); max is the ceiling for growth (min: 0, max: 0 keeps a model in the catalog unplaced)`,
     });
   }
-  if (scaling?.idle_timeout !== undefined && (parseDuration(scaling.idle_timeout) ?? 0) <= 0) {
-    problems.push({ path: ["scaling", "idle_timeout"], code: "invalid_input", message: "must be longer than 0s" });
-  }
   if (entry.context !== undefined && entry.max_output !== undefined && entry.max_output > entry.context) {
     problems.push({ path: ["max_output"], code: "invalid_input", message: `cannot exceed context (${entry.context}): an answer counts against the context` });
   }
@@ -160,6 +159,11 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
         code: "invalid_profile",
         message: `${profile.engine} cannot attach LoRA adapters, and this model has adapters; use ${adapterEngines.join(", ")}, or move the adapters to a model without this profile`,
       });
+    }
+    for (const name of Object.keys(profile.secret_env)) {
+      if (name in profile.env) {
+        problems.push({ path: at("secret_env"), code: "invalid_input", message: `${name} is set in both env and secret_env; keep it in one (secret_env for a secret)` });
+      }
     }
     if (profile.quantization !== undefined) {
       const allowed: readonly string[] = profile.engine === "llamacpp" ? ggufTypeNames : gpuQuantizations;

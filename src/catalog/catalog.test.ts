@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { DomainError } from "../errors/domain-error.js";
+import { refusalOf as failure } from "../../test/support/refusal.js";
 import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
 import { parseModelFile } from "./model-file.js";
 import type { ModelEntry } from "./schema.js";
@@ -13,16 +13,6 @@ function writeConfig(text: string): string {
   const file = path.join(directory, "server.yaml");
   writeFileSync(file, text);
   return file;
-}
-
-function failure(run: () => unknown): DomainError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof DomainError) return error;
-    throw error;
-  }
-  throw new Error("expected a DomainError, but nothing was thrown");
 }
 
 const runtime = (entry: ModelEntry): PlacedEntry => ({ entry, source: "runtime", place: `runtime model ${entry.name}` });
@@ -76,7 +66,7 @@ models:
 `);
     const error = failure(() => loadServerConfig(file));
     expect(error.code).toBe("invalid_input");
-    expect(error.message).toContain("models[0].profiles[0].gpus: a whole number of cards, 0 or more");
+    expect(error.message).toContain("models[0].profiles[0].gpus: a whole number of cards, 0 to 64");
     expect(error.message).toMatch(/server\.yaml:4:\d+/);
   });
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { durationSchema } from "./duration.js";
+import { boundedDurationSchema } from "./duration.js";
 
 /**
  * The model entry. The same schema reads server.yaml entries, the
@@ -36,39 +36,79 @@ export const modelNameSchema = z
   .string()
   .regex(namePattern, { message: "a name of letters, digits and . _ : / - (at most 128, starting with a letter or digit)" });
 
-/** `what` reads as the expectation: "a whole number of cards" → "a whole number of cards, 0 or more". */
-const wholeNumber = (what: string, minimum: number) => {
-  const message = `${what}, ${minimum} or more`;
-  return z.number({ message }).int({ message }).min(minimum, { message });
+/**
+ * `what` reads as the expectation: "a whole number of cards" → "a whole number
+ * of cards, 0 or more", or with a ceiling "…, 0 to 64 (why)". Ceilings are
+ * values no machine or model reaches, so a typo (gpus: 80 for 8) is refused
+ * here rather than by a node that never has the cards.
+ */
+const wholeNumber = (what: string, minimum: number, maximum?: { readonly value: number; readonly why: string }) => {
+  const message = maximum ? `${what}, ${minimum} to ${maximum.value} (${maximum.why})` : `${what}, ${minimum} or more`;
+  const base = z.number({ message }).int({ message }).min(minimum, { message });
+  return maximum ? base.max(maximum.value, { message }) : base;
 };
 
-const positiveNumber = (what: string) =>
-  z.number({ message: `${what}: a number greater than 0` }).positive({ message: `${what}: a number greater than 0` });
+const positiveNumber = (what: string, maximum: number, why: string) => {
+  const message = `${what}: a number greater than 0 and at most ${maximum} (${why})`;
+  return z.number({ message }).positive({ message }).max(maximum, { message });
+};
+
+/** The most cards one replica may take: it never spans two machines, and no machine holds more. */
+export const maxGpusPerReplica = 64;
+
+// NUL cannot be passed to a process at all (spawn refuses the whole command), and other control
+// characters in a name, URL or path are a paste gone wrong; values and args keep tab and newline,
+// which a multi-line setting (a PEM certificate, a JSON argument) may need.
+const controlCharacters = /[\u0000-\u001f\u007f]/;
+const controlCharactersButWhiteSpace = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
+/** One line of text with no control characters: URLs, paths, names. */
+const lineText = (message: string) =>
+  z.string().min(1, { message }).refine((value) => !controlCharacters.test(value), { message: `${message}; without control characters (NUL, newline, escape)` });
+
+/** Text handed to a process (an env value, an argument): anything but NUL and the control characters no setting needs. */
+const processText = (what: string) =>
+  z.string().refine((value) => !controlCharactersButWhiteSpace.test(value), {
+    message: `${what} cannot hold NUL or control characters other than tab and newline: the engine could not be started with it`,
+  });
+
+/** Environment variable names as a shell and every engine read them. */
+const envNameSchema = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, { message: "an environment variable name of letters, digits and _, not starting with a digit (no =, space or NUL)" });
 
 export const profileSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, { message: "a profile name of letters, digits and . _ -" }).optional(),
   engine: z.enum(engineNames, { message: `one of ${engineNames.join(", ")}` }),
-  source: z.string().min(1, { message: "where the weights come from: a URL, hf://org/name@revision, or a local path" }),
+  source: lineText("where the weights come from: a URL, hf://org/name@revision, or a local path"),
   gpu_class: z.string().regex(/^[a-z0-9._-]+$/, { message: "a GPU class in lower case, such as h100, a100, l40s, rtx4090" }).optional(),
-  gpus: wholeNumber("a whole number of cards", 0).optional(),
-  quantization: z.string().optional(),
-  memory_gb: positiveNumber("host memory in GB").optional(),
-  cpu_cores: positiveNumber("CPU cores").optional(),
-  slots: wholeNumber("a whole number of parallel request slots", 1).optional(),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.string()).optional(),
+  gpus: wholeNumber("a whole number of cards", 0, { value: maxGpusPerReplica, why: "a replica runs on one machine, and none has more" }).optional(),
+  quantization: lineText("a quantization such as bf16, fp8, awq or q4_k_m").optional(),
+  memory_gb: positiveNumber("host memory in GB", 65_536, "64 TB, more than any machine").optional(),
+  cpu_cores: positiveNumber("CPU cores", 4096, "more than any machine").optional(),
+  slots: wholeNumber("a whole number of parallel request slots", 1, { value: 65_536, why: "more than any engine serves at once" }).optional(),
+  args: z.array(processText("an argument")).optional(),
+  env: z.record(envNameSchema, processText("an environment value")).optional(),
+  /**
+   * Secrets taken from the server's own environment by name: `{ HF_TOKEN: SERVER_HF_TOKEN }` sets the
+   * engine's HF_TOKEN to the server's $SERVER_HF_TOKEN when the replica is started. Only the names are
+   * in the catalog, the audit and the answers; the value never is.
+   */
+  secret_env: z.record(envNameSchema, envNameSchema).optional(),
 });
 export type ProfileInput = z.infer<typeof profileSchema>;
 
+const maxReplicas = { value: 10_000, why: "more replicas than any fleet holds" };
+
 export const scalingSchema = z.strictObject({
-  min: wholeNumber("a whole number of replicas", 0).optional(),
-  max: wholeNumber("a whole number of replicas", 0).optional(),
-  idle_timeout: durationSchema.optional(),
+  min: wholeNumber("a whole number of replicas", 0, maxReplicas).optional(),
+  max: wholeNumber("a whole number of replicas", 0, maxReplicas).optional(),
+  idle_timeout: boundedDurationSchema(1000, 30 * 86_400_000, "how long an on-demand model may sit unused before it is stopped").optional(),
 });
 
 export const adapterSchema = z.strictObject({
   name: modelNameSchema,
-  source: z.string().min(1, { message: "where the adapter comes from: a URL, hf://org/name, or a local path" }),
+  source: lineText("where the adapter comes from: a URL, hf://org/name, or a local path"),
   scale: z.number().positive().optional(),
 });
 
@@ -78,20 +118,23 @@ export const externalSchema = z.strictObject({
     .string()
     .regex(/^[A-Z_][A-Z0-9_]*$/, { message: "the name of an environment variable on the server, such as OPENAI_API_KEY" })
     .optional(),
-  model: z.string().optional(),
+  model: lineText("the model name the provider knows").optional(),
 });
+
+/** 2^24 tokens: past every trained context (10M for the longest published models). */
+const maxTokens = { value: 16_777_216, why: "longer than any model's context" };
 
 export const modelEntrySchema = z.strictObject({
   name: modelNameSchema,
-  origin: z.string().optional(),
-  context: wholeNumber("a whole number of tokens one request may use", 1).optional(),
-  max_output: wholeNumber("a whole number of tokens one answer may produce", 1).optional(),
+  origin: lineText("where the model comes from, such as hf://org/name@revision").optional(),
+  context: wholeNumber("a whole number of tokens one request may use", 1, maxTokens).optional(),
+  max_output: wholeNumber("a whole number of tokens one answer may produce", 1, maxTokens).optional(),
   class: z.enum(modelClasses, { message: `one of ${modelClasses.join(", ")}` }).optional(),
   scaling: scalingSchema.optional(),
   target: z.strictObject({ in_flight: wholeNumber("a whole number of requests in flight per replica", 1) }).optional(),
   fallbacks: z.array(modelNameSchema).optional(),
   aliases: z.array(modelNameSchema).optional(),
-  owner: z.string().min(1, { message: "an owner name (a team or a person)" }).optional(),
+  owner: lineText("an owner name (a team or a person)").optional(),
   adapters: z.array(adapterSchema).optional(),
   profiles: z.array(profileSchema).optional(),
   external: externalSchema.optional(),
@@ -112,8 +155,10 @@ export const serverConfigSchema = z.strictObject({
     .optional(),
   nodes: z
     .strictObject({
-      heartbeat_deadline: durationSchema.optional(),
-      settling_window: durationSchema.optional(),
+      // Agents beat every 2s: under 5s a node is lost on two late beats; over an hour a dead node's replicas wait that long to move.
+      heartbeat_deadline: boundedDurationSchema(5000, 3_600_000, "how long a node may be silent before it is lost; agents beat every 2s").optional(),
+      // 0s is allowed (no settling); past an hour a restarted server would leave lost work unplaced that long.
+      settling_window: boundedDurationSchema(0, 3_600_000, "how long a restarted server waits for agents before it acts").optional(),
     })
     .optional(),
   models: z.array(modelEntrySchema).optional(),

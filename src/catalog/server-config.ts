@@ -3,6 +3,7 @@ import path from "node:path";
 import { DomainError } from "../errors/domain-error.js";
 import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
 import { parseDuration } from "./duration.js";
+import { checkSecretEnv } from "./secret-env.js";
 import { parseWithSchema } from "./schema-errors.js";
 import { serverConfigSchema, type ModelEntry } from "./schema.js";
 import { parseYamlSource } from "./yaml-source.js";
@@ -47,7 +48,11 @@ export function parseListen(text: string, where: string): { host: string; port: 
 }
 
 /** Reads server.yaml (when given), applies command-line overrides, validates everything, and freezes the result. */
-export function loadServerConfig(configPath: string | undefined, overrides: ServerOverrides = {}): ServerConfig {
+export function loadServerConfig(
+  configPath: string | undefined,
+  overrides: ServerOverrides = {},
+  environment: Readonly<Record<string, string | undefined>> = process.env,
+): ServerConfig {
   let fileValue: unknown = {};
   let locate: ((path: readonly PropertyKey[], key?: string) => string | undefined) | undefined;
   const label = configPath ? path.basename(configPath) : "server settings";
@@ -76,6 +81,8 @@ export function loadServerConfig(configPath: string | undefined, overrides: Serv
   }));
   // Declared models alone must already form a valid catalog; runtime models are checked against them when the store opens.
   buildCatalog(declared);
+  // A declared profile's secret_env must find its variables now: at start, the operator is at the terminal.
+  for (const { entry } of declared) checkSecretEnv(entry, environment);
 
   const database = overrides.database ?? file.database;
   if (database !== undefined && !/^postgres(ql)?:\/\//.test(database)) {

@@ -1,4 +1,4 @@
-import { isMap, isPair, isScalar, LineCounter, parseDocument, type Document } from "yaml";
+import { isMap, isPair, isScalar, Lexer, LineCounter, parseDocument, visit, type Document } from "yaml";
 import { DomainError } from "../errors/domain-error.js";
 
 /**
@@ -11,28 +11,120 @@ export interface YamlSource {
   locate(path: readonly PropertyKey[], key?: string): string | undefined;
 }
 
+/**
+ * The largest server.yaml or model file read. Parsing holds the whole syntax
+ * tree, a few hundred bytes of memory per byte of hostile input; a server.yaml
+ * of a thousand models is well under this.
+ */
+export const maxYamlBytes = 1024 * 1024;
+
+const yamlHint = "Fix the YAML at that line and column (check indentation, a missing colon, or an unclosed quote or bracket).";
+
 export function parseYamlSource(text: string, fileName: string): YamlSource {
-  const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const firstError = document.errors[0];
-  if (firstError) {
-    const position = lineCounter.linePos(firstError.pos[0]);
-    const where = `${fileName}:${position.line}:${position.col}`;
-    // The yaml library's messages end with a code frame; the first line is the sentence.
-    const sentence = firstError.message.split("\n")[0] ?? firstError.message;
+  if (Buffer.byteLength(text) > maxYamlBytes) {
     throw new DomainError(
       "invalid_yaml",
-      `${where}: ${sentence.replace(/ at line \d+, column \d+:?$/, "")}`,
-      "Fix the YAML at that line and column (check indentation, a missing colon, or an unclosed quote or bracket).",
-      [{ where, message: sentence }],
+      `${fileName}: the file is ${Buffer.byteLength(text)} bytes, over the ${maxYamlBytes / 1024 / 1024} MiB llmgw reads`,
+      "A server.yaml or model file is a few KB; check that this is the right file.",
     );
   }
+  refuseAliases(text, fileName);
+  const lineCounter = new LineCounter();
+  let document: Document;
+  try {
+    // uniqueKeys is checked below in one pass: the library's own check compares every key with every
+    // other, and a file of 50,000 keys took close to a minute.
+    document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false });
+  } catch (error) {
+    // Nesting deep enough to exhaust the stack, or anything else the library throws rather than reports.
+    throw unreadable(fileName, error);
+  }
+  const firstError = document.errors[0];
+  if (firstError) {
+    const where = place(fileName, lineCounter, firstError.pos[0]);
+    // The yaml library's messages end with a code frame; the first line is the sentence.
+    const sentence = firstError.message.split("\n")[0] ?? firstError.message;
+    throw new DomainError("invalid_yaml", `${where}: ${sentence.replace(/ at line \d+, column \d+:?$/, "")}`, yamlHint, [{ where, message: sentence }]);
+  }
+  refuseDuplicateKeys(document, lineCounter, fileName);
+  let value: unknown;
+  try {
+    value = document.toJS({ maxAliasCount: 0 });
+  } catch (error) {
+    throw unreadable(fileName, error);
+  }
   return {
-    value: document.toJS({ maxAliasCount: 100 }),
+    value,
     locate(path, key) {
       return locateInDocument(document, lineCounter, fileName, path, key);
     },
   };
+}
+
+/**
+ * Aliases (`*name`) are refused outright, before the document is built. An
+ * entry moves between server.yaml and a model file by copy and paste, and an
+ * alias ties it to an anchor that stays behind; and with no aliases there is
+ * no expansion to bound ("billion laughs", an alias with no anchor). The
+ * lexer finds the first one in one pass with little memory: a token starting
+ * with * that is not a scalar's content (those follow the \x1f marker).
+ */
+function refuseAliases(text: string, fileName: string): void {
+  let offset = 0;
+  let previous = "";
+  for (const token of new Lexer().lex(text)) {
+    if (token.startsWith("*") && previous !== "\x1f") {
+      const where = place(fileName, undefined, offset, text);
+      throw new DomainError(
+        "invalid_yaml",
+        `${where}: YAML aliases (${token.slice(0, 40)}) are not accepted`,
+        "Write the value out in full where it is used: entries move between server.yaml and model files by copy and paste, and an alias would leave its anchor behind.",
+        [{ where, message: `alias ${token.slice(0, 40)}` }],
+      );
+    }
+    // Marker tokens (document start, scalar follows, flow end) are not in the text.
+    if (!(token.length === 1 && token < " " && token !== "\n" && token !== "\t" && token !== "\r")) offset += token.length;
+    previous = token;
+  }
+}
+
+/** Two equal keys in one mapping: the second would silently win, so a setting written twice is refused with both places. */
+function refuseDuplicateKeys(document: Document, lineCounter: LineCounter, fileName: string): void {
+  visit(document, {
+    Map(_key, map) {
+      const seen = new Map<unknown, number>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        const start = pair.key.range?.[0] ?? 0;
+        const first = seen.get(pair.key.value);
+        if (first !== undefined) {
+          const where = place(fileName, lineCounter, start);
+          throw new DomainError(
+            "invalid_yaml",
+            `${where}: key "${String(pair.key.value).slice(0, 80)}" is already set at ${place(fileName, lineCounter, first)}`,
+            "Keep one of the two; each key may appear once in a mapping.",
+            [{ where, message: `duplicate key "${String(pair.key.value).slice(0, 80)}"` }],
+          );
+        }
+        seen.set(pair.key.value, start);
+      }
+    },
+  });
+}
+
+function unreadable(fileName: string, error: unknown): DomainError {
+  const reason = error instanceof RangeError ? "it is nested too deeply" : error instanceof Error ? error.message.split("\n")[0] : String(error);
+  return new DomainError("invalid_yaml", `${fileName}: cannot read the YAML: ${reason}`, yamlHint);
+}
+
+function place(fileName: string, lineCounter: LineCounter | undefined, offset: number, text?: string): string {
+  if (lineCounter) {
+    const position = lineCounter.linePos(offset);
+    return `${fileName}:${position.line}:${position.col}`;
+  }
+  const before = (text ?? "").slice(0, offset);
+  const line = before.split("\n").length;
+  return `${fileName}:${line}:${offset - before.lastIndexOf("\n")}`;
 }
 
 function locateInDocument(

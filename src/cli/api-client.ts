@@ -1,6 +1,6 @@
 import { userInfo } from "node:os";
 import { errors as undiciErrors, request } from "undici";
-import { apiHeader, clientApiRange, formatApiRange, softwareVersion, versionHeader } from "../api/version.js";
+import { apiHeader, clientApiRange, formatApiRange, softwareVersion, versionHeader } from "../protocol/api-version.js";
 import { userHeader } from "../api/access.js";
 import { readErrorBody } from "../protocol/error-body.js";
 

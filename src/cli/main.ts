@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { softwareVersion } from "../api/version.js";
+import { softwareVersion } from "../protocol/api-version.js";
 import { DomainError } from "../errors/domain-error.js";
 import { RemoteError } from "./api-client.js";
 import { registerCtlOptions } from "./ctl/context.js";

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
 import { describeStorage, startServer } from "../server/start-server.js";
-import { softwareVersion } from "../api/version.js";
+import { softwareVersion } from "../protocol/api-version.js";
 import { print } from "./output.js";
 
 export function registerServerCommand(program: Command): void {

@@ -44,6 +44,10 @@ export const errorCodes = {
   architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",
   source_unreadable: "A model source (HF id, mirror URL, local folder or GGUF file) could not be read; the message says which file and why.",
   weights_metadata_missing: "A model source has no weights metadata to count parameters from (no safetensors header, index or GGUF tensors).",
+  body_too_large: "A request body over the server's size limit; the message states the limit.",
+  uri_too_long: "A path segment longer than any name or id the API accepts.",
+  headers_too_large: "The request line and headers together exceed what the server reads (about 16 KB).",
+  request_timeout: "The client did not send the whole request in time.",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 

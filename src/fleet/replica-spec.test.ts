@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { buildCatalog } from "../catalog/build-catalog.js";
 import { modelEntrySchema } from "../catalog/schema.js";
 import { replicaSpecSchema } from "../protocol/agent-protocol.js";
-import { buildReplicaSpec } from "./replica-spec.js";
+import { buildReplicaSpec, storableReplicaSpec } from "./replica-spec.js";
 
 const modelOf = (entry: unknown) => {
   const catalog = buildCatalog([{ entry: modelEntrySchema.parse(entry), source: "runtime", place: "test" }]);
@@ -22,7 +22,7 @@ describe("buildReplicaSpec", () => {
   if (!profile) throw new Error("no profile");
 
   it("copies what the engine needs out of the catalog, in the agent protocol's shape", () => {
-    const spec = buildReplicaSpec({ id: "tiny-1", model, profile, cards: [2, 3], gpuMemoryUtilization: 0.85 });
+    const spec = buildReplicaSpec({ id: "tiny-1", model, profile, cards: [2, 3], gpuMemoryUtilization: 0.85, serverEnvironment: {} });
     expect(replicaSpecSchema.parse(spec)).toEqual(spec);
     expect(spec).toMatchObject({
       id: "tiny-1",
@@ -40,15 +40,25 @@ describe("buildReplicaSpec", () => {
   });
 
   it("takes a context asked for the replica over the model's, and passes simulation hints only when given", () => {
-    const spec = buildReplicaSpec({ id: "tiny-2", model, profile, cards: [0, 1], context: 2048, gpuMemoryUtilization: 0.9, simulation: { load_ms: 5 } });
+    const spec = buildReplicaSpec({ id: "tiny-2", model, profile, cards: [0, 1], context: 2048, gpuMemoryUtilization: 0.9, simulation: { load_ms: 5 }, serverEnvironment: {} });
     expect(spec.context).toBe(2048);
     expect(spec.simulation).toEqual({ load_ms: 5 });
-    expect("simulation" in buildReplicaSpec({ id: "tiny-3", model, profile, cards: [0, 1], gpuMemoryUtilization: 0.9 })).toBe(false);
+    expect("simulation" in buildReplicaSpec({ id: "tiny-3", model, profile, cards: [0, 1], gpuMemoryUtilization: 0.9, serverEnvironment: {} })).toBe(false);
   });
 
   it("leaves the catalog's arrays unshared, so a later change to the spec cannot reach the catalog", () => {
-    const spec = buildReplicaSpec({ id: "tiny-4", model, profile, cards: [0, 1], gpuMemoryUtilization: 0.9 });
+    const spec = buildReplicaSpec({ id: "tiny-4", model, profile, cards: [0, 1], gpuMemoryUtilization: 0.9, serverEnvironment: {} });
     spec.args.push("--more");
     expect(profile.args).toEqual(["--enforce-eager"]);
+  });
+
+  it("takes secret_env values from the server's environment for the agent, and stores only the variable's name", () => {
+    const gated = modelOf({ name: "gated", profiles: [{ engine: "vllm", source: "hf://org/gated@main", secret_env: { HF_TOKEN: "SERVER_HF_TOKEN" } }] });
+    const gatedProfile = gated.profiles[0];
+    if (!gatedProfile) throw new Error("no profile");
+    const spec = buildReplicaSpec({ id: "gated-1", model: gated, profile: gatedProfile, cards: [0], gpuMemoryUtilization: 0.9, serverEnvironment: { SERVER_HF_TOKEN: "hf_secret_value" } });
+    expect(spec.env).toEqual({ HF_TOKEN: "hf_secret_value" });
+    expect(storableReplicaSpec(spec, gatedProfile).env).toEqual({ HF_TOKEN: "$SERVER_HF_TOKEN" });
+    expect(() => buildReplicaSpec({ id: "gated-2", model: gated, profile: gatedProfile, cards: [0], gpuMemoryUtilization: 0.9, serverEnvironment: {} })).toThrow(/the server has no SERVER_HF_TOKEN set/);
   });
 });

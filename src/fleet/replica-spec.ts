@@ -1,4 +1,5 @@
 import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
+import { maskSecretEnv, resolveSecretEnv } from "../catalog/secret-env.js";
 import type { ReplicaSpec } from "../protocol/agent-protocol.js";
 
 export interface ReplicaSpecInput {
@@ -11,6 +12,8 @@ export interface ReplicaSpecInput {
   /** The server's share of each card's memory the engine may take. */
   readonly gpuMemoryUtilization: number;
   readonly simulation?: ReplicaSpec["simulation"];
+  /** The server's environment, where a profile's secret_env values are read; a variable missing there is refused, naming it. */
+  readonly serverEnvironment: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -35,8 +38,13 @@ export function buildReplicaSpec(input: ReplicaSpecInput): ReplicaSpec {
     ...(profile.quantization !== undefined ? { quantization: profile.quantization } : {}),
     gpu_memory_utilization: input.gpuMemoryUtilization,
     args: [...profile.args],
-    env: { ...profile.env },
+    env: { ...profile.env, ...resolveSecretEnv(model.name, profile, input.serverEnvironment) },
     adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
     ...(input.simulation ? { simulation: input.simulation } : {}),
   };
+}
+
+/** A spec as it may be stored: the values secret_env brought in replaced by the server variable's name, since the database is not where secrets live. */
+export function storableReplicaSpec(spec: ReplicaSpec, profile: ResolvedProfile): ReplicaSpec {
+  return { ...spec, env: maskSecretEnv(spec.env, profile.secret_env) };
 }

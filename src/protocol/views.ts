@@ -23,8 +23,9 @@ export type ModelState = "external" | "stopped" | "on-demand" | "pending" | "deg
  * The model object of the admin API and of `ctl ... --json`: a stable
  * interface for tools (documented in the README). It shows what is in force,
  * with every default filled in, and never a secret: an external model's key
- * is named by its environment variable only, and secret-looking env values
- * and URL passwords are masked (catalog/redact.ts).
+ * and a profile's secret_env are named by their server variables only;
+ * secret-looking env values and URL passwords are masked, and for a read-only
+ * token every env value (catalog/redact.ts).
  */
 export interface ModelView {
   name: string;

@@ -1,8 +1,9 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { installAccessControl } from "../api/access.js";
-import { installErrorHandling } from "../http/error-handler.js";
+import { answerClientError, answerFrameworkError, bodyLimitBytes, installErrorHandling } from "../http/error-handler.js";
 import { noReplicas, type ReplicaCountSource } from "../api/model-view.js";
+import { maxParamLength } from "../http/router-limits.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";
 import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
@@ -33,15 +34,18 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   const app = Fastify({
     logger: parts.logger ?? false,
     // Names may contain "/" (org/model); clients send it encoded, and it must stay one segment.
-    routerOptions: { ignoreTrailingSlash: true },
-    bodyLimit: 4 * 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength },
+    bodyLimit: bodyLimitBytes,
+    // The router's and Node's parser's own refusals, in the one error shape with the version header.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     genReqId: () => `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
   });
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
   registerMetaRoutes(app);
   registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas);
-  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService);
+  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
+import { resolveSecretEnv } from "../catalog/secret-env.js";
 import {
   heartbeatRequestSchema,
   joinRequestSchema,
@@ -21,7 +22,7 @@ import { chooseCards } from "../fleet/choose-cards.js";
 import { nodeState, type NodeState } from "../fleet/node-state.js";
 import type { InventoryNode } from "../fleet/pools.js";
 import { holdsCards } from "../fleet/replica-life.js";
-import { buildReplicaSpec } from "../fleet/replica-spec.js";
+import { buildReplicaSpec, storableReplicaSpec } from "../fleet/replica-spec.js";
 import {
   deleteReplica,
   findNode,
@@ -380,6 +381,8 @@ export class FleetService {
         `Its profiles: ${model.profiles.map((candidate) => candidate.name).join(", ") || "none"}.`,
       );
     }
+    // Before any node is looked at: a secret the server lacks is the operator's to fix, whichever node is chosen.
+    resolveSecretEnv(model.name, profile, process.env);
     const { node, address, state } = await this.agentOf(body.node);
     if (state === "lost") {
       throw new DomainError("agent_unreachable", `node ${node.name} is lost: not heard from since ${node.last_seen_at}`, "Start its agent again, or choose another node.");
@@ -414,10 +417,19 @@ export class FleetService {
         `Give the new replica another --id, or stop that one first (\`llmgw ctl replica stop ${id}\`; that also clears a failed one).`,
       );
     }
-    const spec = buildReplicaSpec({ id, model, profile, cards, context: body.context, gpuMemoryUtilization: this.settings.gpuMemoryUtilization, simulation: body.simulation });
+    const spec = buildReplicaSpec({
+      id,
+      model,
+      profile,
+      cards,
+      context: body.context,
+      gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
+      simulation: body.simulation,
+      serverEnvironment: process.env,
+    });
     const status = await startReplicaOnAgent(address, spec);
     const at = this.iso();
-    await upsertReplica(this.store.db, { id, node: node.name, status, spec, stop_requested: false, created_at: at, updated_at: at });
+    await upsertReplica(this.store.db, { id, node: node.name, status, spec: storableReplicaSpec(spec, profile), stop_requested: false, created_at: at, updated_at: at });
     return await this.getReplica(id);
   }
 

@@ -24,7 +24,7 @@ const mayImport: Readonly<Record<string, readonly string[]>> = {
   engines: ["catalog", "fleet", "protocol", "errors", "net"],
   store: ["catalog", "protocol", "errors", "net"],
   reconcile: ["catalog", "plan", "fleet", "protocol", "placement", "store", "engines", "errors", "net"],
-  http: ["protocol", "errors"],
+  http: ["catalog", "protocol", "errors"],
   agent: ["catalog", "plan", "fleet", "protocol", "engines", "auth", "http", "files", "errors", "net"],
   gateway: ["catalog", "protocol", "engines", "auth", "http", "errors", "net"],
   services: ["catalog", "plan", "fleet", "protocol", "placement", "reconcile", "engines", "store", "auth", "errors", "net"],

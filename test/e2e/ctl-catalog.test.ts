@@ -119,7 +119,7 @@ describe("llmgw server and ctl, as real processes", () => {
     expect((await ctl("model", "add", "-f", typo)).stderr).toContain('typo.yaml:5:5: profiles[0].gpu: unknown key "gpu" (did you mean "gpus"?)');
 
     const wrongType = modelFile(directory, "wrong.yaml", "name: wrong\nprofiles:\n  - { engine: vllm, source: x, gpus: -1 }\n");
-    expect((await ctl("model", "add", "-f", wrongType)).stderr).toContain("profiles[0].gpus: a whole number of cards, 0 or more");
+    expect((await ctl("model", "add", "-f", wrongType)).stderr).toContain("profiles[0].gpus: a whole number of cards, 0 to 64");
 
     const engine = modelFile(directory, "engine.yaml", "name: engine\nprofiles:\n  - { engine: ollama, source: x }\n");
     expect((await ctl("model", "add", "-f", engine)).stderr).toContain("profiles[0].engine: one of vllm, sglang, trtllm, llamacpp, comfyui");
@@ -199,7 +199,7 @@ describe("llmgw server start-up", () => {
     const result = await runCli(["server", "-c", path.join(directory, "server.yaml"), "--listen", "127.0.0.1:0", "--data-dir", path.join(directory, "data")]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("server.yaml:3:");
-    expect(result.stderr).toContain("models[0].profiles[0].gpus: a whole number of cards, 0 or more");
+    expect(result.stderr).toContain("models[0].profiles[0].gpus: a whole number of cards, 0 to 64");
   });
 
   it("says which address is taken, and how to choose another, when the port is in use", async () => {

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -6,14 +5,11 @@ import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killGroup, waitFor, writeFakeEngine } from "../support/fake-engine.js";
+import { startFleetServer } from "../support/fleet-server.js";
 import { startAgent, type RunningAgent } from "../../src/agent/agent.js";
-import { buildApp } from "../../src/server/build-app.js";
-import { CatalogService } from "../../src/services/catalog-service.js";
-import { FleetService } from "../../src/services/fleet-service.js";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
-import { openStore, type Store } from "../../src/store/open-store.js";
-import { insertToken } from "../../src/store/token-rows.js";
-import { hashToken, newToken } from "../../src/auth/tokens.js";
+import type { Store } from "../../src/store/open-store.js";
+import { newToken } from "../../src/auth/tokens.js";
 
 describe("fleet API with a real agent", () => {
   let directory: string;
@@ -29,12 +25,7 @@ describe("fleet API with a real agent", () => {
   beforeAll(async () => {
     directory = await mkdtemp(path.join(tmpdir(), "llmgw-fleet-"));
     engineScript = await writeFakeEngine(directory);
-    store = await openStore({ database: undefined, dataDir: path.join(directory, "server") });
-    await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, new Date().toISOString());
-    const catalog = new CatalogService(store, [], "server.yaml");
-    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 300, gpuMemoryUtilization: 0.9 });
-    app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token" });
-    serverUrl = await app.listen({ host: "127.0.0.1", port: 0 });
+    ({ store, app, url: serverUrl } = await startFleetServer(path.join(directory, "server"), admin));
     const created = await app.inject({ method: "POST", url: "/api/v1/models", headers: as, payload: { name: "tiny", context: 4096, profiles: [{ engine: "vllm", source: "hf://org/tiny@main", gpus: 1 }] } });
     expect(created.statusCode).toBe(201);
     const token = await app.inject({ method: "POST", url: "/api/v1/node-tokens", headers: as, payload: {} });

@@ -10,3 +10,14 @@ export async function refusal(run: () => Promise<unknown>): Promise<DomainError>
   }
   throw new Error("expected the call to be refused with a DomainError");
 }
+
+/** The same, for a call that does not return a promise (parsing a file, loading server.yaml). */
+export function refusalOf(run: () => unknown): DomainError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof DomainError) return error;
+    throw error;
+  }
+  throw new Error("expected the call to be refused with a DomainError");
+}

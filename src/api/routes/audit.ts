@@ -14,6 +14,6 @@ export function registerAuditRoutes(app: FastifyInstance, store: Store): void {
   app.get("/api/v1/audit", { config: { access: "read" } }, async (request) => {
     const query = parseQuery(auditQuery, request.query);
     const events = await listAuditEvents(store.db, query);
-    return { events: events.map((event) => ({ ...event, before: redactAuditValue(event.before), after: redactAuditValue(event.after) })) };
+    return { events: events.map((event) => ({ ...event, before: redactAuditValue(event.before, request.audience), after: redactAuditValue(event.after, request.audience) })) };
   });
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { serverApiRange, softwareVersion } from "../version.js";
+import { serverApiRange, softwareVersion } from "../../protocol/api-version.js";
 
 export function registerMetaRoutes(app: FastifyInstance): void {
   app.get("/healthz", { config: { access: "public" } }, async () => ({ status: "ok" }));

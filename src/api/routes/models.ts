@@ -4,6 +4,8 @@ import { modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "..
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { modelView, type ReplicaCountSource } from "../model-view.js";
+import type { Audience } from "../../catalog/redact.js";
+import { checkSecretEnv } from "../../catalog/secret-env.js";
 import { parseBody } from "../parse-body.js";
 
 const nameParams = z.object({ name: z.string() });
@@ -27,22 +29,24 @@ const ownerBody = z.strictObject({ owner: modelEntrySchema.shape.owner.unwrap() 
 const fallbacksBody = z.strictObject({ fallbacks: modelEntrySchema.shape.fallbacks.unwrap() });
 
 export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource): void {
-  const view = async (name: string) => {
+  const view = async (name: string, audience: Audience) => {
     const counts = await replicaCounts();
-    return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name));
+    return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name), audience);
   };
 
-  app.get("/api/v1/models", { config: { access: "read" } }, async () => {
+  app.get("/api/v1/models", { config: { access: "read" } }, async (request) => {
     const [models, counts] = await Promise.all([catalog.list(), replicaCounts()]);
-    return { models: models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name))) };
+    return { models: models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name), request.audience)) };
   });
 
-  app.get("/api/v1/models/:name", { config: { access: "read" } }, async (request) => view(nameParams.parse(request.params).name));
+  app.get("/api/v1/models/:name", { config: { access: "read" } }, async (request) => view(nameParams.parse(request.params).name, request.audience));
 
   app.post("/api/v1/models", { config: { access: "admin" } }, async (request, reply) => {
     const entry = parseBody(modelEntrySchema, request.body);
+    // The server's own environment: a secret_env naming a variable it lacks is refused now, not at the first replica.
+    checkSecretEnv(entry, process.env);
     const model = await catalog.add(entry, requireActor(request));
-    return reply.status(201).send(modelView(model, catalog.declaredIn));
+    return reply.status(201).send(modelView(model, catalog.declaredIn, undefined, request.audience));
   });
 
   app.delete("/api/v1/models/:name", { config: { access: "admin" } }, async (request) => {
@@ -54,30 +58,30 @@ export function registerModelRoutes(app: FastifyInstance, catalog: CatalogServic
   app.post("/api/v1/models/:name/scale", { config: { access: "admin" } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     await catalog.scale(name, parseBody(scaleBody, request.body), requireActor(request));
-    return view(name);
+    return view(name, request.audience);
   });
 
   app.post("/api/v1/models/:name/resources", { config: { access: "admin" } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     await catalog.resources(name, parseBody(resourcesBody, request.body), requireActor(request));
-    return view(name);
+    return view(name, request.audience);
   });
 
   app.post("/api/v1/models/:name/class", { config: { access: "admin" } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     await catalog.setClass(name, parseBody(classBody, request.body).class, requireActor(request));
-    return view(name);
+    return view(name, request.audience);
   });
 
   app.post("/api/v1/models/:name/owner", { config: { access: "admin" } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     await catalog.setOwner(name, parseBody(ownerBody, request.body).owner, requireActor(request));
-    return view(name);
+    return view(name, request.audience);
   });
 
   app.post("/api/v1/models/:name/fallbacks", { config: { access: "admin" } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     await catalog.setFallbacks(name, parseBody(fallbacksBody, request.body).fallbacks, requireActor(request));
-    return view(name);
+    return view(name, request.audience);
   });
 }

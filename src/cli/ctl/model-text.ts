@@ -9,6 +9,8 @@ export function describeProfile(profile: ResolvedProfile): string {
     profile.cpu_cores !== undefined ? `${profile.cpu_cores} cores` : undefined,
     profile.memory_gb !== undefined ? `${profile.memory_gb} GB host memory` : undefined,
     profile.engine === "llamacpp" ? `${profile.slots} slot${profile.slots > 1 ? "s" : ""}` : undefined,
+    // Absent from an older server's answer, hence the fallback.
+    ...Object.entries(profile.secret_env ?? {}).map(([name, serverVariable]) => `${name} from $${serverVariable} on the server`),
   ].filter((part): part is string => part !== undefined);
   return `${profile.name}: ${profile.engine} on ${hardware}${extras.length ? `, ${extras.join(", ")}` : ""}`;
 }

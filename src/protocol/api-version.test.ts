@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { negotiateApiVersion, parseApiRange, softwareVersion } from "./version.js";
+import { negotiateApiVersion, parseApiRange, softwareVersion } from "./api-version.js";
 
 describe("API version negotiation", () => {
   it("uses the newest version both sides speak", () => {

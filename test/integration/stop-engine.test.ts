@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { killGroup } from "../../test/support/fake-engine.js";
-import { markerEnvironment } from "./engine-marker.js";
-import { isProcessAlive } from "./engine-process.js";
-import { stopEngine } from "./stop-engine.js";
+import { killGroup } from "../support/fake-engine.js";
+import { markerEnvironment } from "../../src/agent/engine-marker.js";
+import { isProcessAlive } from "../../src/agent/engine-process.js";
+import { stopEngine } from "../../src/agent/stop-engine.js";
 
 const groups: number[] = [];
 afterEach(() => {
