@@ -1,10 +1,10 @@
 import { redactUrl } from "../catalog/redact.js";
 import { withUrlCredentials } from "../net/url-credentials.js";
-import { gguf } from "@huggingface/gguf";
+import { gguf, parseGgufShardFilename } from "@huggingface/gguf";
 import { resolve } from "node:path";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { architectureFromConfig } from "./architecture.js";
-import { architectureFromGguf, countGgufTensors, ggufFileTypeName, type GgufMetadata } from "./gguf-architecture.js";
+import { architectureFromGguf, countGgufTensors, ggufFileTypeName, type GgufMetadata, type GgufTensor } from "./gguf-architecture.js";
 import type { ModelFacts } from "./model-facts.js";
 import {
   defaultHubEndpoint,
@@ -109,7 +109,7 @@ async function readFolder(source: string, files: ModelFiles, localFolder?: strin
   }
   const architecture = architectureFromConfig(config, configFile);
   const prequantized = prequantizedFormat(config);
-  const weights = await readSafetensorsWeights(files, listing, prequantized);
+  const weights = await readSafetensorsWeights(files, listing, prequantized, config);
   return {
     source,
     architecture,
@@ -118,6 +118,45 @@ async function readFolder(source: string, files: ModelFiles, localFolder?: strin
     ggufFileType: undefined,
     provenance: { architecture: configFile, parameters: `${weights.provenance} of ${files.description}` },
   };
+}
+
+/**
+ * A folder holding config.json and the index but none of the shards: what
+ * `hf download --include "*.json"` leaves, to plan before a 140 GB download.
+ * The index's total_size is the checkpoint's bytes; the dtype comes from
+ * config.json (torch_dtype, or dtype in newer transformers), since the
+ * weight map names tensors but not their types. Some shards present and
+ * others missing is a cut download, not this case, and stays an error.
+ */
+async function indexWithoutShards(
+  files: ModelFiles,
+  listing: string[] | undefined,
+  shards: readonly string[],
+  totalSize: number | undefined,
+  config: unknown,
+): Promise<WeightsReading | undefined> {
+  const first = shards[0];
+  if (totalSize === undefined || first === undefined) return undefined;
+  const present = listing !== undefined ? shards.some((shard) => listing.includes(shard)) : (await files.readRange(first, 0, 8)) !== undefined;
+  if (present) return undefined;
+  const dtype = configDtype(config) ?? "BF16";
+  const bytesPerElement = safetensorsDtypeBytes[dtype] ?? 2;
+  return {
+    parameters: Math.round(totalSize / bytesPerElement),
+    bytes: totalSize,
+    dtype,
+    provenance: `model.safetensors.index.json total_size alone (none of its ${shards.length} shard${shards.length === 1 ? " is" : "s are"} present; dtype ${dtype} from config.json)`,
+  };
+}
+
+const configDtypes: Readonly<Record<string, string>> = { bfloat16: "BF16", float16: "F16", float32: "F32", float8_e4m3fn: "F8_E4M3" };
+
+function configDtype(config: unknown): string | undefined {
+  if (typeof config !== "object" || config === null) return undefined;
+  const record = config as { torch_dtype?: unknown; dtype?: unknown; text_config?: unknown };
+  const named = typeof record.torch_dtype === "string" ? record.torch_dtype : typeof record.dtype === "string" ? record.dtype : undefined;
+  if (named !== undefined) return configDtypes[named];
+  return configDtype(record.text_config);
 }
 
 async function readHeader(files: ModelFiles, path: string): Promise<SafetensorsTensor[] | undefined> {
@@ -155,6 +194,7 @@ async function readSafetensorsWeights(
   files: ModelFiles,
   listing: string[] | undefined,
   prequantized: PrequantizedFormat | undefined,
+  config: unknown,
 ): Promise<WeightsReading> {
   const indexName = "model.safetensors.index.json";
   const hasIndex = listing === undefined || listing.includes(indexName);
@@ -167,6 +207,9 @@ async function readSafetensorsWeights(
       throw sourceUnreadable(`${indexName} of ${files.description}`, "is not JSON", "Check the file.");
     }
     const { shards, totalSize } = shardsOfIndex(index, `${indexName} of ${files.description}`);
+    // Packed 4-bit weights make bytes say nothing of the parameter count without the headers.
+    const indexOnly = prequantized === undefined ? await indexWithoutShards(files, listing, shards, totalSize, config) : undefined;
+    if (indexOnly) return indexOnly;
     if (shards.length <= maxShardHeadersRead || totalSize === undefined) {
       const headers = await mapLimited(shards, shardReadConcurrency, async (shard) => {
         const header = await readHeader(files, shard);
@@ -207,31 +250,72 @@ async function readSafetensorsWeights(
   );
 }
 
-/** Facts from a GGUF file, local or remote, read by @huggingface/gguf (header and tensor infos only). */
-async function readGguf(source: string, location: string, headers: Record<string, string>): Promise<ModelFacts> {
-  let parsed: Awaited<ReturnType<typeof gguf>>;
+async function parseGguf(location: string, headers: Record<string, string>): Promise<Awaited<ReturnType<typeof gguf>>> {
   try {
     const remote = /^https?:\/\//i.test(location);
     const target = remote ? withUrlCredentials(location, headers) : { url: location, headers };
-    parsed = await gguf(target.url, { allowLocalFile: !remote, additionalFetchHeaders: target.headers });
+    return await gguf(target.url, { allowLocalFile: !remote, additionalFetchHeaders: target.headers });
   } catch (error) {
     if (isDomainError(error)) throw error;
     throw sourceUnreadable(redactUrl(location), error instanceof Error ? error.message : String(error), "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\").");
   }
+}
+
+function tensorsOf(parsed: Awaited<ReturnType<typeof gguf>>): GgufTensor[] {
+  return parsed.tensorInfos.map((info) => ({ name: info.name, shape: info.shape, dtype: info.dtype as number }));
+}
+
+/**
+ * The tensors of every part of a GGUF published in parts
+ * (`…-00001-of-00003.gguf`, `split.count` in the first part's header).
+ * Counting the first part alone once put a third of Llama-3.3-70B Q8_0 on
+ * one 80 GB card; a part that cannot be read is named, never skipped.
+ */
+async function otherPartsTensors(location: string, metadata: GgufMetadata, headers: Record<string, string>): Promise<{ tensors: GgufTensor[]; parts: number }> {
+  const count = Number(metadata["split.count"] ?? 1);
+  if (!Number.isInteger(count) || count <= 1) return { tensors: [], parts: 1 };
+  const name = parseGgufShardFilename(location);
+  if (!name || Number(name.shard) !== 1 || Number(name.total) !== count) {
+    throw sourceUnreadable(
+      redactUrl(location),
+      `is part of a GGUF split in ${count} parts (split.count ${count}), but its name is not the first of them (…-00001-of-${String(count).padStart(5, "0")}.gguf)`,
+      "Give the first part's path or URL; the planner reads the others beside it.",
+    );
+  }
+  const partLocations = Array.from({ length: count - 1 }, (_, index) => `${name.prefix}-${String(index + 2).padStart(5, "0")}-of-${name.total}.gguf`);
+  const parsedParts = await mapLimited(partLocations, shardReadConcurrency, async (part) => {
+    try {
+      return await parseGguf(part, headers);
+    } catch (error) {
+      throw sourceUnreadable(
+        redactUrl(part),
+        `is missing or unreadable (part of the ${count}-part GGUF ${redactUrl(location)}): ${error instanceof Error ? error.message : String(error)}`,
+        "Download every part beside the first; the model's size is the sum of its parts.",
+      );
+    }
+  });
+  return { tensors: parsedParts.flatMap(tensorsOf), parts: count };
+}
+
+/** Facts from a GGUF file (every part of a split one), local or remote, read by @huggingface/gguf (header and tensor infos only). */
+async function readGguf(source: string, location: string, headers: Record<string, string>): Promise<ModelFacts> {
+  const parsed = await parseGguf(location, headers);
   // The library types metadata per architecture; we read it by key name.
   const metadata = parsed.metadata as unknown as GgufMetadata;
-  const tensors = parsed.tensorInfos.map((info) => ({ name: info.name, shape: info.shape, dtype: info.dtype as number }));
+  const others = await otherPartsTensors(location, metadata, headers);
+  const tensors = [...tensorsOf(parsed), ...others.tensors];
   const file = `GGUF metadata of ${location}`;
   const architecture = architectureFromGguf(metadata, tensors, file);
   const { parameters, bytes } = countGgufTensors(tensors, file);
   const fileType = ggufFileTypeName(metadata);
+  const read = others.parts > 1 ? `tensor infos of all ${others.parts} parts of ${location} (${tensors.length} tensors)` : `tensor infos of ${location} (${tensors.length} tensors)`;
   return {
     source,
     architecture,
     parameters,
     checkpoint: { format: "gguf", dtype: fileType ?? "GGUF", bytes, quantization: undefined },
     ggufFileType: fileType,
-    provenance: { architecture: file, parameters: `tensor infos of ${location} (${tensors.length} tensors)` },
+    provenance: { architecture: file, parameters: read },
   };
 }
 
