@@ -44,6 +44,7 @@ export const errorCodes = {
   architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",
   source_unreadable: "A model source (HF id, mirror URL, local folder or GGUF file) could not be read; the message says which file and why.",
   weights_metadata_missing: "A model source has no weights metadata to count parameters from (no safetensors header, index or GGUF tensors).",
+  adapter_invalid: "A LoRA adapter that its base model's engine cannot attach: not a LoRA, for another architecture, of a rank above the engine's maximum, or in the other engine's format.",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 

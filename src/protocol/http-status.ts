@@ -37,6 +37,7 @@ export const statusForCode: Record<ErrorCode, number> = {
   replica_conflict: 409,
   node_not_found: 404,
   agent_unreachable: 502,
+  adapter_invalid: 400,
   internal: 500,
   does_not_fit: 422,
   architecture_field_missing: 422,
