@@ -110,6 +110,8 @@ export const serverConfigSchema = z.strictObject({
       token_env: z.string().optional(),
     })
     .optional(),
+  /** Where `mirror:path` sources point: an http(s) base URL the nodes reach, or a folder every node mounts. */
+  mirror: z.string().min(1, { message: "an http(s) URL or a folder path" }).optional(),
   nodes: z
     .strictObject({
       heartbeat_deadline: durationSchema.optional(),

@@ -1,4 +1,5 @@
 import { redactUrl } from "../catalog/redact.js";
+import { parseWeightsSource, sourceGrammarHint, type SourceContext } from "../catalog/weights-source.js";
 import { withUrlCredentials } from "../net/url-credentials.js";
 import { gguf, parseGgufShardFilename } from "@huggingface/gguf";
 import { resolve } from "node:path";
@@ -28,7 +29,7 @@ import {
   type SafetensorsTensor,
 } from "./safetensors.js";
 
-export type ReadModelSourceOptions = HubOptions;
+export type ReadModelSourceOptions = HubOptions & SourceContext;
 
 /**
  * Above this many shards the index's total_size and one shard's dtype stand
@@ -38,37 +39,49 @@ export type ReadModelSourceOptions = HubOptions;
 export const maxShardHeadersRead = 64;
 const shardReadConcurrency = 8;
 
-const hubIdPattern = /^([A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*)(?:@([A-Za-z0-9._/-]+))?$/;
-
 /**
- * Facts about a model from wherever it is:
- * - an HF id `Org/Name[@revision]`, read through @huggingface/hub from
- *   `hubEndpoint` (a mirror's base URL works);
- * - an http(s) URL of a folder on a mirror (config.json and safetensors
- *   headers by Range requests), or of a .gguf file;
+ * Facts about a model from wherever it is, in the one source grammar the
+ * catalog and the agent use (catalog/weights-source.ts):
+ * - a hub repository, `hf://Org/Name[@revision]` or `Org/Name[@revision]`,
+ *   read through @huggingface/hub from `hubEndpoint` (a mirror's base URL
+ *   works), or one .gguf file in it (`hf://Org/Name@rev/file.gguf`);
+ * - an http(s) URL of a folder (ending in /: config.json and safetensors
+ *   headers by Range requests) or of a .gguf file;
+ * - `mirror:path` under the configured mirror;
  * - a local folder (config.json plus *.safetensors or the index), or a local .gguf file.
  */
 export async function readModelSource(source: string, options: ReadModelSourceOptions = {}): Promise<ModelFacts> {
   const trimmed = source.trim();
-  const isUrl = /^https?:\/\//i.test(trimmed);
-  if (/\.gguf$/i.test(trimmed)) {
-    if (isUrl) return readGguf(trimmed, trimmed, tokenHeaders(trimmed, options));
-    if (await isFile(trimmed)) return readGguf(trimmed, resolve(trimmed), {});
-    throw sourceUnreadable(trimmed, "no such file", "Give the path of a .gguf file that exists on this machine.");
+  const parsed = parseWeightsSource(trimmed, options);
+  switch (parsed.kind) {
+    case "http-file":
+      if (!/\.gguf$/i.test(new URL(parsed.url).pathname)) {
+        throw sourceUnreadable(redactUrl(parsed.url), "is a URL of one file that is not a .gguf", "A model folder's URL ends in / (https://mirror/models/Qwen2.5-7B-Instruct/); a single file must be a GGUF.");
+      }
+      return readGguf(trimmed, parsed.url, tokenHeaders(parsed.url, options));
+    case "http-folder":
+      return readFolder(trimmed, httpFolderFiles(parsed.url, tokenHeaders(parsed.url, options)));
+    case "hub": {
+      if (parsed.path === "") return readFolder(trimmed, hubFiles(parsed.repo, parsed.revision, options));
+      if (/\.gguf$/i.test(parsed.path)) {
+        const url = `${(options.hubEndpoint ?? defaultHubEndpoint).replace(/\/+$/, "")}/${parsed.repo}/resolve/${encodeURIComponent(parsed.revision)}/${parsed.path}`;
+        return readGguf(trimmed, url, tokenHeaders(url, options));
+      }
+      throw sourceUnreadable(trimmed, "names a folder inside a repository", "Plan the repository itself (hf://org/name@revision), or one .gguf file in it.");
+    }
+    case "local": {
+      if (/\.gguf$/i.test(parsed.path)) {
+        if (await isFile(parsed.path)) return readGguf(trimmed, parsed.path, {});
+        throw sourceUnreadable(trimmed, "no such file", "Give the path of a .gguf file that exists on this machine.");
+      }
+      if (await isDirectory(parsed.path)) return readFolder(trimmed, localFolderFiles(parsed.path), parsed.path);
+      throw new DomainError(
+        "source_unreadable",
+        `"${source}" is not a folder or a .gguf file on this machine`,
+        `${sourceGrammarHint} A hub id is org/name; a local folder is an absolute path or starts with ./`,
+      );
+    }
   }
-  if (isUrl) return readFolder(trimmed, httpFolderFiles(trimmed, tokenHeaders(trimmed, options)));
-  if (await isDirectory(trimmed)) return readFolder(trimmed, localFolderFiles(resolve(trimmed)), resolve(trimmed));
-  const hubId = hubIdPattern.exec(trimmed);
-  if (hubId && !trimmed.startsWith(".") && !trimmed.startsWith("/")) {
-    const repository = hubId[1] as string;
-    const revision = hubId[2] ?? "main";
-    return readFolder(trimmed, hubFiles(repository, revision, options));
-  }
-  throw new DomainError(
-    "source_unreadable",
-    `"${source}" is not an HF id, a URL, a folder or a .gguf file here`,
-    "Give Org/Name[@revision], an http(s) URL of a mirror folder, a local folder with config.json, or a .gguf file.",
-  );
 }
 
 /**
