@@ -15,6 +15,8 @@ import {
   isFile,
   localFolderFiles,
   sourceUnreadable,
+  connectionFailure,
+  fetchWithin,
   type HubOptions,
   type ModelFiles,
 } from "./model-files.js";
@@ -58,14 +60,14 @@ export async function readModelSource(source: string, options: ReadModelSourceOp
       if (!/\.gguf$/i.test(new URL(parsed.url).pathname)) {
         throw sourceUnreadable(redactUrl(parsed.url), "is a URL of one file that is not a .gguf", "A model folder's URL ends in / (https://mirror/models/Qwen2.5-7B-Instruct/); a single file must be a GGUF.");
       }
-      return readGguf(trimmed, parsed.url, tokenHeaders(parsed.url, options));
+      return readGguf(trimmed, parsed.url, tokenHeaders(parsed.url, options), options.requestTimeoutMs);
     case "http-folder":
-      return readFolder(trimmed, httpFolderFiles(parsed.url, tokenHeaders(parsed.url, options)));
+      return readFolder(trimmed, httpFolderFiles(parsed.url, tokenHeaders(parsed.url, options), options.requestTimeoutMs));
     case "hub": {
       if (parsed.path === "") return readFolder(trimmed, hubFiles(parsed.repo, parsed.revision, options));
       if (/\.gguf$/i.test(parsed.path)) {
         const url = `${(options.hubEndpoint ?? defaultHubEndpoint).replace(/\/+$/, "")}/${parsed.repo}/resolve/${encodeURIComponent(parsed.revision)}/${parsed.path}`;
-        return readGguf(trimmed, url, tokenHeaders(url, options));
+        return readGguf(trimmed, url, tokenHeaders(url, options), options.requestTimeoutMs);
       }
       throw sourceUnreadable(trimmed, "names a folder inside a repository", "Plan the repository itself (hf://org/name@revision), or one .gguf file in it.");
     }
@@ -263,14 +265,15 @@ async function readSafetensorsWeights(
   );
 }
 
-async function parseGguf(location: string, headers: Record<string, string>): Promise<Awaited<ReturnType<typeof gguf>>> {
+async function parseGguf(location: string, headers: Record<string, string>, timeoutMs: number | undefined): Promise<Awaited<ReturnType<typeof gguf>>> {
+  const remote = /^https?:\/\//i.test(location);
   try {
-    const remote = /^https?:\/\//i.test(location);
     const target = remote ? withUrlCredentials(location, headers) : { url: location, headers };
-    return await gguf(target.url, { allowLocalFile: !remote, additionalFetchHeaders: target.headers });
+    return await gguf(target.url, { allowLocalFile: !remote, additionalFetchHeaders: target.headers, fetch: fetchWithin(timeoutMs) });
   } catch (error) {
     if (isDomainError(error)) throw error;
-    throw sourceUnreadable(redactUrl(location), error instanceof Error ? error.message : String(error), "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\").");
+    const why = remote && error instanceof TypeError ? connectionFailure(error, timeoutMs) : error instanceof Error && error.name === "TimeoutError" ? connectionFailure(error, timeoutMs) : error instanceof Error ? error.message : String(error);
+    throw sourceUnreadable(redactUrl(location), why, "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\") and that its host is reachable.");
   }
 }
 
@@ -284,7 +287,7 @@ function tensorsOf(parsed: Awaited<ReturnType<typeof gguf>>): GgufTensor[] {
  * Counting the first part alone once put a third of Llama-3.3-70B Q8_0 on
  * one 80 GB card; a part that cannot be read is named, never skipped.
  */
-async function otherPartsTensors(location: string, metadata: GgufMetadata, headers: Record<string, string>): Promise<{ tensors: GgufTensor[]; parts: number }> {
+async function otherPartsTensors(location: string, metadata: GgufMetadata, headers: Record<string, string>, timeoutMs: number | undefined): Promise<{ tensors: GgufTensor[]; parts: number }> {
   const count = Number(metadata["split.count"] ?? 1);
   if (!Number.isInteger(count) || count <= 1) return { tensors: [], parts: 1 };
   const name = parseGgufShardFilename(location);
@@ -298,7 +301,7 @@ async function otherPartsTensors(location: string, metadata: GgufMetadata, heade
   const partLocations = Array.from({ length: count - 1 }, (_, index) => `${name.prefix}-${String(index + 2).padStart(5, "0")}-of-${name.total}.gguf`);
   const parsedParts = await mapLimited(partLocations, shardReadConcurrency, async (part) => {
     try {
-      return await parseGguf(part, headers);
+      return await parseGguf(part, headers, timeoutMs);
     } catch (error) {
       throw sourceUnreadable(
         redactUrl(part),
@@ -311,11 +314,18 @@ async function otherPartsTensors(location: string, metadata: GgufMetadata, heade
 }
 
 /** Facts from a GGUF file (every part of a split one), local or remote, read by @huggingface/gguf (header and tensor infos only). */
-async function readGguf(source: string, location: string, headers: Record<string, string>): Promise<ModelFacts> {
-  const parsed = await parseGguf(location, headers);
+async function readGguf(source: string, location: string, headers: Record<string, string>, timeoutMs?: number): Promise<ModelFacts> {
+  const parsed = await parseGguf(location, headers, timeoutMs);
   // The library types metadata per architecture; we read it by key name.
   const metadata = parsed.metadata as unknown as GgufMetadata;
-  const others = await otherPartsTensors(location, metadata, headers);
+  if (metadata["general.type"] === "adapter") {
+    throw sourceUnreadable(
+      redactUrl(location),
+      `is a GGUF ${typeof metadata["adapter.type"] === "string" ? `${metadata["adapter.type"]} ` : ""}adapter, not a model`,
+      "Give the base model's GGUF as the source, and attach the adapter under the model's adapters.",
+    );
+  }
+  const others = await otherPartsTensors(location, metadata, headers, timeoutMs);
   const tensors = [...tensorsOf(parsed), ...others.tensors];
   const file = `GGUF metadata of ${location}`;
   const architecture = architectureFromGguf(metadata, tensors, file);
