@@ -20,7 +20,8 @@ import { replicaSpecSchema, terminalReplicaStates } from "../protocol/agent-prot
 import { redactArgs } from "../catalog/redact.js";
 import { readLogTail, rotateLogIfLarge, type LogRotation } from "./replica-log.js";
 import { fetchWeights } from "./weights-fetcher.js";
-import { cacheLocation, parseWeightsSource } from "./weights-source.js";
+import { parseWeightsSource } from "../catalog/weights-source.js";
+import { cacheLocation } from "./weights-source.js";
 
 export interface SimulationSettings {
   /** How to run `llmgw`: [node, ...flags, path to bin/llmgw.js]; `sim-engine ...` is appended. */

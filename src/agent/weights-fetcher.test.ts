@@ -6,7 +6,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fetchWeights, type FetchProgress } from "./weights-fetcher.js";
-import { cacheLocation, parseWeightsSource } from "./weights-source.js";
+import { parseWeightsSource } from "../catalog/weights-source.js";
+import { cacheLocation } from "./weights-source.js";
 
 interface RequestRecord {
   method: string;

@@ -16,11 +16,10 @@ import {
   checksumFromHeaders,
   companionFiles,
   parseFolderListing,
-  parseWeightsSource,
   selectHubFiles,
   shardsFromIndex,
-  type WeightsSource,
 } from "./weights-source.js";
+import { parseWeightsSource, type WeightsSource } from "../catalog/weights-source.js";
 
 export interface FetchProgress {
   readonly bytesDone: number;

@@ -1,35 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { cacheLocation, checksumFromHeaders, parseFolderListing, parseWeightsSource, selectHubFiles, shardsFromIndex } from "./weights-source.js";
-
-describe("parseWeightsSource", () => {
-  it("reads a file URL with a pinned sha256", () => {
-    expect(parseWeightsSource(`https://mirror.example/m/model.gguf#sha256=${"AB".repeat(32)}`)).toEqual({
-      kind: "http-file",
-      url: "https://mirror.example/m/model.gguf",
-      sha256: "ab".repeat(32),
-    });
-  });
-
-  it("reads a URL ending in / as a folder", () => {
-    expect(parseWeightsSource("http://10.0.0.1:8000/llama/")).toEqual({ kind: "http-folder", url: "http://10.0.0.1:8000/llama/" });
-  });
-
-  it("reads hf://org/name@revision/path, defaulting the revision to main", () => {
-    expect(parseWeightsSource("hf://Qwen/Qwen2.5-7B-Instruct-GGUF@v1/qwen-q4_k_m.gguf")).toEqual({ kind: "hub", repo: "Qwen/Qwen2.5-7B-Instruct-GGUF", revision: "v1", path: "qwen-q4_k_m.gguf" });
-    expect(parseWeightsSource("hf://meta-llama/Llama-3.1-8B")).toEqual({ kind: "hub", repo: "meta-llama/Llama-3.1-8B", revision: "main", path: "" });
-  });
-
-  it("uses local paths and file:// URLs in place", () => {
-    expect(parseWeightsSource("/srv/models/llama")).toEqual({ kind: "local", path: "/srv/models/llama" });
-    expect(parseWeightsSource("file:///srv/m.gguf")).toEqual({ kind: "local", path: "/srv/m.gguf" });
-  });
-
-  it("refuses schemes it cannot fetch and repositories without a name", () => {
-    expect(() => parseWeightsSource("s3://bucket/model")).toThrow(/uses a scheme the agent cannot fetch/);
-    expect(() => parseWeightsSource("hf://just-an-org")).toThrow(/does not name a repository/);
-    expect(() => parseWeightsSource("hf://org/name@main/../../etc")).toThrow(/climbs out/);
-  });
-});
+import { parseWeightsSource } from "../catalog/weights-source.js";
+import { cacheLocation, checksumFromHeaders, parseFolderListing, selectHubFiles, shardsFromIndex } from "./weights-source.js";
 
 describe("cacheLocation", () => {
   it("keeps readable, safe paths under the cache", () => {

@@ -1,61 +1,10 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { redactUrl } from "../catalog/redact.js";
 import { DomainError } from "../errors/domain-error.js";
 
-/**
- * What a profile's `source` means, decided without I/O:
- *   https://host/model.gguf[#sha256=HEX]   one file
- *   https://host/models/llama/              a folder, fetched file by file from its listing or index
- *   hf://org/name[@revision][/path]         a Hugging Face repository (or one file or folder in it)
- *   /srv/models/llama, ./x, file:///x       used in place
- */
-export type WeightsSource =
-  | { readonly kind: "http-file"; readonly url: string; readonly sha256: string | undefined }
-  | { readonly kind: "http-folder"; readonly url: string }
-  | { readonly kind: "hub"; readonly repo: string; readonly revision: string; readonly path: string }
-  | { readonly kind: "local"; readonly path: string };
+import type { WeightsSource } from "../catalog/weights-source.js";
 
 const sha256Pattern = /^[0-9a-f]{64}$/;
-
-function invalidSource(source: string, why: string): DomainError {
-  return new DomainError(
-    "invalid_input",
-    `source "${redactUrl(source)}" ${why}`,
-    "Give an http(s) URL (a folder ends in /), hf://org/name@revision, or an absolute path on the node.",
-  );
-}
-
-export function parseWeightsSource(source: string): WeightsSource {
-  if (/^https?:\/\//i.test(source)) {
-    let url: URL;
-    try {
-      url = new URL(source);
-    } catch {
-      throw invalidSource(source, "is not a valid URL");
-    }
-    // A #sha256=HEX fragment (as pip does) pins the file's content when the server publishes no checksum.
-    const fragment = /^#sha256=([0-9a-fA-F]{64})$/.exec(url.hash);
-    if (url.hash !== "" && !fragment) throw invalidSource(source, "has a fragment other than #sha256=<64 hex digits>");
-    url.hash = "";
-    if (url.pathname.endsWith("/")) return { kind: "http-folder", url: url.toString() };
-    return { kind: "http-file", url: url.toString(), sha256: fragment?.[1]?.toLowerCase() };
-  }
-  if (source.startsWith("hf://")) {
-    const segments = source.slice("hf://".length).split("/").filter((segment) => segment.length > 0);
-    const [owner, nameAndRevision, ...rest] = segments;
-    if (owner === undefined || nameAndRevision === undefined) throw invalidSource(source, "does not name a repository as hf://org/name");
-    const at = nameAndRevision.indexOf("@");
-    const name = at === -1 ? nameAndRevision : nameAndRevision.slice(0, at);
-    const revision = at === -1 ? "main" : nameAndRevision.slice(at + 1);
-    if (name.length === 0 || revision.length === 0) throw invalidSource(source, "has an empty name or revision");
-    if (rest.some((segment) => segment === "..")) throw invalidSource(source, "climbs out of the repository with ..");
-    return { kind: "hub", repo: `${owner}/${name}`, revision, path: rest.join("/") };
-  }
-  if (source.startsWith("file://")) return { kind: "local", path: new URL(source).pathname };
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) throw invalidSource(source, "uses a scheme the agent cannot fetch");
-  return { kind: "local", path: path.resolve(source) };
-}
 
 /** A path segment safe on every file system we run on, and never `..`. */
 function safeSegment(segment: string): string {

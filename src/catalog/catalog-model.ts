@@ -1,4 +1,5 @@
 import { ggufFileTypes } from "./ggml-types.js";
+import { sourceFormProblem } from "./weights-source.js";
 import {
   adapterEngines,
   gpuOnlyEngines,
@@ -140,9 +141,16 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
   if (entry.context !== undefined && entry.max_output !== undefined && entry.max_output > entry.context) {
     problems.push({ path: ["max_output"], code: "invalid_input", message: `cannot exceed context (${entry.context}): an answer counts against the context` });
   }
+  const sourceForm = (path: (string | number)[], source: string | undefined) => {
+    const problem = source === undefined ? undefined : sourceFormProblem(source);
+    if (problem !== undefined) problems.push({ path, code: "invalid_input", message: problem });
+  };
+  sourceForm(["origin"], entry.origin);
+  for (const [index, adapter] of (entry.adapters ?? []).entries()) sourceForm(["adapters", index, "source"], adapter.source);
   const names = new Set<string>();
   for (const [index, profile] of resolveProfiles(entry.profiles ?? []).entries()) {
     const at = (field: string) => ["profiles", index, field];
+    sourceForm(at("source"), profile.source);
     if (names.has(profile.name)) {
       problems.push({ path: at("name"), code: "invalid_input", message: `two profiles are named "${profile.name}"; give each a distinct name` });
     }

@@ -153,6 +153,24 @@ describe("the catalog as a whole", () => {
     expect(error.message).toContain("llamacpp takes one of F32, F16");
   });
 
+  it("refuses a source no agent could fetch when the model is added, naming its place and the forms it takes", () => {
+    const error = failure(() =>
+      buildCatalog([
+        runtime({
+          name: "a",
+          origin: "s3://bucket/qwen",
+          adapters: [{ name: "a-sql", source: "mirror:../outside/" }],
+          profiles: [{ engine: "vllm", source: "ftp://mirror.example/qwen/" }],
+        }),
+      ]),
+    );
+    const where = error.details.map((detail) => `${detail.where}: ${detail.message}`).join("\n");
+    expect(where).toContain("origin: uses a scheme llmgw cannot fetch; give an http(s) URL");
+    expect(where).toContain("adapters[0].source: must name a path inside the mirror");
+    expect(where).toContain("profiles[0].source: uses a scheme llmgw cannot fetch");
+    expect(() => buildCatalog([runtime({ name: "b", origin: "hf://Qwen/Qwen2.5-7B-Instruct@a09a354", profiles: [{ engine: "vllm", source: "mirror:qwen2.5-7b/" }] })])).not.toThrow();
+  });
+
   it("refuses max below min and a model with neither profiles nor external", () => {
     expect(failure(() => buildCatalog([runtime({ name: "a", scaling: { min: 3, max: 1 }, profiles: [vllmProfile] })])).message).toContain(
       "scaling.max: must be at least min (3)",

@@ -153,6 +153,8 @@ export const serverConfigSchema = z.strictObject({
       token_env: z.string().optional(),
     })
     .optional(),
+  /** Where `mirror:path` sources point: an http(s) base URL the nodes reach, or a folder every node mounts. */
+  mirror: z.string().min(1, { message: "an http(s) URL or a folder path" }).optional(),
   nodes: z
     .strictObject({
       // Agents beat every 2s: under 5s a node is lost on two late beats; over an hour a dead node's replicas wait that long to move.

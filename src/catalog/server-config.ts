@@ -18,6 +18,8 @@ export interface ServerConfig {
   readonly database: string | undefined;
   readonly gpuMemoryUtilization: number;
   readonly huggingface: { readonly endpoint: string; readonly tokenEnv: string | undefined };
+  /** The base `mirror:path` sources resolve against; undefined when none is configured. */
+  readonly mirror: string | undefined;
   readonly heartbeatDeadlineMs: number;
   readonly settlingWindowMs: number;
   /** Declared models with the place each was written, for catalog errors that name the line. */
@@ -104,6 +106,7 @@ export function loadServerConfig(
       endpoint: file.huggingface?.endpoint ?? "https://huggingface.co",
       tokenEnv: file.huggingface?.token_env,
     }),
+    mirror: file.mirror,
     heartbeatDeadlineMs: duration(file.nodes?.heartbeat_deadline, 15_000),
     settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
     declared: Object.freeze(declared),

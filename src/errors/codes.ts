@@ -48,6 +48,7 @@ export const errorCodes = {
   uri_too_long: "A path segment longer than any name or id the API accepts.",
   headers_too_large: "The request line and headers together exceed what the server reads (about 16 KB).",
   request_timeout: "The client did not send the whole request in time.",
+  adapter_invalid: "A LoRA adapter that its base model's engine cannot attach: not a LoRA, for another architecture, of a rank above the engine's maximum, or in the other engine's format.",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 

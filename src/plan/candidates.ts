@@ -41,6 +41,8 @@ export interface PlanArchitecture {
   readonly kv_bytes_per_token: number;
   readonly checkpoint_dtype: string;
   readonly checkpoint_bytes: number;
+  /** What the parameter count was read from: shard headers, GGUF tensor infos, or the index alone when the shards are not there. */
+  readonly parameters_from: string;
   readonly experts?: number;
   readonly experts_per_token?: number;
   readonly sliding_window?: { readonly window: number; readonly sliding_layers: number };
@@ -282,6 +284,7 @@ function planArchitecture(facts: ModelFacts): PlanArchitecture {
     kv_bytes_per_token: kvBytesPerToken(architecture),
     checkpoint_dtype: facts.checkpoint.dtype,
     checkpoint_bytes: facts.checkpoint.bytes,
+    parameters_from: facts.provenance.parameters,
     ...(architecture.moe ? { experts: architecture.moe.experts, experts_per_token: architecture.moe.expertsPerToken } : {}),
     ...(architecture.slidingWindow
       ? { sliding_window: { window: architecture.slidingWindow.window, sliding_layers: architecture.slidingWindow.slidingLayers } }

@@ -31,6 +31,11 @@ const modelTypeOfGgufArchitecture: Readonly<Record<string, string>> = {
   qwen3moe: "qwen3_moe",
 };
 
+/** The transformers model_type a GGUF `general.architecture` stands for, so a GGUF and a config.json compare. */
+export function ggufModelType(architecture: string): string {
+  return modelTypeOfGgufArchitecture[architecture] ?? architecture;
+}
+
 /**
  * The architecture from GGUF metadata (llama.cpp's key names:
  * `{arch}.block_count`, `{arch}.attention.head_count_kv`, ...). `file`
@@ -54,7 +59,7 @@ export function architectureFromGguf(metadata: GgufMetadata, tensors: readonly G
   const tokens = metadata["tokenizer.ggml.tokens"];
   const vocabSize = numberAt(metadata, key("vocab_size")) ?? (Array.isArray(tokens) ? tokens.length : undefined);
   if (vocabSize === undefined) throw fieldMissing(`${key("vocab_size")} or tokenizer.ggml.tokens`, file, "embedding and output head size");
-  const modelType = modelTypeOfGgufArchitecture[architecture] ?? architecture;
+  const modelType = ggufModelType(architecture);
 
   const experts = numberAt(metadata, key("expert_count"));
   const expertFeedForward = numberAt(metadata, key("expert_feed_forward_length"));

@@ -193,6 +193,15 @@ const ggufNames: Partial<Record<InventoryTensor["role"], string>> = {
  * every tensor name stays unique.
  */
 export function syntheticGguf(architecture: Architecture, quantization: GgufQuantization, fileType: number): Uint8Array {
+  return syntheticGgufParts(architecture, quantization, fileType, 1)[0] as Uint8Array;
+}
+
+/**
+ * The same model as `llama-gguf-split` would publish it in `parts` files
+ * (`…-00001-of-0000N.gguf`): the first part carries every metadata key, each
+ * part its share of the tensors and the `split.*` keys.
+ */
+export function syntheticGgufParts(architecture: Architecture, quantization: GgufQuantization, fileType: number, parts: number): Uint8Array[] {
   const arch = architecture.modelType;
   const metadata: Record<string, GgufValue> = {
     "general.architecture": arch,
@@ -222,7 +231,12 @@ export function syntheticGguf(architecture: Architecture, quantization: GgufQuan
             : `extra.${index}.weight`;
     return { name, dimensions: [...tensor.shape].reverse(), type: ggufTensorType(quantization, tensor, architecture) };
   });
-  return ggufHeaderBytes(metadata, tensors);
+  if (parts === 1) return [ggufHeaderBytes(metadata, tensors)];
+  const perPart = Math.ceil(tensors.length / parts);
+  return Array.from({ length: parts }, (_, part) => {
+    const split = { "split.no": part, "split.count": parts, "split.tensors.count": tensors.length };
+    return ggufHeaderBytes(part === 0 ? { ...metadata, ...split } : split, tensors.slice(part * perPart, (part + 1) * perPart));
+  });
 }
 
 export async function writeBytes(path: string, bytes: Uint8Array): Promise<void> {

@@ -113,17 +113,40 @@ async function readAtMost(response: Response, limit: number): Promise<Uint8Array
   return all.subarray(0, Math.min(limit, received));
 }
 
+/**
+ * fetch with a deadline per request: a mirror that accepts the connection
+ * and never answers must fail the plan or the source check with a reason,
+ * not hang the command that asked.
+ */
+export function fetchWithin(timeoutMs: number | undefined): typeof fetch {
+  if (timeoutMs === undefined) return fetch;
+  return (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs) });
+}
+
+/** Why a request got no answer, as a person fixes it: a name that does not resolve, a refused port, a deadline. */
+export function connectionFailure(error: unknown, timeoutMs: number | undefined): string {
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  const code = (cause as { code?: unknown }).code;
+  const name = (error as { name?: unknown }).name;
+  if (name === "TimeoutError" || (cause as { name?: unknown }).name === "TimeoutError") return `no answer within ${Number(((timeoutMs ?? 0) / 1000).toFixed(1))} s`;
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return `the host name does not resolve (${String(code)})`;
+  if (code === "ECONNREFUSED") return "connection refused: nothing listens at that address and port";
+  if (code === "ECONNRESET") return "the connection was reset";
+  return `could not connect (${cause instanceof Error ? cause.message : String(cause)})`;
+}
+
 /** A folder on an HTTP(S) mirror: files at BASE/path, Range requests for headers. */
-export function httpFolderFiles(baseUrl: string, headers: Record<string, string> = {}): ModelFiles {
+export function httpFolderFiles(baseUrl: string, headers: Record<string, string> = {}, timeoutMs?: number): ModelFiles {
+  const fetchOnce = fetchWithin(timeoutMs);
   const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
   const get = async (path: string, range?: [number, number]): Promise<Response | undefined> => {
     const url = new URL(path, base).toString();
     let response: Response;
     try {
       const target = withUrlCredentials(url, { ...headers, ...(range ? { Range: `bytes=${range[0]}-${range[1] - 1}` } : {}) });
-      response = await fetch(target.url, { headers: target.headers });
+      response = await fetchOnce(target.url, { headers: target.headers });
     } catch (error) {
-      throw sourceUnreadable(redactUrl(url), `could not connect (${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)})`, "Check the mirror URL and that it is reachable from here.");
+      throw sourceUnreadable(redactUrl(url), connectionFailure(error, timeoutMs), "Check the mirror URL and that it is reachable from here.");
     }
     if (response.status === 404) {
       await response.body?.cancel();
@@ -158,6 +181,8 @@ export function httpFolderFiles(baseUrl: string, headers: Record<string, string>
 export interface HubOptions {
   readonly hubEndpoint?: string;
   readonly hubToken?: string;
+  /** A deadline for each request to a hub or mirror; none when left out. */
+  readonly requestTimeoutMs?: number;
 }
 
 export const defaultHubEndpoint = "https://huggingface.co";
@@ -171,10 +196,11 @@ export const defaultHubEndpoint = "https://huggingface.co";
 export function hubFiles(repository: string, revision: string, options: HubOptions): ModelFiles {
   const hubUrl = (options.hubEndpoint ?? defaultHubEndpoint).replace(/\/+$/, "");
   const token = options.hubToken;
+  const fetchOnce = fetchWithin(options.requestTimeoutMs);
   const authorizedFetch: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     if (token) headers.set("Authorization", `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
+    return fetchOnce(input, { ...init, headers });
   };
   const repo = { type: "model" as const, name: repository };
   const description = `${repository}@${revision} via ${hubUrl}`;
@@ -185,8 +211,7 @@ export function hubFiles(repository: string, revision: string, options: HubOptio
       return sourceUnreadable(what, `the hub answered ${status}`, "The repository is gated or private: set the hub token (server.yaml huggingface.token_env) and accept its licence.");
     }
     if (status === 404) return sourceUnreadable(what, "not found on the hub", "Check the model id and revision (Org/Name@revision).");
-    const message = error instanceof Error ? (error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message) : String(error);
-    return sourceUnreadable(what, message, "Check the hub endpoint (server.yaml huggingface.endpoint) and that it is reachable.");
+    return sourceUnreadable(what, connectionFailure(error, options.requestTimeoutMs), "Check the hub endpoint (server.yaml huggingface.endpoint) and that it is reachable.");
   };
   const blob = async (path: string): Promise<Blob | undefined> => {
     try {

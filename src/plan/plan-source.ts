@@ -12,6 +12,8 @@ export interface PlanSourceOptions {
   readonly gpuMemoryUtilization?: number | undefined;
   readonly hubEndpoint: string;
   readonly hubToken?: string | undefined;
+  /** server.yaml's mirror, for `mirror:path` sources. */
+  readonly mirror?: string | undefined;
 }
 
 /**
@@ -30,7 +32,11 @@ export async function planSource(source: string, options: PlanSourceOptions): Pr
   }
   const fleet =
     options.gpus !== undefined ? fleetFromHardwareSpec(parseHardwareSpec(options.gpus)) : fleetFromNodes([...((await options.liveNodes?.()) ?? [])]);
-  const facts = await readModelSource(source, { hubEndpoint: options.hubEndpoint, ...(options.hubToken ? { hubToken: options.hubToken } : {}) });
+  const facts = await readModelSource(source, {
+    hubEndpoint: options.hubEndpoint,
+    ...(options.hubToken ? { hubToken: options.hubToken } : {}),
+    ...(options.mirror !== undefined ? { mirror: options.mirror } : {}),
+  });
   return planCandidates(facts, fleet, {
     ...(options.context !== undefined ? { context: options.context } : {}),
     ...(utilization !== undefined ? { gpuMemoryUtilization: utilization } : {}),

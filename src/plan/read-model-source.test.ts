@@ -158,6 +158,22 @@ describe("readModelSource", () => {
     expect(facts.checkpoint.quantization).toBe("int4");
   });
 
+  it("reads the catalog's own source strings: hf://Org/Name@rev and mirror:path", async () => {
+    const hub = await readModelSource("hf://Qwen/Qwen2.5-7B-Instruct@main", { hubEndpoint: server.url, hubToken: token });
+    expect(hub.parameters).toBe(qwenParameters);
+    const mirrored = await readModelSource("mirror:sharded/", { mirror: `${server.url}/mirror/`, hubEndpoint: server.url, hubToken: token });
+    expect(mirrored.parameters).toBe(qwenParameters);
+    const onDisk = await readModelSource("mirror:gguf/llama-3.1-8b-Q4_K_M.gguf", { mirror: workspace });
+    expect(onDisk.ggufFileType).toBe("Q4_K_M");
+  });
+
+  it("refuses a URL of one file that is not a GGUF, saying a folder ends in /", async () => {
+    await expect(readModelSource(`${server.url}/mirror/sharded`, { hubEndpoint: server.url, hubToken: token })).rejects.toMatchObject({
+      code: "source_unreadable",
+      hint: expect.stringContaining("ends in /"),
+    });
+  });
+
   it("refuses what is neither an HF id, a URL, a folder nor a GGUF file", async () => {
     await expect(readModelSource("not a model")).rejects.toMatchObject({ code: "source_unreadable" });
     await expect(readModelSource("./missing.gguf")).rejects.toMatchObject({ code: "source_unreadable" });

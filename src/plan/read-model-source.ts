@@ -1,10 +1,11 @@
 import { redactUrl } from "../catalog/redact.js";
+import { parseWeightsSource, sourceGrammarHint, type SourceContext } from "../catalog/weights-source.js";
 import { withUrlCredentials } from "../net/url-credentials.js";
-import { gguf } from "@huggingface/gguf";
+import { gguf, parseGgufShardFilename } from "@huggingface/gguf";
 import { resolve } from "node:path";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { architectureFromConfig } from "./architecture.js";
-import { architectureFromGguf, countGgufTensors, ggufFileTypeName, type GgufMetadata } from "./gguf-architecture.js";
+import { architectureFromGguf, countGgufTensors, ggufFileTypeName, type GgufMetadata, type GgufTensor } from "./gguf-architecture.js";
 import type { ModelFacts } from "./model-facts.js";
 import {
   defaultHubEndpoint,
@@ -14,6 +15,8 @@ import {
   isFile,
   localFolderFiles,
   sourceUnreadable,
+  connectionFailure,
+  fetchWithin,
   type HubOptions,
   type ModelFiles,
 } from "./model-files.js";
@@ -28,7 +31,7 @@ import {
   type SafetensorsTensor,
 } from "./safetensors.js";
 
-export type ReadModelSourceOptions = HubOptions;
+export type ReadModelSourceOptions = HubOptions & SourceContext;
 
 /**
  * Above this many shards the index's total_size and one shard's dtype stand
@@ -38,37 +41,49 @@ export type ReadModelSourceOptions = HubOptions;
 export const maxShardHeadersRead = 64;
 const shardReadConcurrency = 8;
 
-const hubIdPattern = /^([A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*)(?:@([A-Za-z0-9._/-]+))?$/;
-
 /**
- * Facts about a model from wherever it is:
- * - an HF id `Org/Name[@revision]`, read through @huggingface/hub from
- *   `hubEndpoint` (a mirror's base URL works);
- * - an http(s) URL of a folder on a mirror (config.json and safetensors
- *   headers by Range requests), or of a .gguf file;
+ * Facts about a model from wherever it is, in the one source grammar the
+ * catalog and the agent use (catalog/weights-source.ts):
+ * - a hub repository, `hf://Org/Name[@revision]` or `Org/Name[@revision]`,
+ *   read through @huggingface/hub from `hubEndpoint` (a mirror's base URL
+ *   works), or one .gguf file in it (`hf://Org/Name@rev/file.gguf`);
+ * - an http(s) URL of a folder (ending in /: config.json and safetensors
+ *   headers by Range requests) or of a .gguf file;
+ * - `mirror:path` under the configured mirror;
  * - a local folder (config.json plus *.safetensors or the index), or a local .gguf file.
  */
 export async function readModelSource(source: string, options: ReadModelSourceOptions = {}): Promise<ModelFacts> {
   const trimmed = source.trim();
-  const isUrl = /^https?:\/\//i.test(trimmed);
-  if (/\.gguf$/i.test(trimmed)) {
-    if (isUrl) return readGguf(trimmed, trimmed, tokenHeaders(trimmed, options));
-    if (await isFile(trimmed)) return readGguf(trimmed, resolve(trimmed), {});
-    throw sourceUnreadable(trimmed, "no such file", "Give the path of a .gguf file that exists on this machine.");
+  const parsed = parseWeightsSource(trimmed, options);
+  switch (parsed.kind) {
+    case "http-file":
+      if (!/\.gguf$/i.test(new URL(parsed.url).pathname)) {
+        throw sourceUnreadable(redactUrl(parsed.url), "is a URL of one file that is not a .gguf", "A model folder's URL ends in / (https://mirror/models/Qwen2.5-7B-Instruct/); a single file must be a GGUF.");
+      }
+      return readGguf(trimmed, parsed.url, tokenHeaders(parsed.url, options), options.requestTimeoutMs);
+    case "http-folder":
+      return readFolder(trimmed, httpFolderFiles(parsed.url, tokenHeaders(parsed.url, options), options.requestTimeoutMs));
+    case "hub": {
+      if (parsed.path === "") return readFolder(trimmed, hubFiles(parsed.repo, parsed.revision, options));
+      if (/\.gguf$/i.test(parsed.path)) {
+        const url = `${(options.hubEndpoint ?? defaultHubEndpoint).replace(/\/+$/, "")}/${parsed.repo}/resolve/${encodeURIComponent(parsed.revision)}/${parsed.path}`;
+        return readGguf(trimmed, url, tokenHeaders(url, options), options.requestTimeoutMs);
+      }
+      throw sourceUnreadable(trimmed, "names a folder inside a repository", "Plan the repository itself (hf://org/name@revision), or one .gguf file in it.");
+    }
+    case "local": {
+      if (/\.gguf$/i.test(parsed.path)) {
+        if (await isFile(parsed.path)) return readGguf(trimmed, parsed.path, {});
+        throw sourceUnreadable(trimmed, "no such file", "Give the path of a .gguf file that exists on this machine.");
+      }
+      if (await isDirectory(parsed.path)) return readFolder(trimmed, localFolderFiles(parsed.path), parsed.path);
+      throw new DomainError(
+        "source_unreadable",
+        `"${source}" is not a folder or a .gguf file on this machine`,
+        `${sourceGrammarHint} A hub id is org/name; a local folder is an absolute path or starts with ./`,
+      );
+    }
   }
-  if (isUrl) return readFolder(trimmed, httpFolderFiles(trimmed, tokenHeaders(trimmed, options)));
-  if (await isDirectory(trimmed)) return readFolder(trimmed, localFolderFiles(resolve(trimmed)), resolve(trimmed));
-  const hubId = hubIdPattern.exec(trimmed);
-  if (hubId && !trimmed.startsWith(".") && !trimmed.startsWith("/")) {
-    const repository = hubId[1] as string;
-    const revision = hubId[2] ?? "main";
-    return readFolder(trimmed, hubFiles(repository, revision, options));
-  }
-  throw new DomainError(
-    "source_unreadable",
-    `"${source}" is not an HF id, a URL, a folder or a .gguf file here`,
-    "Give Org/Name[@revision], an http(s) URL of a mirror folder, a local folder with config.json, or a .gguf file.",
-  );
 }
 
 /**
@@ -109,7 +124,7 @@ async function readFolder(source: string, files: ModelFiles, localFolder?: strin
   }
   const architecture = architectureFromConfig(config, configFile);
   const prequantized = prequantizedFormat(config);
-  const weights = await readSafetensorsWeights(files, listing, prequantized);
+  const weights = await readSafetensorsWeights(files, listing, prequantized, config);
   return {
     source,
     architecture,
@@ -118,6 +133,45 @@ async function readFolder(source: string, files: ModelFiles, localFolder?: strin
     ggufFileType: undefined,
     provenance: { architecture: configFile, parameters: `${weights.provenance} of ${files.description}` },
   };
+}
+
+/**
+ * A folder holding config.json and the index but none of the shards: what
+ * `hf download --include "*.json"` leaves, to plan before a 140 GB download.
+ * The index's total_size is the checkpoint's bytes; the dtype comes from
+ * config.json (torch_dtype, or dtype in newer transformers), since the
+ * weight map names tensors but not their types. Some shards present and
+ * others missing is a cut download, not this case, and stays an error.
+ */
+async function indexWithoutShards(
+  files: ModelFiles,
+  listing: string[] | undefined,
+  shards: readonly string[],
+  totalSize: number | undefined,
+  config: unknown,
+): Promise<WeightsReading | undefined> {
+  const first = shards[0];
+  if (totalSize === undefined || first === undefined) return undefined;
+  const present = listing !== undefined ? shards.some((shard) => listing.includes(shard)) : (await files.readRange(first, 0, 8)) !== undefined;
+  if (present) return undefined;
+  const dtype = configDtype(config) ?? "BF16";
+  const bytesPerElement = safetensorsDtypeBytes[dtype] ?? 2;
+  return {
+    parameters: Math.round(totalSize / bytesPerElement),
+    bytes: totalSize,
+    dtype,
+    provenance: `model.safetensors.index.json total_size alone (none of its ${shards.length} shard${shards.length === 1 ? " is" : "s are"} present; dtype ${dtype} from config.json)`,
+  };
+}
+
+const configDtypes: Readonly<Record<string, string>> = { bfloat16: "BF16", float16: "F16", float32: "F32", float8_e4m3fn: "F8_E4M3" };
+
+function configDtype(config: unknown): string | undefined {
+  if (typeof config !== "object" || config === null) return undefined;
+  const record = config as { torch_dtype?: unknown; dtype?: unknown; text_config?: unknown };
+  const named = typeof record.torch_dtype === "string" ? record.torch_dtype : typeof record.dtype === "string" ? record.dtype : undefined;
+  if (named !== undefined) return configDtypes[named];
+  return configDtype(record.text_config);
 }
 
 async function readHeader(files: ModelFiles, path: string): Promise<SafetensorsTensor[] | undefined> {
@@ -155,6 +209,7 @@ async function readSafetensorsWeights(
   files: ModelFiles,
   listing: string[] | undefined,
   prequantized: PrequantizedFormat | undefined,
+  config: unknown,
 ): Promise<WeightsReading> {
   const indexName = "model.safetensors.index.json";
   const hasIndex = listing === undefined || listing.includes(indexName);
@@ -167,6 +222,9 @@ async function readSafetensorsWeights(
       throw sourceUnreadable(`${indexName} of ${files.description}`, "is not JSON", "Check the file.");
     }
     const { shards, totalSize } = shardsOfIndex(index, `${indexName} of ${files.description}`);
+    // Packed 4-bit weights make bytes say nothing of the parameter count without the headers.
+    const indexOnly = prequantized === undefined ? await indexWithoutShards(files, listing, shards, totalSize, config) : undefined;
+    if (indexOnly) return indexOnly;
     if (shards.length <= maxShardHeadersRead || totalSize === undefined) {
       const headers = await mapLimited(shards, shardReadConcurrency, async (shard) => {
         const header = await readHeader(files, shard);
@@ -207,31 +265,80 @@ async function readSafetensorsWeights(
   );
 }
 
-/** Facts from a GGUF file, local or remote, read by @huggingface/gguf (header and tensor infos only). */
-async function readGguf(source: string, location: string, headers: Record<string, string>): Promise<ModelFacts> {
-  let parsed: Awaited<ReturnType<typeof gguf>>;
+async function parseGguf(location: string, headers: Record<string, string>, timeoutMs: number | undefined): Promise<Awaited<ReturnType<typeof gguf>>> {
+  const remote = /^https?:\/\//i.test(location);
   try {
-    const remote = /^https?:\/\//i.test(location);
     const target = remote ? withUrlCredentials(location, headers) : { url: location, headers };
-    parsed = await gguf(target.url, { allowLocalFile: !remote, additionalFetchHeaders: target.headers });
+    return await gguf(target.url, { allowLocalFile: !remote, additionalFetchHeaders: target.headers, fetch: fetchWithin(timeoutMs) });
   } catch (error) {
     if (isDomainError(error)) throw error;
-    throw sourceUnreadable(redactUrl(location), error instanceof Error ? error.message : String(error), "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\").");
+    const why = remote && error instanceof TypeError ? connectionFailure(error, timeoutMs) : error instanceof Error && error.name === "TimeoutError" ? connectionFailure(error, timeoutMs) : error instanceof Error ? error.message : String(error);
+    throw sourceUnreadable(redactUrl(location), why, "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\") and that its host is reachable.");
   }
+}
+
+function tensorsOf(parsed: Awaited<ReturnType<typeof gguf>>): GgufTensor[] {
+  return parsed.tensorInfos.map((info) => ({ name: info.name, shape: info.shape, dtype: info.dtype as number }));
+}
+
+/**
+ * The tensors of every part of a GGUF published in parts
+ * (`…-00001-of-00003.gguf`, `split.count` in the first part's header).
+ * Counting the first part alone once put a third of Llama-3.3-70B Q8_0 on
+ * one 80 GB card; a part that cannot be read is named, never skipped.
+ */
+async function otherPartsTensors(location: string, metadata: GgufMetadata, headers: Record<string, string>, timeoutMs: number | undefined): Promise<{ tensors: GgufTensor[]; parts: number }> {
+  const count = Number(metadata["split.count"] ?? 1);
+  if (!Number.isInteger(count) || count <= 1) return { tensors: [], parts: 1 };
+  const name = parseGgufShardFilename(location);
+  if (!name || Number(name.shard) !== 1 || Number(name.total) !== count) {
+    throw sourceUnreadable(
+      redactUrl(location),
+      `is part of a GGUF split in ${count} parts (split.count ${count}), but its name is not the first of them (…-00001-of-${String(count).padStart(5, "0")}.gguf)`,
+      "Give the first part's path or URL; the planner reads the others beside it.",
+    );
+  }
+  const partLocations = Array.from({ length: count - 1 }, (_, index) => `${name.prefix}-${String(index + 2).padStart(5, "0")}-of-${name.total}.gguf`);
+  const parsedParts = await mapLimited(partLocations, shardReadConcurrency, async (part) => {
+    try {
+      return await parseGguf(part, headers, timeoutMs);
+    } catch (error) {
+      throw sourceUnreadable(
+        redactUrl(part),
+        `is missing or unreadable (part of the ${count}-part GGUF ${redactUrl(location)}): ${error instanceof Error ? error.message : String(error)}`,
+        "Download every part beside the first; the model's size is the sum of its parts.",
+      );
+    }
+  });
+  return { tensors: parsedParts.flatMap(tensorsOf), parts: count };
+}
+
+/** Facts from a GGUF file (every part of a split one), local or remote, read by @huggingface/gguf (header and tensor infos only). */
+async function readGguf(source: string, location: string, headers: Record<string, string>, timeoutMs?: number): Promise<ModelFacts> {
+  const parsed = await parseGguf(location, headers, timeoutMs);
   // The library types metadata per architecture; we read it by key name.
   const metadata = parsed.metadata as unknown as GgufMetadata;
-  const tensors = parsed.tensorInfos.map((info) => ({ name: info.name, shape: info.shape, dtype: info.dtype as number }));
+  if (metadata["general.type"] === "adapter") {
+    throw sourceUnreadable(
+      redactUrl(location),
+      `is a GGUF ${typeof metadata["adapter.type"] === "string" ? `${metadata["adapter.type"]} ` : ""}adapter, not a model`,
+      "Give the base model's GGUF as the source, and attach the adapter under the model's adapters.",
+    );
+  }
+  const others = await otherPartsTensors(location, metadata, headers, timeoutMs);
+  const tensors = [...tensorsOf(parsed), ...others.tensors];
   const file = `GGUF metadata of ${location}`;
   const architecture = architectureFromGguf(metadata, tensors, file);
   const { parameters, bytes } = countGgufTensors(tensors, file);
   const fileType = ggufFileTypeName(metadata);
+  const read = others.parts > 1 ? `tensor infos of all ${others.parts} parts of ${location} (${tensors.length} tensors)` : `tensor infos of ${location} (${tensors.length} tensors)`;
   return {
     source,
     architecture,
     parameters,
     checkpoint: { format: "gguf", dtype: fileType ?? "GGUF", bytes, quantization: undefined },
     ggufFileType: fileType,
-    provenance: { architecture: file, parameters: `tensor infos of ${location} (${tensors.length} tensors)` },
+    provenance: { architecture: file, parameters: read },
   };
 }
 

@@ -27,6 +27,7 @@ export function renderPlanTable(plan: Plan, options: RenderOptions = {}): string
       `trained context ${formatContext(architecture.trained_context)}, KV ${(architecture.kv_bytes_per_token / 1024).toFixed(0)} KiB/token, ` +
       `checkpoint ${architecture.checkpoint_dtype} ${formatGiB(architecture.checkpoint_bytes)}`,
   );
+  lines.push(`  parameters counted from ${architecture.parameters_from}`);
   const requested = plan.requested_context !== undefined ? `, context asked ${formatContext(plan.requested_context)}` : "";
   lines.push(`  ${plan.gpu_memory_utilization.toFixed(2)} of each card usable${requested}`);
   lines.push("");

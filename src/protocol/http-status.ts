@@ -41,6 +41,7 @@ export const statusForCode: Record<ErrorCode, number> = {
   uri_too_long: 414,
   headers_too_large: 431,
   request_timeout: 408,
+  adapter_invalid: 400,
   internal: 500,
   does_not_fit: 422,
   architecture_field_missing: 422,

@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { describeIssues } from "../../catalog/schema-errors.js";
 import type { EngineName } from "../../catalog/schema.js";
 import { ConcurrencyGate } from "./concurrency-gate.js";
+import { registerSimComfyRoutes } from "./sim-comfyui.js";
 import {
   chatCompletionRequestSchema,
   completionRequestSchema,
@@ -376,6 +377,12 @@ class SimulatedEngine {
             : this.cards.map((card, index) => ({ name: `simulated card ${card}`, type: "cuda", index })),
       });
     });
+
+    if (parsed.engine === "comfyui") {
+      void server.register(async (instance) =>
+        registerSimComfyRoutes(instance, { gate: this.#gate, log: this.log, failing: () => this.#fault.kind === "error-500" }),
+      );
+    }
 
     server.get("/queue", async (_request, reply) => {
       // ComfyUI lists each prompt as [number, id, ...]; only the counts mean anything here.
