@@ -10,6 +10,11 @@ import { buildApp } from "./build-app.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
 import path from "node:path";
+import { Gateway, type GatewayLog } from "../gateway/gateway.js";
+import type { GatewayPolicy } from "../gateway/gateway-policy.js";
+import { openPolicy } from "../gateway/open-policy.js";
+import { closedPolicy } from "../gateway/closed-policy.js";
+import { RoutingTableSource } from "./routing-table-source.js";
 
 export interface RunningServer {
   readonly config: ServerConfig;
@@ -19,12 +24,20 @@ export interface RunningServer {
   readonly url: string;
   /** The admin token when this start created it; printed once by the CLI. */
   readonly createdAdminToken: { token: string; file: string } | undefined;
+  /** The server's own /v1, serving from the same routing table standalone gateways follow. */
+  readonly gateway: Gateway;
+  /** What the operator must read at start (an open gateway on a non-loopback address). */
+  readonly warnings: readonly string[];
   close(): Promise<void>;
 }
 
 export interface StartOptions extends ServerOverrides {
   readonly configPath?: string | undefined;
   readonly logger?: LoggerOptions | false;
+  /** The gateway's keys, limits and usage; default from server.yaml's gateway.auth. */
+  readonly gatewayPolicy?: GatewayPolicy;
+  /** Tells the reconciler a model with no ready replica is wanted (an on-demand start). */
+  readonly reportDemand?: (model: string) => void;
 }
 
 /** Loads and checks everything before it listens, so a bad config never half-starts a server. */
@@ -53,18 +66,48 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       gpuMemoryUtilization: config.gpuMemoryUtilization,
     });
     const { tokenEnv } = config.huggingface;
+    // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
+    let appLog: GatewayLog | undefined;
+    const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
+    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"));
+    const gateway = new Gateway({
+      policy: options.gatewayPolicy ?? (config.gatewayAuth === "open" ? openPolicy : closedPolicy),
+      reportDemand: (model) => options.reportDemand?.(model),
+      environment: process.env,
+      log,
+    });
     const app = await buildApp({
       store,
       catalog,
       fleetService: fleet,
       adminTokenHint: adminTokenHint(config.dataDir),
       logger: options.logger ?? false,
+      gateway,
+      routing,
       plan: {
         hubEndpoint: config.huggingface.endpoint,
         hubToken: () => (tokenEnv ? process.env[tokenEnv] : undefined),
         gpuMemoryUtilization: config.gpuMemoryUtilization,
       },
     });
+    appLog = app.log;
+    routing.subscribe((table) => gateway.swap(table));
+    await routing.start();
+    // Closing: queued requests are answered at once, those being answered finish, then the pools close.
+    let gatewayClosed: Promise<void> | undefined;
+    app.addHook("preClose", async () => {
+      gatewayClosed = gateway.close();
+    });
+    app.addHook("onClose", async () => {
+      routing.stop();
+      await gatewayClosed;
+    });
+    const warnings: string[] = [];
+    if (config.gatewayAuth === "open" && !isLoopback(config.listen.host)) {
+      warnings.push(
+        `WARNING: the gateway is OPEN (gateway.auth: open) on ${config.listen.host}, which is not loopback: anyone who reaches this port can use every model. Use auth: keys, or listen on 127.0.0.1.`,
+      );
+    }
     let address: string;
     try {
       address = await app.listen({ host: config.listen.host, port: config.listen.port });
@@ -78,6 +121,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       app,
       url: address,
       createdAdminToken,
+      gateway,
+      warnings,
       async close() {
         await app.close();
         await store.close();
@@ -87,6 +132,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await store.close();
     throw error;
   }
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
 export function describeStorage(config: ServerConfig): string {
