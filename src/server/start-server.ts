@@ -93,15 +93,6 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     appLog = app.log;
     routing.subscribe((table) => gateway.swap(table));
     await routing.start();
-    // Closing: queued requests are answered at once, those being answered finish, then the pools close.
-    let gatewayClosed: Promise<void> | undefined;
-    app.addHook("preClose", async () => {
-      gatewayClosed = gateway.close();
-    });
-    app.addHook("onClose", async () => {
-      routing.stop();
-      await gatewayClosed;
-    });
     const warnings: string[] = [];
     if (config.gatewayAuth === "open" && !isLoopback(config.listen.host)) {
       warnings.push(
@@ -125,6 +116,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       warnings,
       async close() {
         await app.close();
+        routing.stop();
         await store.close();
       },
     };
