@@ -170,6 +170,8 @@ export class Gateway {
       this.metrics.requests.inc({ model, status: String(answer.status) });
       if (caller) this.options.policy.record({ caller, model, promptTokens: 0, completionTokens: 0, error: true });
     } finally {
+      // While closing, a kept-alive connection would hold the server's close open until its idle timeout.
+      if (this.#closing.signal.aborted) endConnectionAfter(exchange.response);
       this.#active -= 1;
       if (this.#active === 0) this.#idle?.();
     }
@@ -397,6 +399,7 @@ export class Gateway {
         const value = headerText(answer.headers[name]);
         if (value !== undefined) outgoing[name] = value;
       }
+      if (this.#closing.signal.aborted) outgoing.connection = "close";
       const length = headerText(answer.headers["content-length"]);
       if (!isStream && length !== undefined) outgoing["content-length"] = length;
       response.writeHead(answer.statusCode, outgoing);
@@ -555,6 +558,12 @@ function write(response: ServerResponse, chunk: Buffer | string): Promise<void> 
     response.once("drain", done);
     response.once("close", done);
   });
+}
+
+function endConnectionAfter(response: ServerResponse): void {
+  const end = () => response.socket?.end();
+  if (response.writableFinished) end();
+  else response.once("finish", end);
 }
 
 function writeError(exchange: GatewayExchange, answer: ReturnType<typeof openAIErrorAnswer>): void {
