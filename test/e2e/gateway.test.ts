@@ -273,6 +273,13 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
     const logs = await ctl("logs", "tiny-a", "--tail", "1000");
     expect(logs).toContain("sim-engine");
     expect(logs).not.toMatch(/llmgw_replica_/);
+    // The routing table carries the keys, so a read-only token cannot have it; an admin token can (the gateways').
+    const readToken = (JSON.parse(await ctl("token", "create", "dashboard", "--role", "read", "--json")) as { token: string }).token;
+    const asReader = await fetch(`${server.url}/api/v1/routing`, { headers: { authorization: `Bearer ${readToken}` } });
+    expect(asReader.status).toBe(403);
+    expect(await asReader.text()).not.toMatch(/llmgw_replica_/);
+    const asAdmin = await fetch(`${server.url}/api/v1/routing`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(await asAdmin.text()).toMatch(/llmgw_replica_/);
     // Nor in the agent's state file.
     expect(readFileSync(path.join(directory, "node-a", "agent-state.json"), "utf8")).not.toMatch(/llmgw_replica_/);
   });
