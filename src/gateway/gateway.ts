@@ -526,9 +526,9 @@ function upstreamBody(raw: Buffer, body: GatewayBody, target: RoutingTarget, ask
     }
   }
   if (name === body.model && !askUsage && lora === undefined) return raw;
-  const json = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
-  json.model = name;
-  if (askUsage) json.stream_options = { ...((json.stream_options as Record<string, unknown> | null | undefined) ?? {}), include_usage: true };
+  // The parsed body keeps every field the client sent (the schema is loose), so it is not parsed again.
+  const json: Record<string, unknown> = { ...body, model: name };
+  if (askUsage) json.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
   if (lora !== undefined) json.lora = lora;
   return Buffer.from(JSON.stringify(json));
 }

@@ -6,6 +6,7 @@ import path from "node:path";
 import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReplicaView } from "../../src/protocol/views.js";
+import { killGroup, waitFor as waitUntil } from "../support/fake-engine.js";
 import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
 
 const providerKey = "sk-fake-provider-5b1f0c9a7e";
@@ -45,24 +46,6 @@ models:
 `;
 }
 
-async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-function killGroup(pid: number | undefined | null): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // gone already
-  }
-}
 
 interface ProviderCall {
   readonly authorization: string | undefined;
@@ -98,6 +81,9 @@ async function startFakeProvider(calls: ProviderCall[]): Promise<{ url: string; 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, server };
 }
+
+/** Checks here run `llmgw ctl` (a process each): polled every 100 ms. */
+const waitFor = <T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string) => waitUntil(check, timeoutMs, what, 100);
 
 describe("the gateway end to end: a server, two simulated agents, an extra gateway, the openai client", () => {
   let directory: string;

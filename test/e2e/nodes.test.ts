@@ -5,6 +5,7 @@ import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
+import { killGroup, waitFor as waitUntil } from "../support/fake-engine.js";
 import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
 
 const serverYaml = `nodes:
@@ -27,24 +28,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-function killGroup(pid: number | undefined | null): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // gone already
-  }
-}
 
 function alive(pid: number): boolean {
   try {
@@ -63,6 +46,9 @@ async function streamedChat(endpoint: string, apiKey: string): Promise<string> {
   for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
   return text;
 }
+
+/** Checks here run `llmgw ctl` (a process each): polled every 250 ms. */
+const waitFor = <T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string) => waitUntil(check, timeoutMs, what, 250);
 
 describe("nodes end to end: a server and two simulated agents as real processes", () => {
   let directory: string;
