@@ -378,4 +378,28 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
     expect(text).not.toMatch(/llmgw_replica_/);
     expect(readdirSync(directory)).toContain("server.yaml");
   });
+
+  it("finishes a stream in flight when a gateway is stopped, then takes nothing new", async () => {
+    const gatewayProcess = extraGateway as ChildProcess;
+    const exited = new Promise<number | null>((resolve) => gatewayProcess.once("exit", (code) => resolve(code)));
+    const stream = await client(`${extraGatewayUrl}/v1`).chat.completions.create({
+      model: "tiny-chat",
+      messages: [{ role: "user", content: "Tell me a long story." }],
+      max_tokens: 1000,
+      stream: true,
+      ...({ ignore_eos: true } as Record<string, unknown>),
+    });
+    let chunks = 0;
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      chunks += 1;
+      if (chunks === 2) process.kill(gatewayProcess.pid as number, "SIGTERM");
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    // Every one of the 1,000 tokens arrived, and the stream ended as the engine ended it (a cut would have thrown).
+    expect(finish).toBe("stop");
+    expect(chunks).toBeGreaterThanOrEqual(1000);
+    expect(await exited).toBe(0);
+    await expect(fetch(`${extraGatewayUrl}/v1/models`)).rejects.toThrow();
+  });
 });
