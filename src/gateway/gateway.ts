@@ -414,16 +414,22 @@ export class Gateway {
     }
   }
 
-  /** A JSON answer, byte for byte; its usage is read from its tail, where engines put it. */
+  /**
+   * A JSON answer, byte for byte; its usage is read from its tail, where
+   * engines put it. One chunk is held back until the next arrives, so a
+   * one-chunk answer (most are) leaves as one write with its headers and end.
+   */
   async #passWhole(attempt: Attempt, status: number, first: IteratorResult<Buffer>, chunks: AsyncIterator<Buffer>, upstream: string): Promise<Outcome> {
     const response = attempt.exchange.response;
     let tail = "";
-    let next = first;
+    let held = first.done ? undefined : first.value;
     try {
-      while (!next.done) {
-        tail = (tail + next.value.toString("latin1")).slice(-2048);
-        await write(response, next.value);
-        next = await chunks.next();
+      while (held !== undefined) {
+        tail = (tail + held.toString("latin1")).slice(-2048);
+        const next = await chunks.next();
+        if (next.done) break;
+        await write(response, held);
+        held = next.value;
       }
     } catch (error) {
       // Headers and part of the body have left; a truncated JSON answer must not look whole, so the connection is cut.
@@ -431,7 +437,7 @@ export class Gateway {
       response.destroy();
       return { status, model: attempt.answeringName, usage: undefined, failed: true };
     }
-    response.end();
+    response.end(held);
     return { status, model: attempt.answeringName, usage: status < 400 ? usageIn(tail) : undefined, failed: status >= 400 };
   }
 
