@@ -138,6 +138,14 @@ export const modelEntrySchema = z.strictObject({
   adapters: z.array(adapterSchema).optional(),
   profiles: z.array(profileSchema).optional(),
   external: externalSchema.optional(),
+  /**
+   * How the gateway picks a replica: `least` (fewest requests in flight, the
+   * default) or `prefix` (requests sharing a long prompt prefix go to the same
+   * replica while it is not overloaded, so the engine's prefix cache hits).
+   */
+  routing: z.enum(["least", "prefix"], { message: "least (fewest in flight) or prefix (same prompt prefix, same replica)" }).optional(),
+  /** How long a request waits for a ready replica (an on-demand model loading) before a 503; default 120s. */
+  queue_timeout: boundedDurationSchema(1000, 3_600_000, "how long a request may wait for a replica of the model").optional(),
 });
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
 
@@ -161,6 +169,12 @@ export const serverConfigSchema = z.strictObject({
       heartbeat_deadline: boundedDurationSchema(5000, 3_600_000, "how long a node may be silent before it is lost; agents beat every 2s").optional(),
       // 0s is allowed (no settling); past an hour a restarted server would leave lost work unplaced that long.
       settling_window: boundedDurationSchema(0, 3_600_000, "how long a restarted server waits for agents before it acts").optional(),
+    })
+    .optional(),
+  gateway: z
+    .strictObject({
+      /** keys: every /v1 request needs a gateway key; open: anyone who reaches the port (a loopback demo). */
+      auth: z.enum(["keys", "open"], { message: "keys (gateway API keys) or open (no key; loopback demos only)" }).optional(),
     })
     .optional(),
   models: z.array(modelEntrySchema).optional(),

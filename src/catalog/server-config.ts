@@ -22,6 +22,8 @@ export interface ServerConfig {
   readonly mirror: string | undefined;
   readonly heartbeatDeadlineMs: number;
   readonly settlingWindowMs: number;
+  /** keys: /v1 needs a gateway key; open: anyone who reaches the port (meant for a loopback demo). */
+  readonly gatewayAuth: "keys" | "open";
   /** Declared models with the place each was written, for catalog errors that name the line. */
   readonly declared: readonly PlacedEntry[];
 }
@@ -30,6 +32,8 @@ export interface ServerOverrides {
   readonly listen?: string | undefined;
   readonly dataDir?: string | undefined;
   readonly database?: string | undefined;
+  /** The demo opens its loopback gateway without a server.yaml. */
+  readonly gatewayAuth?: "keys" | "open" | undefined;
 }
 
 export const defaultListen = "127.0.0.1:8080";
@@ -109,6 +113,7 @@ export function loadServerConfig(
     mirror: file.mirror,
     heartbeatDeadlineMs: duration(file.nodes?.heartbeat_deadline, 15_000),
     settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
+    gatewayAuth: overrides.gatewayAuth ?? file.gateway?.auth ?? "keys",
     declared: Object.freeze(declared),
   });
 }

@@ -35,7 +35,8 @@ export function registerServerCommand(program: Command): void {
           `    ${server.createdAdminToken.file}`,
         );
       }
-      for (const warning of server.warnings) lines.push("", `  warning: ${warning}`);
+      for (const warning of server.warnings) process.stderr.write(`\n${warning}\n\n`);
+      lines.push(`  gateway: ${server.url}/v1 (OpenAI-compatible; auth ${server.config.gatewayAuth}), metrics at ${server.url}/metrics`);
       lines.push("", `  Next: llmgw ctl models${server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`}`);
       print(lines.join("\n"));
       const stop = () => {

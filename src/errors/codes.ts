@@ -49,6 +49,11 @@ export const errorCodes = {
   headers_too_large: "The request line and headers together exceed what the server reads (about 16 KB).",
   request_timeout: "The client did not send the whole request in time.",
   adapter_invalid: "A LoRA adapter that its base model's engine cannot attach: not a LoRA, for another architecture, of a rank above the engine's maximum, or in the other engine's format.",
+  context_length_exceeded: "A /v1 request's prompt plus max_tokens is over the model's context, or max_tokens is over its max_output; refused before any engine sees it.",
+  model_loading: "No replica of the model (or of its fallbacks) became ready within its queue deadline; retry after the Retry-After seconds.",
+  queue_full: "Too many requests already wait for the model's first replica; retry after the Retry-After seconds.",
+  upstream_failed: "Every replica tried (and every fallback) failed before answering: connection refused or reset, 502 or 503.",
+  gateway_shutting_down: "The gateway is stopping and takes no new request; send it to another gateway.",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 

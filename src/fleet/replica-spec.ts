@@ -12,6 +12,8 @@ export interface ReplicaSpecInput {
   /** The server's share of each card's memory the engine may take. */
   readonly gpuMemoryUtilization: number;
   readonly simulation?: ReplicaSpec["simulation"];
+  /** The key only gateways hold, which the engine demands of every caller. */
+  readonly apiKey?: string | undefined;
   /** The server's environment, where a profile's secret_env values are read; a variable missing there is refused, naming it. */
   readonly serverEnvironment: Readonly<Record<string, string | undefined>>;
 }
@@ -41,6 +43,7 @@ export function buildReplicaSpec(input: ReplicaSpecInput): ReplicaSpec {
     env: { ...profile.env, ...resolveSecretEnv(model.name, profile, input.serverEnvironment) },
     adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
     ...(input.simulation ? { simulation: input.simulation } : {}),
+    ...(input.apiKey !== undefined ? { api_key: input.apiKey } : {}),
   };
 }
 

@@ -9,6 +9,10 @@ import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { registerModelRoutes } from "../api/routes/models.js";
 import { registerTokenRoutes } from "../api/routes/tokens.js";
+import { registerRoutingRoutes, type RoutingTableFeed } from "../api/routes/routing.js";
+import type { Gateway } from "../gateway/gateway.js";
+import { registerGatewayRoutes } from "../gateway/register-gateway-routes.js";
+import { requestIdFrom } from "../gateway/request-id-from.js";
 import { TokenService } from "../services/token-service.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
@@ -25,6 +29,10 @@ export interface AppParts {
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
   readonly fleetService?: FleetService;
   readonly logger?: LoggerOptions | false;
+  /** The OpenAI-compatible /v1 and /metrics; without it the server has no gateway (catalog-only tests). */
+  readonly gateway?: Gateway;
+  /** GET /api/v1/routing for standalone gateways. */
+  readonly routing?: RoutingTableFeed;
 }
 
 const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co", hubToken: () => undefined, gpuMemoryUtilization: 0.9 };
@@ -39,7 +47,8 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     // The router's and Node's parser's own refusals, in the one error shape with the version header.
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
-    genReqId: () => `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+    // A caller's x-request-id is kept (a client or load balancer tracing its own ids), so every log line and answer carries it.
+    genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
   });
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
@@ -48,6 +57,8 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));
+  if (parts.routing) registerRoutingRoutes(app, parts.routing);
+  if (parts.gateway) registerGatewayRoutes(app, parts.gateway);
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);
   await app.ready();
   return app;

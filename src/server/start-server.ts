@@ -11,6 +11,11 @@ import { CatalogService } from "../services/catalog-service.js";
 import { FleetService } from "../services/fleet-service.js";
 import { loadServerKey, serverKeyFileName, serverKeyVariable } from "./server-key.js";
 import path from "node:path";
+import { Gateway, type GatewayLog } from "../gateway/gateway.js";
+import type { GatewayPolicy } from "../gateway/gateway-policy.js";
+import { openPolicy } from "../gateway/open-policy.js";
+import { closedPolicy } from "../gateway/closed-policy.js";
+import { RoutingTableSource } from "./routing-table-source.js";
 
 export interface RunningServer {
   readonly config: ServerConfig;
@@ -20,7 +25,9 @@ export interface RunningServer {
   readonly url: string;
   /** The admin token when this start created it; printed once by the CLI. */
   readonly createdAdminToken: { token: string; file: string } | undefined;
-  /** What the operator should fix, said at start: a data directory or secret file open to other users. */
+  /** The server's own /v1, serving from the same routing table standalone gateways follow. */
+  readonly gateway: Gateway;
+  /** What the operator must read at start: a data directory or secret file open to other users, an open gateway on a non-loopback address. */
   readonly warnings: readonly string[];
   close(): Promise<void>;
 }
@@ -28,6 +35,10 @@ export interface RunningServer {
 export interface StartOptions extends ServerOverrides {
   readonly configPath?: string | undefined;
   readonly logger?: LoggerOptions | false;
+  /** The gateway's keys, limits and usage; default from server.yaml's gateway.auth. */
+  readonly gatewayPolicy?: GatewayPolicy;
+  /** Tells the reconciler a model with no ready replica is wanted (an on-demand start). */
+  readonly reportDemand?: (model: string) => void;
 }
 
 /** Loads and checks everything before it listens, so a bad config never half-starts a server. */
@@ -36,7 +47,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const directoryWarning = ensurePrivateDirectory(config.dataDir);
   // Checked before the store opens: files this start creates are 0600 and need no word.
   const fileWarnings = ["llmgw.db", adminTokenFileName, serverKeyFileName].map((name) => privateFileWarning(path.join(config.dataDir, name)));
-  const warnings = [directoryWarning, ...fileWarnings].filter((warning) => warning !== undefined);
+  const warnings: string[] = [directoryWarning, ...fileWarnings].filter((warning) => warning !== undefined);
   const store = await openStore(config);
   try {
     const catalog = new CatalogService(store, config.declared, config.configPath ? path.basename(config.configPath) : "server.yaml");
@@ -61,18 +72,38 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       gpuMemoryUtilization: config.gpuMemoryUtilization,
     });
     const { tokenEnv } = config.huggingface;
+    // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
+    let appLog: GatewayLog | undefined;
+    const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
+    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"));
+    const gateway = new Gateway({
+      policy: options.gatewayPolicy ?? (config.gatewayAuth === "open" ? openPolicy : closedPolicy),
+      reportDemand: (model) => options.reportDemand?.(model),
+      environment: process.env,
+      log,
+    });
     const app = await buildApp({
       store,
       catalog,
       fleetService: fleet,
       adminTokenHint: adminTokenHint(config.dataDir),
       logger: options.logger ?? false,
+      gateway,
+      routing,
       plan: {
         hubEndpoint: config.huggingface.endpoint,
         hubToken: () => (tokenEnv ? process.env[tokenEnv] : undefined),
         gpuMemoryUtilization: config.gpuMemoryUtilization,
       },
     });
+    appLog = app.log;
+    routing.subscribe((table) => gateway.swap(table));
+    await routing.start();
+    if (config.gatewayAuth === "open" && !isLoopback(config.listen.host)) {
+      warnings.push(
+        `WARNING: the gateway is OPEN (gateway.auth: open) on ${config.listen.host}, which is not loopback: anyone who reaches this port can use every model. Use auth: keys, or listen on 127.0.0.1.`,
+      );
+    }
     let address: string;
     try {
       address = await app.listen({ host: config.listen.host, port: config.listen.port });
@@ -86,9 +117,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       app,
       url: address,
       createdAdminToken,
+      gateway,
       warnings,
       async close() {
         await app.close();
+        routing.stop();
         await store.close();
       },
     };
@@ -96,6 +129,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await store.close();
     throw error;
   }
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
 export function describeStorage(config: ServerConfig): string {

@@ -353,6 +353,22 @@ export class FleetService {
     return new DomainError("replica_not_found", `no replica ${id} on this server`, "List replicas with `llmgw ctl replicas`.");
   }
 
+  /**
+   * Ready and draining replicas with the key each engine expects, for the
+   * routing table (never for an API answer: the views leave the key out).
+   */
+  async routingReplicas(): Promise<(ReplicaView & { api_key: string | undefined })[]> {
+    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const states = this.nodeStates(nodes);
+    const byName = new Map(nodes.map((node) => [node.name, node]));
+    return replicas.flatMap((row) => {
+      const view = replicaView(row, byName.get(row.node), states.get(row.node));
+      if ((view.state !== "ready" && view.state !== "draining") || view.endpoint === null) return [];
+      // Replicas started before keys (or adopted without a spec) have none.
+      return [{ ...view, api_key: row.spec?.api_key }];
+    });
+  }
+
   /** Ready and counted replicas per model, for the model views. */
   readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => {
     const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
@@ -426,6 +442,7 @@ export class FleetService {
       gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
       simulation: body.simulation,
       serverEnvironment: process.env,
+      apiKey: newToken("replica"),
     });
     const status = await startReplicaOnAgent(address, spec);
     const at = this.iso();
