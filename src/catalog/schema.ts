@@ -116,6 +116,12 @@ export const serverConfigSchema = z.strictObject({
       settling_window: durationSchema.optional(),
     })
     .optional(),
+  gateway: z
+    .strictObject({
+      /** keys: every /v1 call needs a gateway key (the default). open: anyone who can reach the port, for a loopback demo. */
+      auth: z.enum(["keys", "open"], { message: "keys (every call needs a gateway key) or open (no key; for a loopback demo)" }).optional(),
+    })
+    .optional(),
   models: z.array(modelEntrySchema).optional(),
 });
 export type ServerConfigInput = z.infer<typeof serverConfigSchema>;

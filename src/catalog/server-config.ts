@@ -19,6 +19,8 @@ export interface ServerConfig {
   readonly huggingface: { readonly endpoint: string; readonly tokenEnv: string | undefined };
   readonly heartbeatDeadlineMs: number;
   readonly settlingWindowMs: number;
+  /** Who may call /v1: `keys` (a gateway key on every call) or `open` (anyone who reaches the port). */
+  readonly gateway: { readonly auth: "keys" | "open" };
   /** Declared models with the place each was written, for catalog errors that name the line. */
   readonly declared: readonly PlacedEntry[];
 }
@@ -99,6 +101,7 @@ export function loadServerConfig(configPath: string | undefined, overrides: Serv
     }),
     heartbeatDeadlineMs: duration(file.nodes?.heartbeat_deadline, 15_000),
     settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
+    gateway: Object.freeze({ auth: file.gateway?.auth ?? "keys" }),
     declared: Object.freeze(declared),
   });
 }

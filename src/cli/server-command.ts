@@ -3,6 +3,7 @@ import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
 import { describeStorage, startServer } from "../server/start-server.js";
 import { softwareVersion } from "../api/version.js";
 import { print } from "./output.js";
+import { openGatewayWarning } from "../server/open-gateway-warning.js";
 
 export function registerServerCommand(program: Command): void {
   program
@@ -37,6 +38,8 @@ export function registerServerCommand(program: Command): void {
       }
       lines.push("", `  Next: llmgw ctl models${server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`}`);
       print(lines.join("\n"));
+      const warning = openGatewayWarning(server.config.gateway.auth, server.config.listen.host);
+      if (warning) process.stderr.write(`\n${warning}\n\n`);
       const stop = () => {
         void server.close().then(() => process.exit(0));
       };

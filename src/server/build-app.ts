@@ -8,6 +8,10 @@ import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { registerModelRoutes } from "../api/routes/models.js";
 import { registerTokenRoutes } from "../api/routes/tokens.js";
+import { registerGatewayKeyRoutes } from "../api/routes/gateway-keys.js";
+import { registerUsageRoutes } from "../api/routes/usage.js";
+import type { KeysPolicy } from "../gateway/keys-policy.js";
+import { GatewayKeyService } from "./gateway-key-service.js";
 import { TokenService } from "./token-service.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
@@ -24,6 +28,13 @@ export interface AppParts {
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
   readonly fleetService?: FleetService;
   readonly logger?: LoggerOptions | false;
+  /**
+   * The gateway's key policy when `gateway.auth` is `keys`: key changes made
+   * through the API reach it at once, and usage queries flush its counts
+   * first. Without it (open gateway, catalog-only tests) keys are still
+   * managed and usage still read.
+   */
+  readonly gatewayKeys?: KeysPolicy | undefined;
 }
 
 const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co", hubToken: () => undefined, gpuMemoryUtilization: 0.9 };
@@ -44,6 +55,9 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   if (parts.fleetService) registerFleetRoutes(app, parts.fleetService);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));
+  const gatewayKeys = parts.gatewayKeys;
+  registerGatewayKeyRoutes(app, new GatewayKeyService(parts.store, parts.catalog, async () => gatewayKeys?.refresh()));
+  registerUsageRoutes(app, { store: parts.store, flush: async () => gatewayKeys?.flushUsage() });
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);
   await app.ready();
   return app;

@@ -9,6 +9,7 @@ import { adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
 import { buildApp } from "./build-app.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
+import { KeysPolicy } from "../gateway/keys-policy.js";
 import path from "node:path";
 
 export interface RunningServer {
@@ -19,6 +20,8 @@ export interface RunningServer {
   readonly url: string;
   /** The admin token when this start created it; printed once by the CLI. */
   readonly createdAdminToken: { token: string; file: string } | undefined;
+  /** The gateway's keys, limits and usage when `gateway.auth` is `keys`; undefined when the gateway is open. */
+  readonly gatewayKeys: KeysPolicy | undefined;
   close(): Promise<void>;
 }
 
@@ -32,6 +35,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const config = loadServerConfig(options.configPath, options);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const store = await openStore(config);
+  let gatewayKeys: KeysPolicy | undefined;
   try {
     const catalog = new CatalogService(store, config.declared, config.configPath ? path.basename(config.configPath) : "server.yaml");
     // Runtime models are checked against the declared ones before serving:
@@ -52,8 +56,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       heartbeatIntervalMs: 2000,
       gpuMemoryUtilization: config.gpuMemoryUtilization,
     });
+    let reportBackground = (_error: unknown, _during: string): void => undefined;
+    gatewayKeys =
+      config.gateway.auth === "keys" ? await KeysPolicy.start(store, { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
     const app = await buildApp({
+      gatewayKeys,
       store,
       catalog,
       fleetService: fleet,
@@ -65,6 +73,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         gpuMemoryUtilization: config.gpuMemoryUtilization,
       },
     });
+    reportBackground = (error, during) => app.log.warn({ err: error }, `gateway: failed ${during}; retrying on the next round`);
     let address: string;
     try {
       address = await app.listen({ host: config.listen.host, port: config.listen.port });
@@ -78,12 +87,16 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       app,
       url: address,
       createdAdminToken,
+      gatewayKeys,
       async close() {
         await app.close();
+        // After the last request finished: the usage it counted is written before the store closes.
+        await gatewayKeys?.close().catch((error: unknown) => app.log.error({ err: error }, "gateway: could not write the last usage counts"));
         await store.close();
       },
     };
   } catch (error) {
+    await gatewayKeys?.close().catch(() => undefined);
     await store.close();
     throw error;
   }
