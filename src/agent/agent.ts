@@ -32,6 +32,8 @@ export interface AgentOptions {
   readonly listen?: string | undefined;
   /** The control URL the server should call, when it differs from the listen address (NAT, 0.0.0.0). */
   readonly advertise?: string | undefined;
+  /** Where engines listen: 127.0.0.1 (default) or an address gateways on other machines reach, such as 0.0.0.0. */
+  readonly engineHost?: string | undefined;
   /** Pretend hardware, as "4xH100-80GB@nvl0,cpu:32c/256g"; every engine becomes the simulated one. */
   readonly simulate?: string | undefined;
   /** With --simulate, fetch remote sources for real instead of pretending. */
@@ -171,6 +173,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         }
       : undefined,
     enginePaths,
+    engineHost: options.engineHost,
     hubUrl: options.hubUrl ?? process.env.HF_ENDPOINT ?? "https://huggingface.co",
     hubToken: options.hubToken ?? process.env.HF_TOKEN,
     startupTimeoutMs: options.startupTimeoutMs ?? 30 * 60_000,

@@ -39,6 +39,12 @@ export interface ReplicaSupervisorOptions {
   readonly driverFor: (engine: EngineName) => EngineDriver;
   readonly simulation: SimulationSettings | undefined;
   readonly enginePaths: EnginePaths;
+  /**
+   * Where engines listen (--engine-host): 127.0.0.1 keeps them on this
+   * machine; 0.0.0.0 or the node's address lets gateways elsewhere reach them,
+   * which is why each engine then has its own API key.
+   */
+  readonly engineHost?: string | undefined;
   readonly hubUrl: string;
   readonly hubToken: string | undefined;
   readonly startupTimeoutMs: number;
@@ -120,12 +126,24 @@ function isTerminal(state: ReplicaState): boolean {
  * `failed` state with a reason an operator can act on; nothing here kills an
  * engine except a stop, a failed start, or an engine that stopped answering.
  */
+function withoutApiKey(spec: ReplicaSpec): ReplicaSpec {
+  const { api_key: _apiKey, ...rest } = spec;
+  return rest;
+}
+
 export class ReplicaSupervisor {
   private readonly replicas = new Map<string, Replica>();
   private closing = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly options: ReplicaSupervisorOptions) {}
+
+  /** Where this agent reaches its own engines: a wildcard listen address is reached on loopback. */
+  private get probeHost(): string {
+    const host = this.options.engineHost ?? "127.0.0.1";
+    if (host === "0.0.0.0" || host === "::" || host === "") return "127.0.0.1";
+    return host.includes(":") ? `[${host}]` : host;
+  }
 
   private get logsDirectory(): string {
     return path.join(this.options.dataDirectory, "logs");
@@ -188,7 +206,7 @@ export class ReplicaSupervisor {
       cards: spec.cards,
       state: replica.state,
       ...(replica.state === "fetching" && replica.progress ? { progress: replica.progress } : {}),
-      ...(live && replica.port !== undefined && replica.pid !== undefined ? { endpoint: `http://127.0.0.1:${replica.port}` } : {}),
+      ...(live && replica.port !== undefined && replica.pid !== undefined ? { endpoint: `http://${this.probeHost}:${replica.port}` } : {}),
       ...(live && replica.pid !== undefined ? { pid: replica.pid } : {}),
       ...(replica.reason !== undefined ? { reason: replica.reason } : {}),
       ...(replica.adopted ? { adopted: true } : {}),
@@ -198,7 +216,9 @@ export class ReplicaSupervisor {
 
   persisted(): PersistedReplica[] {
     return [...this.replicas.values()].map((replica) => ({
-      spec: replica.spec,
+      // The engine's API key stays out of the state file: an adopted engine already has it, and the
+      // server holds it for the gateways; a copy on disk would only be one more place to leak from.
+      spec: withoutApiKey(replica.spec),
       state: replica.state,
       since: replica.since,
       ...(replica.port !== undefined ? { port: replica.port } : {}),
@@ -284,7 +304,8 @@ export class ReplicaSupervisor {
       );
     }
     if (existing && !isTerminal(existing.state)) {
-      if (JSON.stringify(existing.spec) === JSON.stringify(spec)) return this.status(existing);
+      // Compared without the API key: an adopted replica's spec comes from the state file, which leaves it out.
+      if (JSON.stringify(withoutApiKey(existing.spec)) === JSON.stringify(withoutApiKey(spec))) return this.status(existing);
       throw new DomainError(
         "replica_conflict",
         `replica ${spec.id} already runs on node ${this.options.nodeName} (${existing.spec.model}/${existing.spec.profile}, ${existing.state}) with a different specification`,
@@ -429,6 +450,8 @@ export class ReplicaSupervisor {
       weightsPath,
       cards: spec.cards,
       port,
+      host: this.options.engineHost,
+      apiKey: spec.api_key,
       context: spec.context,
       slots: spec.slots,
       cpuCores: spec.cpu_cores,
@@ -502,7 +525,7 @@ export class ReplicaSupervisor {
 
   private async waitHealthy(replica: Replica, timeoutMs: number): Promise<void> {
     const { spec } = replica;
-    const url = `http://127.0.0.1:${replica.port ?? 0}${replica.healthPath ?? "/health"}`;
+    const url = `http://${this.probeHost}:${replica.port ?? 0}${replica.healthPath ?? "/health"}`;
     const deadline = Date.now() + timeoutMs;
     while (!this.interrupted(replica)) {
       if (replica.exit) {
@@ -576,7 +599,7 @@ export class ReplicaSupervisor {
     const deadline = Date.now() + this.options.drainTimeoutMs;
     while (Date.now() < deadline && !this.closing && replica.exit === undefined) {
       try {
-        const response = await request(`http://127.0.0.1:${replica.port ?? 0}${replica.metricsPath ?? "/metrics"}`, { signal: AbortSignal.timeout(2000) });
+        const response = await request(`http://${this.probeHost}:${replica.port ?? 0}${replica.metricsPath ?? "/metrics"}`, { signal: AbortSignal.timeout(2000) });
         const text = await response.body.text();
         if (response.statusCode === 200) {
           const metrics = driver.parseMetrics(text);
@@ -649,7 +672,7 @@ export class ReplicaSupervisor {
       replica.stopping = this.stopNow(replica, false);
       return;
     }
-    const healthy = await probeHealth(`http://127.0.0.1:${record.port ?? 0}${record.health_path ?? "/health"}`);
+    const healthy = await probeHealth(`http://${this.probeHost}:${record.port ?? 0}${record.health_path ?? "/health"}`);
     this.options.logger.info({ replica: spec.id, pid: record.pid, healthy }, "replica-adopted");
     if (healthy) {
       if (record.state !== "ready") this.transition(replica, "ready");

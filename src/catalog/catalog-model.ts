@@ -138,6 +138,9 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
   if (scaling?.idle_timeout !== undefined && (parseDuration(scaling.idle_timeout) ?? 0) <= 0) {
     problems.push({ path: ["scaling", "idle_timeout"], code: "invalid_input", message: "must be longer than 0s" });
   }
+  if (entry.queue_timeout !== undefined && (parseDuration(entry.queue_timeout) ?? 0) <= 0) {
+    problems.push({ path: ["queue_timeout"], code: "invalid_input", message: "must be longer than 0s: a request needs some time to wait for a replica" });
+  }
   if (entry.context !== undefined && entry.max_output !== undefined && entry.max_output > entry.context) {
     problems.push({ path: ["max_output"], code: "invalid_input", message: `cannot exceed context (${entry.context}): an answer counts against the context` });
   }

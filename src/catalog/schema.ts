@@ -95,6 +95,14 @@ export const modelEntrySchema = z.strictObject({
   adapters: z.array(adapterSchema).optional(),
   profiles: z.array(profileSchema).optional(),
   external: externalSchema.optional(),
+  /**
+   * How the gateway picks a replica: `least` (fewest requests in flight, the
+   * default) or `prefix` (requests sharing a long prompt prefix go to the same
+   * replica while it is not overloaded, so the engine's prefix cache hits).
+   */
+  routing: z.enum(["least", "prefix"], { message: "least (fewest in flight) or prefix (same prompt prefix, same replica)" }).optional(),
+  /** How long a request waits for a ready replica (an on-demand model loading) before a 503; default 120s. */
+  queue_timeout: durationSchema.optional(),
 });
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
 
@@ -118,8 +126,8 @@ export const serverConfigSchema = z.strictObject({
     .optional(),
   gateway: z
     .strictObject({
-      /** keys: every /v1 call needs a gateway key (the default). open: anyone who can reach the port, for a loopback demo. */
-      auth: z.enum(["keys", "open"], { message: "keys (every call needs a gateway key) or open (no key; for a loopback demo)" }).optional(),
+      /** keys: every /v1 request needs a gateway key; open: anyone who reaches the port (a loopback demo). */
+      auth: z.enum(["keys", "open"], { message: "keys (gateway API keys) or open (no key; loopback demos only)" }).optional(),
     })
     .optional(),
   models: z.array(modelEntrySchema).optional(),

@@ -19,8 +19,8 @@ export interface ServerConfig {
   readonly huggingface: { readonly endpoint: string; readonly tokenEnv: string | undefined };
   readonly heartbeatDeadlineMs: number;
   readonly settlingWindowMs: number;
-  /** Who may call /v1: `keys` (a gateway key on every call) or `open` (anyone who reaches the port). */
-  readonly gateway: { readonly auth: "keys" | "open" };
+  /** keys: /v1 needs a gateway key; open: anyone who reaches the port (meant for a loopback demo). */
+  readonly gatewayAuth: "keys" | "open";
   /** Declared models with the place each was written, for catalog errors that name the line. */
   readonly declared: readonly PlacedEntry[];
 }
@@ -29,6 +29,8 @@ export interface ServerOverrides {
   readonly listen?: string | undefined;
   readonly dataDir?: string | undefined;
   readonly database?: string | undefined;
+  /** The demo opens its loopback gateway without a server.yaml. */
+  readonly gatewayAuth?: "keys" | "open" | undefined;
 }
 
 export const defaultListen = "127.0.0.1:8080";
@@ -101,7 +103,7 @@ export function loadServerConfig(configPath: string | undefined, overrides: Serv
     }),
     heartbeatDeadlineMs: duration(file.nodes?.heartbeat_deadline, 15_000),
     settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
-    gateway: Object.freeze({ auth: file.gateway?.auth ?? "keys" }),
+    gatewayAuth: overrides.gatewayAuth ?? file.gateway?.auth ?? "keys",
     declared: Object.freeze(declared),
   });
 }

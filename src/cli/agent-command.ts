@@ -37,6 +37,7 @@ interface AgentCommandOptions {
   dataDir: string;
   listen: string;
   advertise?: string;
+  engineHost?: string;
   simulate?: string;
   simulateFetch?: boolean;
   enginePath?: Partial<Record<EngineName, string>>;
@@ -65,6 +66,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .option("--data-dir <dir>", "weights cache, logs and state", "./llmgw-agent-data")
     .option("--listen <host:port>", "address of the agent's control API", "127.0.0.1:0")
     .option("--advertise <url>", "the control URL the server should call (default: from --listen)")
+    .option("--engine-host <host>", "where engines listen: 127.0.0.1 (default, this machine only) or 0.0.0.0 / this node's address so gateways on other machines reach them (each engine then needs its replica key)")
     .option("--simulate <spec>", 'pretend GPUs, e.g. "4xH100-80GB@nvl0,cpu:32c/256g"; runs the simulated engine in place of every real one')
     .option("--simulate-fetch", "with --simulate, fetch weights for real instead of pretending")
     .option("--engine-path <engine=path>", "where an engine is when not on PATH (repeatable): comfyui=/opt/ComfyUI (its checkout), vllm=/opt/vllm/bin/vllm", collectEnginePath, {})
@@ -89,6 +91,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
           dataDirectory: options.dataDir,
           listen: options.listen,
           advertise: options.advertise,
+          engineHost: options.engineHost,
           simulate: options.simulate,
           simulateFetch: options.simulateFetch,
           enginePaths: options.enginePath,

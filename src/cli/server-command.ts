@@ -38,7 +38,7 @@ export function registerServerCommand(program: Command): void {
       }
       lines.push("", `  Next: llmgw ctl models${server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`}`);
       print(lines.join("\n"));
-      const warning = openGatewayWarning(server.config.gateway.auth, server.config.listen.host);
+      const warning = openGatewayWarning(server.config.gatewayAuth, server.config.listen.host);
       if (warning) process.stderr.write(`\n${warning}\n\n`);
       const stop = () => {
         void server.close().then(() => process.exit(0));

@@ -13,6 +13,17 @@ export interface EngineLaunchInput {
   /** GPU indices on this node, as nvidia-smi numbers them; empty for a CPU replica. */
   readonly cards: readonly number[];
   readonly port: number;
+  /**
+   * Where the engine listens: 127.0.0.1 unless the agent was told the
+   * gateways reach its engines from other machines (--engine-host).
+   */
+  readonly host?: string | undefined;
+  /**
+   * The replica's API key: only gateways hold it. Each driver passes it the
+   * way its engine reads it, by environment where the engine has a variable
+   * (so it stays out of `ps` and of the replica log's start line).
+   */
+  readonly apiKey?: string | undefined;
   /** Tokens one request may use; undefined leaves the engine's own default. */
   readonly context: number | undefined;
   /** Requests served at once (llama.cpp's slots); 1 when the profile says nothing. */

@@ -129,6 +129,14 @@ export const replicaSpecSchema = z.object({
   startup_timeout_ms: z.number().int().positive().optional(),
   /** How long a stopped engine gets between SIGTERM and SIGKILL; left out, the agent's default. */
   stop_grace_ms: z.number().int().min(0).optional(),
+  /**
+   * The engine's own API key: the server makes one per replica and only
+   * gateways hold it, so an engine listening where other machines can reach
+   * it answers nobody else. The agent passes it the way the engine reads it
+   * (an environment variable where the engine has one, so it is not in `ps`)
+   * and keeps it out of logs and its state file.
+   */
+  api_key: z.string().min(16).optional(),
   /** Timing hints for the simulated engine (passed as LLMGW_SIM_* variables); ignored by real engines. */
   simulation: z
     .object({

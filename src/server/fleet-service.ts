@@ -117,6 +117,17 @@ function checkHandPickedCards(
   }
 }
 
+/** The key the server gave the replica's engine, from the spec it stored; undefined for replicas started before keys (or adopted without a spec). */
+function replicaKeyOf(specText: string | null): string | undefined {
+  if (specText === null) return undefined;
+  try {
+    const key = (JSON.parse(specText) as { api_key?: unknown }).api_key;
+    return typeof key === "string" ? key : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function versionRefusal(body: unknown): DomainError | undefined {
   const theirs = protocolOf(body);
   if (theirs === protocolVersion) return undefined;
@@ -425,6 +436,20 @@ export class FleetService {
     return new DomainError("replica_not_found", `no replica ${id} on this server`, "List replicas with `llmgw ctl replicas`.");
   }
 
+  /**
+   * Ready and draining replicas with the key each engine expects, for the
+   * routing table (never for an API answer: the views leave the key out).
+   */
+  async routingReplicas(): Promise<(ReplicaView & { api_key: string | undefined })[]> {
+    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const states = this.nodeStates(nodes);
+    return replicas.flatMap((row) => {
+      const view = this.replicaView(row, nodes.find((node) => node.name === row.node), states.get(row.node));
+      if ((view.state !== "ready" && view.state !== "draining") || view.endpoint === null) return [];
+      return [{ ...view, api_key: replicaKeyOf(row.spec) }];
+    });
+  }
+
   /** Ready and desired replicas per model, for the model views. */
   readonly replicaCounts: ReplicaCountSource = async () => {
     const counts = new Map<string, ReplicaCounts>();
@@ -511,6 +536,7 @@ export class FleetService {
       env: { ...profile.env },
       adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
       ...(body.simulation ? { simulation: body.simulation } : {}),
+      api_key: newToken("replica"),
     };
     const status = await startReplicaOnAgent(address, spec);
     const at = this.iso();

@@ -16,11 +16,11 @@ describe("gateway auth setting", () => {
     const folder = mkdtempSync(path.join(tmpdir(), "llmgw-gateway-auth-"));
     try {
       const file = path.join(folder, "server.yaml");
-      expect(loadServerConfig(undefined).gateway.auth).toBe("keys");
+      expect(loadServerConfig(undefined).gatewayAuth).toBe("keys");
       writeFileSync(file, "gateway:\n  auth: open\n");
-      expect(loadServerConfig(file).gateway.auth).toBe("open");
+      expect(loadServerConfig(file).gatewayAuth).toBe("open");
       writeFileSync(file, "gateway:\n  auth: none\n");
-      expect(() => loadServerConfig(file)).toThrow(/keys \(every call needs a gateway key\) or open/);
+      expect(() => loadServerConfig(file)).toThrow(/keys \(gateway API keys\) or open/);
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }

@@ -58,7 +58,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     });
     let reportBackground = (_error: unknown, _during: string): void => undefined;
     gatewayKeys =
-      config.gateway.auth === "keys" ? await KeysPolicy.start(store, { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
+      config.gatewayAuth === "keys" ? await KeysPolicy.start(store, { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
     const app = await buildApp({
       gatewayKeys,

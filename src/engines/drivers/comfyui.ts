@@ -31,7 +31,7 @@ export const comfyuiDriver: EngineDriver = {
     if (input.enginePath === undefined || input.enginePath === "") {
       throw new EngineCannotRun("comfyui", "the node has no ComfyUI folder configured", "Tell the agent where ComfyUI is checked out, so it can run its main.py.");
     }
-    const argv = ["python3", `${input.enginePath.replace(/\/+$/, "")}/main.py`, "--listen", "127.0.0.1", "--port", String(input.port)];
+    const argv = ["python3", `${input.enginePath.replace(/\/+$/, "")}/main.py`, "--listen", input.host ?? "127.0.0.1", "--port", String(input.port)];
     if (input.cards.length === 0) argv.push("--cpu");
     argv.push(...input.extraArgs);
     return {

@@ -33,7 +33,7 @@ export const llamacppDriver: EngineDriver = {
       "--model",
       input.weightsPath,
       "--host",
-      "127.0.0.1",
+      input.host ?? "127.0.0.1",
       "--port",
       String(input.port),
       "--alias",
@@ -53,7 +53,9 @@ export const llamacppDriver: EngineDriver = {
     if (input.adapters.length > 0) argv.push("--lora-init-without-apply");
     // llama-server serves /metrics only when asked.
     argv.push("--metrics", ...input.extraArgs);
-    return { argv, env: launchEnvironment(input), healthPath: "/health", metricsPath: "/metrics" };
+    // llama-server reads LLAMA_API_KEY like --api-key; /health and /metrics stay open to the agent.
+    const env = { ...launchEnvironment(input), ...(input.apiKey !== undefined ? { LLAMA_API_KEY: input.apiKey } : {}) };
+    return { argv, env, healthPath: "/health", metricsPath: "/metrics" };
   },
   parseMetrics(text: string): EngineMetrics {
     return readEngineMetrics(text, {

@@ -23,7 +23,7 @@ export const sglangDriver: EngineDriver = {
       "--model-path",
       input.weightsPath,
       "--host",
-      "127.0.0.1",
+      input.host ?? "127.0.0.1",
       "--port",
       String(input.port),
       "--served-model-name",
@@ -40,6 +40,9 @@ export const sglangDriver: EngineDriver = {
       argv.push("--lora-paths", ...input.adapters.map((adapter) => `${adapter.name}=${adapter.path}`));
     }
     argv.push("--enable-metrics", ...input.extraArgs);
+    // SGLang takes its key only as --api-key (no environment variable), so it is on the command line:
+    // the replica log masks it, but a user on the node can see it in `ps`.
+    if (input.apiKey !== undefined) argv.push("--api-key", input.apiKey);
     return { argv, env: launchEnvironment(input), healthPath: "/health", metricsPath: "/metrics" };
   },
   parseMetrics(text: string): EngineMetrics {

@@ -24,7 +24,7 @@ export const trtllmDriver: EngineDriver = {
       "trtllm-serve",
       input.weightsPath,
       "--host",
-      "127.0.0.1",
+      input.host ?? "127.0.0.1",
       "--port",
       String(input.port),
       "--backend",

@@ -22,7 +22,7 @@ export const vllmDriver: EngineDriver = {
       "serve",
       input.weightsPath,
       "--host",
-      "127.0.0.1",
+      input.host ?? "127.0.0.1",
       "--port",
       String(input.port),
       "--served-model-name",
@@ -41,7 +41,9 @@ export const vllmDriver: EngineDriver = {
       if (input.adapters.length > 1) argv.push("--max-loras", String(input.adapters.length));
     }
     argv.push(...input.extraArgs);
-    return { argv, env: launchEnvironment(input), healthPath: "/health", metricsPath: "/metrics" };
+    // vLLM reads VLLM_API_KEY like --api-key, and guards /v1 with it (not /health or /metrics, which the agent polls).
+    const env = { ...launchEnvironment(input), ...(input.apiKey !== undefined ? { VLLM_API_KEY: input.apiKey } : {}) };
+    return { argv, env, healthPath: "/health", metricsPath: "/metrics" };
   },
   parseMetrics(text: string): EngineMetrics {
     return readEngineMetrics(text, {

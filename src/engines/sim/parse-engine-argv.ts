@@ -24,9 +24,9 @@ export interface SimEngineArguments {
  */
 const defaultBatchConcurrency = 256;
 
-type FlagKind = "value" | "list" | "switch";
+export type FlagKind = "value" | "list" | "switch";
 
-interface FlagSpec {
+export interface FlagSpec {
   readonly names: readonly string[];
   readonly kind: FlagKind;
 }
@@ -38,7 +38,7 @@ interface FlagSpec {
  * arguments, placed last, override generated ones). A flag we do not know
  * takes the next token as its value when that token is not a flag.
  */
-function splitArguments(argv: readonly string[], specs: Record<string, FlagSpec>): { flags: Map<string, string[]>; positionals: string[] } {
+export function splitArguments(argv: readonly string[], specs: Record<string, FlagSpec>): { flags: Map<string, string[]>; positionals: string[] } {
   const byName = new Map<string, [string, FlagSpec]>();
   for (const [key, spec] of Object.entries(specs)) for (const name of spec.names) byName.set(name, [key, spec]);
   const flags = new Map<string, string[]>();

@@ -10,6 +10,8 @@ import {
   faultRequestSchema,
 } from "./openai-request-schemas.js";
 import { parseEngineArgv, type SimEngineArguments } from "./parse-engine-argv.js";
+import { simEngineAccess } from "./sim-engine-access.js";
+import { createHash, timingSafeEqual } from "node:crypto";
 import { simCrashExitCode, simFaultSchema, simLoadFailureExitCode, type SimFault } from "./sim-fault.js";
 import { SimMetrics } from "./sim-metrics.js";
 import { approximateTokenCount, embeddingToBase64, simulatedAnswer, simulatedEmbedding } from "./sim-text.js";
@@ -118,14 +120,15 @@ export async function startSimEngine(options: SimEngineOptions): Promise<SimEngi
     throw new SimEngineExited(simCrashExitCode);
   }
 
-  const engine = new SimulatedEngine(parsed, cards, timing, fault, log, exit);
+  const access = simEngineAccess(options.engine, options.argv, environment);
+  const engine = new SimulatedEngine(parsed, cards, timing, fault, log, exit, access);
   const address = await engine.listen();
   const port = Number(new URL(address).port);
   const adapterNames = parsed.adapters.map((adapter) => adapter.name);
   log(
     `llmgw sim-engine: simulated ${parsed.engine} serving "${parsed.modelName}"` +
       (adapterNames.length > 0 ? ` with adapters ${adapterNames.join(", ")}` : "") +
-      ` on http://127.0.0.1:${port}; cards [${cards.join(",")}], ${parsed.concurrency} at once,` +
+      ` on http://${access.host}:${port}${access.apiKey === undefined ? "" : " (API key required)"}; cards [${cards.join(",")}], ${parsed.concurrency} at once,` +
       ` context ${parsed.context ?? "engine default"}, decode ${timing.decodeTokensPerSecond.toFixed(0)} tokens/s (${timing.source}), speed ×${timing.speed}` +
       (fault.kind === "none" ? "" : `, fault ${fault.kind}`),
   );
@@ -155,6 +158,7 @@ class SimulatedEngine {
     initialFault: SimFault,
     readonly log: (line: string) => void,
     readonly exit: (code: number) => void,
+    readonly access: { readonly host: string; readonly apiKey: string | undefined } = { host: "127.0.0.1", apiKey: undefined },
   ) {
     this.#gate = new ConcurrencyGate(parsed.concurrency);
     const capacity = (parsed.context ?? defaultContextForCapacity) * parsed.concurrency;
@@ -170,7 +174,7 @@ class SimulatedEngine {
   }
 
   async listen(): Promise<string> {
-    return this.#server.listen({ host: "127.0.0.1", port: this.parsed.port });
+    return this.#server.listen({ host: this.access.host, port: this.parsed.port });
   }
 
   async close(): Promise<void> {
@@ -362,6 +366,21 @@ class SimulatedEngine {
   #routes(): void {
     const server = this.#server;
     const parsed = this.parsed;
+
+    // As vLLM and llama-server do with an API key: the OpenAI routes need it, health and metrics
+    // (which the agent polls) do not. The simulation's own /sim routes stay open for tests.
+    const apiKey = this.access.apiKey;
+    if (apiKey !== undefined) {
+      server.addHook("onRequest", async (request, reply) => {
+        if (!request.url.startsWith("/v1/")) return;
+        const given = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? "";
+        // Hashed first so the comparison takes the same time whatever the length given.
+        const digest = (text: string) => createHash("sha256").update(text).digest();
+        if (timingSafeEqual(digest(given), digest(apiKey))) return;
+        this.log(`${request.method} ${request.url.split("?")[0]} status=401 (no valid API key)`);
+        await reply.code(401).send(errorBody(401, "AuthenticationError", "Unauthorized: this engine needs its API key as a bearer token"));
+      });
+    }
 
     const health = async (_request: unknown, reply: FastifyReply) => {
       if (this.#fault.kind === "stall") await new Promise<never>(() => undefined);
