@@ -9,7 +9,11 @@
  *   runs on every `ctl model plan` and, later, inside placement, so it must stay
  *   cheap as the fleet grows. Medians of repeated runs, on this machine.
  *
- * Gateway overhead and placement benchmarks join this file with those features.
+ * - Gateway overhead (bench/gateway/gateway-overhead.ts): added latency and
+ *   the throughput ceiling of llmgw's /v1 and of nginx against a direct call
+ *   to the same backend.
+ *
+ * Placement benchmarks join this file with that feature.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -21,6 +25,8 @@ import { inventoryFacts } from "../src/plan/inventory-facts.js";
 import { fleetFromHardwareSpec } from "../src/fleet/pools.js";
 import { parseHardwareSpec } from "../src/fleet/gpu-spec.js";
 import { packageRoot } from "../src/package-root.js";
+import { availableParallelism } from "node:os";
+import { defaultGatewayOverheadSettings, renderGatewayOverhead, runGatewayOverhead, type GatewayOverheadResults } from "./gateway/gateway-overhead.js";
 
 const fixturesFolder = path.join(packageRoot.directory, "src", "plan", "fixtures");
 const fixtures = readdirSync(fixturesFolder).sort();
@@ -96,15 +102,36 @@ function plannerTiming(): { results: { nodes: number; median_ms_per_model: numbe
   return { results, markdown };
 }
 
+// `npm run bench -- gateway` (or `-- planner`) runs only the named sections; no name runs them all.
+const wanted = new Set(process.argv.slice(2));
+const runs = (section: string) => wanted.size === 0 || wanted.has(section);
+
 const startedAt = new Date().toISOString();
-const calibrationResult = calibration();
-const timing = plannerTiming();
-const markdown = [`# llmgw benchmark, ${startedAt}`, "", `Node ${process.version}, llmgw ${packageRoot.manifest.version}.`, "", calibrationResult.markdown, "", timing.markdown, ""].join("\n");
+const calibrationResult = runs("planner") ? calibration() : undefined;
+const timing = runs("planner") ? plannerTiming() : undefined;
+let gateway: GatewayOverheadResults | undefined;
+if (runs("gateway")) {
+  process.stderr.write("Gateway overhead (about 90 s)...\n");
+  gateway = await runGatewayOverhead(defaultGatewayOverheadSettings, (line) => process.stderr.write(`${line}\n`));
+}
+const markdown = [
+  `# llmgw benchmark, ${startedAt}`,
+  "",
+  `Node ${process.version}, llmgw ${packageRoot.manifest.version}, ${availableParallelism()} cores.`,
+  "",
+  ...(calibrationResult ? [calibrationResult.markdown, ""] : []),
+  ...(timing ? [timing.markdown, ""] : []),
+  ...(gateway ? [renderGatewayOverhead(gateway), ""] : []),
+].join("\n");
 const resultsFolder = path.join(packageRoot.directory, "bench", "results");
 mkdirSync(resultsFolder, { recursive: true });
 writeFileSync(path.join(resultsFolder, "bench.md"), markdown);
 writeFileSync(
   path.join(resultsFolder, "bench.json"),
-  JSON.stringify({ started_at: startedAt, node: process.version, calibration: calibrationResult.rows, planner_timing: timing.results }, null, 2),
+  JSON.stringify(
+    { started_at: startedAt, node: process.version, calibration: calibrationResult?.rows, planner_timing: timing?.results, gateway_overhead: gateway },
+    null,
+    2,
+  ),
 );
 process.stdout.write(markdown);

@@ -1,0 +1,168 @@
+/**
+ * Gateway overhead (`npm run bench`, or alone: `npm run bench -- gateway`).
+ *
+ * One backend (fixed-chat-backend.ts, its own process) and three ways to
+ * reach it, measured with the same load in one run on this machine:
+ *   direct  the client calls the backend itself;
+ *   llmgw   through `llmgw server`'s /v1 (a gateway key on every call, an
+ *           external model whose base_url is the backend);
+ *   nginx   through Debian's nginx, one worker, as a plain reverse proxy.
+ * Fixed rates (500 and 2,000 requests/s, open loop, latency from when each
+ * request was due) and the saturation point (wrk, closed loop), streaming
+ * and not. Everything on loopback; every process started here is stopped here.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startProcess, type StartedProcess } from "./child-process.js";
+import { freePort, startNginx } from "./nginx-proxy.js";
+import { runFixedRate, type FixedRateResult } from "./open-loop-load.js";
+import { runWrk, type SaturationResult } from "./wrk-saturation.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const llmgwBin = path.resolve(here, "..", "..", "..", "bin", "llmgw.js");
+
+type SideName = "direct" | "llmgw" | "nginx";
+
+interface Side {
+  readonly name: SideName;
+  readonly origin: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+}
+
+export interface GatewayOverheadSettings {
+  readonly rates: readonly number[];
+  readonly fixedRateMs: number;
+  readonly saturationS: number;
+  readonly saturationConnections: number;
+}
+
+export const defaultGatewayOverheadSettings: GatewayOverheadSettings = { rates: [500, 2000], fixedRateMs: 3000, saturationS: 4, saturationConnections: 50 };
+
+export interface GatewayOverheadResults {
+  readonly settings: GatewayOverheadSettings;
+  /** Why a side was left out (the llmgw gateway when /v1 does not answer). */
+  readonly skipped: Partial<Record<SideName, string>>;
+  readonly fixed_rate: { side: SideName; stream: boolean; rate: number; result: FixedRateResult }[];
+  readonly saturation: { side: SideName; stream: boolean; result: SaturationResult }[];
+}
+
+const bodyFor = (stream: boolean) =>
+  JSON.stringify({ model: "bench", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
+
+async function startLlmgw(folder: string, backendPort: number): Promise<{ process: StartedProcess; side: Side }> {
+  const config = path.join(folder, "server.yaml");
+  writeFileSync(config, `models:\n  - name: bench\n    external:\n      base_url: http://127.0.0.1:${backendPort}/v1\n`);
+  const dataDir = path.join(folder, "llmgw-data");
+  const port = await freePort();
+  const server = await startProcess(process.execPath, [llmgwBin, "server", "-c", config, "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir], /listening on (http:\/\/\S+)/);
+  try {
+    const origin = `http://127.0.0.1:${port}`;
+    const admin = readFileSync(path.join(dataDir, "admin-token"), "utf8").trim();
+    const created = await fetch(`${origin}/api/v1/keys`, { method: "POST", headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" }, body: JSON.stringify({ name: "bench" }) });
+    if (created.status !== 201) throw new Error(`creating the bench's gateway key answered ${created.status}: ${await created.text()}`);
+    const { key } = (await created.json()) as { key: string };
+    return { process: server, side: { name: "llmgw", origin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${key}` } } };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+/** One request through the side, as the load will send it: a side that cannot answer it is left out, with the reason. */
+async function probe(side: Side): Promise<string | undefined> {
+  for (const stream of [false, true]) {
+    const answer = await fetch(`${side.origin}${side.path}`, { method: "POST", headers: side.headers, body: bodyFor(stream) }).catch((error: unknown) => error as Error);
+    if (answer instanceof Error) return `${side.name}: ${answer.message}`;
+    const text = await answer.text();
+    if (answer.status !== 200) return `POST ${side.path}${stream ? " (stream)" : ""} answered ${answer.status}: ${text.slice(0, 200)}`;
+    if (stream && !text.trimEnd().endsWith("data: [DONE]")) return `the stream did not end with data: [DONE]: ${text.slice(-200)}`;
+  }
+  return undefined;
+}
+
+export async function runGatewayOverhead(settings: GatewayOverheadSettings = defaultGatewayOverheadSettings, log: (line: string) => void = () => undefined): Promise<GatewayOverheadResults> {
+  const folder = mkdtempSync(path.join(tmpdir(), "llmgw-bench-gateway-"));
+  const processes: StartedProcess[] = [];
+  const skipped: Partial<Record<SideName, string>> = {};
+  try {
+    const backend = await startProcess(process.execPath, [path.join(here, "fixed-chat-backend.js")], /listening (\d+)/);
+    processes.push(backend);
+    const backendPort = Number(backend.match[1]);
+    const json = { "content-type": "application/json" };
+    const sides: Side[] = [{ name: "direct", origin: `http://127.0.0.1:${backendPort}`, path: "/v1/chat/completions", headers: json }];
+    try {
+      const llmgw = await startLlmgw(folder, backendPort);
+      processes.push(llmgw.process);
+      sides.push(llmgw.side);
+    } catch (error) {
+      skipped.llmgw = (error as Error).message.split("\n")[0];
+    }
+    const nginx = await startNginx(folder, backendPort);
+    processes.push(nginx);
+    sides.push({ name: "nginx", origin: `http://127.0.0.1:${nginx.port}`, path: "/v1/chat/completions", headers: json });
+
+    const usable: Side[] = [];
+    for (const side of sides) {
+      const problem = await probe(side);
+      if (problem) skipped[side.name] = problem;
+      else usable.push(side);
+    }
+
+    const fixedRate: GatewayOverheadResults["fixed_rate"] = [];
+    const saturation: GatewayOverheadResults["saturation"] = [];
+    for (const stream of [false, true]) {
+      const body = bodyFor(stream);
+      for (const rate of settings.rates) {
+        for (const side of usable) {
+          // A short warm-up at the same rate: connections opened, code paths compiled.
+          await runFixedRate({ origin: side.origin, path: side.path, headers: side.headers, body, requestsPerSecond: rate, durationMs: 300 });
+          const result = await runFixedRate({ origin: side.origin, path: side.path, headers: side.headers, body, requestsPerSecond: rate, durationMs: settings.fixedRateMs, ...(stream ? { mustEndWith: "data: [DONE]" } : {}) });
+          fixedRate.push({ side: side.name, stream, rate, result });
+          log(`  ${side.name.padEnd(6)} ${stream ? "stream" : "json  "} ${rate}/s: p50 ${result.p50Ms.toFixed(3)} ms, p99 ${result.p99Ms.toFixed(3)} ms, errors ${result.errors}, dropped ${result.dropped}`);
+        }
+      }
+      for (const side of usable) {
+        const result = await runWrk(folder, `${side.origin}${side.path}`, body, side.headers, { connections: settings.saturationConnections, durationS: settings.saturationS });
+        saturation.push({ side: side.name, stream, result });
+        log(`  ${side.name.padEnd(6)} ${stream ? "stream" : "json  "} saturation: ${result.requestsPerSecond.toFixed(0)}/s (p99 ${result.p99Ms.toFixed(2)} ms, errors ${result.errors})`);
+      }
+    }
+    return { settings, skipped, fixed_rate: fixedRate, saturation };
+  } finally {
+    for (const started of processes.reverse()) await started.stop();
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(3) : "-");
+const signedMs = (value: number) => (Number.isFinite(value) ? `${value >= 0 ? "+" : ""}${value.toFixed(3)}` : "-");
+
+/** The Markdown section: added latency and throughput of each proxy against direct. */
+export function renderGatewayOverhead(results: GatewayOverheadResults): string {
+  const lines = ["## Gateway overhead", ""];
+  lines.push(
+    "Same backend, same load, one run. Fixed rates: open loop on undici, latency counted from when each request was due (ms). Saturation: wrk, 1 thread, " +
+      `${results.settings.saturationConnections} connections, ${results.settings.saturationS} s. Added = side − direct at the same rate.`,
+    "",
+    "| side | body | rate/s | p50 | p99 | added p50 | added p99 | errors | dropped |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  );
+  for (const row of results.fixed_rate) {
+    const direct = results.fixed_rate.find((other) => other.side === "direct" && other.stream === row.stream && other.rate === row.rate)?.result;
+    const added = (value: number, base: number | undefined) => (row.side === "direct" || base === undefined ? "" : signedMs(value - base));
+    lines.push(
+      `| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.rate} | ${ms(row.result.p50Ms)} | ${ms(row.result.p99Ms)} | ${added(row.result.p50Ms, direct?.p50Ms)} | ${added(row.result.p99Ms, direct?.p99Ms)} | ${row.result.errors} | ${row.result.dropped} |`,
+    );
+  }
+  lines.push("", "| side | body | max requests/s | × direct | × nginx | p99 at max (ms) | errors |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+  for (const row of results.saturation) {
+    const of = (side: SideName) => results.saturation.find((other) => other.side === side && other.stream === row.stream)?.result.requestsPerSecond;
+    const ratio = (base: number | undefined) => (base ? `${(row.result.requestsPerSecond / base).toFixed(2)}×` : "-");
+    lines.push(`| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.result.requestsPerSecond.toFixed(0)} | ${ratio(of("direct"))} | ${ratio(of("nginx"))} | ${ms(row.result.p99Ms)} | ${row.result.errors} |`);
+  }
+  for (const [side, reason] of Object.entries(results.skipped)) lines.push("", `Left out: ${side} — ${reason}`);
+  return lines.join("\n");
+}
