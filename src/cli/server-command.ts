@@ -3,7 +3,6 @@ import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
 import { describeStorage, startServer } from "../server/start-server.js";
 import { softwareVersion } from "../api/version.js";
 import { print } from "./output.js";
-import { openGatewayWarning } from "../server/open-gateway-warning.js";
 
 export function registerServerCommand(program: Command): void {
   program
@@ -36,10 +35,10 @@ export function registerServerCommand(program: Command): void {
           `    ${server.createdAdminToken.file}`,
         );
       }
+      for (const warning of server.warnings) process.stderr.write(`\n${warning}\n\n`);
+      lines.push(`  gateway: ${server.url}/v1 (OpenAI-compatible; auth ${server.config.gatewayAuth}), metrics at ${server.url}/metrics`);
       lines.push("", `  Next: llmgw ctl models${server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`}`);
       print(lines.join("\n"));
-      const warning = openGatewayWarning(server.config.gatewayAuth, server.config.listen.host);
-      if (warning) process.stderr.write(`\n${warning}\n\n`);
       const stop = () => {
         void server.close().then(() => process.exit(0));
       };

@@ -45,6 +45,11 @@ export const errorCodes = {
   architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",
   source_unreadable: "A model source (HF id, mirror URL, local folder or GGUF file) could not be read; the message says which file and why.",
   weights_metadata_missing: "A model source has no weights metadata to count parameters from (no safetensors header, index or GGUF tensors).",
+  context_length_exceeded: "A /v1 request's prompt plus max_tokens is over the model's context, or max_tokens is over its max_output; refused before any engine sees it.",
+  model_loading: "No replica of the model (or of its fallbacks) became ready within its queue deadline; retry after the Retry-After seconds.",
+  queue_full: "Too many requests already wait for the model's first replica; retry after the Retry-After seconds.",
+  upstream_failed: "Every replica tried (and every fallback) failed before answering: connection refused or reset, 502 or 503.",
+  gateway_shutting_down: "The gateway is stopping and takes no new request; send it to another gateway.",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 

@@ -39,6 +39,11 @@ export const statusForCode: Record<ErrorCode, number> = {
   node_not_found: 404,
   agent_unreachable: 502,
   internal: 500,
+  context_length_exceeded: 400,
+  model_loading: 503,
+  queue_full: 429,
+  upstream_failed: 502,
+  gateway_shutting_down: 503,
   does_not_fit: 422,
   architecture_field_missing: 422,
   // One status for every unreadable source (a missing local file, a 404 on the

@@ -47,6 +47,8 @@ export const routingAdapterSchema = z.object({
   scale: z.number().nullable(),
 });
 
+export type RoutingAdapter = z.infer<typeof routingAdapterSchema>;
+
 export const routingModelSchema = z.object({
   name: z.string(),
   /** Tokens one request may use (prompt + answer); null when the catalog does not say. */

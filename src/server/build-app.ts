@@ -12,6 +12,9 @@ import { registerGatewayKeyRoutes } from "../api/routes/gateway-keys.js";
 import { registerUsageRoutes } from "../api/routes/usage.js";
 import type { KeysPolicy } from "../gateway/keys-policy.js";
 import { GatewayKeyService } from "./gateway-key-service.js";
+import { registerRoutingRoutes, type RoutingTableFeed } from "../api/routes/routing.js";
+import type { Gateway } from "../gateway/gateway.js";
+import { registerGatewayRoutes, requestIdFrom } from "../gateway/register-gateway-routes.js";
 import { TokenService } from "./token-service.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
@@ -35,6 +38,10 @@ export interface AppParts {
    * managed and usage still read.
    */
   readonly gatewayKeys?: KeysPolicy | undefined;
+  /** The OpenAI-compatible /v1 and /metrics; without it the server has no gateway (catalog-only tests). */
+  readonly gateway?: Gateway;
+  /** GET /api/v1/routing for standalone gateways. */
+  readonly routing?: RoutingTableFeed;
 }
 
 const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co", hubToken: () => undefined, gpuMemoryUtilization: 0.9 };
@@ -46,7 +53,8 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     // Names may contain "/" (org/model); clients send it encoded, and it must stay one segment.
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: 4 * 1024 * 1024,
-    genReqId: () => `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+    // A caller's x-request-id is kept (a client or load balancer tracing its own ids), so every log line and answer carries it.
+    genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
   });
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
@@ -58,6 +66,8 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   const gatewayKeys = parts.gatewayKeys;
   registerGatewayKeyRoutes(app, new GatewayKeyService(parts.store, parts.catalog, async () => gatewayKeys?.refresh()));
   registerUsageRoutes(app, { store: parts.store, flush: async () => gatewayKeys?.flushUsage() });
+  if (parts.routing) registerRoutingRoutes(app, parts.routing);
+  if (parts.gateway) registerGatewayRoutes(app, parts.gateway);
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);
   await app.ready();
   return app;

@@ -11,6 +11,10 @@ import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
 import { KeysPolicy } from "../gateway/keys-policy.js";
 import path from "node:path";
+import { Gateway, type GatewayLog } from "../gateway/gateway.js";
+import type { GatewayPolicy } from "../gateway/gateway-policy.js";
+import { openPolicy } from "../gateway/open-policy.js";
+import { RoutingTableSource } from "./routing-table-source.js";
 
 export interface RunningServer {
   readonly config: ServerConfig;
@@ -22,12 +26,20 @@ export interface RunningServer {
   readonly createdAdminToken: { token: string; file: string } | undefined;
   /** The gateway's keys, limits and usage when `gateway.auth` is `keys`; undefined when the gateway is open. */
   readonly gatewayKeys: KeysPolicy | undefined;
+  /** The server's own /v1, serving from the same routing table standalone gateways follow. */
+  readonly gateway: Gateway;
+  /** What the operator must read at start (an open gateway on a non-loopback address). */
+  readonly warnings: readonly string[];
   close(): Promise<void>;
 }
 
 export interface StartOptions extends ServerOverrides {
   readonly configPath?: string | undefined;
   readonly logger?: LoggerOptions | false;
+  /** The gateway's keys, limits and usage; default from server.yaml's gateway.auth. */
+  readonly gatewayPolicy?: GatewayPolicy;
+  /** Tells the reconciler a model with no ready replica is wanted (an on-demand start). */
+  readonly reportDemand?: (model: string) => void;
 }
 
 /** Loads and checks everything before it listens, so a bad config never half-starts a server. */
@@ -60,6 +72,17 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     gatewayKeys =
       config.gatewayAuth === "keys" ? await KeysPolicy.start(store, { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
+    // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
+    let appLog: GatewayLog | undefined;
+    const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
+    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"));
+    const gateway = new Gateway({
+      // gatewayKeys exists exactly when auth is keys.
+      policy: options.gatewayPolicy ?? gatewayKeys ?? openPolicy,
+      reportDemand: (model) => options.reportDemand?.(model),
+      environment: process.env,
+      log,
+    });
     const app = await buildApp({
       gatewayKeys,
       store,
@@ -67,13 +90,33 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       fleetService: fleet,
       adminTokenHint: adminTokenHint(config.dataDir),
       logger: options.logger ?? false,
+      gateway,
+      routing,
       plan: {
         hubEndpoint: config.huggingface.endpoint,
         hubToken: () => (tokenEnv ? process.env[tokenEnv] : undefined),
         gpuMemoryUtilization: config.gpuMemoryUtilization,
       },
     });
+    appLog = app.log;
     reportBackground = (error, during) => app.log.warn({ err: error }, `gateway: failed ${during}; retrying on the next round`);
+    routing.subscribe((table) => gateway.swap(table));
+    await routing.start();
+    // Closing: queued requests are answered at once, those being answered finish, then the pools close.
+    let gatewayClosed: Promise<void> | undefined;
+    app.addHook("preClose", async () => {
+      gatewayClosed = gateway.close();
+    });
+    app.addHook("onClose", async () => {
+      routing.stop();
+      await gatewayClosed;
+    });
+    const warnings: string[] = [];
+    if (config.gatewayAuth === "open" && !isLoopback(config.listen.host)) {
+      warnings.push(
+        `WARNING: the gateway is OPEN (gateway.auth: open) on ${config.listen.host}, which is not loopback: anyone who reaches this port can use every model. Use auth: keys, or listen on 127.0.0.1.`,
+      );
+    }
     let address: string;
     try {
       address = await app.listen({ host: config.listen.host, port: config.listen.port });
@@ -88,6 +131,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       url: address,
       createdAdminToken,
       gatewayKeys,
+      gateway,
+      warnings,
       async close() {
         await app.close();
         // After the last request finished: the usage it counted is written before the store closes.
@@ -100,6 +145,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await store.close();
     throw error;
   }
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
 export function describeStorage(config: ServerConfig): string {

@@ -1,0 +1,88 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { RoutingSnapshot } from "./routing-snapshot.js";
+
+/**
+ * The gateway's Prometheus metrics, in a registry of its own (a server and a
+ * test may run several gateways in one process). Labels are bounded: model
+ * names come from the catalog, never from what a client typed.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: "llmgw_gateway_requests_total",
+    help: "Requests answered, by the model that answered (or was asked for) and HTTP status",
+    labelNames: ["model", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: "llmgw_gateway_request_duration_seconds",
+    help: "From the request's arrival to its answer's last byte",
+    labelNames: ["model"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  readonly timeToFirstToken = new Histogram({
+    name: "llmgw_gateway_time_to_first_token_seconds",
+    help: "From the request's arrival to the first byte of a streamed answer",
+    labelNames: ["model"] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  readonly addedTime = new Histogram({
+    name: "llmgw_gateway_added_seconds",
+    help: "The gateway's own time per request: reading, counting and routing before the upstream is called (queue waits excluded)",
+    buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025],
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: "llmgw_gateway_tokens_total",
+    help: "Tokens as the engines reported them in usage, by direction (in: prompt, out: completion)",
+    labelNames: ["model", "direction"] as const,
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: "llmgw_gateway_in_flight",
+    help: "Requests being answered now, by model",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
+  readonly queued = new Gauge({
+    name: "llmgw_gateway_queue_length",
+    help: "Requests waiting for a model's first ready replica",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: "llmgw_gateway_upstream_retries_total",
+    help: "Attempts that failed before the first byte and were sent to another replica or fallback",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
+  readonly replicas = new Gauge({
+    name: "llmgw_gateway_replicas",
+    help: "Replicas in the routing table, by model and state",
+    labelNames: ["model", "state"] as const,
+    registers: [this.registry],
+  });
+  readonly tableRevision = new Gauge({
+    name: "llmgw_gateway_routing_revision",
+    help: "The revision of the routing table this gateway serves from",
+    registers: [this.registry],
+  });
+
+  /** Replica gauges follow the table; called on every swap, never per request. */
+  observeTable(snapshot: RoutingSnapshot): void {
+    this.replicas.reset();
+    for (const model of snapshot.table.models) {
+      let ready = 0;
+      let draining = 0;
+      for (const replica of model.replicas) {
+        if (replica.state === "ready") ready += 1;
+        else draining += 1;
+      }
+      this.replicas.set({ model: model.name, state: "ready" }, ready);
+      this.replicas.set({ model: model.name, state: "draining" }, draining);
+    }
+    this.tableRevision.set(snapshot.revision);
+  }
+}

@@ -1,0 +1,574 @@
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { FastifyBaseLogger } from "fastify";
+import type { Dispatcher } from "undici";
+import { DomainError } from "../errors/domain-error.js";
+import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
+import { chooseReplica, hashText } from "./choose-replica.js";
+import { GatewayMetrics } from "./gateway-metrics.js";
+import type { GatewayCaller, GatewayPolicy } from "./gateway-policy.js";
+import { openAIErrorAnswer, RetryLater } from "./openai-error-body.js";
+import { gatewayBodySchema, prefixText, type GatewayBody } from "./prompt-text.js";
+import type { RoutingTarget } from "./routing-snapshot.js";
+import { RoutingState } from "./routing-state.js";
+import { SseUsageFilter, usageIn, type ReportedUsage } from "./sse-usage-filter.js";
+import { TokenCounter } from "./token-counter.js";
+import { UpstreamError } from "./upstream-error.js";
+import { UpstreamPools } from "./upstream-pools.js";
+
+export interface GatewayLog {
+  warn(facts: Record<string, unknown>, message: string): void;
+}
+
+export type GatewayEndpoint = "chat/completions" | "completions" | "embeddings";
+
+export interface GatewayOptions {
+  readonly policy: GatewayPolicy;
+  /**
+   * Tells the control plane a model is wanted and has no ready replica (the
+   * reconciler starts one for an on-demand model). Called without waiting;
+   * a failure is the callee's to log.
+   */
+  readonly reportDemand: (model: string) => void;
+  /** Where external models' keys are read from, by the variable the catalog names. */
+  readonly environment: Readonly<Record<string, string | undefined>>;
+  /** For what happens off the request path (a tokenizer that cannot be read); request lines go to the request's own log. */
+  readonly log: GatewayLog;
+  /** Requests that may wait per model for its first replica; one more is answered 429 at once. */
+  readonly maxQueuePerModel?: number;
+  /** Replicas tried per model before its fallbacks. */
+  readonly maxAttempts?: number;
+  readonly random?: () => number;
+}
+
+/** What the gateway reads of the request: its raw body, headers and id, and the raw response to write. */
+export interface GatewayExchange {
+  readonly id: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+  readonly response: ServerResponse;
+  readonly log: FastifyBaseLogger;
+}
+
+/** Characters of the prompt's start that make up its prefix for affinity: a system prompt and the start of the context. */
+const prefixLength = 1024;
+
+/** Seconds a client is told to wait when a model is still loading: a GPU engine takes tens of seconds to a few minutes. */
+const loadingRetryAfterSeconds = 30;
+
+/** Response headers passed from the engine to the client; everything else (hop-by-hop, server, engine internals) is dropped. */
+const passedResponseHeaders = ["content-type", "cache-control", "retry-after"] as const;
+
+interface Attempt {
+  readonly target: RoutingTarget;
+  readonly body: GatewayBody;
+  readonly answeringName: string;
+  readonly payload: Buffer;
+  readonly stream: boolean;
+  readonly dropUsageEvent: boolean;
+  readonly arrivedAt: number;
+  readonly exchange: GatewayExchange;
+  readonly endpoint: GatewayEndpoint;
+}
+
+interface Outcome {
+  readonly status: number;
+  readonly model: string;
+  readonly usage: ReportedUsage | undefined;
+  readonly failed: boolean;
+}
+
+/**
+ * The OpenAI-compatible request path, the same for the server's own /v1 and
+ * every `llmgw gateway`: authenticate and admit through the policy, resolve
+ * the name in the routing table, refuse what is over the model's limits,
+ * choose a replica, proxy the body through, retry what failed before the
+ * first byte, and fall back in the catalog's order. It reads only the
+ * routing table in memory; the store is never on this path.
+ */
+export class Gateway {
+  readonly state = new RoutingState();
+  readonly metrics = new GatewayMetrics();
+  readonly #pools = new UpstreamPools();
+  readonly #tokens: TokenCounter;
+  readonly #inFlight = new Map<string, number>();
+  readonly #closing = new AbortController();
+  readonly #maxQueue: number;
+  readonly #maxAttempts: number;
+  readonly #random: () => number;
+  #active = 0;
+  #idle: (() => void) | undefined;
+
+  constructor(private readonly options: GatewayOptions) {
+    this.#maxQueue = options.maxQueuePerModel ?? 256;
+    this.#maxAttempts = options.maxAttempts ?? 3;
+    this.#random = options.random ?? Math.random;
+    this.#tokens = new TokenCounter((model, reason) => options.log.warn({ model, reason }, "tokenizer-unreadable: counting this model's prompts by estimate"));
+    this.state.onSwap((snapshot) => {
+      this.metrics.observeTable(snapshot);
+      this.#tokens.prepare(snapshot.table.models);
+      const origins = new Set<string>();
+      for (const model of snapshot.table.models) {
+        for (const replica of model.replicas) origins.add(new URL(replica.endpoint).origin);
+        if (model.external) origins.add(new URL(model.external.base_url).origin);
+      }
+      this.#pools.retain(origins);
+    });
+  }
+
+  swap(table: RoutingTable): void {
+    this.state.swap(table);
+  }
+
+  /** GET /v1/models: every name the caller may use (models, aliases, adapters). */
+  listModels(authorization: string | undefined): { object: "list"; data: { id: string; object: "model"; created: number; owned_by: string; parent: string | null }[] } {
+    const caller = this.options.policy.authenticate(authorization);
+    const created = Math.floor(Date.now() / 1000);
+    const data = this.state.current
+      .names()
+      .filter((entry) => caller.allowedModels === null || caller.allowedModels.includes(entry.name))
+      .map((entry) => ({
+        id: entry.name,
+        object: "model" as const,
+        created,
+        owned_by: "llmgw",
+        parent: entry.name === entry.model.name ? null : entry.model.name,
+      }));
+    return { object: "list", data };
+  }
+
+  /** Answers one POST /v1/...; always writes the response itself (the route is hijacked). */
+  async handle(endpoint: GatewayEndpoint, exchange: GatewayExchange): Promise<void> {
+    const arrivedAt = performance.now();
+    this.#active += 1;
+    let caller: GatewayCaller | undefined;
+    let requested = "";
+    let promptTokens = 0;
+    try {
+      if (this.#closing.signal.aborted) {
+        throw new RetryLater("gateway_shutting_down", "this gateway is shutting down", "Send the request to another gateway, or again in a moment.", 1);
+      }
+      caller = this.options.policy.authenticate(headerText(exchange.headers.authorization));
+      const body = readBody(exchange.body);
+      requested = body.model;
+      const snapshot = this.state.current;
+      const target = snapshot.resolve(body.model);
+      if (!target) {
+        throw new DomainError("model_not_found", `no model named ${body.model} at this gateway`, "GET /v1/models lists the models, aliases and adapters you may use.");
+      }
+      promptTokens = this.#tokens.count(target.model, body);
+      const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? (endpoint === "completions" ? completionsDefaultMaxTokens : undefined);
+      const overLimit = limitProblem(target.model, promptTokens, maxTokens, endpoint);
+      if (overLimit) throw overLimit;
+      this.options.policy.admit(caller, body.model, promptTokens + (maxTokens ?? 0));
+      const outcome = await this.#serve(endpoint, exchange, body, target, { arrivedAt, promptTokens, maxTokens });
+      this.#finish(caller, outcome, promptTokens, arrivedAt);
+    } catch (error) {
+      const answer = openAIErrorAnswer(error, exchange.id);
+      if (answer.status >= 500) exchange.log.warn({ model: requested, code: answer.body.error.code, err: error instanceof DomainError ? undefined : error }, answer.body.error.message);
+      writeError(exchange, answer);
+      const model = this.state.current.resolve(requested)?.model.name ?? "unknown";
+      this.metrics.requests.inc({ model, status: String(answer.status) });
+      if (caller) this.options.policy.record({ caller, model, promptTokens: 0, completionTokens: 0, error: true });
+    } finally {
+      this.#active -= 1;
+      if (this.#active === 0) this.#idle?.();
+    }
+  }
+
+  #finish(caller: GatewayCaller, outcome: Outcome, promptTokens: number, arrivedAt: number): void {
+    this.metrics.requests.inc({ model: outcome.model, status: String(outcome.status) });
+    this.metrics.latency.observe({ model: outcome.model }, (performance.now() - arrivedAt) / 1000);
+    if (outcome.usage) {
+      this.metrics.tokens.inc({ model: outcome.model, direction: "in" }, outcome.usage.promptTokens);
+      this.metrics.tokens.inc({ model: outcome.model, direction: "out" }, outcome.usage.completionTokens);
+    }
+    this.options.policy.record({
+      caller,
+      model: outcome.model,
+      promptTokens: outcome.usage?.promptTokens ?? promptTokens,
+      completionTokens: outcome.usage?.completionTokens ?? 0,
+      error: outcome.failed,
+    });
+  }
+
+  /**
+   * The model asked for, then its fallbacks in order. A model is left for the
+   * next when it has no replica within its deadline, or when every replica
+   * tried failed before its first byte.
+   */
+  async #serve(
+    endpoint: GatewayEndpoint,
+    exchange: GatewayExchange,
+    body: GatewayBody,
+    target: RoutingTarget,
+    counted: { arrivedAt: number; promptTokens: number; maxTokens: number | undefined },
+  ): Promise<Outcome> {
+    const chain: RoutingTarget[] = [target];
+    for (const name of target.model.fallbacks) {
+      const fallback = this.state.current.model(name);
+      if (fallback) chain.push({ model: fallback, adapter: undefined });
+    }
+    const stream = endpoint !== "embeddings" && body.stream === true;
+    const dropUsageEvent = stream && body.stream_options?.include_usage !== true;
+    let loading: RoutingModel | undefined;
+    let lastFailure: UpstreamError | undefined;
+    for (const [position, candidate] of chain.entries()) {
+      const isFallback = position > 0;
+      // A fallback with a smaller context than the request needs cannot answer it either.
+      if (isFallback && limitProblem(candidate.model, counted.promptTokens, counted.maxTokens, endpoint)) continue;
+      const attempt: Attempt = {
+        target: candidate,
+        body,
+        answeringName: candidate.adapter?.name ?? candidate.model.name,
+        payload: upstreamBody(exchange.body, body, candidate, dropUsageEvent),
+        stream,
+        dropUsageEvent,
+        arrivedAt: counted.arrivedAt,
+        exchange,
+        endpoint,
+      };
+      try {
+        if (candidate.model.external) return await this.#external(attempt, candidate.model);
+        const served = await this.#replicas(attempt, isFallback);
+        if (served === "no-replica") {
+          loading ??= candidate.model;
+          continue;
+        }
+        return served;
+      } catch (error) {
+        if (!(error instanceof UpstreamError) || !error.retryable) throw error;
+        lastFailure = error;
+        this.metrics.retries.inc({ model: candidate.model.name });
+        exchange.log.warn({ model: candidate.model.name, upstream: error.upstream, status: error.status }, `upstream-failed: ${error.message}`);
+      }
+    }
+    if (loading && !lastFailure) {
+      throw new RetryLater(
+        "model_loading",
+        `model ${loading.name} is loading: no replica became ready within ${Math.round(loading.queue_timeout_ms / 1000)} s${target.model.fallbacks.length > 0 ? ", and no fallback could answer" : ""}`,
+        `Retry in ${loadingRetryAfterSeconds} s; \`llmgw ctl replicas --model ${loading.name}\` shows its progress.`,
+        loadingRetryAfterSeconds,
+      );
+    }
+    throw new DomainError(
+      "upstream_failed",
+      `every replica tried for ${target.model.name}${target.model.fallbacks.length > 0 ? " and its fallbacks" : ""} failed before answering (last: ${lastFailure?.upstream ?? "none"}: ${lastFailure?.message ?? "no replica"})`,
+      "Retry; if it persists, `llmgw ctl replicas` shows which replicas are failing.",
+    );
+  }
+
+  /** Serves from the model's replicas, waiting for a first one when it has none; "no-replica" when none came in time. */
+  async #replicas(attempt: Attempt, isFallback: boolean): Promise<Outcome | "no-replica"> {
+    const model = attempt.target.model;
+    let snapshot = this.state.current;
+    if (!snapshot.hasReadyReplica(model.name)) {
+      this.options.reportDemand(model.name);
+      // A fallback is taken only when it can answer now: the request has already waited for the model it asked for.
+      if (isFallback) return "no-replica";
+      if (this.state.waiting(model.name) >= this.#maxQueue) {
+        throw new RetryLater(
+          "queue_full",
+          `${this.#maxQueue} requests already wait for model ${model.name} to load`,
+          "Retry after the Retry-After seconds; the model is starting.",
+          loadingRetryAfterSeconds,
+        );
+      }
+      this.metrics.queued.inc({ model: model.name });
+      const clientGone = new AbortController();
+      const onClose = () => clientGone.abort();
+      attempt.exchange.response.once("close", onClose);
+      try {
+        const ready = await this.state.waitForReady(model.name, model.queue_timeout_ms, AbortSignal.any([clientGone.signal, this.#closing.signal]));
+        if (this.#closing.signal.aborted) {
+          throw new RetryLater("gateway_shutting_down", "this gateway is shutting down", "Send the request to another gateway, or again in a moment.", 1);
+        }
+        if (!ready) return "no-replica";
+        snapshot = ready;
+      } finally {
+        this.metrics.queued.dec({ model: model.name });
+        attempt.exchange.response.removeListener("close", onClose);
+      }
+    }
+    const replicas = snapshot.model(model.name)?.replicas ?? [];
+    const prefixHash = model.routing === "prefix" ? hashText(prefixText(attempt.body, prefixLength)) : undefined;
+    const tried = new Set<string>();
+    let lastFailure: UpstreamError | undefined;
+    for (let count = 0; count < this.#maxAttempts; count += 1) {
+      const replica = chooseReplica({
+        candidates: replicas.filter((candidate) => !tried.has(candidate.id)),
+        inFlight: this.#inFlight,
+        prefixHash,
+        random: this.#random,
+      });
+      if (!replica) break;
+      tried.add(replica.id);
+      try {
+        return await this.#toReplica(attempt, replica);
+      } catch (error) {
+        if (!(error instanceof UpstreamError) || !error.retryable) throw error;
+        lastFailure = error;
+        this.metrics.retries.inc({ model: model.name });
+        attempt.exchange.log.warn({ model: model.name, replica: replica.id, status: error.status }, `replica-attempt-failed: ${error.message}`);
+      }
+    }
+    throw lastFailure ?? new UpstreamError(undefined, true, model.name, "no ready replica left to try");
+  }
+
+  async #toReplica(attempt: Attempt, replica: RoutingReplica): Promise<Outcome> {
+    const url = new URL(replica.endpoint);
+    this.#inFlight.set(replica.id, (this.#inFlight.get(replica.id) ?? 0) + 1);
+    try {
+      return await this.#forward(attempt, {
+        origin: url.origin,
+        path: `${url.pathname.replace(/\/$/, "")}/v1/${attempt.endpoint}`,
+        authorization: replica.api_key === undefined ? undefined : `Bearer ${replica.api_key}`,
+        upstream: `replica ${replica.id}`,
+      });
+    } finally {
+      const left = (this.#inFlight.get(replica.id) ?? 1) - 1;
+      if (left <= 0) this.#inFlight.delete(replica.id);
+      else this.#inFlight.set(replica.id, left);
+    }
+  }
+
+  async #external(attempt: Attempt, model: RoutingModel): Promise<Outcome> {
+    const external = model.external as NonNullable<RoutingModel["external"]>;
+    const base = new URL(external.base_url);
+    let authorization: string | undefined;
+    if (external.api_key_env !== null) {
+      const key = this.options.environment[external.api_key_env];
+      if (key === undefined || key === "") {
+        // Named by variable, never by value; retryable, so a fallback may still answer.
+        throw new UpstreamError(undefined, true, `external ${model.name}`, `the gateway's environment has no ${external.api_key_env} for external model ${model.name}`);
+      }
+      authorization = `Bearer ${key}`;
+    }
+    return await this.#forward(attempt, {
+      origin: base.origin,
+      path: `${base.pathname.replace(/\/$/, "")}/${attempt.endpoint}`,
+      authorization,
+      upstream: `external ${model.name}`,
+    });
+  }
+
+  /**
+   * Sends the body to one upstream and passes its answer through as it
+   * arrives. Until the first byte of the answer's body reaches the client
+   * nothing is committed, so a refused or reset connection, a 502 or 503, or
+   * a body cut before its first byte throws a retryable UpstreamError. After
+   * that nothing is retried: a cut stream ends with an error event.
+   */
+  async #forward(attempt: Attempt, upstream: { origin: string; path: string; authorization: string | undefined; upstream: string }): Promise<Outcome> {
+    const { exchange } = attempt;
+    const response = exchange.response;
+    const abort = new AbortController();
+    const clientGone = () => {
+      if (!response.writableFinished) abort.abort();
+    };
+    response.once("close", clientGone);
+    const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": exchange.id };
+    if (upstream.authorization !== undefined) headers.authorization = upstream.authorization;
+    if (attempt.stream) headers.accept = "text/event-stream";
+    this.metrics.addedTime.observe((performance.now() - attempt.arrivedAt) / 1000);
+    const modelLabel = attempt.target.model.name;
+    this.metrics.inFlight.inc({ model: modelLabel });
+    try {
+      let answer: Dispatcher.ResponseData;
+      try {
+        answer = await this.#pools.get(upstream.origin).request({ method: "POST", path: upstream.path, headers, body: attempt.payload, signal: abort.signal });
+      } catch (error) {
+        throw new UpstreamError(undefined, !abort.signal.aborted, upstream.upstream, `no answer: ${describeConnectionError(error)}`);
+      }
+      if (UpstreamError.retryableStatus(answer.statusCode)) {
+        await answer.body.dump().catch(() => undefined);
+        throw new UpstreamError(answer.statusCode, true, upstream.upstream, `answered ${answer.statusCode}`);
+      }
+      const chunks = answer.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+      let first: IteratorResult<Buffer>;
+      try {
+        first = await chunks.next();
+      } catch (error) {
+        throw new UpstreamError(answer.statusCode, !abort.signal.aborted, upstream.upstream, `the answer was cut before its first byte: ${describeConnectionError(error)}`);
+      }
+      const contentType = headerText(answer.headers["content-type"]) ?? "";
+      const isStream = contentType.startsWith("text/event-stream");
+      const outgoing: Record<string, string> = { "x-request-id": exchange.id, "x-llmgw-model": attempt.answeringName };
+      for (const name of passedResponseHeaders) {
+        const value = headerText(answer.headers[name]);
+        if (value !== undefined) outgoing[name] = value;
+      }
+      const length = headerText(answer.headers["content-length"]);
+      if (!isStream && length !== undefined) outgoing["content-length"] = length;
+      response.writeHead(answer.statusCode, outgoing);
+      const firstByteAt = performance.now();
+      if (isStream) this.metrics.timeToFirstToken.observe({ model: modelLabel }, (firstByteAt - attempt.arrivedAt) / 1000);
+      return isStream
+        ? await this.#passStream(attempt, answer.statusCode, first, chunks, upstream.upstream)
+        : await this.#passWhole(attempt, answer.statusCode, first, chunks, upstream.upstream);
+    } finally {
+      this.metrics.inFlight.dec({ model: modelLabel });
+      response.removeListener("close", clientGone);
+    }
+  }
+
+  /** A JSON answer, byte for byte; its usage is read from its tail, where engines put it. */
+  async #passWhole(attempt: Attempt, status: number, first: IteratorResult<Buffer>, chunks: AsyncIterator<Buffer>, upstream: string): Promise<Outcome> {
+    const response = attempt.exchange.response;
+    let tail = "";
+    let next = first;
+    try {
+      while (!next.done) {
+        tail = (tail + next.value.toString("latin1")).slice(-2048);
+        await write(response, next.value);
+        next = await chunks.next();
+      }
+    } catch (error) {
+      // Headers and part of the body have left; a truncated JSON answer must not look whole, so the connection is cut.
+      attempt.exchange.log.warn({ upstream, err: describeConnectionError(error) }, "upstream-cut-mid-answer");
+      response.destroy();
+      return { status, model: attempt.answeringName, usage: undefined, failed: true };
+    }
+    response.end();
+    return { status, model: attempt.answeringName, usage: status < 400 ? usageIn(tail) : undefined, failed: status >= 400 };
+  }
+
+  /** Server-sent events, passed on event by event as they arrive; a cut ends with an error event, never a clean end. */
+  async #passStream(attempt: Attempt, status: number, first: IteratorResult<Buffer>, chunks: AsyncIterator<Buffer>, upstream: string): Promise<Outcome> {
+    const response = attempt.exchange.response;
+    const filter = new SseUsageFilter(attempt.dropUsageEvent);
+    let next = first;
+    let cut: string | undefined;
+    try {
+      while (!next.done) {
+        const text = filter.push(next.value);
+        if (text.length > 0) await write(response, text);
+        next = await chunks.next();
+      }
+      const rest = filter.end();
+      if (rest.length > 0) await write(response, rest);
+      if (!filter.done) cut = "the engine ended the stream before it finished (no [DONE])";
+    } catch (error) {
+      cut = `the engine's stream broke off: ${describeConnectionError(error)}`;
+    }
+    if (cut !== undefined && !response.destroyed) {
+      attempt.exchange.log.warn({ upstream }, `upstream-cut-mid-stream: ${cut}`);
+      const event = { error: { message: `${cut}; the answer is incomplete (request id ${attempt.exchange.id})`, type: "server_error", param: null, code: "upstream_failed" } };
+      response.end(`data: ${JSON.stringify(event)}\n\n`);
+    } else {
+      response.end();
+    }
+    return { status, model: attempt.answeringName, usage: filter.usage, failed: cut !== undefined || status >= 400 };
+  }
+
+  /** Stops taking requests: queued ones are answered 503 at once, those being answered finish; then the pools close. */
+  async close(): Promise<void> {
+    this.#closing.abort();
+    if (this.#active > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+    await this.#pools.close();
+  }
+}
+
+/** OpenAI's and vLLM's default for the legacy completions API. */
+const completionsDefaultMaxTokens = 16;
+
+function readBody(raw: Buffer): GatewayBody {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString("utf8"));
+  } catch {
+    throw new DomainError("invalid_input", "the request body is not JSON", "Send a JSON body, as OpenAI's API takes it, with content-type: application/json.");
+  }
+  const parsed = gatewayBodySchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new DomainError("invalid_input", `body ${issue?.path.join(".") || "(top level)"}: ${issue?.message ?? "not an OpenAI request"}`, "Send the body OpenAI's API takes for this route.");
+  }
+  return parsed.data;
+}
+
+/** The refusal for a request over the model's limits, or undefined when it fits. */
+function limitProblem(model: RoutingModel, promptTokens: number, maxTokens: number | undefined, endpoint: GatewayEndpoint): DomainError | undefined {
+  if (endpoint !== "embeddings" && maxTokens !== undefined && model.max_output !== null && maxTokens > model.max_output) {
+    return new DomainError(
+      "context_length_exceeded",
+      `max_tokens ${maxTokens} is over model ${model.name}'s max_output of ${model.max_output} tokens`,
+      `Ask for at most ${model.max_output} tokens.`,
+    );
+  }
+  if (model.context !== null && promptTokens + (maxTokens ?? 0) > model.context) {
+    return new DomainError(
+      "context_length_exceeded",
+      `this request needs ${promptTokens + (maxTokens ?? 0)} tokens (${promptTokens} in the prompt, ${maxTokens ?? 0} for the answer), over model ${model.name}'s context of ${model.context}`,
+      "Shorten the prompt or lower max_tokens.",
+    );
+  }
+  return undefined;
+}
+
+/**
+ * The bytes the upstream gets: the client's own, unless the name must change
+ * (an alias, a fallback, an external model's provider name, an adapter the
+ * engine selects its own way) or usage must be asked for on a stream.
+ */
+function upstreamBody(raw: Buffer, body: GatewayBody, target: RoutingTarget, askUsage: boolean): Buffer {
+  const { model, adapter } = target;
+  let name = model.external?.model ?? model.name;
+  let lora: { id: number; scale: number }[] | undefined;
+  if (adapter) {
+    if (model.engine === "llamacpp") {
+      // llama-server serves one name and selects adapters by number in each request; the others at scale 0.
+      lora = model.adapters.map((candidate) => ({ id: candidate.index, scale: candidate.name === adapter.name ? (candidate.scale ?? 1) : 0 }));
+    } else {
+      name = adapter.name;
+    }
+  }
+  if (name === body.model && !askUsage && lora === undefined) return raw;
+  const json = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
+  json.model = name;
+  if (askUsage) json.stream_options = { ...((json.stream_options as Record<string, unknown> | null | undefined) ?? {}), include_usage: true };
+  if (lora !== undefined) json.lora = lora;
+  return Buffer.from(JSON.stringify(json));
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function describeConnectionError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code ? `${code} (${error.message})` : error.message;
+  }
+  return String(error);
+}
+
+/** Writes with backpressure; resolves at once when the client has gone (the rest is discarded). */
+function write(response: ServerResponse, chunk: Buffer | string): Promise<void> {
+  if (response.destroyed) return Promise.resolve();
+  if (response.write(chunk)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      response.removeListener("drain", done);
+      response.removeListener("close", done);
+      resolve();
+    };
+    response.once("drain", done);
+    response.once("close", done);
+  });
+}
+
+function writeError(exchange: GatewayExchange, answer: ReturnType<typeof openAIErrorAnswer>): void {
+  const response = exchange.response;
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  const text = JSON.stringify(answer.body);
+  response.writeHead(answer.status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": String(Buffer.byteLength(text)),
+    "x-request-id": exchange.id,
+    ...(answer.retryAfterSeconds !== undefined ? { "retry-after": String(answer.retryAfterSeconds) } : {}),
+  });
+  response.end(text);
+}

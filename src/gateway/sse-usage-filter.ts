@@ -1,0 +1,76 @@
+import { StringDecoder } from "node:string_decoder";
+
+export interface ReportedUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+}
+
+const promptPattern = /"prompt_tokens"\s*:\s*(\d+)/;
+const completionPattern = /"completion_tokens"\s*:\s*(\d+)/;
+
+/** The usage numbers in a piece of an engine's JSON answer, when it has them. */
+export function usageIn(text: string): ReportedUsage | undefined {
+  const prompt = promptPattern.exec(text);
+  if (!prompt) return undefined;
+  const completion = completionPattern.exec(text);
+  return { promptTokens: Number(prompt[1]), completionTokens: completion ? Number(completion[1]) : 0 };
+}
+
+/**
+ * Reads an engine's server-sent events as they pass, event by event: keeps
+ * the usage the engine reports, notices the closing `[DONE]`, and drops the
+ * usage-only event when the gateway asked for it on the client's behalf
+ * (`stream_options.include_usage`, so usage is counted from the engine's own
+ * numbers) and the client did not.
+ */
+export class SseUsageFilter {
+  readonly #decoder = new StringDecoder("utf8");
+  #pending = "";
+  #usage: ReportedUsage | undefined;
+  #done = false;
+
+  constructor(private readonly dropUsageEvent: boolean) {}
+
+  get usage(): ReportedUsage | undefined {
+    return this.#usage;
+  }
+
+  /** True once the engine sent `data: [DONE]`: a stream that ends without it was cut. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** The text to send on for this chunk: whole events only (a partial one waits for the rest). */
+  push(chunk: Buffer): string {
+    this.#pending += this.#decoder.write(chunk);
+    let output = "";
+    for (;;) {
+      const end = this.#pending.indexOf("\n\n");
+      if (end < 0) break;
+      const event = this.#pending.slice(0, end + 2);
+      this.#pending = this.#pending.slice(end + 2);
+      output += this.#event(event);
+    }
+    return output;
+  }
+
+  /** Whatever is left when the engine's body ended. */
+  end(): string {
+    const rest = this.#pending + this.#decoder.end();
+    this.#pending = "";
+    return rest.length > 0 ? this.#event(rest) : "";
+  }
+
+  #event(event: string): string {
+    if (event.startsWith("data: [DONE]")) {
+      this.#done = true;
+      return event;
+    }
+    if (!event.includes('"usage"')) return event;
+    const usage = usageIn(event);
+    if (usage) this.#usage = usage;
+    // The usage-only event has no choices; any other event carrying usage (continuous usage) stays.
+    if (this.dropUsageEvent && usage && /"choices"\s*:\s*\[\s*\]/.test(event)) return "";
+    return event;
+  }
+}

@@ -1,0 +1,92 @@
+import { isDeepStrictEqual } from "node:util";
+import type { RoutingTable } from "../protocol/routing-table.js";
+import { buildRoutingTable } from "./build-routing-table.js";
+import type { CatalogService } from "./catalog-service.js";
+import type { FleetService } from "./fleet-service.js";
+
+/**
+ * The server's routing table, rebuilt off the request path from the catalog
+ * and the fleet every `intervalMs` (and on demand after a change this server
+ * made), and published only when it changed, with a higher revision. The
+ * gateways (the server's own /v1, and `llmgw gateway` processes long-polling
+ * GET /api/v1/routing) swap it in whole.
+ *
+ * Revisions start at the server's start time in milliseconds, so a gateway
+ * that followed a server before its restart sees the new server's tables as
+ * newer rather than waiting for the old count to be passed.
+ */
+export class RoutingTableSource {
+  #table: RoutingTable;
+  #timer: NodeJS.Timeout | undefined;
+  #building: Promise<void> | undefined;
+  readonly #listeners = new Set<(table: RoutingTable) => void>();
+
+  constructor(
+    private readonly catalog: CatalogService,
+    private readonly fleet: FleetService | undefined,
+    private readonly onFailure: (error: unknown) => void,
+    private readonly intervalMs = 500,
+  ) {
+    this.#table = { revision: Date.now(), models: [], aliases: {} };
+  }
+
+  get current(): RoutingTable {
+    return this.#table;
+  }
+
+  async start(): Promise<void> {
+    await this.refresh();
+    const tick = () => {
+      this.#timer = setTimeout(() => void this.refresh().finally(() => this.#timer !== undefined && tick()), this.intervalMs);
+      this.#timer.unref();
+    };
+    tick();
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const listener of this.#listeners) listener(this.#table);
+  }
+
+  /** Rebuilds now; concurrent calls share one build. */
+  refresh(): Promise<void> {
+    this.#building ??= this.#build().finally(() => (this.#building = undefined));
+    return this.#building;
+  }
+
+  subscribe(listener: (table: RoutingTable) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The table once its revision is past `after`, or the current one after `timeoutMs` (a long poll). */
+  async after(after: number, timeoutMs: number, signal: AbortSignal): Promise<RoutingTable> {
+    if (this.#table.revision > after) return this.#table;
+    return await new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        unsubscribe();
+        signal.removeEventListener("abort", done);
+        resolve(this.#table);
+      };
+      const unsubscribe = this.subscribe(done);
+      const timer = setTimeout(done, timeoutMs);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  async #build(): Promise<void> {
+    try {
+      const [models, replicas] = await Promise.all([this.catalog.list(), this.fleet?.routingReplicas() ?? Promise.resolve([])]);
+      const content = buildRoutingTable(models, replicas);
+      const { revision: _revision, ...held } = this.#table;
+      if (isDeepStrictEqual(held, content)) return;
+      this.#table = { revision: Math.max(this.#table.revision + 1, Date.now()), ...content };
+      for (const listener of this.#listeners) listener(this.#table);
+    } catch (error) {
+      // The last good table stays in force: a database hiccup must not empty the gateway.
+      this.onFailure(error);
+    }
+  }
+}
