@@ -8,6 +8,7 @@ import { registerModelsCommands } from "./ctl/models-commands.js";
 import { registerDemoCommand } from "./demo-command.js";
 import { registerServerCommand } from "./server-command.js";
 import { registerAgentCommand } from "./agent-command.js";
+import { registerGatewayCommand } from "./gateway-command.js";
 import { registerSimEngineCommand } from "./sim-engine-command.js";
 import { registerNodesCommands } from "./ctl/nodes-commands.js";
 import { registerTokensCommands } from "./ctl/tokens-commands.js";
@@ -22,6 +23,7 @@ function buildProgram(): Command {
   registerDemoCommand(program);
   registerServerCommand(program);
   registerAgentCommand(program);
+  registerGatewayCommand(program);
   const ctl = registerCtlOptions(program.command("ctl").description("operate a running llmgw server (the admin API)"));
   registerModelsCommands(ctl);
   registerAuditCommand(ctl);

@@ -74,6 +74,14 @@ export function registerGatewayRoutes(app: FastifyInstance, gateway: Gateway): v
     },
     { prefix: "/v1" },
   );
+  // Closing: queued requests are answered at once, those being answered finish, then the pools close.
+  let gatewayClosed: Promise<void> | undefined;
+  app.addHook("preClose", async () => {
+    gatewayClosed = gateway.close();
+  });
+  app.addHook("onClose", async () => {
+    await gatewayClosed;
+  });
   app.get("/metrics", { config: { access: "public" } }, async (_request, reply) => {
     const text = await gateway.metrics.registry.metrics();
     return reply.type(gateway.metrics.registry.contentType).send(text);

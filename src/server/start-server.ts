@@ -102,15 +102,6 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     reportBackground = (error, during) => app.log.warn({ err: error }, `gateway: failed ${during}; retrying on the next round`);
     routing.subscribe((table) => gateway.swap(table));
     await routing.start();
-    // Closing: queued requests are answered at once, those being answered finish, then the pools close.
-    let gatewayClosed: Promise<void> | undefined;
-    app.addHook("preClose", async () => {
-      gatewayClosed = gateway.close();
-    });
-    app.addHook("onClose", async () => {
-      routing.stop();
-      await gatewayClosed;
-    });
     const warnings: string[] = [];
     if (config.gatewayAuth === "open" && !isLoopback(config.listen.host)) {
       warnings.push(
@@ -135,6 +126,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       warnings,
       async close() {
         await app.close();
+        routing.stop();
         // After the last request finished: the usage it counted is written before the store closes.
         await gatewayKeys?.close().catch((error: unknown) => app.log.error({ err: error }, "gateway: could not write the last usage counts"));
         await store.close();

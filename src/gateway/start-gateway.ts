@@ -1,0 +1,67 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import type { LoggerOptions } from "pino";
+import { parseListen } from "../catalog/server-config.js";
+import { listenFailure } from "../errors/listen-failure.js";
+import { Gateway } from "./gateway.js";
+import type { GatewayPolicy } from "./gateway-policy.js";
+import { registerGatewayRoutes, requestIdFrom } from "./register-gateway-routes.js";
+import { reportDemandOverHttp } from "./report-demand-over-http.js";
+import { RoutingFollower } from "./routing-follower.js";
+
+export interface StandaloneGatewayOptions {
+  readonly server: string;
+  readonly token: string;
+  readonly listen: string;
+  readonly policy: GatewayPolicy;
+  readonly logger?: LoggerOptions | false;
+}
+
+export interface RunningGateway {
+  readonly url: string;
+  readonly gateway: Gateway;
+  readonly app: FastifyInstance;
+  /** Stops accepting, finishes what is in flight, then stops following the server. */
+  close(): Promise<void>;
+}
+
+/**
+ * `llmgw gateway`: the server's /v1 on another port or machine, stateless.
+ * It follows the server's routing table and never reads the store; more of
+ * them can stand behind a load balancer.
+ */
+export async function startGateway(options: StandaloneGatewayOptions): Promise<RunningGateway> {
+  const listen = parseListen(options.listen, "--listen");
+  const app = Fastify({
+    logger: options.logger ?? false,
+    genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
+    // Kept-alive idle connections are closed at shutdown; those mid-answer finish.
+    forceCloseConnections: "idle",
+  });
+  const log = { warn: (facts: Record<string, unknown>, message: string) => app.log.warn(facts, message) };
+  const gateway = new Gateway({
+    policy: options.policy,
+    reportDemand: reportDemandOverHttp(options.server, options.token, log),
+    environment: process.env,
+    log,
+  });
+  const follower = new RoutingFollower({ server: options.server, token: options.token, onTable: (table) => gateway.swap(table), log });
+  await follower.start();
+  app.get("/healthz", async () => ({ status: "ok", routing_revision: gateway.state.current.revision }));
+  registerGatewayRoutes(app, gateway);
+  let url: string;
+  try {
+    url = await app.listen({ host: listen.host, port: listen.port });
+  } catch (error) {
+    await app.close();
+    throw listenFailure(`${listen.host}:${listen.port}`, "--listen", error);
+  }
+  return {
+    url,
+    gateway,
+    app,
+    async close() {
+      await app.close();
+      await follower.stop();
+    },
+  };
+}
