@@ -13,6 +13,15 @@ export interface FixedRateLoad {
   readonly mustEndWith?: string;
 }
 
+export interface FixedRateRun {
+  readonly sent: number;
+  readonly errors: number;
+  readonly dropped: number;
+  readonly sendingMs: number;
+  /** Milliseconds from due to the end of each successful answer. */
+  readonly latencies: number[];
+}
+
 export interface FixedRateResult {
   readonly sent: number;
   readonly completed: number;
@@ -26,7 +35,7 @@ export interface FixedRateResult {
 
 const maxInFlight = 512;
 
-function percentile(sorted: readonly number[], share: number): number {
+export function percentile(sorted: readonly number[], share: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] as number;
 }
@@ -39,7 +48,7 @@ function percentile(sorted: readonly number[], share: number): number {
  * ("coordinated omission"); wrk2 fixes that but is not packaged in Debian,
  * so this generator does the same on undici.
  */
-export async function runFixedRate(load: FixedRateLoad): Promise<FixedRateResult> {
+export async function runFixedRate(load: FixedRateLoad): Promise<FixedRateRun> {
   const pool = new Pool(load.origin, { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
   const total = Math.round((load.requestsPerSecond * load.durationMs) / 1000);
   const latencies: number[] = [];
@@ -87,14 +96,20 @@ export async function runFixedRate(load: FixedRateLoad): Promise<FixedRateResult
   while (inFlight > 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
   errors += inFlight;
   await pool.destroy();
-  const sorted = latencies.sort((left, right) => left - right);
+  return { sent, errors, dropped, sendingMs, latencies };
+}
+
+/** Several runs of one side at one rate as one result (runs of the sides are interleaved, so a noisy moment is shared). */
+export function summarise(runs: readonly FixedRateRun[]): FixedRateResult {
+  const latencies = runs.flatMap((run) => run.latencies).sort((left, right) => left - right);
+  const sendingMs = runs.reduce((sum, run) => sum + run.sendingMs, 0);
   return {
-    sent,
+    sent: runs.reduce((sum, run) => sum + run.sent, 0),
     completed: latencies.length,
-    errors,
-    dropped,
+    errors: runs.reduce((sum, run) => sum + run.errors, 0),
+    dropped: runs.reduce((sum, run) => sum + run.dropped, 0),
     achievedPerSecond: latencies.length / (sendingMs / 1000),
-    p50Ms: percentile(sorted, 0.5),
-    p99Ms: percentile(sorted, 0.99),
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
   };
 }
