@@ -19,9 +19,11 @@ import { startProcess, type StartedProcess } from "./child-process.js";
 import { freePort, startNginx } from "./nginx-proxy.js";
 import { runFixedRate, summarise, type FixedRateResult, type FixedRateRun } from "./open-loop-load.js";
 import { runWrk, type SaturationResult } from "./wrk-saturation.js";
+import { processCpuMs } from "./process-cpu.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const llmgwBin = path.resolve(here, "..", "..", "..", "bin", "llmgw.js");
+// LLMGW_BENCH_LLMGW points at another build's bin/llmgw.js, to measure a candidate change against this one.
+const llmgwBin = process.env.LLMGW_BENCH_LLMGW ?? path.resolve(here, "..", "..", "..", "bin", "llmgw.js");
 
 type SideName = "direct" | "llmgw" | "nginx";
 
@@ -30,6 +32,8 @@ interface Side {
   readonly origin: string;
   readonly path: string;
   readonly headers: Record<string, string>;
+  /** The process whose CPU is counted: the proxy's, or the backend's for direct. */
+  readonly pid: number;
 }
 
 export interface GatewayOverheadSettings {
@@ -52,7 +56,8 @@ export interface GatewayOverheadResults {
   /** Why a side was left out (the llmgw gateway when /v1 does not answer). */
   readonly skipped: Partial<Record<SideName, string>>;
   readonly fixed_rate: { side: SideName; stream: boolean; rate: number; result: FixedRateResult }[];
-  readonly saturation: { side: SideName; stream: boolean; result: SaturationResult }[];
+  /** `cpu_us_per_request`: CPU the side's own process spent per answer at saturation (the backend's for direct), median of the rounds. */
+  readonly saturation: { side: SideName; stream: boolean; result: SaturationResult; cpu_us_per_request: number }[];
 }
 
 const bodyFor = (stream: boolean) =>
@@ -70,7 +75,10 @@ async function startLlmgw(folder: string, backendPort: number): Promise<{ proces
     const created = await fetch(`${origin}/api/v1/keys`, { method: "POST", headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" }, body: JSON.stringify({ name: "bench" }) });
     if (created.status !== 201) throw new Error(`creating the bench's gateway key answered ${created.status}: ${await created.text()}`);
     const { key } = (await created.json()) as { key: string };
-    return { process: server, side: { name: "llmgw", origin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${key}` } } };
+    return {
+      process: server,
+      side: { name: "llmgw", origin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, pid: server.child.pid as number },
+    };
   } catch (error) {
     await server.stop();
     throw error;
@@ -98,7 +106,7 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
     processes.push(backend);
     const backendPort = Number(backend.match[1]);
     const json = { "content-type": "application/json" };
-    const sides: Side[] = [{ name: "direct", origin: `http://127.0.0.1:${backendPort}`, path: "/v1/chat/completions", headers: json }];
+    const sides: Side[] = [{ name: "direct", origin: `http://127.0.0.1:${backendPort}`, path: "/v1/chat/completions", headers: json, pid: backend.child.pid as number }];
     try {
       const llmgw = await startLlmgw(folder, backendPort);
       processes.push(llmgw.process);
@@ -108,7 +116,7 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
     }
     const nginx = await startNginx(folder, backendPort);
     processes.push(nginx);
-    sides.push({ name: "nginx", origin: `http://127.0.0.1:${nginx.port}`, path: "/v1/chat/completions", headers: json });
+    sides.push({ name: "nginx", origin: `http://127.0.0.1:${nginx.port}`, path: "/v1/chat/completions", headers: json, pid: nginx.child.pid as number });
 
     const usable: Side[] = [];
     for (const side of sides) {
@@ -139,18 +147,21 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
           log(`  ${side.name.padEnd(6)} ${stream ? "stream" : "json  "} ${rate}/s: p50 ${result.p50Ms.toFixed(3)} ms, p99 ${result.p99Ms.toFixed(3)} ms, errors ${result.errors}, dropped ${result.dropped}`);
         }
       }
-      const ceilings = new Map<SideName, SaturationResult[]>(usable.map((side) => [side.name, []]));
+      const ceilings = new Map<SideName, { result: SaturationResult; cpuUs: number }[]>(usable.map((side) => [side.name, []]));
       for (let round = 0; round < settings.rounds; round += 1) {
         for (const side of usable) {
-          ceilings.get(side.name)?.push(await runWrk(folder, `${side.origin}${side.path}`, body, side.headers, { connections: settings.saturationConnections, durationS: settings.saturationSPerRound }));
+          const cpuBefore = processCpuMs(side.pid);
+          const result = await runWrk(folder, `${side.origin}${side.path}`, body, side.headers, { connections: settings.saturationConnections, durationS: settings.saturationSPerRound });
+          ceilings.get(side.name)?.push({ result, cpuUs: ((processCpuMs(side.pid) - cpuBefore) * 1000) / Math.max(1, result.requests) });
         }
       }
       for (const side of usable) {
+        const rounds = ceilings.get(side.name) ?? [];
         // The median round: one lucky or starved round does not decide the ceiling.
-        const rounds = [...(ceilings.get(side.name) ?? [])].sort((left, right) => left.requestsPerSecond - right.requestsPerSecond);
-        const result = rounds[Math.floor(rounds.length / 2)] as SaturationResult;
-        saturation.push({ side: side.name, stream, result });
-        log(`  ${side.name.padEnd(6)} ${stream ? "stream" : "json  "} saturation: ${result.requestsPerSecond.toFixed(0)}/s (rounds ${rounds.map((round) => round.requestsPerSecond.toFixed(0)).join(", ")})`);
+        const result = (rounds.map((round) => round.result).sort((left, right) => left.requestsPerSecond - right.requestsPerSecond)[Math.floor(rounds.length / 2)]) as SaturationResult;
+        const cpuUs = rounds.map((round) => round.cpuUs).sort((left, right) => left - right)[Math.floor(rounds.length / 2)] as number;
+        saturation.push({ side: side.name, stream, result, cpu_us_per_request: cpuUs });
+        log(`  ${side.name.padEnd(6)} ${stream ? "stream" : "json  "} saturation: ${result.requestsPerSecond.toFixed(0)}/s (rounds ${rounds.map((round) => round.result.requestsPerSecond.toFixed(0)).join(", ")}), CPU ${cpuUs.toFixed(0)} µs/request`);
       }
     }
     return { settings, skipped, fixed_rate: fixedRate, saturation };
@@ -181,11 +192,21 @@ export function renderGatewayOverhead(results: GatewayOverheadResults): string {
       `| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.rate} | ${ms(row.result.p50Ms)} | ${ms(row.result.p99Ms)} | ${added(row.result.p50Ms, direct?.p50Ms)} | ${added(row.result.p99Ms, direct?.p99Ms)} | ${row.result.errors} | ${row.result.dropped} |`,
     );
   }
-  lines.push("", "| side | body | max requests/s | × direct | × nginx | p99 at max (ms) | errors |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+  lines.push(
+    "",
+    "CPU µs/request: what the side's own process spent per answer at saturation (the backend's for direct; the proxies' exclude the backend). On a shared machine it moves far less than throughput does: 1,000,000 / it is the side's ceiling per core.",
+    "",
+    "| side | body | max requests/s | × direct | × nginx | p99 at max (ms) | CPU µs/request | per core × nginx | errors |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  );
   for (const row of results.saturation) {
     const of = (side: SideName) => results.saturation.find((other) => other.side === side && other.stream === row.stream)?.result.requestsPerSecond;
     const ratio = (base: number | undefined) => (base ? `${(row.result.requestsPerSecond / base).toFixed(2)}×` : "-");
-    lines.push(`| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.result.requestsPerSecond.toFixed(0)} | ${ratio(of("direct"))} | ${ratio(of("nginx"))} | ${ms(row.result.p99Ms)} | ${row.result.errors} |`);
+    const nginxCpu = results.saturation.find((other) => other.side === "nginx" && other.stream === row.stream)?.cpu_us_per_request;
+    const perCore = row.side === "direct" || !nginxCpu ? "" : `${(nginxCpu / row.cpu_us_per_request).toFixed(2)}×`;
+    lines.push(
+      `| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.result.requestsPerSecond.toFixed(0)} | ${ratio(of("direct"))} | ${ratio(of("nginx"))} | ${ms(row.result.p99Ms)} | ${row.cpu_us_per_request.toFixed(0)} | ${perCore} | ${row.result.errors} |`,
+    );
   }
   for (const [side, reason] of Object.entries(results.skipped)) lines.push("", `Left out: ${side} — ${reason}`);
   return lines.join("\n");

@@ -17,7 +17,7 @@ export async function freePort(): Promise<number> {
 
 /**
  * Debian's nginx as a plain reverse proxy in front of `upstreamPort`: one
- * worker, keep-alive to the upstream, no buffering (so SSE passes as it
+ * process (no master, one worker's work), keep-alive to the upstream, no buffering (so SSE passes as it
  * comes), no access log. Everything it writes stays in `folder`.
  */
 export async function startNginx(folder: string, upstreamPort: number): Promise<StartedProcess & { port: number }> {
@@ -25,6 +25,8 @@ export async function startNginx(folder: string, upstreamPort: number): Promise<
   const config = `
 worker_processes 1;
 daemon off;
+# One process does everything (no master), so its CPU time is the proxy's whole cost.
+master_process off;
 pid ${folder}/nginx.pid;
 error_log ${folder}/nginx-error.log warn;
 events { worker_connections 4096; }

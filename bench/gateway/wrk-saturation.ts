@@ -3,6 +3,8 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 
 export interface SaturationResult {
+  /** Answers wrk counted over the run. */
+  readonly requests: number;
   readonly requestsPerSecond: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
@@ -15,13 +17,14 @@ const toMs = (value: string, unit: string) => Number(value) * (unit === "us" ? 0
 /** Reads wrk's summary (with --latency); throws naming what is missing, so a changed wrk never gives zeros. */
 export function parseWrkOutput(text: string): SaturationResult {
   const rate = /Requests\/sec:\s+([\d.]+)/.exec(text);
+  const requests = /(\d+) requests in /.exec(text);
   const p50 = /^\s+50%\s+([\d.]+)(us|ms|s)\s*$/m.exec(text);
   const p99 = /^\s+99%\s+([\d.]+)(us|ms|s)\s*$/m.exec(text);
-  if (!rate || !p50 || !p99) throw new Error(`wrk's output has no Requests/sec or latency distribution:\n${text}`);
+  if (!rate || !requests || !p50 || !p99) throw new Error(`wrk's output has no Requests/sec or latency distribution:\n${text}`);
   const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
   const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(text);
   const errors = (socketErrors ? socketErrors.slice(1).reduce((sum, count) => sum + Number(count), 0) : 0) + (non2xx ? Number(non2xx[1]) : 0);
-  return { requestsPerSecond: Number(rate[1]), p50Ms: toMs(p50[1] as string, p50[2] as string), p99Ms: toMs(p99[1] as string, p99[2] as string), errors };
+  return { requests: Number(requests[1]), requestsPerSecond: Number(rate[1]), p50Ms: toMs(p50[1] as string, p50[2] as string), p99Ms: toMs(p99[1] as string, p99[2] as string), errors };
 }
 
 /**

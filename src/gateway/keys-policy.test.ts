@@ -223,4 +223,33 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     expect((await app.inject({ method: "GET", url: "/api/v1/keys", headers: as(read.token) })).statusCode).toBe(403);
     expect((await app.inject({ method: "POST", url: "/api/v1/keys", headers: as(read.token), payload: { name: "sneaky" } })).statusCode).toBe(403);
   });
+
+  it("writes the usage still in memory when it closes, and keeps serving the last keys it read when the store fails", async () => {
+    const key = await createKey({ name: "closing" });
+    const location = await storeUnderTest.location();
+    const failures: string[] = [];
+    const failing = await openStore(location.location);
+    const other = await KeysPolicy.start(store, { refreshIntervalMs: 3_600_000, flushIntervalMs: 3_600_000 });
+    other.record({ caller: other.authenticate(bearer(key)), model: "qwen", promptTokens: 4, completionTokens: 6, error: false });
+    await other.close();
+    const rows = await store.db.selectFrom("usage").select(["requests", "prompt_tokens", "completion_tokens"]).where("key", "=", "closing").execute();
+    expect(rows.map((row) => [Number(row.requests), Number(row.prompt_tokens), Number(row.completion_tokens)])).toEqual([[1, 4, 6]]);
+
+    // A policy whose store goes away reports the failure off the request path and keeps its keys.
+    const detached = await KeysPolicy.start(failing, { refreshIntervalMs: 50, flushIntervalMs: 3_600_000, onBackgroundError: (_error, during) => void failures.push(during) });
+    try {
+      const made = newToken("key");
+      await failing.db
+        .insertInto("gateway_keys")
+        .values({ id: randomUUID(), name: "kept", key_hash: hashToken(made), models: null, rpm: null, tpm: null, expires_at: null, created_at: new Date().toISOString(), revoked_at: null })
+        .execute();
+      await detached.refresh();
+      await failing.close();
+      await vi.waitFor(() => expect(failures).toContain("refreshing gateway keys"), { timeout: 5000, interval: 50 });
+      expect(detached.authenticate(bearer(made)).key).toBe("kept");
+    } finally {
+      await detached.close().catch(() => undefined);
+      await location.drop();
+    }
+  });
 });
