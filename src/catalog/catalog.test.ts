@@ -216,3 +216,28 @@ describe("model files for `ctl model add -f`", () => {
     expect(error.message).toContain('a.yaml:5:5: profiles[0].slot: unknown key "slot" (did you mean "slots"?)');
   });
 });
+
+describe("the gateway's settings", () => {
+  it("refuses a routing mode it does not know and a queue deadline of zero, naming each", () => {
+    const error = failure(() =>
+      buildCatalog([runtime({ name: "m", queue_timeout: "0s", profiles: [vllmProfile] })]),
+    );
+    expect(error.details.map((detail) => `${detail.where}: ${detail.message}`).join("\n")).toContain("queue_timeout: must be longer than 0s");
+    const file = writeConfig(`
+gateway: { auth: opne }
+models:
+  - name: m
+    routing: fastest
+    profiles: [{ engine: vllm, source: "https://mirror.example/m/" }]
+`);
+    const refused = failure(() => loadServerConfig(file));
+    const text = [refused.message, ...refused.details.map((detail) => `${detail.where}: ${detail.message}`)].join("\n");
+    expect(text).toContain("keys (gateway API keys) or open");
+    expect(text).toContain("least (fewest in flight) or prefix");
+  });
+
+  it("reads gateway.auth, keys by default", () => {
+    expect(loadServerConfig(writeConfig("gateway: { auth: open }\n")).gatewayAuth).toBe("open");
+    expect(loadServerConfig(writeConfig("listen: 127.0.0.1:9000\n")).gatewayAuth).toBe("keys");
+  });
+});

@@ -6,9 +6,9 @@ import { print, renderTable } from "./output.js";
 
 const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
 
-/** One real chat completion from a replica, as proof the whole path answers. */
-async function askReplica(endpoint: string, model: string): Promise<string> {
-  const response = await request(`${endpoint}/v1/chat/completions`, {
+/** One real chat completion through the gateway's /v1, as proof the whole path answers. */
+async function askGateway(url: string, model: string): Promise<string> {
+  const response = await request(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model, messages: [{ role: "user", content: "Hello from llmgw demo" }], max_tokens: 16 }),
@@ -18,6 +18,21 @@ async function askReplica(endpoint: string, model: string): Promise<string> {
   const body: unknown = await response.body.json();
   if (response.statusCode !== 200) return `HTTP ${response.statusCode}: ${JSON.stringify(body).slice(0, 200)}`;
   return chatAnswer.parse(body).choices[0]?.message.content ?? "";
+}
+
+/**
+ * Lines a newcomer pastes into another terminal: curl and the openai SDK
+ * (Python and Node), streaming from the gateway's /v1, never a replica's own
+ * port (whose engine wants its replica key).
+ */
+export function gatewayTryLines(url: string, model: string): string[] {
+  const base = `${url}/v1`;
+  return [
+    `  curl -sN ${base}/chat/completions -H 'content-type: application/json' \\`,
+    `       -d '{"model": "${model}", "stream": true, "messages": [{"role": "user", "content": "Hello"}]}'`,
+    `  python3 -c "from openai import OpenAI; s = OpenAI(base_url='${base}', api_key='none').chat.completions.create(model='${model}', stream=True, messages=[{'role': 'user', 'content': 'Hello'}]); [print(c.choices[0].delta.content or '', end='', flush=True) for c in s if c.choices]; print()"`,
+    `  node --input-type=module -e "import OpenAI from 'openai'; const s = await new OpenAI({ baseURL: '${base}', apiKey: 'none' }).chat.completions.create({ model: '${model}', stream: true, messages: [{ role: 'user', content: 'Hello' }] }); for await (const c of s) process.stdout.write(c.choices[0]?.delta?.content ?? ''); console.log()"`,
+  ];
 }
 
 function summary(demo: RunningDemo, checks: readonly string[]): string {
@@ -31,7 +46,7 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
   ]);
   return [
     "",
-    "Replicas (each serves the OpenAI API at its endpoint; the engine is llmgw's simulated one, timed from the planner's arithmetic for that card):",
+    "Replicas (the engine is llmgw's simulated one, timed from the planner's arithmetic for that card; each wants its replica key, which only the gateway holds):",
     renderTable(["MODEL", "NODE", "ON", "ENGINE", "ENDPOINT"], replicaRows).replace(/^/gm, "  "),
     "",
     ...checks,
@@ -43,13 +58,10 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
     "  npx llmgw ctl replicas",
     `  npx llmgw ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
     "  npx llmgw ctl scale llama-3.1-8b --min 1 --max 3",
-    ...(first
-      ? [
-          `  npx llmgw ctl logs ${first.id}`,
-          `  curl -s ${first.endpoint}/v1/chat/completions -H 'content-type: application/json' \\`,
-          `       -d '{"model": "${first.model}", "messages": [{"role": "user", "content": "Hello"}]}'`,
-        ]
-      : []),
+    ...(first ? [`  npx llmgw ctl logs ${first.id}`] : []),
+    "",
+    `The OpenAI-compatible gateway (open: no key on this loopback demo) streams from the replicas at ${demo.url}/v1:`,
+    ...(first ? gatewayTryLines(demo.url, first.model) : []),
     "",
     "Ctrl-C stops the replicas, the agents and the server.",
   ].join("\n");
@@ -86,8 +98,7 @@ export function registerDemoCommand(program: Command): void {
       process.on("SIGTERM", () => stop("SIGTERM"));
       const checks: string[] = [];
       for (const replica of demo.replicas) {
-        if (!replica.endpoint) continue;
-        const answer = await askReplica(replica.endpoint, replica.model).catch((error: unknown) => `no answer: ${(error as Error).message}`);
+        const answer = await askGateway(demo.url, replica.model).catch((error: unknown) => `no answer: ${(error as Error).message}`);
         checks.push(`Asked ${replica.model}: "${answer}"`);
       }
       print(summary(demo, checks));

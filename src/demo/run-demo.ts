@@ -109,7 +109,8 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
   try {
     await writeCheckpoints(modelsDir);
     const listen = await availableListen(options.listen, options.say);
-    server = await startServer({ listen, dataDir: path.join(dataDir, "server"), logger: false });
+    // The demo's gateway is open: it listens on loopback, and a newcomer should not need a key to try it.
+    server = await startServer({ listen, dataDir: path.join(dataDir, "server"), logger: false, gatewayAuth: "open" });
     const token = server.createdAdminToken?.token ?? (await readFile(path.join(dataDir, "server", "admin-token"), "utf8")).trim();
     client = new ApiClient(server.url, token);
     options.say(`server     ${server.url} (state in ${path.join(dataDir, "server")})`);
@@ -152,6 +153,12 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     }, () => agentFailure(agents, dataDir));
 
     for (const replica of replicas) if (replica.pid !== null) enginePids.add(replica.pid);
+    // The gateway's routing table follows the fleet within a second; the printed lines must work at once.
+    const gateway = server.gateway;
+    await waitFor(startDeadlineMs, "the gateway to route to every replica", async () => {
+      unlessInterrupted();
+      return replicas.every((replica) => gateway.state.current.hasReadyReplica(replica.model)) ? true : undefined;
+    }, () => agentFailure(agents, dataDir));
     startingDone();
     return { url: server.url, token, dataDir, modelsDir, nodes, replicas, stop };
   } catch (error) {

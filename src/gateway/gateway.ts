@@ -170,6 +170,8 @@ export class Gateway {
       this.metrics.requests.inc({ model, status: String(answer.status) });
       if (caller) this.options.policy.record({ caller, model, promptTokens: 0, completionTokens: 0, error: true });
     } finally {
+      // While closing, a kept-alive connection would hold the server's close open until its idle timeout.
+      if (this.#closing.signal.aborted) endConnectionAfter(exchange.response);
       this.#active -= 1;
       if (this.#active === 0) this.#idle?.();
     }
@@ -397,6 +399,7 @@ export class Gateway {
         const value = headerText(answer.headers[name]);
         if (value !== undefined) outgoing[name] = value;
       }
+      if (this.#closing.signal.aborted) outgoing.connection = "close";
       const length = headerText(answer.headers["content-length"]);
       if (!isStream && length !== undefined) outgoing["content-length"] = length;
       response.writeHead(answer.statusCode, outgoing);
@@ -411,16 +414,22 @@ export class Gateway {
     }
   }
 
-  /** A JSON answer, byte for byte; its usage is read from its tail, where engines put it. */
+  /**
+   * A JSON answer, byte for byte; its usage is read from its tail, where
+   * engines put it. One chunk is held back until the next arrives, so a
+   * one-chunk answer (most are) leaves as one write with its headers and end.
+   */
   async #passWhole(attempt: Attempt, status: number, first: IteratorResult<Buffer>, chunks: AsyncIterator<Buffer>, upstream: string): Promise<Outcome> {
     const response = attempt.exchange.response;
     let tail = "";
-    let next = first;
+    let held = first.done ? undefined : first.value;
     try {
-      while (!next.done) {
-        tail = (tail + next.value.toString("latin1")).slice(-2048);
-        await write(response, next.value);
-        next = await chunks.next();
+      while (held !== undefined) {
+        tail = (tail + held.toString("latin1")).slice(-2048);
+        const next = await chunks.next();
+        if (next.done) break;
+        await write(response, held);
+        held = next.value;
       }
     } catch (error) {
       // Headers and part of the body have left; a truncated JSON answer must not look whole, so the connection is cut.
@@ -428,7 +437,7 @@ export class Gateway {
       response.destroy();
       return { status, model: attempt.answeringName, usage: undefined, failed: true };
     }
-    response.end();
+    response.end(held);
     return { status, model: attempt.answeringName, usage: status < 400 ? usageIn(tail) : undefined, failed: status >= 400 };
   }
 
@@ -523,9 +532,9 @@ function upstreamBody(raw: Buffer, body: GatewayBody, target: RoutingTarget, ask
     }
   }
   if (name === body.model && !askUsage && lora === undefined) return raw;
-  const json = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
-  json.model = name;
-  if (askUsage) json.stream_options = { ...((json.stream_options as Record<string, unknown> | null | undefined) ?? {}), include_usage: true };
+  // The parsed body keeps every field the client sent (the schema is loose), so it is not parsed again.
+  const json: Record<string, unknown> = { ...body, model: name };
+  if (askUsage) json.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
   if (lora !== undefined) json.lora = lora;
   return Buffer.from(JSON.stringify(json));
 }
@@ -555,6 +564,12 @@ function write(response: ServerResponse, chunk: Buffer | string): Promise<void> 
     response.once("drain", done);
     response.once("close", done);
   });
+}
+
+function endConnectionAfter(response: ServerResponse): void {
+  const end = () => response.socket?.end();
+  if (response.writableFinished) end();
+  else response.once("finish", end);
 }
 
 function writeError(exchange: GatewayExchange, answer: ReturnType<typeof openAIErrorAnswer>): void {

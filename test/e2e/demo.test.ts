@@ -69,9 +69,8 @@ describe("llmgw demo, as a newcomer runs it", () => {
     expect(output.match(/Asked [^:]+: "Simulated answer from /g)).toHaveLength(3);
   });
 
-  it("serves a streamed chat completion to the official openai client", async () => {
-    const replicas = (JSON.parse(await ctl("replicas", "--json", "--model", "qwen2.5-7b-instruct")) as { replicas: ReplicaView[] }).replicas;
-    const client = new OpenAI({ baseURL: `${replicas[0]?.endpoint}/v1`, apiKey: "unused", maxRetries: 0 });
+  it("serves a streamed chat completion to the official openai client through the gateway, not a replica's port", async () => {
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
     const stream = await client.chat.completions.create({ model: "qwen2.5-7b-instruct", messages: [{ role: "user", content: "count to three" }], stream: true, max_tokens: 12 });
     let text = "";
     let chunks = 0;
@@ -81,6 +80,30 @@ describe("llmgw demo, as a newcomer runs it", () => {
     }
     expect(chunks).toBeGreaterThan(2);
     expect(text).toContain("count to three");
+    // The replica itself refuses a caller without its key.
+    const replicas = (JSON.parse(await ctl("replicas", "--json", "--model", "qwen2.5-7b-instruct")) as { replicas: ReplicaView[] }).replicas;
+    expect((await fetch(`${replicas[0]?.endpoint}/v1/models`)).status).toBe(401);
+  });
+
+  it("prints curl and openai SDK lines against the gateway's /v1 that stream an answer when pasted", async () => {
+    const lines = output.split("\n");
+    const start = lines.findIndex((line) => line.trimStart().startsWith("curl -sN"));
+    expect(start).toBeGreaterThan(0);
+    const curlCommand = `${lines[start]?.replace(/\\$/, "")} ${lines[start + 1]}`.trim();
+    expect(curlCommand).toContain(`${url}/v1/chat/completions`);
+    const curlOutput = execFileSync("sh", ["-c", curlCommand], { encoding: "utf8", timeout: 30_000 });
+    expect(curlOutput).toContain("data: ");
+    // Token by token, as the engine streamed it.
+    expect(curlOutput).toContain('"content":"Simulated"');
+    expect(curlOutput).toContain('"content":" answer"');
+    expect(curlOutput.trim().endsWith("data: [DONE]")).toBe(true);
+    // The Node line runs where the openai package is installed (here: this package's own dev dependency).
+    const nodeLine = lines.find((line) => line.trimStart().startsWith("node --input-type=module"))?.trim() as string;
+    expect(nodeLine).toContain(`baseURL: '${url}/v1'`);
+    const nodeOutput = execFileSync("sh", ["-c", nodeLine], { encoding: "utf8", timeout: 30_000, cwd: path.resolve(llmgwBin, "../..") });
+    expect(nodeOutput).toContain("Simulated answer");
+    const pythonLine = lines.find((line) => line.trimStart().startsWith("python3 -c"))?.trim() as string;
+    expect(pythonLine).toContain(`base_url='${url}/v1'`);
   });
 
   it("plans every fixture model against its live fleet, with one H100 taken", async () => {

@@ -6,6 +6,7 @@ import path from "node:path";
 import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReplicaView } from "../../src/protocol/views.js";
+import { killGroup, waitFor as waitUntil } from "../support/fake-engine.js";
 import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
 
 const providerKey = "sk-fake-provider-5b1f0c9a7e";
@@ -45,24 +46,6 @@ models:
 `;
 }
 
-async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-function killGroup(pid: number | undefined | null): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // gone already
-  }
-}
 
 interface ProviderCall {
   readonly authorization: string | undefined;
@@ -98,6 +81,9 @@ async function startFakeProvider(calls: ProviderCall[]): Promise<{ url: string; 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, server };
 }
+
+/** Checks here run `llmgw ctl` (a process each): polled every 100 ms. */
+const waitFor = <T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string) => waitUntil(check, timeoutMs, what, 100);
 
 describe("the gateway end to end: a server, two simulated agents, an extra gateway, the openai client", () => {
   let directory: string;
@@ -273,6 +259,13 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
     const logs = await ctl("logs", "tiny-a", "--tail", "1000");
     expect(logs).toContain("sim-engine");
     expect(logs).not.toMatch(/llmgw_replica_/);
+    // The routing table carries the keys, so a read-only token cannot have it; an admin token can (the gateways').
+    const readToken = (JSON.parse(await ctl("token", "create", "dashboard", "--role", "read", "--json")) as { token: string }).token;
+    const asReader = await fetch(`${server.url}/api/v1/routing`, { headers: { authorization: `Bearer ${readToken}` } });
+    expect(asReader.status).toBe(403);
+    expect(await asReader.text()).not.toMatch(/llmgw_replica_/);
+    const asAdmin = await fetch(`${server.url}/api/v1/routing`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(await asAdmin.text()).toMatch(/llmgw_replica_/);
     // Nor in the agent's state file.
     expect(readFileSync(path.join(directory, "node-a", "agent-state.json"), "utf8")).not.toMatch(/llmgw_replica_/);
   });
@@ -384,5 +377,29 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
     // No secret in the metrics either.
     expect(text).not.toMatch(/llmgw_replica_/);
     expect(readdirSync(directory)).toContain("server.yaml");
+  });
+
+  it("finishes a stream in flight when a gateway is stopped, then takes nothing new", async () => {
+    const gatewayProcess = extraGateway as ChildProcess;
+    const exited = new Promise<number | null>((resolve) => gatewayProcess.once("exit", (code) => resolve(code)));
+    const stream = await client(`${extraGatewayUrl}/v1`).chat.completions.create({
+      model: "tiny-chat",
+      messages: [{ role: "user", content: "Tell me a long story." }],
+      max_tokens: 1000,
+      stream: true,
+      ...({ ignore_eos: true } as Record<string, unknown>),
+    });
+    let chunks = 0;
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      chunks += 1;
+      if (chunks === 2) process.kill(gatewayProcess.pid as number, "SIGTERM");
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    // Every one of the 1,000 tokens arrived, and the stream ended as the engine ended it (a cut would have thrown).
+    expect(finish).toBe("stop");
+    expect(chunks).toBeGreaterThanOrEqual(1000);
+    expect(await exited).toBe(0);
+    await expect(fetch(`${extraGatewayUrl}/v1/models`)).rejects.toThrow();
   });
 });

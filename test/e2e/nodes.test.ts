@@ -5,6 +5,7 @@ import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
+import { killGroup, waitFor as waitUntil } from "../support/fake-engine.js";
 import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
 
 const serverYaml = `nodes:
@@ -27,24 +28,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-function killGroup(pid: number | undefined | null): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // gone already
-  }
-}
 
 function alive(pid: number): boolean {
   try {
@@ -55,14 +38,17 @@ function alive(pid: number): boolean {
   }
 }
 
-/** A streamed chat completion with the official client, as any user would call the replica. */
-async function streamedChat(endpoint: string): Promise<string> {
-  const client = new OpenAI({ baseURL: `${endpoint}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30_000 });
+/** A streamed chat completion with the official client, straight to the replica with the key only gateways hold. */
+async function streamedChat(endpoint: string, apiKey: string): Promise<string> {
+  const client = new OpenAI({ baseURL: `${endpoint}/v1`, apiKey, maxRetries: 0, timeout: 30_000 });
   const stream = await client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "Say hello." }], stream: true, max_tokens: 8 });
   let text = "";
   for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
   return text;
 }
+
+/** Checks here run `llmgw ctl` (a process each): polled every 250 ms. */
+const waitFor = <T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string) => waitUntil(check, timeoutMs, what, 250);
 
 describe("nodes end to end: a server and two simulated agents as real processes", () => {
   let directory: string;
@@ -80,6 +66,14 @@ describe("nodes end to end: a server and two simulated agents as real processes"
   };
   const replicas = async () => (JSON.parse(await ctl("replicas", "--json")) as { replicas: ReplicaView[] }).replicas;
   const nodes = async () => (JSON.parse(await ctl("nodes", "--json")) as { nodes: NodeView[] }).nodes;
+  /** Each replica's engine key, from the routing table the gateways read (admin tokens only). */
+  const replicaKey = async (id: string) => {
+    const answer = await fetch(`${server.url}/api/v1/routing`, { headers: { authorization: `Bearer ${server.token}` } });
+    const table = (await answer.json()) as { models: { replicas: { id: string; api_key?: string }[] }[] };
+    const key = table.models.flatMap((model) => model.replicas).find((replica) => replica.id === id)?.api_key;
+    if (!key) throw new Error(`no key for replica ${id} in the routing table`);
+    return key;
+  };
 
   const startServer = async () => {
     server = await startServerProcess({ cwd: directory, dataDir: path.join(directory, "server-data"), args: ["-c", "server.yaml", "--listen", `127.0.0.1:${port}`] });
@@ -138,7 +132,7 @@ describe("nodes end to end: a server and two simulated agents as real processes"
     }, 60_000, "two ready replicas");
     for (const replica of ready) {
       enginePids.push(replica.pid as number);
-      expect(await streamedChat(replica.endpoint as string)).not.toBe("");
+      expect(await streamedChat(replica.endpoint as string, await replicaKey(replica.id))).not.toBe("");
     }
     const text = await ctl("nodes");
     expect(text).toMatch(/node-a\s+ready \(simulated\)/);
@@ -155,7 +149,8 @@ describe("nodes end to end: a server and two simulated agents as real processes"
     agentA.kill("SIGKILL");
     await new Promise((resolve) => agentA.once("exit", resolve));
     const replicaA = before.get("tiny-node-a") as ReplicaView;
-    expect(await streamedChat(replicaA.endpoint as string)).not.toBe("");
+    const keys = new Map([["tiny-node-a", await replicaKey("tiny-node-a")], ["tiny-node-b", await replicaKey("tiny-node-b")]]);
+    expect(await streamedChat(replicaA.endpoint as string, keys.get("tiny-node-a") as string)).not.toBe("");
     startAgentProcess("node-a", false);
     await waitFor(async () => (await replicas()).find((replica) => replica.id === "tiny-node-a" && replica.adopted), 30_000, "tiny-node-a adopted");
 
@@ -173,7 +168,8 @@ describe("nodes end to end: a server and two simulated agents as real processes"
       const original = before.get(replica.id) as ReplicaView;
       expect(replica.pid).toBe(original.pid);
       expect(alive(replica.pid as number)).toBe(true);
-      expect(await streamedChat(replica.endpoint as string)).not.toBe("");
+      // The engine kept its key through both restarts: the gateways' copy still opens it.
+      expect(await streamedChat(replica.endpoint as string, keys.get(replica.id) as string)).not.toBe("");
     }
     // One start line per engine log: nothing was restarted.
     for (const id of ["tiny-node-a", "tiny-node-b"]) {

@@ -79,19 +79,19 @@ export function standInDriverFor(program: string, prefix: readonly string[]): (e
   });
 }
 
-/** Polls until the check passes; bounded, so a broken test fails instead of hanging. */
-export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, what = "condition"): Promise<T> {
+/** Polls until the check passes; bounded, so a broken test fails instead of hanging. Checks that start a process (ctl) poll less often. */
+export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, what = "condition", intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
 
-export function killGroup(processGroup: number | undefined): void {
-  if (processGroup === undefined) return;
+export function killGroup(processGroup: number | undefined | null): void {
+  if (processGroup === undefined || processGroup === null) return;
   try {
     process.kill(-processGroup, "SIGKILL");
   } catch {

@@ -367,3 +367,31 @@ describe("faults", () => {
     expect(extraKey.status).toBe(400);
   });
 });
+
+describe("a replica's API key, passed the way each engine takes it", () => {
+  const key = "llmgw_replica_0123456789abcdefghij";
+  for (const driver of engineDrivers.filter((candidate) => candidate.engine === "vllm" || candidate.engine === "sglang" || candidate.engine === "llamacpp")) {
+    it(`${driver.engine}: refuses the OpenAI routes without the key, serves them with it, and keeps health open for the agent`, async () => {
+      const launch = driver.build(testLaunchInput({ port: 0, cards: [0], apiKey: key }));
+      // Where the engine reads it from an environment variable, it is not on the command line (`ps` shows that).
+      if (driver.engine !== "sglang") expect(launch.argv.join(" ")).not.toContain(key);
+      const sim = await startSimEngine({ engine: driver.engine, argv: launch.argv.slice(1), environment: { ...launch.env, LLMGW_SIM_SPEED: "100" }, log: () => undefined, exit: () => undefined });
+      running.push(sim);
+      expect((await fetch(`${sim.url}${launch.healthPath}`)).status).toBe(200);
+      const without = await new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "a-wrong-key", maxRetries: 0 }).models.list().catch((error: unknown) => error);
+      expect((without as { status?: number }).status).toBe(401);
+      expect((await fetch(`${sim.url}/v1/chat/completions`, { method: "POST" })).status).toBe(401);
+      const answer = await new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: sim.arguments.modelName, messages: [{ role: "user", content: "hi" }] });
+      expect(answer.choices[0]?.message.content).toBeTruthy();
+    });
+  }
+
+  it("listens where --host says, so gateways on other machines can reach it", async () => {
+    const launch = vllmDriver.build(testLaunchInput({ port: 0, host: "0.0.0.0" }));
+    expect(launch.argv[launch.argv.indexOf("--host") + 1]).toBe("0.0.0.0");
+    const lines: string[] = [];
+    const sim = await startSimEngine({ engine: "vllm", argv: launch.argv.slice(1), environment: launch.env, log: (line) => lines.push(line), exit: () => undefined });
+    running.push(sim);
+    expect(lines.join("\n")).toContain("on http://0.0.0.0:");
+  });
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { SseUsageFilter, usageIn } from "./sse-usage-filter.js";
+
+const event = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
+const content = event({ id: "x", choices: [{ index: 0, delta: { content: "Hi" } }] });
+const usage = event({ id: "x", choices: [], usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 } });
+const done = "data: [DONE]\n\n";
+
+function run(filter: SseUsageFilter, text: string, pieces: number): string {
+  const bytes = Buffer.from(text);
+  const size = Math.ceil(bytes.length / pieces);
+  let output = "";
+  for (let start = 0; start < bytes.length; start += size) output += filter.push(bytes.subarray(start, start + size));
+  return output + filter.end();
+}
+
+describe("SseUsageFilter", () => {
+  it("drops the usage event the gateway asked for, and keeps its numbers", () => {
+    const filter = new SseUsageFilter(true);
+    expect(run(filter, content + usage + done, 1)).toBe(content + done);
+    expect(filter.usage).toEqual({ promptTokens: 12, completionTokens: 7 });
+    expect(filter.done).toBe(true);
+  });
+
+  it("keeps the usage event for a client that asked for it", () => {
+    const filter = new SseUsageFilter(false);
+    expect(run(filter, content + usage + done, 1)).toBe(content + usage + done);
+    expect(filter.usage).toEqual({ promptTokens: 12, completionTokens: 7 });
+  });
+
+  it("reads events split anywhere across chunks, multi-byte characters included", () => {
+    const accented = event({ id: "x", choices: [{ index: 0, delta: { content: "héllo wörld ✓" } }] });
+    for (const pieces of [2, 3, 7, 50]) {
+      const filter = new SseUsageFilter(true);
+      expect(run(filter, accented + usage + done, pieces)).toBe(accented + done);
+      expect(filter.usage?.completionTokens).toBe(7);
+    }
+  });
+
+  it("tells a stream that ended without [DONE]", () => {
+    const filter = new SseUsageFilter(true);
+    run(filter, content, 1);
+    expect(filter.done).toBe(false);
+  });
+});
+
+describe("usageIn", () => {
+  it("reads usage from a JSON answer's tail, and nothing from one without", () => {
+    expect(usageIn('..."usage":{"prompt_tokens":3,"total_tokens":3}}')).toEqual({ promptTokens: 3, completionTokens: 0 });
+    expect(usageIn('{"choices":[]}')).toBeUndefined();
+  });
+});
