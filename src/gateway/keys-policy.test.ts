@@ -10,6 +10,7 @@ import { insertToken } from "../store/token-rows.js";
 import type { PlacedEntry } from "../catalog/build-catalog.js";
 import { GatewayRefusal } from "./gateway-policy.js";
 import { KeysPolicy } from "./keys-policy.js";
+import { httpKeysBackend, storeKeysBackend } from "./keys-backend.js";
 
 const declared: PlacedEntry[] = [
   {
@@ -52,7 +53,7 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     store = await openStore(location.location);
     await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, new Date().toISOString());
     // The clock only moves when a test moves it; the timers are long so nothing runs behind a test's back.
-    policy = await KeysPolicy.start(store, { now: () => clock, refreshIntervalMs: 3_600_000, flushIntervalMs: 3_600_000 });
+    policy = await KeysPolicy.start(storeKeysBackend(store), { now: () => clock, refreshIntervalMs: 3_600_000, flushIntervalMs: 3_600_000 });
     app = await buildApp({ store, catalog: new CatalogService(store, declared, "server.yaml"), adminTokenHint: "see admin-token", gatewayKeys: policy });
   });
   afterAll(async () => {
@@ -156,7 +157,7 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
 
   it("sees a key revoked by another server sharing the store within its refresh interval", async () => {
     const key = await createKey({ name: "shared" });
-    const other = await KeysPolicy.start(store, { refreshIntervalMs: 100, flushIntervalMs: 3_600_000 });
+    const other = await KeysPolicy.start(storeKeysBackend(store), { refreshIntervalMs: 100, flushIntervalMs: 3_600_000 });
     try {
       expect(other.authenticate(bearer(key)).key).toBe("shared");
       await app.inject({ method: "DELETE", url: "/api/v1/keys/shared", headers: as(admin) });
@@ -229,14 +230,14 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     const location = await storeUnderTest.location();
     const failures: string[] = [];
     const failing = await openStore(location.location);
-    const other = await KeysPolicy.start(store, { refreshIntervalMs: 3_600_000, flushIntervalMs: 3_600_000 });
+    const other = await KeysPolicy.start(storeKeysBackend(store), { refreshIntervalMs: 3_600_000, flushIntervalMs: 3_600_000 });
     other.record({ caller: other.authenticate(bearer(key)), model: "qwen", promptTokens: 4, completionTokens: 6, error: false });
     await other.close();
     const rows = await store.db.selectFrom("usage").select(["requests", "prompt_tokens", "completion_tokens"]).where("key", "=", "closing").execute();
     expect(rows.map((row) => [Number(row.requests), Number(row.prompt_tokens), Number(row.completion_tokens)])).toEqual([[1, 4, 6]]);
 
     // A policy whose store goes away reports the failure off the request path and keeps its keys.
-    const detached = await KeysPolicy.start(failing, { refreshIntervalMs: 50, flushIntervalMs: 3_600_000, onBackgroundError: (_error, during) => void failures.push(during) });
+    const detached = await KeysPolicy.start(storeKeysBackend(failing), { refreshIntervalMs: 50, flushIntervalMs: 3_600_000, onBackgroundError: (_error, during) => void failures.push(during) });
     try {
       const made = newToken("key");
       await failing.db
@@ -250,6 +251,28 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     } finally {
       await detached.close().catch(() => undefined);
       await location.drop();
+    }
+  });
+
+  it("serves standalone gateways the key table (hashes, never keys) and takes their usage, to admin tokens only", async () => {
+    const key = await createKey({ name: "remote", tpm: 500 });
+    const address = await app.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const backend = httpKeysBackend(address, admin);
+      const remote = (await backend.readKeys()).find((row) => row.name === "remote");
+      expect([remote?.hash, remote?.tpm]).toEqual([hashToken(key), 500]);
+      await backend.writeUsage([{ key: "remote", model: "qwen", minute: "2030-03-01T10:00Z", requests: 2, errors: 1, promptTokens: 30, completionTokens: 40 }]);
+      await backend.writeUsage([{ key: "remote", model: "qwen", minute: "2030-03-01T10:00Z", requests: 1, errors: 0, promptTokens: 5, completionTokens: 5 }]);
+      const usage = (await app.inject({ method: "GET", url: "/api/v1/usage?key=remote&since=2030-03-01", headers: as(admin) })).json() as { usage: { requests: number; errors: number; prompt_tokens: number; completion_tokens: number }[] };
+      expect(usage.usage.map((row) => [row.requests, row.errors, row.prompt_tokens, row.completion_tokens])).toEqual([[3, 1, 35, 45]]);
+
+      const read = (await app.inject({ method: "POST", url: "/api/v1/tokens", headers: as(admin), payload: { name: "peeker" } })).json() as { token: string };
+      await expect(httpKeysBackend(address, read.token).readKeys()).rejects.toThrow("GET /api/v1/gateway/keys answered 403");
+      const garbled = await app.inject({ method: "POST", url: "/api/v1/gateway/usage", headers: as(admin), payload: { usage: [{ key: "remote", model: "qwen", minute: "yesterday", requests: 1, errors: 0, prompt_tokens: 0, completion_tokens: 0 }] } });
+      expect([garbled.statusCode, garbled.json().error.code]).toEqual([400, "invalid_input"]);
+      expect(garbled.json().error.details[0].message).toContain("a minute such as 2026-11-30T17:42Z");
+    } finally {
+      await app.close();
     }
   });
 });

@@ -1,7 +1,6 @@
 import { hashToken } from "../api/tokens.js";
-import { listGatewayKeys, type GatewayKeyRow } from "../store/gateway-key-rows.js";
-import type { Store } from "../store/open-store.js";
-import { addUsage } from "../store/usage-rows.js";
+import type { GatewayKeyRow } from "../store/gateway-key-rows.js";
+import type { KeysBackend } from "./keys-backend.js";
 import { GatewayRefusal, type GatewayCaller, type GatewayPolicy, type UsageRecord } from "./gateway-policy.js";
 import { SlidingWindow } from "./sliding-window.js";
 import { UsageLedger } from "./usage-ledger.js";
@@ -77,16 +76,21 @@ export class KeysPolicy implements GatewayPolicy {
   private readonly hashes = new Map<string, string>();
 
   private constructor(
-    private readonly store: Store,
+    private readonly backend: KeysBackend,
     options: KeysPolicyOptions,
   ) {
     this.now = options.now ?? Date.now;
-    this.ledger = new UsageLedger((increments) => addUsage(store.db, increments), this.now);
+    this.ledger = new UsageLedger((increments) => backend.writeUsage(increments), this.now);
   }
 
-  /** Loads the keys before the first request, then keeps them fresh and writes usage in the background. */
-  static async start(store: Store, options: KeysPolicyOptions = {}): Promise<KeysPolicy> {
-    const policy = new KeysPolicy(store, options);
+  /**
+   * Loads the keys before the first request, then keeps them fresh and
+   * writes usage in the background: to and from the store in a server
+   * (storeKeysBackend), through the server's admin API in a standalone
+   * gateway (httpKeysBackend).
+   */
+  static async start(backend: KeysBackend, options: KeysPolicyOptions = {}): Promise<KeysPolicy> {
+    const policy = new KeysPolicy(backend, options);
     await policy.refresh();
     const report = options.onBackgroundError ?? (() => undefined);
     policy.timers = [
@@ -217,7 +221,7 @@ export class KeysPolicy implements GatewayPolicy {
   }
 
   private async readKeys(): Promise<void> {
-    const rows = await listGatewayKeys(this.store.db);
+    const rows = await this.backend.readKeys();
     const next = new Map<string, KeyEntry>();
     for (const row of rows) {
       let limits = this.limitsByName.get(row.name);

@@ -10,6 +10,7 @@ import { registerModelRoutes } from "../api/routes/models.js";
 import { registerTokenRoutes } from "../api/routes/tokens.js";
 import { registerGatewayKeyRoutes } from "../api/routes/gateway-keys.js";
 import { registerUsageRoutes } from "../api/routes/usage.js";
+import { registerGatewayFeedRoutes } from "../api/routes/gateway-feed.js";
 import type { KeysPolicy } from "../gateway/keys-policy.js";
 import { GatewayKeyService } from "./gateway-key-service.js";
 import { registerRoutingRoutes, type RoutingTableFeed } from "../api/routes/routing.js";
@@ -66,6 +67,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   const gatewayKeys = parts.gatewayKeys;
   registerGatewayKeyRoutes(app, new GatewayKeyService(parts.store, parts.catalog, async () => gatewayKeys?.refresh()));
   registerUsageRoutes(app, { store: parts.store, flush: async () => gatewayKeys?.flushUsage() });
+  registerGatewayFeedRoutes(app, parts.store);
   if (parts.routing) registerRoutingRoutes(app, parts.routing);
   if (parts.gateway) registerGatewayRoutes(app, parts.gateway);
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);

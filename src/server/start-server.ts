@@ -10,6 +10,7 @@ import { buildApp } from "./build-app.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
 import { KeysPolicy } from "../gateway/keys-policy.js";
+import { storeKeysBackend } from "../gateway/keys-backend.js";
 import path from "node:path";
 import { Gateway, type GatewayLog } from "../gateway/gateway.js";
 import type { GatewayPolicy } from "../gateway/gateway-policy.js";
@@ -70,7 +71,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     });
     let reportBackground = (_error: unknown, _during: string): void => undefined;
     gatewayKeys =
-      config.gatewayAuth === "keys" ? await KeysPolicy.start(store, { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
+      config.gatewayAuth === "keys" ? await KeysPolicy.start(storeKeysBackend(store), { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;

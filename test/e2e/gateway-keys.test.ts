@@ -1,9 +1,11 @@
+import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import OpenAI, { AuthenticationError, PermissionDeniedError, RateLimitError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { killGroup, waitFor } from "../support/fake-engine.js";
+import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
 
 /**
  * Gateway keys end to end: a real `llmgw server` process, `llmgw ctl` for
@@ -170,5 +172,53 @@ describe("gateway keys through llmgw server, ctl and the openai client", () => {
     expect(typo.stderr).toContain('"fak" is not a model, alias or adapter');
     const ghost = await ctl("key", "revoke", "ghost");
     expect(ghost.stderr).toContain('no gateway key named "ghost"');
+  });
+
+  it("enforces the same keys on a standalone llmgw gateway, which sends its usage to the server", async () => {
+    const key = await createKey("far-away", "--models", "fake");
+    let output = "";
+    const gateway: ChildProcess = spawn(process.execPath, [llmgwBin, "gateway", "--server", server.url, "--listen", "127.0.0.1:0"], {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LLMGW_TOKEN: server.token, LLMGW_SERVER: undefined },
+    });
+    gateway.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    gateway.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      const url = await waitFor(async () => /listening on (http:\/\/[\d.:]+)/.exec(output)?.[1], 30_000, "the standalone gateway to listen");
+      const remote = (apiKey: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 });
+      const answer = await remote(key).chat.completions.create({ model: "fake", messages: [{ role: "user", content: "hello" }], max_tokens: 16 });
+      expect(answer.choices[0]?.message.content).toBe("hi");
+      const scoped = await remote(key).chat.completions.create({ model: "other", messages: [{ role: "user", content: "hello" }] }).catch((error: unknown) => error);
+      expect(scoped).toBeInstanceOf(PermissionDeniedError);
+      await expect(remote(server.token).models.list()).rejects.toBeInstanceOf(AuthenticationError);
+
+      // Revoked on the server: the gateway re-reads the keys every 2 s.
+      await ctl("key", "revoke", "far-away");
+      await waitFor(
+        async () => (await remote(key).chat.completions.create({ model: "fake", messages: [{ role: "user", content: "hello" }] }).catch((error: unknown) => error)) instanceof AuthenticationError,
+        10_000,
+        "the standalone gateway to refuse the revoked key",
+        200,
+      );
+      // Its usage reaches the server's books within a batch (5 s); the refused requests count as errors.
+      const rows = await waitFor(
+        async () => {
+          const usage = JSON.parse((await ctl("usage", "--key", "far-away", "--json")).stdout) as { usage: { model: string; requests: number; errors: number; prompt_tokens: number }[] };
+          const refused = usage.usage.find((row) => row.model === "other");
+          return usage.usage.some((row) => row.model === "fake") && refused ? usage.usage : undefined;
+        },
+        15_000,
+        "the standalone gateway's usage on the server",
+        500,
+      );
+      const fake = rows.find((row) => row.model === "fake");
+      // The first answer, plus any the gateway still served before it re-read the keys.
+      expect(fake?.prompt_tokens).toBe((fake?.requests ?? 0) * promptTokens);
+      expect(rows.find((row) => row.model === "other")).toMatchObject({ requests: 1, errors: 1, prompt_tokens: 0 });
+      expect(output).not.toContain(key);
+    } finally {
+      killGroup(gateway.pid);
+    }
   });
 });

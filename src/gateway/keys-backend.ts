@@ -1,0 +1,67 @@
+import { request } from "undici";
+import { gatewayKeyFeedSchema, type UsageBatch } from "../protocol/gateway-keys-feed.js";
+import { readErrorBody } from "../protocol/error-body.js";
+import { listGatewayKeys, type GatewayKeyRow } from "../store/gateway-key-rows.js";
+import type { Store } from "../store/open-store.js";
+import { addUsage, type UsageIncrement } from "../store/usage-rows.js";
+
+/**
+ * Where KeysPolicy reads keys and writes usage: the store, in a server; the
+ * server's admin API, in a standalone gateway (which has no database).
+ */
+export interface KeysBackend {
+  readKeys(): Promise<GatewayKeyRow[]>;
+  writeUsage(increments: readonly UsageIncrement[]): Promise<void>;
+}
+
+export function storeKeysBackend(store: Store): KeysBackend {
+  return { readKeys: () => listGatewayKeys(store.db), writeUsage: (increments) => addUsage(store.db, increments) };
+}
+
+/** A standalone gateway's keys and usage, through GET /api/v1/gateway/keys and POST /api/v1/gateway/usage on its server. */
+export function httpKeysBackend(server: string, token: string): KeysBackend {
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  const call = async (method: "GET" | "POST", path: string, body?: string): Promise<unknown> => {
+    const answer = await request(new URL(path, server), { method, headers, ...(body !== undefined ? { body } : {}) });
+    const text = await answer.body.text();
+    if (answer.statusCode >= 300) {
+      const error = readErrorBody(text);
+      throw new Error(`${method} ${path} answered ${answer.statusCode}${error ? `: ${error.message}` : ""}`);
+    }
+    return JSON.parse(text) as unknown;
+  };
+  return {
+    async readKeys() {
+      const feed = gatewayKeyFeedSchema.parse(await call("GET", "/api/v1/gateway/keys"));
+      return feed.keys.map((key) => ({
+        id: key.name,
+        name: key.name,
+        hash: key.key_hash,
+        models: key.models,
+        rpm: key.rpm,
+        tpm: key.tpm,
+        expiresAt: key.expires_at,
+        createdAt: key.created_at,
+        revokedAt: key.revoked_at,
+      }));
+    },
+    async writeUsage(increments) {
+      // In parts the server's batch limit admits; a part that fails leaves the rest for the next flush.
+      for (let start = 0; start < increments.length; start += 1000) await sendPart(increments.slice(start, start + 1000));
+    },
+  };
+  async function sendPart(increments: readonly UsageIncrement[]): Promise<void> {
+      const batch: UsageBatch = {
+        usage: increments.map((increment) => ({
+          key: increment.key,
+          model: increment.model,
+          minute: increment.minute,
+          requests: increment.requests,
+          errors: increment.errors,
+          prompt_tokens: increment.promptTokens,
+          completion_tokens: increment.completionTokens,
+        })),
+      };
+      await call("POST", "/api/v1/gateway/usage", JSON.stringify(batch));
+  }
+}
