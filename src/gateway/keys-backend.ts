@@ -3,7 +3,7 @@ import { gatewayKeyFeedSchema, type UsageBatch } from "../protocol/gateway-keys-
 import { readErrorBody } from "../protocol/error-body.js";
 import { listGatewayKeys, type GatewayKeyRow } from "../store/gateway-key-rows.js";
 import type { Store } from "../store/open-store.js";
-import { addUsage, type UsageIncrement } from "../store/usage-rows.js";
+import { addUsage, usageRow, type UsageIncrement } from "../store/usage-rows.js";
 
 /**
  * Where KeysPolicy reads keys and writes usage: the store, in a server; the
@@ -46,22 +46,9 @@ export function httpKeysBackend(server: string, token: string): KeysBackend {
       }));
     },
     async writeUsage(increments) {
-      // In parts the server's batch limit admits; a part that fails leaves the rest for the next flush.
-      for (let start = 0; start < increments.length; start += 1000) await sendPart(increments.slice(start, start + 1000));
+      // The ledger hands over at most usageBatchLimit rows, what the server's schema admits.
+      const batch: UsageBatch = { usage: increments.map(usageRow) };
+      await call("POST", "/api/v1/gateway/usage", JSON.stringify(batch));
     },
   };
-  async function sendPart(increments: readonly UsageIncrement[]): Promise<void> {
-      const batch: UsageBatch = {
-        usage: increments.map((increment) => ({
-          key: increment.key,
-          model: increment.model,
-          minute: increment.minute,
-          requests: increment.requests,
-          errors: increment.errors,
-          prompt_tokens: increment.promptTokens,
-          completion_tokens: increment.completionTokens,
-        })),
-      };
-      await call("POST", "/api/v1/gateway/usage", JSON.stringify(batch));
-  }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { UsageIncrement } from "../store/usage-rows.js";
 import { UsageLedger } from "./usage-ledger.js";
+import { usageBatchLimit } from "../protocol/gateway-keys-feed.js";
 
 describe("UsageLedger", () => {
   it("sums requests per key, model and minute into one increment per row", async () => {
@@ -38,5 +39,21 @@ describe("UsageLedger", () => {
     await ledger.flush();
     expect(written).toEqual([{ key: "a", model: "qwen", minute: "2030-05-01T10:00Z", requests: 2, errors: 0, promptTokens: 11, completionTokens: 6 }]);
     expect(ledger.pendingRequests).toBe(0);
+  });
+
+  it("writes a large batch in parts, and after a failed part keeps only what was not written", async () => {
+    const written: UsageIncrement[] = [];
+    let calls = 0;
+    const ledger = new UsageLedger(async (increments) => {
+      calls += 1;
+      if (calls === 2) throw new Error("database is down");
+      written.push(...increments);
+    }, () => Date.parse("2030-05-01T10:00:00Z"));
+    for (let index = 0; index < usageBatchLimit + 10; index += 1) ledger.count(`key-${index}`, "qwen", { errors: 0, promptTokens: 1, completionTokens: 1 });
+    await expect(ledger.flush()).rejects.toThrow("database is down");
+    expect([written.length, ledger.pendingRequests]).toEqual([usageBatchLimit, 10]);
+    await ledger.flush();
+    expect(written.length).toBe(usageBatchLimit + 10);
+    expect(new Set(written.map((increment) => increment.key)).size).toBe(usageBatchLimit + 10);
   });
 });

@@ -1,3 +1,4 @@
+import { usageBatchLimit } from "../protocol/gateway-keys-feed.js";
 import { usageMinute, type UsageIncrement } from "../store/usage-rows.js";
 
 interface Tally {
@@ -69,23 +70,31 @@ export class UsageLedger {
 
   private async writeBatch(): Promise<void> {
     if (this.pending.size === 0) return;
-    const batch = this.pending;
+    const batch = [...this.pending.values()];
     this.pending = new Map();
-    try {
-      await this.write([...batch.values()]);
-    } catch (error) {
-      for (const [id, tally] of batch) {
-        const newer = this.pending.get(id);
-        if (!newer) this.pending.set(id, tally);
-        else {
-          newer.requests += tally.requests;
-          newer.errors += tally.errors;
-          newer.promptTokens += tally.promptTokens;
-          newer.completionTokens += tally.completionTokens;
-        }
+    // In parts of a bounded size; a part that fails goes back with everything
+    // after it, while the parts already written stay written (never counted twice).
+    for (let start = 0; start < batch.length; start += usageBatchLimit) {
+      try {
+        await this.write(batch.slice(start, start + usageBatchLimit));
+      } catch (error) {
+        for (const tally of batch.slice(start)) this.restore(tally);
+        throw error;
       }
-      throw error;
     }
+  }
+
+  private restore(tally: Tally): void {
+    const id = `${tally.key}\u0000${tally.model}\u0000${tally.minute}`;
+    const newer = this.pending.get(id);
+    if (!newer) {
+      this.pending.set(id, tally);
+      return;
+    }
+    newer.requests += tally.requests;
+    newer.errors += tally.errors;
+    newer.promptTokens += tally.promptTokens;
+    newer.completionTokens += tally.completionTokens;
   }
 
   private currentMinute(): string {

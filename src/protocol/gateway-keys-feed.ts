@@ -25,6 +25,9 @@ export const gatewayKeyFeedSchema = z.object({ keys: z.array(gatewayKeyFeedEntry
 
 const count = z.number().int().min(0);
 
+/** Rows in one usage batch from a gateway: bounded, so one request's body stays small. */
+export const usageBatchLimit = 1000;
+
 export const usageBatchSchema = z.strictObject({
   usage: z
     .array(
@@ -38,6 +41,6 @@ export const usageBatchSchema = z.strictObject({
         completion_tokens: count,
       }),
     )
-    .max(10_000),
+    .max(usageBatchLimit),
 });
 export type UsageBatch = z.infer<typeof usageBatchSchema>;

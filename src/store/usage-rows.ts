@@ -23,6 +23,19 @@ export interface UsageTotal {
   readonly lastMinute: string;
 }
 
+/** An increment as the table (and the gateways' usage batches on the wire) spell it. */
+export function usageRow(increment: UsageIncrement) {
+  return {
+    key: increment.key,
+    model: increment.model,
+    minute: increment.minute,
+    requests: increment.requests,
+    errors: increment.errors,
+    prompt_tokens: increment.promptTokens,
+    completion_tokens: increment.completionTokens,
+  };
+}
+
 /**
  * Adds a batch to the stored counts in one transaction. Adding (not
  * overwriting) lets several servers sharing Postgres each write what they
@@ -36,15 +49,7 @@ export async function addUsage(db: Kysely<Database>, increments: readonly UsageI
       await transaction
         .insertInto("usage")
         .values(
-          increments.slice(start, start + 100).map((increment) => ({
-            key: increment.key,
-            model: increment.model,
-            minute: increment.minute,
-            requests: increment.requests,
-            errors: increment.errors,
-            prompt_tokens: increment.promptTokens,
-            completion_tokens: increment.completionTokens,
-          })),
+          increments.slice(start, start + 100).map(usageRow),
         )
         .onConflict((conflict) =>
           conflict.columns(["key", "model", "minute"]).doUpdateSet((eb) => ({
