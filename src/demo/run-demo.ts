@@ -114,6 +114,8 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     const token = server.createdAdminToken?.token ?? (await readFile(path.join(dataDir, "server", "admin-token"), "utf8")).trim();
     client = new ApiClient(server.url, token);
     options.say(`server     ${server.url} (state in ${path.join(dataDir, "server")})`);
+    // An open gateway on a non-loopback --listen: said before anything else starts.
+    for (const warning of server.warnings) options.say(warning);
 
     unlessInterrupted();
     const joinToken = (await client.post<{ token: string }>("/api/v1/node-tokens", {})).token;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RoutingReplica } from "../protocol/routing-table.js";
-import { chooseReplica, hashText, prefixOverloadMargin } from "./choose-replica.js";
+import { chooseReplica, prefixOverloadMargin } from "./choose-replica.js";
+import { hashText } from "./hash-text.js";
 
 const replica = (id: string, state: "ready" | "draining" = "ready"): RoutingReplica => ({ id, node: "n", endpoint: `http://127.0.0.1/${id}`, state });
 

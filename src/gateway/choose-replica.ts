@@ -1,4 +1,5 @@
 import type { RoutingReplica } from "../protocol/routing-table.js";
+import { hashText } from "./hash-text.js";
 
 export interface ReplicaChoice {
   /** Ready replicas not yet tried for this request. */
@@ -55,16 +56,6 @@ export function chooseReplica(choice: ReplicaChoice): RoutingReplica | undefined
   const a = ready[first] as RoutingReplica;
   const b = ready[second] as RoutingReplica;
   return load(b) < load(a) ? b : a;
-}
-
-/** FNV-1a over UTF-16 code units: fast, stable across processes, good enough to spread prefixes. */
-export function hashText(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let index = 0; index < text.length; index += 1) {
-    hash ^= text.charCodeAt(index);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
 }
 
 /** A 32-bit finaliser (murmur3's), so replica weights for one prefix are not correlated. */

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import Fastify, { type FastifyInstance } from "fastify";
 import OpenAI, { APIError } from "openai";
 import { afterEach, describe, expect, it } from "vitest";
@@ -43,11 +45,11 @@ function model(name: string, replicas: { id: string; endpoint: string }[], extra
 let revision = 1;
 const table = (models: RoutingModel[]): RoutingTable => ({ revision: revision++, models, aliases: {} });
 
-async function gatewayApp(policy: GatewayPolicy, options: { maxQueuePerModel?: number; demand?: string[] } = {}): Promise<{ gateway: Gateway; app: FastifyInstance; url: string }> {
+async function gatewayApp(policy: GatewayPolicy, options: { maxQueuePerModel?: number; demand?: string[]; environment?: Record<string, string> } = {}): Promise<{ gateway: Gateway; app: FastifyInstance; url: string }> {
   const gateway = new Gateway({
     policy,
     reportDemand: (name) => options.demand?.push(name),
-    environment: {},
+    environment: options.environment ?? {},
     log: { warn: () => undefined },
     ...(options.maxQueuePerModel !== undefined ? { maxQueuePerModel: options.maxQueuePerModel } : {}),
   });
@@ -184,5 +186,27 @@ describe("the gateway's request path", () => {
     expect(finish).toBeTruthy();
     expect(text.length).toBeGreaterThan(0);
     await closing;
+  });
+
+  it("never passes on a provider's refusal of its key, which may quote part of it; a fallback answers instead", async () => {
+    const provider = createServer((_request, response) => {
+      response.writeHead(401, { "content-type": "application/json" });
+      response.end(JSON.stringify({ error: { message: "Incorrect API key provided: sk-live-****wxyz", type: "invalid_request_error", code: "invalid_api_key" } }));
+    });
+    await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve));
+    started.push({ close: () => new Promise<void>((resolve) => provider.close(() => resolve())) });
+    const providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+    const engine = await simEngine("vllm", ["serve", "/weights", "--port", "0", "--served-model-name", "local"]);
+    const { gateway, url } = await gatewayApp(openPolicy, { environment: { PROVIDER_KEY: "sk-live-secret-wxyz" } });
+    const external = (fallbacks: string[]) => model("hosted", [], { engine: null, external: { base_url: providerUrl, api_key_env: "PROVIDER_KEY", model: null }, fallbacks });
+    gateway.swap(table([external([]), model("local", [{ id: "r1", endpoint: engine.url }])]));
+    const refused = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "hosted", messages: [{ role: "user", content: "Hi" }] }) });
+    const text = await refused.text();
+    expect(refused.status).toBe(502);
+    expect(text).toContain("PROVIDER_KEY");
+    expect(text).not.toContain("wxyz");
+    gateway.swap(table([external(["local"]), model("local", [{ id: "r1", endpoint: engine.url }])]));
+    const { response } = await client(url).chat.completions.create({ model: "hosted", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }).withResponse();
+    expect(response.headers.get("x-llmgw-model")).toBe("local");
   });
 });

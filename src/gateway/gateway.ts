@@ -3,14 +3,17 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Dispatcher } from "undici";
 import { DomainError } from "../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
-import { chooseReplica, hashText } from "./choose-replica.js";
+import { chooseReplica } from "./choose-replica.js";
+import { hashText } from "./hash-text.js";
 import { GatewayMetrics } from "./gateway-metrics.js";
 import type { GatewayCaller, GatewayPolicy } from "./gateway-policy.js";
-import { openAIErrorAnswer, RetryLater } from "./openai-error-body.js";
+import { openAIErrorAnswer } from "./openai-error-body.js";
+import { RetryLater } from "./retry-later.js";
 import { gatewayBodySchema, prefixText, type GatewayBody } from "./prompt-text.js";
 import type { RoutingTarget } from "./routing-snapshot.js";
 import { RoutingState } from "./routing-state.js";
-import { SseUsageFilter, usageIn, type ReportedUsage } from "./sse-usage-filter.js";
+import { SseUsageFilter } from "./sse-usage-filter.js";
+import { usageIn, type ReportedUsage } from "./usage-in.js";
 import { TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "./upstream-error.js";
 import { UpstreamPools } from "./upstream-pools.js";
@@ -350,6 +353,9 @@ export class Gateway {
       path: `${base.pathname.replace(/\/$/, "")}/${attempt.endpoint}`,
       authorization,
       upstream: `external ${model.name}`,
+      // A provider's refusal of the key often quotes part of it ("Incorrect API key provided: sk-...abcd"):
+      // it is not passed on; the client is told which variable to check. Retryable, so a fallback may answer.
+      refusedKeyVariable: external.api_key_env ?? "(none: api_key_env is not set)",
     });
   }
 
@@ -360,7 +366,10 @@ export class Gateway {
    * a body cut before its first byte throws a retryable UpstreamError. After
    * that nothing is retried: a cut stream ends with an error event.
    */
-  async #forward(attempt: Attempt, upstream: { origin: string; path: string; authorization: string | undefined; upstream: string }): Promise<Outcome> {
+  async #forward(
+    attempt: Attempt,
+    upstream: { origin: string; path: string; authorization: string | undefined; upstream: string; refusedKeyVariable?: string },
+  ): Promise<Outcome> {
     const { exchange } = attempt;
     const response = exchange.response;
     const abort = new AbortController();
@@ -380,6 +389,10 @@ export class Gateway {
         answer = await this.#pools.get(upstream.origin).request({ method: "POST", path: upstream.path, headers, body: attempt.payload, signal: abort.signal });
       } catch (error) {
         throw new UpstreamError(undefined, !abort.signal.aborted, upstream.upstream, `no answer: ${describeConnectionError(error)}`);
+      }
+      if (upstream.refusedKeyVariable !== undefined && (answer.statusCode === 401 || answer.statusCode === 403)) {
+        await answer.body.dump().catch(() => undefined);
+        throw new UpstreamError(answer.statusCode, true, upstream.upstream, `the provider refused the gateway's key (answered ${answer.statusCode}); check the variable ${upstream.refusedKeyVariable} in the gateway's environment`);
       }
       if (UpstreamError.retryableStatus(answer.statusCode)) {
         await answer.body.dump().catch(() => undefined);

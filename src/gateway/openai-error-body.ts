@@ -1,6 +1,7 @@
 import { DomainError } from "../errors/domain-error.js";
 import { statusForCode } from "../protocol/http-status.js";
 import { GatewayRefusal } from "./gateway-policy.js";
+import { RetryLater } from "./retry-later.js";
 
 /** The error shape OpenAI's clients read: they raise it with its message, type and code. */
 export interface OpenAIErrorBody {
@@ -49,16 +50,4 @@ export function openAIErrorAnswer(error: unknown, requestId: string): OpenAIErro
     body: { error: { message: `the gateway failed while handling this request; its log has the details under request id ${requestId}`, type: "server_error", param: null, code: "internal" } },
     retryAfterSeconds: undefined,
   };
-}
-
-/** A domain error whose answer carries Retry-After: the model is loading, or its queue is full. */
-export class RetryLater extends DomainError {
-  constructor(
-    code: "model_loading" | "queue_full" | "gateway_shutting_down",
-    message: string,
-    hint: string,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(code, message, hint);
-  }
 }

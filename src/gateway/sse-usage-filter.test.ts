@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { SseUsageFilter, usageIn } from "./sse-usage-filter.js";
+import { SseUsageFilter } from "./sse-usage-filter.js";
+import { usageIn } from "./usage-in.js";
 
 const event = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
 const content = event({ id: "x", choices: [{ index: 0, delta: { content: "Hi" } }] });

@@ -4,7 +4,8 @@ import { parseListen } from "../catalog/server-config.js";
 import { listenFailure } from "../errors/listen-failure.js";
 import { Gateway } from "./gateway.js";
 import type { GatewayPolicy } from "./gateway-policy.js";
-import { registerGatewayRoutes, requestIdFrom } from "./register-gateway-routes.js";
+import { registerGatewayRoutes } from "./register-gateway-routes.js";
+import { requestIdFrom } from "./request-id-from.js";
 import { reportDemandOverHttp } from "./report-demand-over-http.js";
 import { RoutingFollower } from "./routing-follower.js";
 
