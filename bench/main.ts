@@ -15,6 +15,12 @@
  *
  * - The admin API at 500 nodes heartbeating and 2,000 models (bench/admin-api.ts):
  *   p50/p99 of the fleet and model lists, CPU per request, and the server's RSS.
+
+ * - Gateway overhead (bench/gateway/gateway-overhead.ts): added latency and
+ *   the throughput ceiling of llmgw's /v1 and of nginx against a direct call
+ *   to the same backend.
+ *
+ * `npm run bench -- gateway` (or planner, placement, admin) runs only the named sections.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -29,6 +35,8 @@ import { packageRoot } from "../src/package-root.js";
 import { placeReplicas } from "../src/placement/index.js";
 import { benchDemands, benchFleet } from "./placement-workload.js";
 import { adminApiBench } from "./admin-api.js";
+import { availableParallelism } from "node:os";
+import { defaultGatewayOverheadSettings, renderGatewayOverhead, runGatewayOverhead, type GatewayOverheadResults } from "./gateway/gateway-overhead.js";
 
 const fixturesFolder = path.join(packageRoot.directory, "src", "plan", "fixtures");
 const fixtures = readdirSync(fixturesFolder).sort();
@@ -147,24 +155,30 @@ function placementTiming(): { results: PlacementTiming[]; markdown: string } {
   return { results, markdown };
 }
 
+// `npm run bench -- gateway` (or planner, placement, admin) runs only the named sections; no name runs them all.
+const wanted = new Set(process.argv.slice(2));
+const runs = (section: string) => wanted.size === 0 || wanted.has(section);
+
 const startedAt = new Date().toISOString();
-const calibrationResult = calibration();
-const timing = plannerTiming();
-const placement = placementTiming();
-const adminApi = await adminApiBench();
+const calibrationResult = runs("planner") ? calibration() : undefined;
+const timing = runs("planner") ? plannerTiming() : undefined;
+const placement = runs("placement") ? placementTiming() : undefined;
+const adminApi = runs("admin") ? await adminApiBench() : undefined;
+let gateway: GatewayOverheadResults | undefined;
+if (runs("gateway")) {
+  process.stderr.write("Gateway overhead (about 90 s)...\n");
+  gateway = await runGatewayOverhead(defaultGatewayOverheadSettings, (line) => process.stderr.write(`${line}\n`));
+}
 const markdown = [
   `# llmgw benchmark, ${startedAt}`,
   "",
-  `Node ${process.version}, llmgw ${packageRoot.manifest.version}.`,
+  `Node ${process.version}, llmgw ${packageRoot.manifest.version}, ${availableParallelism()} cores.`,
   "",
-  calibrationResult.markdown,
-  "",
-  timing.markdown,
-  "",
-  placement.markdown,
-  "",
-  adminApi.markdown,
-  "",
+  ...(calibrationResult ? [calibrationResult.markdown, ""] : []),
+  ...(timing ? [timing.markdown, ""] : []),
+  ...(placement ? [placement.markdown, ""] : []),
+  ...(adminApi ? [adminApi.markdown, ""] : []),
+  ...(gateway ? [renderGatewayOverhead(gateway), ""] : []),
 ].join("\n");
 const resultsFolder = path.join(packageRoot.directory, "bench", "results");
 mkdirSync(resultsFolder, { recursive: true });
@@ -175,10 +189,11 @@ writeFileSync(
     {
       started_at: startedAt,
       node: process.version,
-      calibration: calibrationResult.rows,
-      planner_timing: timing.results,
-      placement_timing: placement.results,
-      admin_api: { ...adminApi, markdown: undefined },
+      calibration: calibrationResult?.rows,
+      planner_timing: timing?.results,
+      placement_timing: placement?.results,
+      admin_api: adminApi ? { ...adminApi, markdown: undefined } : undefined,
+      gateway_overhead: gateway,
     },
     null,
     2,

@@ -5,7 +5,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
  * nothing to brute-force that a slow hash would protect (unlike passwords).
  * The prefix says what a leaked token is for when it turns up in a paste.
  */
-export function newToken(kind: "admin" | "read" | "join" | "node" | "replica"): string {
+export function newToken(kind: "admin" | "read" | "join" | "node" | "replica" | "key"): string {
   return `llmgw_${kind}_${randomBytes(32).toString("base64url")}`;
 }
 

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { DomainError } from "../errors/domain-error.js";
-import { closedPolicy } from "../gateway/closed-policy.js";
+import { httpKeysBackend } from "../gateway/keys-backend.js";
+import { KeysPolicy } from "../gateway/keys-policy.js";
 import { openPolicy } from "../gateway/open-policy.js";
 import { startGateway } from "../gateway/start-gateway.js";
 import { print } from "./output.js";
@@ -31,15 +32,24 @@ export function registerGatewayCommand(program: Command): void {
       // Kept out of the environment engines or anything else this process starts would inherit.
       delete process.env.LLMGW_TOKEN;
       let running;
+      let keys: KeysPolicy | undefined;
       try {
+        // Keys and usage through the server's admin API: a standalone gateway has no database.
+        keys =
+          options.auth === "keys"
+            ? await KeysPolicy.start(httpKeysBackend(server, token), {
+                onBackgroundError: (error, during) => process.stderr.write(`gateway: failed ${during} (${(error as Error).message}); retrying on the next round\n`),
+              })
+            : undefined;
         running = await startGateway({
           server,
           token,
           listen: options.listen,
-          policy: options.auth === "open" ? openPolicy : closedPolicy,
+          policy: keys ?? openPolicy,
           logger: { level: options.logLevel },
         });
       } catch (error) {
+        await keys?.close().catch(() => undefined);
         if (error instanceof DomainError) throw error;
         throw new DomainError(
           "server_unreachable",
@@ -51,7 +61,11 @@ export function registerGatewayCommand(program: Command): void {
         process.stderr.write(`\nWARNING: this gateway is OPEN (--auth open) on ${options.listen}, which is not loopback: anyone who reaches it can use every model.\n\n`);
       }
       print(`llmgw gateway listening on ${running.url} (OpenAI-compatible at ${running.url}/v1, metrics at ${running.url}/metrics), following ${server}`);
-      const stop = () => void running.close().then(() => process.exit(0));
+      // The usage counted since the last batch is sent after the last answer, before exiting.
+      const stop = () => void running.close().then(async () => {
+        await keys?.close().catch((error: unknown) => process.stderr.write(`gateway: could not send the last usage counts: ${(error as Error).message}\n`));
+        process.exit(0);
+      });
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
     });

@@ -12,6 +12,7 @@ import { registerGatewayCommand } from "./gateway-command.js";
 import { registerSimEngineCommand } from "./sim-engine-command.js";
 import { registerNodesCommands } from "./ctl/nodes-commands.js";
 import { registerTokensCommands } from "./ctl/tokens-commands.js";
+import { registerGatewayKeysCommands } from "./ctl/gateway-keys-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -28,6 +29,7 @@ function buildProgram(): Command {
   registerAuditCommand(ctl);
   registerNodesCommands(ctl);
   registerTokensCommands(ctl);
+  registerGatewayKeysCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

@@ -23,6 +23,7 @@ export const errorCodes = {
   profile_not_found: "The model has no profile of that name.",
   unauthorized: "No bearer token, or one the server does not know.",
   token_not_found: "No admin-API token of that name.",
+  gateway_key_not_found: "No gateway API key of that name.",
   last_admin_token: "Revoking this token would leave no admin token; create another first.",
   forbidden: "The token is valid but its role may not do this.",
   version_unsupported: "The CLI and the server (or agent and server) have no API version in common.",

@@ -20,6 +20,7 @@ export const statusForCode: Record<ErrorCode, number> = {
   profile_not_found: 404,
   unauthorized: 401,
   token_not_found: 404,
+  gateway_key_not_found: 404,
   last_admin_token: 409,
   forbidden: 403,
   version_unsupported: 426,

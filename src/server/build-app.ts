@@ -9,6 +9,11 @@ import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { registerModelRoutes } from "../api/routes/models.js";
 import { registerTokenRoutes } from "../api/routes/tokens.js";
+import { registerGatewayKeyRoutes } from "../api/routes/gateway-keys.js";
+import { registerUsageRoutes } from "../api/routes/usage.js";
+import { registerGatewayFeedRoutes } from "../api/routes/gateway-feed.js";
+import type { KeysPolicy } from "../gateway/keys-policy.js";
+import { GatewayKeyService } from "../services/gateway-key-service.js";
 import { registerRoutingRoutes, type RoutingTableFeed } from "../api/routes/routing.js";
 import type { Gateway } from "../gateway/gateway.js";
 import { registerGatewayRoutes } from "../gateway/register-gateway-routes.js";
@@ -29,6 +34,13 @@ export interface AppParts {
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
   readonly fleetService?: FleetService;
   readonly logger?: LoggerOptions | false;
+  /**
+   * The gateway's key policy when `gateway.auth` is `keys`: key changes made
+   * through the API reach it at once, and usage queries flush its counts
+   * first. Without it (open gateway, catalog-only tests) keys are still
+   * managed and usage still read.
+   */
+  readonly gatewayKeys?: KeysPolicy | undefined;
   /** The OpenAI-compatible /v1 and /metrics; without it the server has no gateway (catalog-only tests). */
   readonly gateway?: Gateway;
   /** GET /api/v1/routing for standalone gateways. */
@@ -57,6 +69,10 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));
+  const gatewayKeys = parts.gatewayKeys;
+  registerGatewayKeyRoutes(app, new GatewayKeyService(parts.store, parts.catalog, async () => gatewayKeys?.refresh()));
+  registerUsageRoutes(app, { store: parts.store, flush: async () => gatewayKeys?.flushUsage() });
+  registerGatewayFeedRoutes(app, parts.store);
   if (parts.routing) registerRoutingRoutes(app, parts.routing);
   if (parts.gateway) registerGatewayRoutes(app, parts.gateway);
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);

@@ -10,11 +10,12 @@ import { buildApp } from "./build-app.js";
 import { CatalogService } from "../services/catalog-service.js";
 import { FleetService } from "../services/fleet-service.js";
 import { loadServerKey, serverKeyFileName, serverKeyVariable } from "./server-key.js";
+import { KeysPolicy } from "../gateway/keys-policy.js";
+import { storeKeysBackend } from "./store-keys-backend.js";
 import path from "node:path";
 import { Gateway, type GatewayLog } from "../gateway/gateway.js";
 import type { GatewayPolicy } from "../gateway/gateway-policy.js";
 import { openPolicy } from "../gateway/open-policy.js";
-import { closedPolicy } from "../gateway/closed-policy.js";
 import { RoutingTableSource } from "./routing-table-source.js";
 
 export interface RunningServer {
@@ -25,6 +26,8 @@ export interface RunningServer {
   readonly url: string;
   /** The admin token when this start created it; printed once by the CLI. */
   readonly createdAdminToken: { token: string; file: string } | undefined;
+  /** The gateway's keys, limits and usage when `gateway.auth` is `keys`; undefined when the gateway is open. */
+  readonly gatewayKeys: KeysPolicy | undefined;
   /** The server's own /v1, serving from the same routing table standalone gateways follow. */
   readonly gateway: Gateway;
   /** What the operator must read at start: a data directory or secret file open to other users, an open gateway on a non-loopback address. */
@@ -49,6 +52,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const fileWarnings = ["llmgw.db", adminTokenFileName, serverKeyFileName].map((name) => privateFileWarning(path.join(config.dataDir, name)));
   const warnings: string[] = [directoryWarning, ...fileWarnings].filter((warning) => warning !== undefined);
   const store = await openStore(config);
+  let gatewayKeys: KeysPolicy | undefined;
   try {
     const catalog = new CatalogService(store, config.declared, config.configPath ? path.basename(config.configPath) : "server.yaml");
     // Runtime models are checked against the declared ones before serving:
@@ -71,18 +75,23 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       heartbeatIntervalMs: 2000,
       gpuMemoryUtilization: config.gpuMemoryUtilization,
     });
+    let reportBackground = (_error: unknown, _during: string): void => undefined;
+    gatewayKeys =
+      config.gatewayAuth === "keys" ? await KeysPolicy.start(storeKeysBackend(store), { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
     const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"));
     const gateway = new Gateway({
-      policy: options.gatewayPolicy ?? (config.gatewayAuth === "open" ? openPolicy : closedPolicy),
+      // gatewayKeys exists exactly when auth is keys.
+      policy: options.gatewayPolicy ?? gatewayKeys ?? openPolicy,
       reportDemand: (model) => options.reportDemand?.(model),
       environment: process.env,
       log,
     });
     const app = await buildApp({
+      gatewayKeys,
       store,
       catalog,
       fleetService: fleet,
@@ -97,6 +106,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       },
     });
     appLog = app.log;
+    reportBackground = (error, during) => app.log.warn({ err: error }, `gateway: failed ${during}; retrying on the next round`);
     routing.subscribe((table) => gateway.swap(table));
     await routing.start();
     if (config.gatewayAuth === "open" && !isLoopback(config.listen.host)) {
@@ -117,15 +127,19 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       app,
       url: address,
       createdAdminToken,
+      gatewayKeys,
       gateway,
       warnings,
       async close() {
         await app.close();
         routing.stop();
+        // After the last request finished: the usage it counted is written before the store closes.
+        await gatewayKeys?.close().catch((error: unknown) => app.log.error({ err: error }, "gateway: could not write the last usage counts"));
         await store.close();
       },
     };
   } catch (error) {
+    await gatewayKeys?.close().catch(() => undefined);
     await store.close();
     throw error;
   }

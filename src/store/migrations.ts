@@ -117,6 +117,39 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         // The clear credentials cannot be recovered: agents join again with a join token after a downgrade.
         await db.schema.dropTable("server_key_check").execute();
         await db.schema.alterTable("nodes").renameColumn("credential_hash", "credential").execute();
+        },
+      },
+    "0006_gateway_keys_usage": {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("gateway_keys")
+          .addColumn("id", "text", (column) => column.primaryKey())
+          // Names stay taken after a revocation: usage is kept by key name, and
+          // a new key under an old name would inherit the old key's history.
+          .addColumn("name", "text", (column) => column.notNull().unique())
+          .addColumn("key_hash", "text", (column) => column.notNull().unique())
+          .addColumn("models", "text")
+          .addColumn("rpm", "integer")
+          .addColumn("tpm", "integer")
+          .addColumn("expires_at", "text")
+          .addColumn("created_at", "text", (column) => column.notNull())
+          .addColumn("revoked_at", "text")
+          .execute();
+        await db.schema
+          .createTable("usage")
+          .addColumn("key", "text", (column) => column.notNull())
+          .addColumn("model", "text", (column) => column.notNull())
+          .addColumn("minute", "text", (column) => column.notNull())
+          .addColumn("requests", "bigint", (column) => column.notNull())
+          .addColumn("errors", "bigint", (column) => column.notNull())
+          .addColumn("prompt_tokens", "bigint", (column) => column.notNull())
+          .addColumn("completion_tokens", "bigint", (column) => column.notNull())
+          .addPrimaryKeyConstraint("usage_key_model_minute", ["key", "model", "minute"])
+          .execute();
+        await db.schema.createIndex("usage_minute").on("usage").columns(["minute"]).execute();
+      },
+      async down(db: Kysely<unknown>) {
+        for (const table of ["usage", "gateway_keys"]) await db.schema.dropTable(table).execute();
       },
     },
   };

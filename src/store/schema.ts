@@ -55,6 +55,35 @@ export interface Database {
     created_at: string;
     updated_at: string;
   };
+  /**
+   * Gateway API keys, stored hashed like admin tokens but in their own table
+   * with their own prefix, so neither kind ever opens the other's door.
+   * `models` is a JSON array of names, or null for every model.
+   */
+  gateway_keys: {
+    id: string;
+    name: string;
+    key_hash: string;
+    models: string | null;
+    rpm: number | null;
+    tpm: number | null;
+    expires_at: string | null;
+    created_at: string;
+    revoked_at: string | null;
+  };
+  /**
+   * Gateway usage per key, model and minute (`2026-11-30T17:42Z`), added to
+   * in batches. Counts are bigint: Postgres hands them back as strings.
+   */
+  usage: {
+    key: string;
+    model: string;
+    minute: string;
+    requests: number | string;
+    errors: number | string;
+    prompt_tokens: number | string;
+    completion_tokens: number | string;
+  };
 }
 
 export type StoreKind = "sqlite" | "postgres";

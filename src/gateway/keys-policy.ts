@@ -1,0 +1,238 @@
+import { hashToken } from "../auth/tokens.js";
+import type { GatewayKey as GatewayKeyRow } from "../protocol/gateway-keys-feed.js";
+import type { KeysBackend } from "./keys-backend.js";
+import { GatewayRefusal, type GatewayCaller, type GatewayPolicy, type UsageRecord } from "./gateway-policy.js";
+import { SlidingWindow } from "./sliding-window.js";
+import { UsageLedger } from "./usage-ledger.js";
+
+export interface KeysPolicyOptions {
+  /**
+   * How often keys are re-read from the store. A key revoked or created on
+   * another server sharing Postgres takes effect here within this bound (plus
+   * one query); changes made through this server's API apply at once.
+   */
+  readonly refreshIntervalMs?: number;
+  /** How often counted usage is written to the store. */
+  readonly flushIntervalMs?: number;
+  readonly now?: () => number;
+  /** Refresh and flush failures off the request path: logged, never thrown at a client. */
+  readonly onBackgroundError?: (error: unknown, during: "refreshing gateway keys" | "writing usage") => void;
+}
+
+export const defaultKeyRefreshMs = 2000;
+export const defaultUsageFlushMs = 5000;
+
+interface KeyEntry {
+  readonly row: GatewayKeyRow;
+  readonly expiresAtMs: number | null;
+  readonly limits: KeyLimits;
+}
+
+/** Per key name, so a refresh of the key table keeps what the key has spent. */
+interface KeyLimits {
+  readonly requests: SlidingWindow;
+  readonly tokens: SlidingWindow;
+}
+
+/**
+ * The caller of one request. It carries what admit charged, so record can
+ * replace the estimate with the tokens the engine reported: the gateway must
+ * hand the object authenticate returned to admit and record.
+ */
+class KeyCaller implements GatewayCaller {
+  chargedTokens = 0;
+  countedRequest = false;
+  constructor(
+    readonly key: string,
+    readonly allowedModels: readonly string[] | null,
+    readonly entry: KeyEntry,
+  ) {}
+}
+
+const bearer = /^Bearer\s+(\S+)\s*$/i;
+/**
+ * Presented keys already hashed, so a busy client's key is hashed once, not
+ * per request (SHA-256 was about 2% of the gateway's CPU under load). Only
+ * the hash is looked up in the key table, so a revocation still lands at the
+ * next refresh. Bounded: cleared when full, so junk keys cannot grow it.
+ */
+const hashMemoLimit = 4096;
+const adminTokenPrefix = /^llmgw_(admin|read)_/;
+
+/**
+ * Gateway API keys: who may call, which models, how fast. Keys live in
+ * memory and are refreshed off the request path, so authenticating costs a
+ * hash and a map lookup and never waits on the store. Limits are sliding
+ * 60-second windows (see SlidingWindow) kept per process: with several
+ * servers behind a balancer, each enforces the limit on its own share.
+ */
+export class KeysPolicy implements GatewayPolicy {
+  private keysByHash = new Map<string, KeyEntry>();
+  private readonly limitsByName = new Map<string, KeyLimits>();
+  private readonly ledger: UsageLedger;
+  private readonly now: () => number;
+  private timers: NodeJS.Timeout[] = [];
+  private refreshing: Promise<void> | undefined;
+  private readonly hashes = new Map<string, string>();
+
+  private constructor(
+    private readonly backend: KeysBackend,
+    options: KeysPolicyOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+    this.ledger = new UsageLedger((increments) => backend.writeUsage(increments), this.now);
+  }
+
+  /**
+   * Loads the keys before the first request, then keeps them fresh and
+   * writes usage in the background: to and from the store in a server
+   * (storeKeysBackend), through the server's admin API in a standalone
+   * gateway (httpKeysBackend).
+   */
+  static async start(backend: KeysBackend, options: KeysPolicyOptions = {}): Promise<KeysPolicy> {
+    const policy = new KeysPolicy(backend, options);
+    await policy.refresh();
+    const report = options.onBackgroundError ?? (() => undefined);
+    policy.timers = [
+      setInterval(() => void policy.refresh().catch((error: unknown) => report(error, "refreshing gateway keys")), options.refreshIntervalMs ?? defaultKeyRefreshMs),
+      setInterval(() => void policy.ledger.flush().catch((error: unknown) => report(error, "writing usage")), options.flushIntervalMs ?? defaultUsageFlushMs),
+    ];
+    // Background work must not keep a finished process alive.
+    for (const timer of policy.timers) timer.unref();
+    return policy;
+  }
+
+  /** Re-reads the keys and swaps the table in whole; concurrent calls share one read. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.readKeys().finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  authenticate(authorization: string | undefined): GatewayCaller {
+    const match = authorization === undefined ? null : bearer.exec(authorization);
+    if (!match) {
+      throw new GatewayRefusal(401, "invalid_request_error", "missing_api_key", "No API key was sent. Send a gateway key as `Authorization: Bearer KEY` (the OpenAI SDK's apiKey); an administrator makes one with `llmgw ctl key create NAME`.");
+    }
+    const presented = match[1] as string;
+    const entry = this.keysByHash.get(this.hashOf(presented));
+    if (!entry) {
+      throw new GatewayRefusal(
+        401,
+        "invalid_request_error",
+        "invalid_api_key",
+        adminTokenPrefix.test(presented)
+          ? "That is an admin-API token; the gateway takes only gateway keys (llmgw_key_...). An administrator makes one with `llmgw ctl key create NAME`."
+          : "The API key is not one this gateway issued. Check for a typo, or ask an administrator for a key (`llmgw ctl key create NAME`).",
+      );
+    }
+    const { row } = entry;
+    if (row.revokedAt !== null) {
+      throw new GatewayRefusal(401, "invalid_request_error", "invalid_api_key", `API key "${row.name}" was revoked at ${row.revokedAt}. Ask an administrator for a new key.`);
+    }
+    if (entry.expiresAtMs !== null && this.now() >= entry.expiresAtMs) {
+      throw new GatewayRefusal(401, "invalid_request_error", "invalid_api_key", `API key "${row.name}" expired at ${row.expiresAt}. Ask an administrator for a new key.`);
+    }
+    return new KeyCaller(row.name, row.models, entry);
+  }
+
+  admit(caller: GatewayCaller, name: string, estimatedTokens: number): void {
+    if (!(caller instanceof KeyCaller)) return;
+    const { row, limits } = caller.entry;
+    if (caller.allowedModels !== null && !caller.allowedModels.includes(name)) {
+      throw new GatewayRefusal(
+        403,
+        "permission_error",
+        "model_not_allowed",
+        `API key "${row.name}" may not use "${name}"; it may use: ${caller.allowedModels.join(", ") || "no model"}. An administrator can make a key for this model with \`llmgw ctl key create NAME --models ${name}\`.`,
+      );
+    }
+    const now = this.now();
+    const countsRequest = !caller.countedRequest;
+    if (row.rpm !== null && countsRequest) {
+      const wait = limits.requests.secondsUntilFits(1, row.rpm, now);
+      if (wait > 0) {
+        throw new GatewayRefusal(429, "requests", "rate_limit_exceeded", `API key "${row.name}" has used its ${row.rpm} requests per minute. Try again in ${wait}s.`, wait);
+      }
+    }
+    const tokens = Math.max(0, estimatedTokens);
+    if (row.tpm !== null) {
+      if (tokens > row.tpm) {
+        // Waiting never helps this one, so it gets no Retry-After.
+        throw new GatewayRefusal(
+          429,
+          "tokens",
+          "request_too_large",
+          `This request needs about ${tokens} tokens (prompt plus max_tokens), more than API key "${row.name}" may use in a whole minute (${row.tpm}). Send a shorter prompt or a lower max_tokens, or ask an administrator for a higher --tpm.`,
+        );
+      }
+      const wait = limits.tokens.secondsUntilFits(tokens, row.tpm, now);
+      if (wait > 0) {
+        throw new GatewayRefusal(
+          429,
+          "tokens",
+          "rate_limit_exceeded",
+          `API key "${row.name}" has used its ${row.tpm} tokens per minute (this request needs about ${tokens}). Try again in ${wait}s.`,
+          wait,
+        );
+      }
+    }
+    if (countsRequest) {
+      limits.requests.add(1, now);
+      caller.countedRequest = true;
+    }
+    limits.tokens.add(tokens, now);
+    caller.chargedTokens += tokens;
+  }
+
+  record(usage: UsageRecord): void {
+    const { caller } = usage;
+    if (caller.key === null) return;
+    const actual = usage.promptTokens + usage.completionTokens;
+    if (caller instanceof KeyCaller) {
+      // The estimate counted at admit gives way to what the engine reported.
+      caller.entry.limits.tokens.add(actual - caller.chargedTokens, this.now());
+      caller.chargedTokens = actual;
+    }
+    this.ledger.count(caller.key, usage.model, { errors: usage.error ? 1 : 0, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens });
+  }
+
+  /** Writes counted usage now (before a usage query, and at shutdown). */
+  flushUsage(): Promise<void> {
+    return this.ledger.flush();
+  }
+
+  /** Stops the background work and writes what is left; call after the server stopped taking requests. */
+  async close(): Promise<void> {
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    await this.ledger.flush();
+  }
+
+  private hashOf(presented: string): string {
+    let hash = this.hashes.get(presented);
+    if (hash === undefined) {
+      if (this.hashes.size >= hashMemoLimit) this.hashes.clear();
+      hash = hashToken(presented);
+      this.hashes.set(presented, hash);
+    }
+    return hash;
+  }
+
+  private async readKeys(): Promise<void> {
+    const rows = await this.backend.readKeys();
+    const next = new Map<string, KeyEntry>();
+    for (const row of rows) {
+      let limits = this.limitsByName.get(row.name);
+      if (!limits) {
+        limits = { requests: new SlidingWindow(), tokens: new SlidingWindow() };
+        this.limitsByName.set(row.name, limits);
+      }
+      const parsed = row.expiresAt === null ? null : Date.parse(row.expiresAt);
+      // An unreadable expiry fails closed: the key counts as expired.
+      next.set(row.hash, { row, expiresAtMs: parsed === null ? null : Number.isNaN(parsed) ? 0 : parsed, limits });
+    }
+    this.keysByHash = next;
+  }
+}
