@@ -30,6 +30,8 @@ import {
   insertJoinToken,
   joinTokenExists,
   listNodes,
+  listNodeTimes,
+  listReplicaHoldings,
   listReplicas,
   oldestLastSeen,
   touchNode,
@@ -286,7 +288,7 @@ export class FleetService {
     return oldest === undefined || Date.parse(oldest) >= this.startedAtMs;
   }
 
-  private stateOf(node: StoredNode, everyNodeReportedSinceStart: boolean): NodeState {
+  private stateOf(node: Pick<StoredNode, "last_seen_at">, everyNodeReportedSinceStart: boolean): NodeState {
     return nodeState({
       lastSeenMs: Date.parse(node.last_seen_at),
       nowMs: this.now(),
@@ -297,7 +299,7 @@ export class FleetService {
     });
   }
 
-  private nodeStates(nodes: readonly StoredNode[]): Map<string, NodeState> {
+  private nodeStates(nodes: readonly Pick<StoredNode, "name" | "last_seen_at">[]): Map<string, NodeState> {
     const everyNodeReported = nodes.every((node) => Date.parse(node.last_seen_at) >= this.startedAtMs);
     return new Map(nodes.map((node) => [node.name, this.stateOf(node, everyNodeReported)]));
   }
@@ -308,7 +310,7 @@ export class FleetService {
   }
 
   async listNodes(): Promise<NodeView[]> {
-    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicaHoldings(this.store.db)]);
     const states = this.nodeStates(nodes);
     const byNode = groupByNode(replicas);
     return nodes.map((node) => nodeView(node, states.get(node.name) ?? "lost", byNode.get(node.name) ?? []));
@@ -327,7 +329,7 @@ export class FleetService {
   async getNode(name: string): Promise<NodeView> {
     const node = await findNode(this.store.db, name);
     if (!node) throw this.nodeNotFound(name);
-    const [state, replicas] = await Promise.all([this.nodeStateByKey(node), listReplicas(this.store.db, { node: name })]);
+    const [state, replicas] = await Promise.all([this.nodeStateByKey(node), listReplicaHoldings(this.store.db, { node: name })]);
     return nodeView(node, state, replicas);
   }
 
@@ -371,7 +373,7 @@ export class FleetService {
 
   /** Ready and counted replicas per model, for the model views. */
   readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => {
-    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const [nodes, replicas] = await Promise.all([listNodeTimes(this.store.db), listReplicaHoldings(this.store.db)]);
     const states = this.nodeStates(nodes);
     return replicaCountsOf(replicas.map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
   };
@@ -411,7 +413,7 @@ export class FleetService {
         `Install ${profile.engine} there, or choose a node whose engines include it (\`llmgw ctl nodes\`).`,
       );
     }
-    const cardOwner = cardOwners(await listReplicas(this.store.db, { node: node.name }));
+    const cardOwner = cardOwners(await listReplicaHoldings(this.store.db, { node: node.name }));
     const used = new Set(cardOwner.keys());
     const free = inventory.gpus.filter((gpu) => !used.has(gpu.index)).map((gpu) => `${gpu.index} (${gpu.class})`);
     const cards = body.cards ?? chooseCards(inventory.gpus, used, profile.gpus, profile.gpu_class);
@@ -499,8 +501,8 @@ export class FleetService {
   }
 }
 
-function groupByNode(replicas: readonly StoredReplica[]): Map<string, StoredReplica[]> {
-  const byNode = new Map<string, StoredReplica[]>();
+function groupByNode<Replica extends { readonly node: string }>(replicas: readonly Replica[]): Map<string, Replica[]> {
+  const byNode = new Map<string, Replica[]>();
   for (const replica of replicas) {
     const list = byNode.get(replica.node);
     if (list) list.push(replica);

@@ -9,14 +9,17 @@ import type { StoredNode, StoredReplica } from "../store/fleet-rows.js";
  * that cannot be used, such as an endpoint that is not a URL, is left out).
  */
 
+/** What the node views and card choice need of a replica (a full row or the small columns of store's listReplicaHoldings). */
+export type ReplicaPlace = Pick<StoredReplica, "id" | "state" | "cards">;
+
 /** Which card each replica holding cards on a node holds. */
-export function cardOwners(replicas: readonly StoredReplica[]): Map<number, string> {
+export function cardOwners(replicas: readonly ReplicaPlace[]): Map<number, string> {
   const owners = new Map<number, string>();
   for (const replica of replicas) if (holdsCards(replica.state)) for (const card of replica.cards) owners.set(card, replica.id);
   return owners;
 }
 
-export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: readonly StoredReplica[]): NodeView {
+export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: readonly ReplicaPlace[]): NodeView {
   const holding = replicasOnNode.filter((replica) => holdsCards(replica.state));
   const owners = cardOwners(holding);
   const { inventory } = node;
@@ -61,15 +64,15 @@ export function endpointAtNode(endpoint: string, nodeAddress: string | undefined
 }
 
 /** A stop asked for while the node was lost: the agent has not heard of it yet, whatever it last reported. */
-function stopPendingOf(row: StoredReplica): boolean {
-  return row.stop_requested && holdsCards(row.status.state) && row.status.state !== "draining";
+function stopPendingOf(row: Pick<StoredReplica, "state" | "stop_requested">): boolean {
+  return row.stop_requested && holdsCards(row.state) && row.state !== "draining";
 }
 
 /** The state a replica is shown in: what its agent reported, unless a stop is pending or its node is lost. */
-export function replicaViewState(row: StoredReplica, state: NodeState | undefined): ReplicaView["state"] {
+export function replicaViewState(row: Pick<StoredReplica, "state" | "stop_requested">, state: NodeState | undefined): ReplicaView["state"] {
   if (stopPendingOf(row)) return "draining";
-  if (state === "lost" && holdsCards(row.status.state)) return "lost";
-  return row.status.state;
+  if (state === "lost" && holdsCards(row.state)) return "lost";
+  return row.state;
 }
 
 export function replicaView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): ReplicaView {

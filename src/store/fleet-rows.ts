@@ -243,6 +243,39 @@ export async function listReplicas(db: Kysely<Database>, filter: { model?: strin
   return (await query.orderBy("model").orderBy("id").execute()).map(readReplicaRowOnce);
 }
 
+/** Where a replica is and what holds it, without its report: what model counts and node listings need. */
+export interface ReplicaHolding {
+  readonly id: string;
+  readonly node: string;
+  readonly model: string;
+  readonly state: ReplicaState;
+  readonly cards: readonly number[];
+  readonly stop_requested: boolean;
+}
+
+function readHolding(row: Pick<ReplicaRow, "id" | "node" | "model" | "state" | "cards" | "stop_requested">): ReplicaHolding {
+  const cards = cardsSchema.safeParse(parseJson(row.cards));
+  // The same rule as readReplicaRow: a state this release does not know is not trusted to be running.
+  const state = (replicaStates as readonly unknown[]).includes(row.state) ? (row.state as ReplicaState) : "failed";
+  return { id: text(row.id), node: text(row.node), model: text(row.model), state, cards: cards.success ? cards.data : [], stop_requested: Number(row.stop_requested) !== 0 };
+}
+
+/**
+ * Every replica's place and state, reading only the small columns: the
+ * reports and specs (most of a row's bytes) are left in the database. Model
+ * counts and node listings read this at every call.
+ */
+export async function listReplicaHoldings(db: Kysely<Database>, filter: { node?: string | undefined } = {}): Promise<ReplicaHolding[]> {
+  let query = db.selectFrom("replicas").select(["id", "node", "model", "state", "cards", "stop_requested"]);
+  if (filter.node !== undefined) query = query.where("node", "=", filter.node);
+  return (await query.orderBy("model").orderBy("id").execute()).map(readHolding);
+}
+
+/** Every node's name and when it was last heard from: what node states need. */
+export async function listNodeTimes(db: Kysely<Database>): Promise<{ name: string; last_seen_at: string }[]> {
+  return (await db.selectFrom("nodes").select(["name", "last_seen_at"]).execute()).map((row) => ({ name: text(row.name), last_seen_at: text(row.last_seen_at) }));
+}
+
 /**
  * Inserts, or updates what an agent reports; the spec (when null), creation
  * time and stop request are kept. A row of that id on another node is left
