@@ -8,5 +8,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Says when the Postgres suites are off, and fails a run that leaves temp folders behind.
+    globalSetup: ["test/support/global-setup.ts"],
+    setupFiles: ["test/support/remove-temporary-directories.ts"],
   },
 });

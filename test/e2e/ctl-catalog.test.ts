@@ -3,7 +3,8 @@ import path from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
-import { runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const serverYaml = `models:
   - name: declared-chat

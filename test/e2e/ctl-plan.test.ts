@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtureArchitecture, fixtureConfig, fixturesFolder } from "../../src/plan/testing/fixtures.js";
 import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/header-only-checkpoint.js";
 import type { Plan } from "../../src/plan/index.js";
-import { runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const fixtureModels = readdirSync(fixturesFolder);
 const whatIf = "2xH100-80GB@nvl0,4xL40S-48GB@pcie,cpu:32c/256g";

@@ -5,7 +5,8 @@ import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
-import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const serverYaml = `nodes:
   heartbeat_deadline: 15s

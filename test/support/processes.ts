@@ -1,15 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { temporaryDirectory } from "./temporary-directory.js";
 
 /** The built CLI, as a user runs it (npm test builds dist/ first). */
 export const llmgwBin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/llmgw.js");
-
-export function temporaryDirectory(prefix = "llmgw-test-"): string {
-  return mkdtempSync(path.join(tmpdir(), prefix));
-}
 
 export interface CliResult {
   readonly code: number;
@@ -50,11 +46,13 @@ export interface ServerProcess {
 }
 
 /** Starts `llmgw server` on a free loopback port and waits until it says where it listens. */
-export async function startServerProcess(options: { args?: readonly string[]; cwd?: string; dataDir?: string } = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  options: { args?: readonly string[]; cwd?: string; dataDir?: string; env?: Record<string, string | undefined> } = {},
+): Promise<ServerProcess> {
   const dataDir = options.dataDir ?? path.join(temporaryDirectory(), "llmgw-data");
   const child = spawn(process.execPath, [llmgwBin, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...(options.args ?? [])], {
     cwd: options.cwd ?? process.cwd(),
-    env: withoutLlmgwVariables(process.env),
+    env: { ...withoutLlmgwVariables(process.env), ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

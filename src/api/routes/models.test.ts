@@ -1,9 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { temporaryDirectory } from "../../../test/support/temporary-directory.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
 import { CatalogService } from "../../server/catalog-service.js";
@@ -18,7 +16,7 @@ describe("admin API", () => {
   const as = (token: string) => ({ authorization: `Bearer ${token}` });
 
   beforeAll(async () => {
-    store = await openStore({ database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-api-")) });
+    store = await openStore({ database: undefined, dataDir: temporaryDirectory("llmgw-api-") });
     const at = new Date().toISOString();
     await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, at);
     await insertToken(store.db, { id: randomUUID(), name: "dashboard", role: "read", hash: hashToken(reader) }, at);
@@ -103,7 +101,7 @@ describe("secrets in model answers", () => {
   const reader = newToken("read");
 
   beforeAll(async () => {
-    store = await openStore({ database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-api-secrets-")) });
+    store = await openStore({ database: undefined, dataDir: temporaryDirectory("llmgw-api-secrets-") });
     const at = new Date().toISOString();
     await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, at);
     await insertToken(store.db, { id: randomUUID(), name: "dashboard", role: "read", hash: hashToken(reader) }, at);
