@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { request } from "undici";
 import { z } from "zod";
 import { runDemo, type RunningDemo } from "../demo/run-demo.js";
+import { llmgwCommand } from "./invocation.js";
 import { print, renderTable } from "./output.js";
 
 const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
@@ -21,6 +22,7 @@ async function askReplica(endpoint: string, model: string): Promise<string> {
 }
 
 function summary(demo: RunningDemo, checks: readonly string[]): string {
+  const llmgw = llmgwCommand();
   const first = demo.replicas.find((replica) => replica.engine === "vllm") ?? demo.replicas[0];
   const replicaRows = demo.replicas.map((replica) => [
     replica.model,
@@ -38,14 +40,14 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
     "",
     "Try, in another terminal:",
     `  export LLMGW_SERVER=${demo.url} LLMGW_TOKEN=${demo.token}`,
-    "  npx llmgw ctl nodes                 # the simulated machines and what runs on each card",
-    "  npx llmgw ctl models                # the catalog, with state and replicas",
-    "  npx llmgw ctl replicas",
-    `  npx llmgw ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
-    "  npx llmgw ctl scale llama-3.1-8b --min 1 --max 3",
+    `  ${llmgw} ctl nodes                 # the simulated machines and what runs on each card`,
+    `  ${llmgw} ctl models                # the catalog, with state and replicas`,
+    `  ${llmgw} ctl replicas`,
+    `  ${llmgw} ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
+    `  ${llmgw} ctl scale llama-3.1-8b --min 1 --max 3`,
     ...(first
       ? [
-          `  npx llmgw ctl logs ${first.id}`,
+          `  ${llmgw} ctl logs ${first.id}`,
           `  curl -s ${first.endpoint}/v1/chat/completions -H 'content-type: application/json' \\`,
           `       -d '{"model": "${first.model}", "messages": [{"role": "user", "content": "Hello"}]}'`,
         ]

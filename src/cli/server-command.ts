@@ -2,12 +2,14 @@ import type { Command } from "commander";
 import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
 import { describeStorage, startServer } from "../server/start-server.js";
 import { softwareVersion } from "../api/version.js";
+import { dataDirOption } from "../server/admin-token.js";
+import { llmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
 
 export function registerServerCommand(program: Command): void {
   program
     .command("server")
-    .description("run the control plane, admin API and gateway on one port")
+    .description("run the control plane and the admin API (/api/v1) on one port")
     .option("-c, --config <file>", "server.yaml: declared models and settings")
     .option("--listen <host:port>", `where to listen (default ${defaultListen})`)
     .option("--data-dir <dir>", `state and the admin token (default ${defaultDataDir})`)
@@ -35,7 +37,9 @@ export function registerServerCommand(program: Command): void {
           `    ${server.createdAdminToken.file}`,
         );
       }
-      lines.push("", `  Next: llmgw ctl models${server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`}`);
+      // The next step must run as printed: from this folder, with ctl finding the token by itself.
+      const serverOption = server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`;
+      lines.push("", `  Next: ${llmgwCommand()} ctl models${serverOption}${dataDirOption(server.config.dataDir)}`);
       print(lines.join("\n"));
       const stop = () => {
         void server.close().then(() => process.exit(0));

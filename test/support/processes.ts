@@ -30,9 +30,15 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
   });
 }
 
-/** Tests choose their server and token explicitly; a developer's own LLMGW_* settings must not leak in. */
+/**
+ * Tests choose their server and token explicitly; a developer's own LLMGW_*
+ * settings must not leak in. Nor npm's npm_command: run under `npx vitest`,
+ * every llmgw started here would believe it was started through npx.
+ */
 function withoutLlmgwVariables(environment: NodeJS.ProcessEnv): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(environment).filter(([key]) => !key.startsWith("LLMGW_") || key === "LLMGW_TEST_POSTGRES_URL"));
+  return Object.fromEntries(
+    Object.entries(environment).filter(([key]) => (!key.startsWith("LLMGW_") || key === "LLMGW_TEST_POSTGRES_URL") && key !== "npm_command"),
+  );
 }
 
 export interface ServerProcess {
