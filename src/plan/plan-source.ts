@@ -2,6 +2,7 @@ import { DomainError } from "../errors/domain-error.js";
 import { parseHardwareSpec } from "../fleet/gpu-spec.js";
 import { fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
 import { planCandidates, type Plan } from "./candidates.js";
+import type { HubSettingNames } from "./model-files.js";
 import { readModelSource } from "./read-model-source.js";
 
 export interface PlanSourceOptions {
@@ -12,6 +13,8 @@ export interface PlanSourceOptions {
   readonly gpuMemoryUtilization?: number | undefined;
   readonly hubEndpoint: string;
   readonly hubToken?: string | undefined;
+  /** Named in hints when the hub fails; the server's settings when not given. */
+  readonly hubSettings?: HubSettingNames | undefined;
 }
 
 /**
@@ -30,7 +33,11 @@ export async function planSource(source: string, options: PlanSourceOptions): Pr
   }
   const fleet =
     options.gpus !== undefined ? fleetFromHardwareSpec(parseHardwareSpec(options.gpus)) : fleetFromNodes([...((await options.liveNodes?.()) ?? [])]);
-  const facts = await readModelSource(source, { hubEndpoint: options.hubEndpoint, ...(options.hubToken ? { hubToken: options.hubToken } : {}) });
+  const facts = await readModelSource(source, {
+    hubEndpoint: options.hubEndpoint,
+    ...(options.hubToken ? { hubToken: options.hubToken } : {}),
+    ...(options.hubSettings ? { hubSettings: options.hubSettings } : {}),
+  });
   return planCandidates(facts, fleet, {
     ...(options.context !== undefined ? { context: options.context } : {}),
     ...(utilization !== undefined ? { gpuMemoryUtilization: utilization } : {}),

@@ -44,6 +44,13 @@ describe("llmgw ctl model plan", () => {
     expect(result.stdout).toMatch(/^yes\s+h100-80G@nvl0 2\/2 free\s+vllm\s+bf16\s+2\s/m);
   });
 
+  it("points a what-if plan whose hub fails at --hub-endpoint / HF_ENDPOINT, not at the server's file", async () => {
+    const result = await runCli(["ctl", "model", "plan", "Qwen/Qwen2.5-7B-Instruct", "--gpus", "1xH100-80GB", "--hub-endpoint", "http://127.0.0.1:9"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("Check the hub endpoint (--hub-endpoint or HF_ENDPOINT)");
+    expect(result.stderr).not.toContain("server.yaml");
+  });
+
   it("says what is short, and by how much, when asked for more context than fits", async () => {
     const result = await runCli(["ctl", "model", "plan", path.join(checkpoints, "Llama-3.3-70B-Instruct"), "--gpus", "1xH100-80GB", "--context", "131072", "--json"]);
     const plan = JSON.parse(result.stdout) as Plan;

@@ -37,6 +37,8 @@ export function registerPlanCommand(model: Command): void {
           gpuMemoryUtilization: options.utilization,
           hubEndpoint: options.hubEndpoint ?? process.env.HF_ENDPOINT ?? defaultHubEndpoint,
           hubToken: process.env.HF_TOKEN,
+          // This plan reads the hub from here, so a failure points at this command's settings, not the server's file.
+          hubSettings: { endpoint: "--hub-endpoint or HF_ENDPOINT", token: "HF_TOKEN in this shell" },
         });
       } else {
         const query = new URLSearchParams({ source });
