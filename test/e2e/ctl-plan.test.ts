@@ -71,6 +71,32 @@ describe("llmgw ctl model plan", () => {
     expect(plan.candidates.some((candidate) => candidate.fits && candidate.pool.gpu_class === "l40s")).toBe(true);
   });
 
+  it("takes --context back in the form the plan prints it (32k), in the CLI and on the server", async () => {
+    const source = path.join(checkpoints, "Qwen2.5-7B-Instruct");
+    const table = await runCli(["ctl", "model", "plan", source, "--gpus", "1xL40S-48GB"]);
+    const printed = /\b(\d+k)\b/.exec(table.stdout)?.[1];
+    expect(printed).toBeDefined();
+    const asPrinted = await runCli(["ctl", "model", "plan", source, "--gpus", "1xL40S-48GB", "--context", printed as string, "--json"]);
+    expect(asPrinted.stderr).toBe("");
+    expect((JSON.parse(asPrinted.stdout) as Plan).requested_context).toBe(Number.parseInt(printed as string, 10) * 1024);
+
+    const query = new URLSearchParams({ source, gpus: "1xL40S-48GB", context: "32k" });
+    const response = await fetch(`${server.url}/api/v1/plan?${query}`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(((await response.json()) as Plan).requested_context).toBe(32768);
+    const oneM = await runCli(["ctl", "model", "plan", source, "--gpus", "1xL40S-48GB", "--context", "1M", "--json"]);
+    expect((JSON.parse(oneM.stdout) as Plan).requested_context).toBe(1048576);
+  });
+
+  it("refuses a --context that is not a token count, saying the forms it takes", async () => {
+    const result = await runCli(["ctl", "model", "plan", path.join(checkpoints, "Qwen2.5-7B-Instruct"), "--gpus", "1xL40S-48GB", "--context", "32kb"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('"32kb" is not a number of tokens such as 32768, 32k or 1M');
+    const query = new URLSearchParams({ source: "x", context: "lots" });
+    const response = await fetch(`${server.url}/api/v1/plan?${query}`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(await response.json())).toContain("32k or 1M");
+  });
+
   it("names the missing file when the source cannot be read", async () => {
     const result = await runCli(["ctl", "model", "plan", "/nonexistent/model", "--gpus", "1xH100-80GB"]);
     expect(result.code).toBe(1);

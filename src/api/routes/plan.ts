@@ -3,6 +3,7 @@ import { z } from "zod";
 import { parseQuery } from "../parse-body.js";
 import type { InventoryNode } from "../../fleet/pools.js";
 import { planSource } from "../../plan/index.js";
+import { parseTokenCount } from "../../plan/format.js";
 
 /** The live fleet, as the planner reads it; empty until nodes join. */
 export type FleetSource = () => Promise<readonly InventoryNode[]>;
@@ -18,7 +19,18 @@ export interface PlanSettings {
 
 const planQuery = z.strictObject({
   source: z.string().min(1, { message: "an HF id (Org/Name[@revision]), a mirror folder URL, or a path on the server" }),
-  context: z.coerce.number().int().min(1, { message: "a whole number of tokens, 1 or more" }).optional(),
+  // The forms the plan itself prints (32k, 1M) as well as plain numbers, as `ctl model plan --context` takes them.
+  context: z
+    .string()
+    .transform((text, context) => {
+      const tokens = parseTokenCount(text);
+      if (tokens === undefined || tokens < 1) {
+        context.addIssue({ code: "custom", message: "a number of tokens, 1 or more, such as 32768, 32k or 1M (k = 1024)" });
+        return z.NEVER;
+      }
+      return tokens;
+    })
+    .optional(),
   gpus: z.string().optional(),
 });
 
