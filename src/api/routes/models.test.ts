@@ -44,6 +44,22 @@ describe("admin API", () => {
     expect(refused.json().error).toMatchObject({ code: "forbidden", message: 'token "dashboard" is read-only; this change needs an admin token' });
   });
 
+  it("tells a read-only token that asks for a plan that planning, not a change, needs an admin token, and what it can do instead", async () => {
+    const refused = await app.inject({ method: "GET", url: "/api/v1/plan?source=/etc", headers: as(reader) });
+    expect(refused.statusCode).toBe(403);
+    const error = refused.json().error as { code: string; message: string; hint: string };
+    expect(error.code).toBe("forbidden");
+    expect(error.message).toBe('token "dashboard" is read-only; planning on the server needs an admin token, since the server reads whatever URL or path the plan names');
+    expect(error.message).not.toContain("change");
+    expect(error.hint).toContain("`llmgw ctl model plan SOURCE --gpus SPEC` needs no token");
+  });
+
+  it("names the route, not a change, when a read-only token reads an admin-only list", async () => {
+    const refused = await app.inject({ method: "GET", url: "/api/v1/tokens", headers: as(reader) });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.message).toBe('token "dashboard" is read-only; GET /api/v1/tokens needs an admin token');
+  });
+
   it("answers a body that is not JSON with the one error shape", async () => {
     const response = await app.inject({ method: "POST", url: "/api/v1/models", headers: { ...as(admin), "content-type": "application/json" }, payload: "{not json" });
     expect(response.statusCode).toBe(400);

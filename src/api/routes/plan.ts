@@ -35,11 +35,18 @@ const planQuery = z.strictObject({
 });
 
 /**
- * GET /api/v1/plan. Admin-only: it makes the server read any URL or local
- * path it is given, which a read-only token must not be able to aim.
+ * GET /api/v1/plan. Admin-only although it changes nothing: it makes the
+ * server read any URL or local path it is given, which a read-only token must
+ * not be able to aim (at the server's own files, or at hosts only it can
+ * reach). A what-if plan in the CLI reads from the person's machine instead.
  */
+const readOnlyRefusal = {
+  because: "planning on the server needs an admin token, since the server reads whatever URL or path the plan names",
+  hint: "Use an admin token (--token or LLMGW_TOKEN), or plan on your own machine against a what-if fleet: `llmgw ctl model plan SOURCE --gpus SPEC` needs no token.",
+};
+
 export function registerPlanRoutes(app: FastifyInstance, settings: PlanSettings, fleetSource: FleetSource): void {
-  app.get("/api/v1/plan", { config: { access: "admin" } }, async (request) => {
+  app.get("/api/v1/plan", { config: { access: "admin", readOnlyRefusal } }, async (request) => {
     const query = parseQuery(planQuery, request.query);
     return planSource(query.source, {
       gpus: query.gpus,
