@@ -361,7 +361,7 @@ export class FleetService {
       gpus: status.cards,
       state: stopPending ? "draining" : state === "lost" && !terminal ? "lost" : status.state,
       endpoint: terminal || stopPending ? null : endpoint,
-      progress: status.progress ?? null,
+      progress: status.progress ? { fraction: status.progress.fraction, bytes_done: status.progress.bytes_done, bytes_total: status.progress.bytes_total ?? null } : null,
       reason: stopPending
         ? `stopped while node ${row.node} was lost (not heard from since ${node?.last_seen_at ?? "?"}); its agent is told to stop it when the node reports it again`
         : state === "lost" && !terminal

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
 import { runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
+import { expectDocumentedShape } from "../support/documented-shape.js";
 
 const serverYaml = `models:
   - name: declared-chat
@@ -65,6 +66,21 @@ describe("llmgw server and ctl, as real processes", () => {
       replicas: { ready: 0, desired: 0 },
       profiles: [{ name: "llamacpp", gpus: 0 }],
     });
+  });
+
+  it("prints every documented field in --json, null when absent (memory_gb and cpu_cores of a GPU profile included)", async () => {
+    const shown = await ctl("model", "show", "declared-chat", "--json");
+    expect(shown.code).toBe(0);
+    const model = JSON.parse(shown.stdout) as { profiles: Record<string, unknown>[] };
+    expectDocumentedShape(model, "Model");
+    expect(model.profiles[0]).toMatchObject({ memory_gb: null, cpu_cores: null, quantization: null, gpu_class: "h100" });
+
+    const file = modelFile(directory, "remote.yaml", "name: remote-gpt\nexternal: { base_url: https://api.example/v1 }\n");
+    const added = await ctl("model", "add", "-f", file, "--json");
+    expectDocumentedShape(JSON.parse(added.stdout), "Model");
+    expect(JSON.parse(added.stdout)).toMatchObject({ external: { base_url: "https://api.example/v1", api_key_env: null, model: null }, profiles: [] });
+    for (const listed of (JSON.parse((await ctl("models", "--json")).stdout) as { models: unknown[] }).models) expectDocumentedShape(listed, "Model");
+    expect((await ctl("model", "remove", "remote-gpt")).code).toBe(0);
   });
 
   it("changes scaling, resources, class, owner and fallbacks, each answered with the model in force", async () => {

@@ -14,6 +14,7 @@ import type { NodeView, ReplicaView } from "../../protocol/views.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
 import { hashToken, newToken } from "../tokens.js";
+import { expectDocumentedShape } from "../../../test/support/documented-shape.js";
 
 describe("fleet API with a real agent", () => {
   let directory: string;
@@ -136,6 +137,7 @@ describe("fleet API with a real agent", () => {
       return replica.state === "ready" ? replica : undefined;
     }, 20_000, "tiny-1 ready");
     expect(ready.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expectDocumentedShape(ready, "Replica");
 
     const second = await app.inject({ method: "POST", url: "/api/v1/replicas", headers: as, payload: { model: "tiny", node: "gpu-1" } });
     expect(second.json()).toMatchObject({ gpus: [1] });
@@ -145,6 +147,7 @@ describe("fleet API with a real agent", () => {
 
     const nodes = (await app.inject({ method: "GET", url: "/api/v1/nodes", headers: as })).json() as { nodes: NodeView[] };
     expect(nodes.nodes[0]?.gpus[0]?.replica).toBe("tiny-1");
+    for (const node of nodes.nodes) expectDocumentedShape(node, "Node");
     const model = (await app.inject({ method: "GET", url: "/api/v1/models/tiny", headers: as })).json() as { replicas: { ready: number } };
     expect(model.replicas.ready).toBeGreaterThanOrEqual(1);
 
