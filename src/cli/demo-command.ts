@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { request } from "undici";
 import { z } from "zod";
 import { runDemo, type RunningDemo } from "../demo/run-demo.js";
-import { llmgwCommand } from "./invocation.js";
+import { printedLlmgwCommand } from "./invocation.js";
 import { print, renderTable } from "./output.js";
 
 const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
@@ -22,7 +22,7 @@ async function askReplica(endpoint: string, model: string): Promise<string> {
 }
 
 function summary(demo: RunningDemo, checks: readonly string[]): string {
-  const llmgw = llmgwCommand();
+  const llmgw = printedLlmgwCommand();
   const first = demo.replicas.find((replica) => replica.engine === "vllm") ?? demo.replicas[0];
   const replicaRows = demo.replicas.map((replica) => [
     replica.model,

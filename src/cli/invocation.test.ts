@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { asInvoked, llmgwCommand } from "./invocation.js";
+import { asInvoked, printedLlmgwCommand } from "./invocation.js";
 
-describe("llmgwCommand", () => {
+describe("printedLlmgwCommand", () => {
   it("is npx llmgw when npm started it through exec (npx llmgw, npm exec llmgw)", () => {
-    expect(llmgwCommand({ npm_command: "exec" })).toBe("npx llmgw");
+    expect(printedLlmgwCommand({ npm_command: "exec" })).toBe("npx llmgw");
   });
 
   it("is bare llmgw otherwise (a global install, npm link, or npm test's child processes)", () => {
-    expect(llmgwCommand({})).toBe("llmgw");
-    expect(llmgwCommand({ npm_command: "test" })).toBe("llmgw");
+    expect(printedLlmgwCommand({})).toBe("llmgw");
+    expect(printedLlmgwCommand({ npm_command: "test" })).toBe("llmgw");
   });
 });
 

@@ -5,7 +5,7 @@
  * a hint that says bare `llmgw ctl ...` fails with "command not found".
  * npm marks a process it starts through exec with npm_command=exec.
  */
-export function llmgwCommand(environment: NodeJS.ProcessEnv = process.env): string {
+export function printedLlmgwCommand(environment: NodeJS.ProcessEnv = process.env): string {
   return environment.npm_command === "exec" ? "npx llmgw" : "llmgw";
 }
 
@@ -16,6 +16,6 @@ export function llmgwCommand(environment: NodeJS.ProcessEnv = process.env): stri
  * user can run them.
  */
 export function asInvoked(text: string, environment: NodeJS.ProcessEnv = process.env): string {
-  const command = llmgwCommand(environment);
+  const command = printedLlmgwCommand(environment);
   return command === "llmgw" ? text : text.replace(/`llmgw /g, `\`${command} `);
 }

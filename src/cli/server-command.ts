@@ -3,7 +3,7 @@ import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
 import { describeStorage, startServer } from "../server/start-server.js";
 import { softwareVersion } from "../api/version.js";
 import { dataDirOption } from "../server/admin-token.js";
-import { llmgwCommand } from "./invocation.js";
+import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
 
 export function registerServerCommand(program: Command): void {
@@ -39,7 +39,7 @@ export function registerServerCommand(program: Command): void {
       }
       // The next step must run as printed: from this folder, with ctl finding the token by itself.
       const serverOption = server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`;
-      lines.push("", `  Next: ${llmgwCommand()} ctl models${serverOption}${dataDirOption(server.config.dataDir)}`);
+      lines.push("", `  Next: ${printedLlmgwCommand()} ctl models${serverOption}${dataDirOption(server.config.dataDir)}`);
       print(lines.join("\n"));
       const stop = () => {
         void server.close().then(() => process.exit(0));

@@ -8,7 +8,7 @@ import { DomainError } from "../../errors/domain-error.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
-import { llmgwCommand } from "../invocation.js";
+import { printedLlmgwCommand } from "../invocation.js";
 import { describeModel, describeScaling, profileSummary } from "./model-text.js";
 import { registerPlanCommand } from "./plan-command.js";
 
@@ -28,7 +28,7 @@ export function registerModelsCommands(ctl: Command): void {
     .action(async (_options, command: Command) => {
       const result = await apiClient(ctlOptions(command)).get<{ models: ModelView[] }>("/api/v1/models");
       if (ctlOptions(command).json) return printJson(result);
-      if (result.models.length === 0) return print(`The catalog is empty. Add a model with \`${llmgwCommand()} ctl model add -f model.yaml\`, or declare one in server.yaml.`);
+      if (result.models.length === 0) return print(`The catalog is empty. Add a model with \`${printedLlmgwCommand()} ctl model add -f model.yaml\`, or declare one in server.yaml.`);
       print(
         renderTable(
           ["NAME", "SOURCE", "STATE", "READY", "CLASS", "SCALING", "PROFILES", "OWNER"],
