@@ -102,6 +102,12 @@ describe("every printed next step runs as printed", () => {
     expect(unreachable.stderr).toContain("Start it with `npx llmgw server`");
   });
 
+  it("server --help names the API the server serves today", async () => {
+    const help = await runCli(["server", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("the admin API (/api/v1)");
+  });
+
   it("through the real npx in the clone", async () => {
     const result = await shell("npx --no-install llmgw ctl --server http://127.0.0.1:9 models", repositoryRoot, `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}`);
     expect(result.code).toBe(1);
