@@ -1,8 +1,7 @@
-import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { llmgwBin, runCli, startServerProcess, type CliResult, type ServerProcess } from "../support/processes.js";
+import { llmgwBin, runCli, runToCompletion, startServerProcess, withoutLlmgwVariables, type CliResult, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const repositoryRoot = path.resolve(path.dirname(llmgwBin), "..");
@@ -19,18 +18,9 @@ function pathWithLlmgw(): string {
   return `${directory}:${path.dirname(process.execPath)}:${process.env.PATH ?? ""}`;
 }
 
-/** Runs a printed command line in a shell, in `cwd`, with none of the developer's LLMGW_ or npm_ settings. */
+/** Runs a printed command line in a shell, in `cwd`, with none of the developer's LLMGW_ settings. */
 function shell(commandLine: string, cwd: string, searchPath: string): Promise<CliResult> {
-  const environment = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("LLMGW_") && !key.startsWith("npm_")));
-  return new Promise((resolve, reject) => {
-    const child = spawn("sh", ["-c", commandLine], { cwd, env: { ...environment, PATH: searchPath }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+  return runToCompletion("sh", ["-c", commandLine], { cwd, env: { ...withoutLlmgwVariables(process.env), PATH: searchPath } });
 }
 
 describe("every printed next step runs as printed", () => {

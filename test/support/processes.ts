@@ -15,12 +15,13 @@ export interface CliResult {
 
 /** Runs `llmgw ARGS` to completion, as a person at a terminal would. */
 export function runCli(args: readonly string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<CliResult> {
+  return runToCompletion(process.execPath, [llmgwBin, ...args], { cwd: options.cwd ?? process.cwd(), env: { ...withoutLlmgwVariables(process.env), ...options.env } });
+}
+
+/** Runs a program to completion and collects what it printed. */
+export function runToCompletion(program: string, args: readonly string[], options: { cwd: string; env: Record<string, string | undefined> }): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [llmgwBin, ...args], {
-      cwd: options.cwd ?? process.cwd(),
-      env: { ...withoutLlmgwVariables(process.env), ...options.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(program, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -35,7 +36,7 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
  * settings must not leak in. Nor npm's npm_command: run under `npx vitest`,
  * every llmgw started here would believe it was started through npx.
  */
-function withoutLlmgwVariables(environment: NodeJS.ProcessEnv): Record<string, string | undefined> {
+export function withoutLlmgwVariables(environment: NodeJS.ProcessEnv): Record<string, string | undefined> {
   return Object.fromEntries(
     Object.entries(environment).filter(([key]) => (!key.startsWith("LLMGW_") || key === "LLMGW_TEST_POSTGRES_URL") && key !== "npm_command"),
   );
