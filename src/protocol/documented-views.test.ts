@@ -22,8 +22,9 @@ function namesInCode(text: string): Set<string> {
 
 describe("the README's JSON shapes", () => {
   it.each(Object.keys(documentedViewFields) as DocumentedView[])("documents every field of %s", (shape) => {
-    const paragraph = readmeParagraph(shape.split(".")[0] as string);
-    expect(paragraph, `README.md does not document \`${shape.split(".")[0]}\`: under JSON output`).toBeDefined();
+    const label = shape.startsWith("ctl ") ? shape : (shape.split(".")[0] as string);
+    const paragraph = readmeParagraph(label);
+    expect(paragraph, `README.md does not document \`${label}\`: under JSON output`).toBeDefined();
     const documented = namesInCode(paragraph as string);
     expect(documentedViewFields[shape].filter((field) => !documented.has(field)), `fields of ${shape} missing from the README`).toEqual([]);
   });

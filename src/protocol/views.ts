@@ -132,6 +132,30 @@ export interface ReplicaView {
 }
 
 
+/** An admin-API token as listed (`ctl tokens --json`): never the token itself. */
+export interface TokenView {
+  name: string;
+  role: "admin" | "read";
+  created_at: string;
+}
+
+/** The answer to creating a token: the only time the token is shown. */
+export interface CreatedTokenView extends TokenView {
+  token: string;
+}
+
+/** One change in `ctl audit --json`; before/after are whole model entries, null when added or removed. */
+export interface AuditEventView {
+  id: number;
+  at: string;
+  actor: string;
+  actor_user: string | null;
+  action: string;
+  model: string | null;
+  before: unknown;
+  after: unknown;
+}
+
 /** Every field of a view, each once: the compiler refuses a list that misses a field of the interface or names one it lacks. */
 type FieldSet<View> = { readonly [Field in keyof View]-?: true };
 
@@ -141,7 +165,7 @@ function fields<View>(set: FieldSet<View>): readonly string[] {
 
 /**
  * The fields of each shape the README documents, under the README's name for
- * the shape. A test holds the README to this list and the API's answers to
+ * the shape (or the command it documents the shape under). A test holds the README to this list and the API's answers to
  * it (every field present, null when absent), so a field added to a view
  * without its documentation fails there, not in a user's script.
  */
@@ -217,6 +241,10 @@ export const documentedViewFields = {
     created_at: true,
   }),
   "Replica.progress": fields<ReplicaProgressView>({ fraction: true, bytes_done: true, bytes_total: true }),
+  // Shapes the README documents inline, under the command that prints them.
+  "ctl tokens --json": fields<TokenView>({ name: true, role: true, created_at: true }),
+  "ctl token create --json": fields<CreatedTokenView>({ name: true, role: true, created_at: true, token: true }),
+  "ctl audit --json": fields<AuditEventView>({ id: true, at: true, actor: true, actor_user: true, action: true, model: true, before: true, after: true }),
 } as const;
 
 export type DocumentedView = keyof typeof documentedViewFields;

@@ -101,6 +101,7 @@ describe("llmgw server and ctl, as real processes", () => {
 
   it("records each change with the token's name and the sudo user", async () => {
     const audit = JSON.parse((await ctl("audit", "--model", "big", "--json")).stdout).events as { action: string; actor: string; actor_user: string; before: unknown; after: { scaling?: unknown } }[];
+    for (const event of audit) expectDocumentedShape(event, "ctl audit --json");
     expect(audit.map((event) => event.action)).toEqual([
       "model-fallbacks-changed",
       "model-owner-changed",
@@ -184,6 +185,10 @@ describe("llmgw server and ctl, as real processes", () => {
   it("makes a read-only token with ctl that lists but cannot change, and revokes it", async () => {
     const created = await ctl("token", "create", "dashboard");
     expect(created.stdout).toContain('Created read token "dashboard". It is shown this once');
+    const scripted = JSON.parse((await ctl("token", "create", "scripted", "--json")).stdout) as unknown;
+    expectDocumentedShape(scripted, "ctl token create --json");
+    for (const listed of (JSON.parse((await ctl("tokens", "--json")).stdout) as { tokens: unknown[] }).tokens) expectDocumentedShape(listed, "ctl tokens --json");
+    expect((await ctl("token", "revoke", "scripted")).code).toBe(0);
     const token = (/\n  (llmgw_read_\S+)/.exec(created.stdout) ?? [])[1] as string;
     const reader = (...args: string[]) => runCli(["ctl", "--server", server.url, "--token", token, ...args]);
     expect((await reader("models")).stdout).toContain("declared-chat");
