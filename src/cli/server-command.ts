@@ -2,7 +2,9 @@ import type { Command } from "commander";
 import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
 import { describeStorage, startServer } from "../server/start-server.js";
 import { softwareVersion } from "../api/version.js";
-import { dataDirOption } from "../server/admin-token.js";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { adminTokenFileName, dataDirOption } from "../server/admin-token.js";
 import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
 
@@ -39,7 +41,13 @@ export function registerServerCommand(program: Command): void {
       }
       // The next step must run as printed: from this folder, with ctl finding the token by itself.
       const serverOption = server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`;
-      lines.push("", `  Next: ${printedLlmgwCommand()} ctl models${serverOption}${dataDirOption(server.config.dataDir)}`);
+      const next = `${printedLlmgwCommand()} ctl models${serverOption}`;
+      if (existsSync(path.join(server.config.dataDir, adminTokenFileName))) {
+        lines.push("", `  Next: ${next}${dataDirOption(server.config.dataDir)}`);
+      } else {
+        // A shared Postgres set up by another server: its admin token file is on that server's machine.
+        lines.push("", `  Next: ${next} --token TOKEN   (an admin token: this database's first server wrote it to its own data dir)`);
+      }
       print(lines.join("\n"));
       const stop = () => {
         void server.close().then(() => process.exit(0));

@@ -257,6 +257,8 @@ describe("llmgw server start-up", () => {
       const second = await startServerProcess({ args: ["--database", database.url], dataDir: path.join(directory, "other-data") });
       servers.push(second);
       expect(second.token).toBe("");
+      // Its data dir holds no admin token, so its Next: line asks for one rather than pointing at that dir.
+      expect(/Next: (.+)/.exec(second.output())?.[1]).toMatch(/ctl models --server \S+ --token TOKEN /);
       const listed = await runCli(["ctl", "--server", second.url, "--token", first.token, "models"]);
       expect(listed.stdout).toContain("on-postgres");
     } finally {
