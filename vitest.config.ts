@@ -14,6 +14,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Says when the Postgres suites are off, and fails a run that leaves temp folders behind.
+    globalSetup: ["test/support/global-setup.ts"],
+    setupFiles: ["test/support/remove-temporary-directories.ts"],
     projects: [
       // Threads start faster than forks; nothing in the unit project changes process-wide state.
       { extends: true, test: { name: "unit", include: ["src/**/*.test.ts", "test/architecture/**/*.test.ts"], pool: "threads" } },

@@ -19,6 +19,8 @@ export type Access = "public" | "read" | "admin" | "agent";
 declare module "fastify" {
   interface FastifyContextConfig {
     access?: Access;
+    /** For an admin route that is not a change: why a read-only token is refused, and what it can do instead. */
+    readOnlyRefusal?: { readonly because: string; readonly hint: string };
   }
   interface FastifyRequest {
     actor: Actor | undefined;
@@ -51,7 +53,11 @@ export function installAccessControl(app: FastifyInstance, store: Store, adminTo
       throw new DomainError("unauthorized", "the bearer token is not one this server issued (or it was revoked)", adminTokenHint);
     }
     if (access === "admin" && row.role !== "admin") {
-      throw new DomainError("forbidden", `token "${row.name}" is read-only; this change needs an admin token`, "Use an admin token (--token or LLMGW_TOKEN).");
+      // "this change" told someone asking for a plan or a list that reading was a change.
+      const refusal = request.routeOptions.config.readOnlyRefusal;
+      const reading = request.method === "GET" || request.method === "HEAD";
+      const because = refusal?.because ?? (reading ? `${request.method} ${request.routeOptions.url ?? request.url} needs an admin token` : "this change needs an admin token");
+      throw new DomainError("forbidden", `token "${row.name}" is read-only; ${because}`, refusal?.hint ?? "Use an admin token (--token or LLMGW_TOKEN).");
     }
     const user = request.headers[userHeader];
     request.actor = { token: row.name, user: typeof user === "string" && user.length > 0 ? user.slice(0, 128) : null };

@@ -1,6 +1,7 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import { redactEntry, redactProfile, type Audience } from "../catalog/redact.js";
-import type { ModelState, ModelView, ReplicaCounts } from "../protocol/views.js";
+import type { ResolvedProfile } from "../catalog/catalog-model.js";
+import type { ModelState, ModelView, ProfileView, ReplicaCounts } from "../protocol/views.js";
 
 /** Where the model views get their replica counts; the fleet supplies it once nodes exist. */
 export type ReplicaCountSource = () => Promise<ReadonlyMap<string, ReplicaCounts>>;
@@ -57,9 +58,26 @@ function modelFacts(model: CatalogModel, declaredIn: string, audience: Audience)
     fallbacks: model.fallbacks,
     aliases: model.aliases,
     adapters: entry.adapters ?? [],
-    profiles: model.profiles.map((profile) => redactProfile(profile, audience)),
+    profiles: model.profiles.map((profile) => profileView(redactProfile(profile, audience))),
     external: entry.external
       ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
       : null,
+  };
+}
+
+function profileView(profile: ResolvedProfile): ProfileView {
+  return {
+    name: profile.name,
+    engine: profile.engine,
+    source: profile.source,
+    gpu_class: profile.gpu_class ?? null,
+    gpus: profile.gpus,
+    quantization: profile.quantization ?? null,
+    memory_gb: profile.memory_gb ?? null,
+    cpu_cores: profile.cpu_cores ?? null,
+    slots: profile.slots,
+    args: profile.args,
+    env: profile.env,
+    secret_env: profile.secret_env,
   };
 }

@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { refusalOf as failure } from "../../test/support/refusal.js";
@@ -7,9 +6,10 @@ import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
 import { parseModelFile } from "./model-file.js";
 import type { ModelEntry } from "./schema.js";
 import { loadServerConfig } from "./server-config.js";
+import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 
 function writeConfig(text: string): string {
-  const directory = mkdtempSync(path.join(tmpdir(), "llmgw-config-"));
+  const directory = temporaryDirectory("llmgw-config-");
   const file = path.join(directory, "server.yaml");
   writeFileSync(file, text);
   return file;

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { request } from "undici";
 import { z } from "zod";
 import { runDemo, type RunningDemo } from "../demo/run-demo.js";
+import { printedLlmgwCommand } from "./invocation.js";
 import { print, renderTable } from "./output.js";
 
 const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
@@ -36,6 +37,7 @@ export function gatewayTryLines(url: string, model: string): string[] {
 }
 
 function summary(demo: RunningDemo, checks: readonly string[]): string {
+  const llmgw = printedLlmgwCommand();
   const first = demo.replicas.find((replica) => replica.engine === "vllm") ?? demo.replicas[0];
   const replicaRows = demo.replicas.map((replica) => [
     replica.model,
@@ -53,12 +55,12 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
     "",
     "Try, in another terminal:",
     `  export LLMGW_SERVER=${demo.url} LLMGW_TOKEN=${demo.token}`,
-    "  npx llmgw ctl nodes                 # the simulated machines and what runs on each card",
-    "  npx llmgw ctl models                # the catalog, with state and replicas",
-    "  npx llmgw ctl replicas",
-    `  npx llmgw ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
-    "  npx llmgw ctl scale llama-3.1-8b --min 1 --max 3",
-    ...(first ? [`  npx llmgw ctl logs ${first.id}`] : []),
+    `  ${llmgw} ctl nodes                 # the simulated machines and what runs on each card`,
+    `  ${llmgw} ctl models                # the catalog, with state and replicas`,
+    `  ${llmgw} ctl replicas`,
+    `  ${llmgw} ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
+    `  ${llmgw} ctl scale llama-3.1-8b --min 1 --max 3`,
+    ...(first ? [`  ${llmgw} ctl logs ${first.id}`] : []),
     "",
     `The OpenAI-compatible gateway (open: no key on this loopback demo) streams from the replicas at ${demo.url}/v1:`,
     ...(first ? gatewayTryLines(demo.url, first.model) : []),

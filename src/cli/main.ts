@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { softwareVersion } from "../protocol/api-version.js";
 import { DomainError } from "../errors/domain-error.js";
 import { RemoteError } from "./api-client.js";
+import { asInvoked } from "./invocation.js";
 import { registerCtlOptions } from "./ctl/context.js";
 import { registerAuditCommand } from "./ctl/audit-command.js";
 import { registerModelsCommands } from "./ctl/models-commands.js";
@@ -16,7 +17,7 @@ import { registerGatewayKeysCommands } from "./ctl/gateway-keys-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
-    .description("a private LLM platform: OpenAI-compatible gateway, control plane and node agent in one program")
+    .description("a private LLM platform: OpenAI-compatible gateway, control plane, node agent and operator CLI in one program")
     .version(softwareVersion, "-v, --version")
     .showSuggestionAfterError()
     .showHelpAfterError("(run with --help for usage)");
@@ -41,7 +42,7 @@ function report(error: unknown): number {
     const details = error.details.length > 1 ? error.details : [];
     for (const detail of details) lines.push(`  - ${detail.where}: ${detail.message}`);
     if (error.hint) lines.push(error.hint);
-    process.stderr.write(`${lines.join("\n")}\n`);
+    process.stderr.write(`${asInvoked(lines.join("\n"))}\n`);
     return 1;
   }
   if (error instanceof CommanderError) return error.exitCode;

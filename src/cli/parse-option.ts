@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "commander";
 import { parseDuration } from "../catalog/duration.js";
+import { parseTokenCount } from "../plan/format.js";
 
 /** Commander argument parsers that say what was wrong with the value, for the person at the terminal. */
 export function wholeNumber(minimum: number) {
@@ -27,4 +28,11 @@ export function fraction(value: string): number {
     throw new InvalidArgumentError(`"${value}" is not a fraction between 0 and 1 (write 0.90 for 90%).`);
   }
   return number;
+}
+
+/** A number of tokens in any form the output prints: 32768, 32k, 32K, 1M (k = 1024, M = 1024²). */
+export function tokenCount(value: string): number {
+  const tokens = parseTokenCount(value);
+  if (tokens === undefined || tokens < 1) throw new InvalidArgumentError(`"${value}" is not a number of tokens such as 32768, 32k or 1M (k = 1024).`);
+  return tokens;
 }

@@ -2,12 +2,16 @@ import type { Command } from "commander";
 import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
 import { describeStorage, startServer } from "../server/start-server.js";
 import { softwareVersion } from "../protocol/api-version.js";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { adminTokenFileName, dataDirOption } from "../server/admin-token.js";
+import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
 
 export function registerServerCommand(program: Command): void {
   program
     .command("server")
-    .description("run the control plane, admin API and gateway on one port")
+    .description("run the control plane, the admin API (/api/v1) and the OpenAI-compatible gateway (/v1) on one port")
     .option("-c, --config <file>", "server.yaml: declared models and settings")
     .option("--listen <host:port>", `where to listen (default ${defaultListen})`)
     .option("--data-dir <dir>", `state and the admin token (default ${defaultDataDir})`)
@@ -37,7 +41,15 @@ export function registerServerCommand(program: Command): void {
       }
       for (const warning of server.warnings) process.stderr.write(`\n${warning}\n\n`);
       lines.push(`  gateway: ${server.url}/v1 (OpenAI-compatible; auth ${server.config.gatewayAuth}), metrics at ${server.url}/metrics`);
-      lines.push("", `  Next: llmgw ctl models${server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`}`);
+      // The next step must run as printed: from this folder, with ctl finding the token by itself.
+      const serverOption = server.url === `http://${defaultListen}` ? "" : ` --server ${server.url}`;
+      const next = `${printedLlmgwCommand()} ctl models${serverOption}`;
+      if (existsSync(path.join(server.config.dataDir, adminTokenFileName))) {
+        lines.push("", `  Next: ${next}${dataDirOption(server.config.dataDir)}`);
+      } else {
+        // A shared Postgres set up by another server: its admin token file is on that server's machine.
+        lines.push("", `  Next: ${next} --token TOKEN   (an admin token: this database's first server wrote it to its own data dir)`);
+      }
       print(lines.join("\n"));
       const stop = () => {
         void server.close().then(() => process.exit(0));

@@ -218,8 +218,8 @@ async function spawnAgent(serverUrl: string, joinToken: string, node: (typeof de
   const agentDir = path.join(dataDir, "agents", node.name);
   await mkdir(agentDir, { recursive: true });
   const log = createWriteStream(path.join(agentDir, "agent.log"), { flags: "a" });
-  const [node20, bin] = llmgwCommand() as [string, string];
-  const child = spawn(node20, [bin, "agent", "--server", serverUrl, "--name", node.name, "--data-dir", agentDir, "--simulate", node.simulate], {
+  const [nodeBinary, bin] = llmgwCommand() as [string, string];
+  const child = spawn(nodeBinary, [bin, "agent", "--server", serverUrl, "--name", node.name, "--data-dir", agentDir, "--simulate", node.simulate], {
     // The join token by environment keeps it out of `ps`.
     env: { ...process.env, LLMGW_JOIN_TOKEN: joinToken },
     // Its own process group: a terminal's Ctrl-C reaches the whole foreground

@@ -37,6 +37,7 @@ export const errorCodes = {
   engine_failed: "An engine exited or never became healthy while loading; the message carries its log tail.",
   port_taken: "The port chosen for an engine is already used by another process on the node.",
   cards_busy: "A replica asks for cards another replica on the node already uses.",
+  cards_missing: "The node does not have the cards a profile needs, busy or not: none of its class, or fewer in all than it asks for.",
   replica_not_found: "No replica of that id on the node.",
   replica_conflict: "A replica of that id already exists (on any node, or with a different specification), or is still stopping.",
   node_not_found: "No node of that name has joined the server.",

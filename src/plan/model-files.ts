@@ -183,7 +183,17 @@ export interface HubOptions {
   readonly hubToken?: string;
   /** A deadline for each request to a hub or mirror; none when left out. */
   readonly requestTimeoutMs?: number;
+  /** Where the person sets the endpoint and token, for failure hints: the server reads server.yaml, the CLI its flags and environment. */
+  readonly hubSettings?: HubSettingNames;
 }
+
+export interface HubSettingNames {
+  readonly endpoint: string;
+  readonly token: string;
+}
+
+/** The server's: a hint naming --hub-endpoint to someone whose server did the reading would send them to the wrong machine. */
+export const serverHubSettings: HubSettingNames = { endpoint: "server.yaml huggingface.endpoint", token: "server.yaml huggingface.token_env" };
 
 export const defaultHubEndpoint = "https://huggingface.co";
 
@@ -197,6 +207,7 @@ export function hubFiles(repository: string, revision: string, options: HubOptio
   const hubUrl = (options.hubEndpoint ?? defaultHubEndpoint).replace(/\/+$/, "");
   const token = options.hubToken;
   const fetchOnce = fetchWithin(options.requestTimeoutMs);
+  const settings = options.hubSettings ?? serverHubSettings;
   const authorizedFetch: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     if (token) headers.set("Authorization", `Bearer ${token}`);
@@ -208,10 +219,10 @@ export function hubFiles(repository: string, revision: string, options: HubOptio
     const status = (error as { statusCode?: unknown }).statusCode;
     const what = path ? `${path} of ${description}` : description;
     if (status === 401 || status === 403) {
-      return sourceUnreadable(what, `the hub answered ${status}`, "The repository is gated or private: set the hub token (server.yaml huggingface.token_env) and accept its licence.");
+      return sourceUnreadable(what, `the hub answered ${status}`, `The repository is gated or private: set the hub token (${settings.token}) and accept its licence.`);
     }
     if (status === 404) return sourceUnreadable(what, "not found on the hub", "Check the model id and revision (Org/Name@revision).");
-    return sourceUnreadable(what, connectionFailure(error, options.requestTimeoutMs), "Check the hub endpoint (server.yaml huggingface.endpoint) and that it is reachable.");
+    return sourceUnreadable(what, connectionFailure(error, options.requestTimeoutMs), `Check the hub endpoint (${settings.endpoint}) and that it is reachable.`);
   };
   const blob = async (path: string): Promise<Blob | undefined> => {
     try {

@@ -2,6 +2,7 @@ import { DomainError } from "../errors/domain-error.js";
 import { parseHardwareSpec } from "../fleet/gpu-spec.js";
 import { fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
 import { planCandidates, type Plan } from "./candidates.js";
+import type { HubSettingNames } from "./model-files.js";
 import { readModelSource } from "./read-model-source.js";
 
 export interface PlanSourceOptions {
@@ -14,6 +15,8 @@ export interface PlanSourceOptions {
   readonly hubToken?: string | undefined;
   /** server.yaml's mirror, for `mirror:path` sources. */
   readonly mirror?: string | undefined;
+  /** Named in hints when the hub fails; the server's settings when not given. */
+  readonly hubSettings?: HubSettingNames | undefined;
 }
 
 /**
@@ -36,6 +39,7 @@ export async function planSource(source: string, options: PlanSourceOptions): Pr
     hubEndpoint: options.hubEndpoint,
     ...(options.hubToken ? { hubToken: options.hubToken } : {}),
     ...(options.mirror !== undefined ? { mirror: options.mirror } : {}),
+    ...(options.hubSettings ? { hubSettings: options.hubSettings } : {}),
   });
   return planCandidates(facts, fleet, {
     ...(options.context !== undefined ? { context: options.context } : {}),

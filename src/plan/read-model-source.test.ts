@@ -60,10 +60,22 @@ describe("readModelSource", () => {
     expect(server.requests.some((path) => path.startsWith("/Qwen/Qwen2.5-7B-Instruct/resolve/main/model-00001-of-00004.safetensors"))).toBe(true);
   });
 
-  it("explains a missing token at the hub", async () => {
+  it("explains a missing token at the hub, naming the server's setting by default", async () => {
     await expect(readModelSource("Qwen/Qwen2.5-7B-Instruct", { hubEndpoint: server.url })).rejects.toMatchObject({
       code: "source_unreadable",
       message: expect.stringContaining("401"),
+      hint: expect.stringContaining("server.yaml huggingface.token_env"),
+    });
+  });
+
+  it("names the settings of whoever reads the hub: the CLI's flag and environment when it plans by itself", async () => {
+    const hubSettings = { endpoint: "--hub-endpoint or HF_ENDPOINT", token: "HF_TOKEN" };
+    await expect(readModelSource("Qwen/Qwen2.5-7B-Instruct", { hubEndpoint: server.url, hubSettings })).rejects.toMatchObject({
+      hint: expect.stringContaining("(HF_TOKEN)"),
+    });
+    await expect(readModelSource("Qwen/Qwen2.5-7B-Instruct", { hubEndpoint: "http://127.0.0.1:9", hubSettings })).rejects.toMatchObject({
+      code: "source_unreadable",
+      hint: "Check the hub endpoint (--hub-endpoint or HF_ENDPOINT) and that it is reachable.",
     });
   });
 
@@ -172,6 +184,27 @@ describe("readModelSource", () => {
       code: "source_unreadable",
       hint: expect.stringContaining("ends in /"),
     });
+  });
+
+  it("refuses a folder with no config.json, naming the GGUF files below it rather than planning one of them", async () => {
+    const folder = join(workspace, "gguf-only");
+    await writeBytes(join(folder, "Q4", "model-Q4_K_M.gguf"), syntheticGguf(fixtureArchitecture("Llama-3.1-8B"), "Q4_K_M", 15));
+    const refusal = readModelSource(folder);
+    await expect(refusal).rejects.toMatchObject({
+      code: "source_unreadable",
+      message: expect.stringContaining("not found; the folder holds 1 GGUF file: Q4/model-Q4_K_M.gguf"),
+      hint: expect.stringContaining(`${folder}/Q4/model-Q4_K_M.gguf`),
+    });
+    await writeBytes(join(folder, "mmproj-f16.gguf"), syntheticGguf(fixtureArchitecture("Llama-3.1-8B"), "Q4_K_M", 15));
+    await expect(readModelSource(folder)).rejects.toMatchObject({ message: expect.stringContaining("holds 2 GGUF files") });
+    const named = await readModelSource(join(folder, "Q4", "model-Q4_K_M.gguf"));
+    expect(named.ggufFileType).toBe("Q4_K_M");
+  });
+
+  it("refuses a folder with neither config.json nor GGUF files, saying what a model folder needs", async () => {
+    const folder = join(workspace, "empty");
+    await mkdir(folder, { recursive: true });
+    await expect(readModelSource(folder)).rejects.toMatchObject({ code: "source_unreadable", hint: expect.stringContaining("config.json") });
   });
 
   it("refuses what is neither an HF id, a URL, a folder nor a GGUF file", async () => {

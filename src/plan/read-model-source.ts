@@ -2,7 +2,6 @@ import { redactUrl } from "../catalog/redact.js";
 import { parseWeightsSource, sourceGrammarHint, type SourceContext } from "../catalog/weights-source.js";
 import { withUrlCredentials } from "../net/url-credentials.js";
 import { gguf, parseGgufShardFilename } from "@huggingface/gguf";
-import { resolve } from "node:path";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { architectureFromConfig } from "./architecture.js";
 import { architectureFromGguf, countGgufTensors, ggufFileTypeName, type GgufMetadata, type GgufTensor } from "./gguf-architecture.js";
@@ -76,7 +75,7 @@ export async function readModelSource(source: string, options: ReadModelSourceOp
         if (await isFile(parsed.path)) return readGguf(trimmed, parsed.path, {});
         throw sourceUnreadable(trimmed, "no such file", "Give the path of a .gguf file that exists on this machine.");
       }
-      if (await isDirectory(parsed.path)) return readFolder(trimmed, localFolderFiles(parsed.path), parsed.path);
+      if (await isDirectory(parsed.path)) return readFolder(trimmed, localFolderFiles(parsed.path));
       throw new DomainError(
         "source_unreadable",
         `"${source}" is not a folder or a .gguf file on this machine`,
@@ -97,22 +96,24 @@ function tokenHeaders(url: string, options: ReadModelSourceOptions): Record<stri
   return new URL(url).origin === hubOrigin ? { Authorization: `Bearer ${options.hubToken}` } : {};
 }
 
-/** `localFolder` is set for a folder on this machine, where a lone .gguf can be read directly. */
-async function readFolder(source: string, files: ModelFiles, localFolder?: string): Promise<ModelFacts> {
+/**
+ * A folder without config.json is refused even when it holds one .gguf: the
+ * file decides the quantisation and the size, and a folder's lone .gguf may
+ * be a vision projector (mmproj) or a draft model, not the model the person
+ * meant. Naming what was found lets them plan the right file by its path.
+ */
+async function readFolder(source: string, files: ModelFiles): Promise<ModelFacts> {
   const listing = await files.list();
   const configText = await files.readText("config.json");
   if (configText === undefined) {
-    // A GGUF-only folder or repository: plan from its one .gguf file.
     const ggufFiles = listing?.filter((path) => /\.gguf$/i.test(path)) ?? [];
-    if (ggufFiles.length === 1 && localFolder !== undefined) {
-      return readGguf(source, resolve(localFolder, ggufFiles[0] as string), {});
-    }
+    const shown = ggufFiles.slice(0, 8).join(", ") + (ggufFiles.length > 8 ? `, and ${ggufFiles.length - 8} more` : "");
     throw sourceUnreadable(
       `config.json of ${files.description}`,
-      "not found",
-      ggufFiles.length > 1
-        ? `The folder holds several .gguf files (${ggufFiles.slice(0, 4).join(", ")}…): give the path of one.`
-        : "A model folder needs the transformers config.json next to its weights.",
+      ggufFiles.length > 0 ? `not found; the folder holds ${ggufFiles.length} GGUF file${ggufFiles.length === 1 ? "" : "s"}: ${shown}` : "not found",
+      ggufFiles.length > 0
+        ? `Plan a GGUF file by its own path (${source.replace(/\/+$/, "")}/${ggufFiles[0]}); a folder is planned from its config.json and safetensors.`
+        : "A model folder needs the transformers config.json next to its weights; for llama.cpp, give the path of a .gguf file.",
     );
   }
   const configFile = `config.json of ${files.description}`;

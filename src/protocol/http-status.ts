@@ -34,6 +34,7 @@ export const statusForCode: Record<ErrorCode, number> = {
   engine_failed: 502,
   port_taken: 409,
   cards_busy: 409,
+  cards_missing: 409,
   replica_not_found: 404,
   replica_conflict: 409,
   node_not_found: 404,

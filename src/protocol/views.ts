@@ -1,6 +1,6 @@
-import type { ResolvedProfile, Scaling } from "../catalog/catalog-model.js";
-import type { ModelClass } from "../catalog/schema.js";
-import type { ReplicaState, ReplicaStatus } from "./agent-protocol.js";
+import type { Scaling } from "../catalog/catalog-model.js";
+import type { EngineName, ModelClass } from "../catalog/schema.js";
+import type { ReplicaState } from "./agent-protocol.js";
 
 /**
  * The admin API's answers as tools see them (`ctl ... --json`, the console,
@@ -43,10 +43,38 @@ export interface ModelView {
   fallbacks: readonly string[];
   aliases: readonly string[];
   adapters: readonly { name: string; source: string; scale?: number | undefined }[];
-  profiles: readonly ResolvedProfile[];
-  external: { base_url: string; api_key_env: string | null; model: string | null } | null;
+  profiles: readonly ProfileView[];
+  external: ExternalView | null;
   state: ModelState;
   replicas: ReplicaCounts;
+}
+
+/**
+ * A profile with every default filled in. Every field is present, null when
+ * the entry leaves it out: JSON drops undefined, and a tool reading
+ * `memory_gb` must not have to tell "none" from "this version has no such field".
+ */
+export interface ProfileView {
+  name: string;
+  engine: EngineName;
+  source: string;
+  gpu_class: string | null;
+  gpus: number;
+  quantization: string | null;
+  memory_gb: number | null;
+  cpu_cores: number | null;
+  slots: number;
+  args: readonly string[];
+  env: Readonly<Record<string, string>>;
+  /** Engine variables taken from the server's environment: variable names only, never values. */
+  secret_env: Readonly<Record<string, string>>;
+}
+
+/** A model served elsewhere: the key's environment variable on the server, never the key. */
+export interface ExternalView {
+  base_url: string;
+  api_key_env: string | null;
+  model: string | null;
 }
 
 /** A node in the admin API and `ctl nodes --json`. Never its credential. */
@@ -57,7 +85,7 @@ export interface NodeView {
   hostname: string;
   fabric: string;
   labels: Record<string, string>;
-  gpus: { index: number; uuid: string; name: string; class: string; memory_bytes: number; memory_used_bytes: number | null; fabric: string; replica: string | null }[];
+  gpus: NodeGpuView[];
   memory_bytes: number;
   cpu_cores: number;
   engines: string[];
@@ -68,7 +96,25 @@ export interface NodeView {
   replicas: string[];
 }
 
+export interface NodeGpuView {
+  index: number;
+  uuid: string;
+  name: string;
+  class: string;
+  memory_bytes: number;
+  memory_used_bytes: number | null;
+  fabric: string;
+  replica: string | null;
+}
+
 export type ReplicaViewState = ReplicaState | "lost";
+
+/** Weights being fetched; bytes_total is null until the size is known. */
+export interface ReplicaProgressView {
+  fraction: number;
+  bytes_done: number;
+  bytes_total: number | null;
+}
 
 /** A replica in the admin API and `ctl replicas --json`. */
 export interface ReplicaView {
@@ -80,7 +126,7 @@ export interface ReplicaView {
   gpus: number[];
   state: ReplicaViewState;
   endpoint: string | null;
-  progress: ReplicaStatus["progress"] | null;
+  progress: ReplicaProgressView | null;
   reason: string | null;
   pid: number | null;
   adopted: boolean;
@@ -88,3 +134,121 @@ export interface ReplicaView {
   created_at: string;
 }
 
+
+/** An admin-API token as listed (`ctl tokens --json`): never the token itself. */
+export interface TokenView {
+  name: string;
+  role: "admin" | "read";
+  created_at: string;
+}
+
+/** The answer to creating a token: the only time the token is shown. */
+export interface CreatedTokenView extends TokenView {
+  token: string;
+}
+
+/** One change in `ctl audit --json`; before/after are whole model entries, null when added or removed. */
+export interface AuditEventView {
+  id: number;
+  at: string;
+  actor: string;
+  actor_user: string | null;
+  action: string;
+  model: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+/** Every field of a view, each once: the compiler refuses a list that misses a field of the interface or names one it lacks. */
+type FieldSet<View> = { readonly [Field in keyof View]-?: true };
+
+function fields<View>(set: FieldSet<View>): readonly string[] {
+  return Object.keys(set);
+}
+
+/**
+ * The fields of each shape the README documents, under the README's name for
+ * the shape (or the command it documents the shape under). A test holds the README to this list and the API's answers to
+ * it (every field present, null when absent), so a field added to a view
+ * without its documentation fails there, not in a user's script.
+ */
+export const documentedViewFields = {
+  Model: fields<ModelView>({
+    name: true,
+    source: true,
+    declared_in: true,
+    origin: true,
+    context: true,
+    max_output: true,
+    class: true,
+    class_set: true,
+    scaling: true,
+    target: true,
+    owner: true,
+    fallbacks: true,
+    aliases: true,
+    adapters: true,
+    profiles: true,
+    external: true,
+    state: true,
+    replicas: true,
+  }),
+  "Model.scaling": fields<Scaling>({ min: true, max: true, idle_timeout: true }),
+  "Model.profiles[]": fields<ProfileView>({
+    name: true,
+    engine: true,
+    source: true,
+    gpu_class: true,
+    gpus: true,
+    quantization: true,
+    memory_gb: true,
+    cpu_cores: true,
+    slots: true,
+    args: true,
+    env: true,
+    secret_env: true,
+  }),
+  "Model.external": fields<ExternalView>({ base_url: true, api_key_env: true, model: true }),
+  "Model.replicas": fields<ReplicaCounts>({ ready: true, desired: true }),
+  Node: fields<NodeView>({
+    name: true,
+    state: true,
+    address: true,
+    hostname: true,
+    fabric: true,
+    labels: true,
+    gpus: true,
+    memory_bytes: true,
+    cpu_cores: true,
+    engines: true,
+    disk_free_bytes: true,
+    simulated: true,
+    joined_at: true,
+    last_seen_at: true,
+    replicas: true,
+  }),
+  "Node.gpus[]": fields<NodeGpuView>({ index: true, uuid: true, name: true, class: true, memory_bytes: true, memory_used_bytes: true, fabric: true, replica: true }),
+  Replica: fields<ReplicaView>({
+    id: true,
+    model: true,
+    profile: true,
+    node: true,
+    engine: true,
+    gpus: true,
+    state: true,
+    endpoint: true,
+    progress: true,
+    reason: true,
+    pid: true,
+    adopted: true,
+    since: true,
+    created_at: true,
+  }),
+  "Replica.progress": fields<ReplicaProgressView>({ fraction: true, bytes_done: true, bytes_total: true }),
+  // Shapes the README documents inline, under the command that prints them.
+  "ctl tokens --json": fields<TokenView>({ name: true, role: true, created_at: true }),
+  "ctl token create --json": fields<CreatedTokenView>({ name: true, role: true, created_at: true, token: true }),
+  "ctl audit --json": fields<AuditEventView>({ id: true, at: true, actor: true, actor_user: true, action: true, model: true, before: true, after: true }),
+} as const;
+
+export type DocumentedView = keyof typeof documentedViewFields;

@@ -2,8 +2,10 @@ import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { hashToken, newToken } from "../auth/tokens.js";
+import { defaultDataDir } from "../catalog/server-config.js";
 import type { Store } from "../store/open-store.js";
 import { countTokens, insertToken } from "../store/token-rows.js";
+import { shellWord } from "./shell-word.js";
 
 export const adminTokenFileName = "admin-token";
 
@@ -22,6 +24,18 @@ export async function bootstrapAdminToken(store: Store, dataDir: string): Promis
   return { token, file };
 }
 
+/**
+ * Where ctl finds the admin token without being given it: ctl reads
+ * ./llmgw-data/admin-token by itself, so a server whose data dir is anywhere
+ * else must say `--data-dir DIR`, or a hint printed as a next step fails
+ * with "needs a bearer token" when run as printed.
+ */
 export function adminTokenHint(dataDir: string): string {
-  return `Send an admin token: --token or LLMGW_TOKEN. The first start printed one and wrote it to ${path.join(dataDir, adminTokenFileName)} on the server's machine (ctl run from the server's folder finds it by itself).`;
+  const file = path.join(dataDir, adminTokenFileName);
+  return `Send an admin token: --token or LLMGW_TOKEN. The first start printed one and wrote it to ${file} on the server's machine; there, ctl reads it when given \`--data-dir ${shellWord(dataDir)}\` (or after \`export LLMGW_TOKEN=$(cat ${shellWord(file)})\`).`;
+}
+
+/** The ctl option that finds this data dir's admin token from `workingDirectory`: none when ctl's default (./llmgw-data) is that dir. */
+export function dataDirOption(dataDir: string, workingDirectory: string = process.cwd()): string {
+  return path.resolve(workingDirectory, defaultDataDir) === path.resolve(workingDirectory, dataDir) ? "" : ` --data-dir ${shellWord(path.resolve(workingDirectory, dataDir))}`;
 }

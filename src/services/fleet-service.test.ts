@@ -161,6 +161,20 @@ describe.each(engines)("fleet over $kind", (engine) => {
     expect((await fleet.getNode("node-a")).gpus[0]?.replica).toBeNull();
   });
 
+  it("tells a node that has no cards of the class apart from one whose cards are busy, naming the cards it has", async () => {
+    const catalog = new CatalogService(store, [], "server.yaml");
+    await catalog.add(modelEntrySchema.parse({ name: "on-a100", profiles: [{ engine: "vllm", source: "x", gpu_class: "a100" }] }), { token: "admin", user: null });
+    await catalog.add(modelEntrySchema.parse({ name: "wide", profiles: [{ engine: "vllm", source: "x", gpu_class: "l40s", gpus: 4 }] }), { token: "admin", user: null });
+    const none = await refusal(() => fleet.startReplica({ model: "on-a100", node: "node-a" }));
+    expect(none).toMatchObject({ code: "cards_missing", message: "node node-a has no a100 cards (it has 2× l40s, 1× h100); on-a100/vllm needs 1 a100 card" });
+    expect(none.hint).not.toContain("Stop a replica");
+    const few = await refusal(() => fleet.startReplica({ model: "wide", node: "node-a" }));
+    expect(few).toMatchObject({ code: "cards_missing", message: expect.stringContaining("node node-a has only 2 l40s cards in all") });
+    // Busy is still busy: the node has the cards, another replica holds them.
+    await beat([status("r1", "ready", { cards: [1] })]);
+    expect(await refusal(() => fleet.startReplica({ model: "tiny", node: "node-a" }))).toMatchObject({ code: "cards_busy" });
+  });
+
   it("refuses a replica id that already exists on any node, before asking an agent", async () => {
     await beat([status("r1", "ready", { cards: [2] })]);
     await joinAs("node-b", "http://10.0.0.7:7070");

@@ -85,6 +85,28 @@ const silentLog: FleetLog = { info: () => undefined, warn: () => undefined };
 const missingGraceMs = 10_000;
 
 /**
+ * A node that lacks the cards altogether (another class, or fewer in all) is
+ * told apart from one whose cards are busy: "stop a replica on that node"
+ * sends someone to stop work that could never make room.
+ */
+function checkNodeHasCards(node: string, inventory: Inventory, profile: { name: string; gpus: number; gpu_class: string | undefined }, model: string): void {
+  const matching = inventory.gpus.filter((gpu) => profile.gpu_class === undefined || gpu.class === profile.gpu_class).length;
+  if (matching >= profile.gpus) return;
+  const counts = new Map<string, number>();
+  for (const gpu of inventory.gpus) counts.set(gpu.class, (counts.get(gpu.class) ?? 0) + 1);
+  const has = [...counts].map(([gpuClass, count]) => `${count}× ${gpuClass}`).join(", ") || "no GPU cards";
+  const kind = profile.gpu_class === undefined ? "" : ` ${profile.gpu_class}`;
+  const wanted = `${profile.gpus}${kind} card${profile.gpus === 1 ? "" : "s"}`;
+  throw new DomainError(
+    "cards_missing",
+    matching === 0
+      ? `node ${node} has no${kind} cards (it has ${has}); ${model}/${profile.name} needs ${wanted}`
+      : `node ${node} has only ${matching}${kind} card${matching === 1 ? "" : "s"} in all (it has ${has}); ${model}/${profile.name} needs ${wanted}`,
+    `Choose a node with ${wanted} (\`llmgw ctl nodes\` lists each node's cards), or a profile of ${model} for the cards this node has.`,
+  );
+}
+
+/**
  * Cards named by hand get the checks chooseCards makes by construction: a
  * repeated card, a wrong count or class, or a card in use would reach the
  * agent and start an engine that cannot load, or two on one card.
@@ -413,6 +435,7 @@ export class FleetService {
         `Install ${profile.engine} there, or choose a node whose engines include it (\`llmgw ctl nodes\`).`,
       );
     }
+    checkNodeHasCards(node.name, inventory, profile, model.name);
     const cardOwner = cardOwners(await listReplicaHoldings(this.store.db, { node: node.name }));
     const used = new Set(cardOwner.keys());
     const free = inventory.gpus.filter((gpu) => !used.has(gpu.index)).map((gpu) => `${gpu.index} (${gpu.class})`);

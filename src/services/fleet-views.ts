@@ -90,7 +90,7 @@ export function replicaView(row: StoredReplica, node: StoredNode | undefined, st
     gpus: [...status.cards],
     state: replicaViewState(row, state),
     endpoint: gone || stopPending ? null : (endpoint ?? null),
-    progress: status.progress ?? null,
+    progress: status.progress ? { fraction: status.progress.fraction, bytes_done: status.progress.bytes_done, bytes_total: status.progress.bytes_total ?? null } : null,
     reason: stopPending
       ? `stopped while node ${row.node} was lost (not heard from since ${node?.last_seen_at ?? "?"}); its agent is told to stop it when the node reports it again`
       : lost

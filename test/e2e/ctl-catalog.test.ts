@@ -3,7 +3,9 @@ import path from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
-import { runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
+import { expectDocumentedShape } from "../support/documented-shape.js";
 
 const serverYaml = `models:
   - name: declared-chat
@@ -66,6 +68,21 @@ describe("llmgw server and ctl, as real processes", () => {
     });
   });
 
+  it("prints every documented field in --json, null when absent (memory_gb and cpu_cores of a GPU profile included)", async () => {
+    const shown = await ctl("model", "show", "declared-chat", "--json");
+    expect(shown.code).toBe(0);
+    const model = JSON.parse(shown.stdout) as { profiles: Record<string, unknown>[] };
+    expectDocumentedShape(model, "Model");
+    expect(model.profiles[0]).toMatchObject({ memory_gb: null, cpu_cores: null, quantization: null, gpu_class: "h100" });
+
+    const file = modelFile(directory, "remote.yaml", "name: remote-gpt\nexternal: { base_url: https://api.example/v1 }\n");
+    const added = await ctl("model", "add", "-f", file, "--json");
+    expectDocumentedShape(JSON.parse(added.stdout), "Model");
+    expect(JSON.parse(added.stdout)).toMatchObject({ external: { base_url: "https://api.example/v1", api_key_env: null, model: null }, profiles: [] });
+    for (const listed of (JSON.parse((await ctl("models", "--json")).stdout) as { models: unknown[] }).models) expectDocumentedShape(listed, "Model");
+    expect((await ctl("model", "remove", "remote-gpt")).code).toBe(0);
+  });
+
   it("changes scaling, resources, class, owner and fallbacks, each answered with the model in force", async () => {
     modelFile(directory, "big.yaml", "name: big\nprofiles: [{ engine: vllm, source: x, gpus: 2 }, { name: cpu, engine: llamacpp, source: y.gguf }]\n");
     expect((await ctl("model", "add", "-f", path.join(directory, "big.yaml"))).code).toBe(0);
@@ -84,6 +101,7 @@ describe("llmgw server and ctl, as real processes", () => {
 
   it("records each change with the token's name and the sudo user", async () => {
     const audit = JSON.parse((await ctl("audit", "--model", "big", "--json")).stdout).events as { action: string; actor: string; actor_user: string; before: unknown; after: { scaling?: unknown } }[];
+    for (const event of audit) expectDocumentedShape(event, "ctl audit --json");
     expect(audit.map((event) => event.action)).toEqual([
       "model-fallbacks-changed",
       "model-owner-changed",
@@ -167,6 +185,10 @@ describe("llmgw server and ctl, as real processes", () => {
   it("makes a read-only token with ctl that lists but cannot change, and revokes it", async () => {
     const created = await ctl("token", "create", "dashboard");
     expect(created.stdout).toContain('Created read token "dashboard". It is shown this once');
+    const scripted = JSON.parse((await ctl("token", "create", "scripted", "--json")).stdout) as unknown;
+    expectDocumentedShape(scripted, "ctl token create --json");
+    for (const listed of (JSON.parse((await ctl("tokens", "--json")).stdout) as { tokens: unknown[] }).tokens) expectDocumentedShape(listed, "ctl tokens --json");
+    expect((await ctl("token", "revoke", "scripted")).code).toBe(0);
     const token = (/\n  (llmgw_read_\S+)/.exec(created.stdout) ?? [])[1] as string;
     const reader = (...args: string[]) => runCli(["ctl", "--server", server.url, "--token", token, ...args]);
     expect((await reader("models")).stdout).toContain("declared-chat");
@@ -241,6 +263,8 @@ describe("llmgw server start-up", () => {
       const second = await startServerProcess({ args: ["--database", database.url], dataDir: otherData });
       servers.push(second);
       expect(second.token).toBe("");
+      // Its data dir holds no admin token, so its Next: line asks for one rather than pointing at that dir.
+      expect(/Next: (.+)/.exec(second.output())?.[1]).toMatch(/ctl models --server \S+ --token TOKEN /);
       const listed = await runCli(["ctl", "--server", second.url, "--token", first.token, "models"]);
       expect(listed.stdout).toContain("on-postgres");
     } finally {

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtureArchitecture, fixtureConfig, fixturesFolder } from "../../src/plan/testing/fixtures.js";
 import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/header-only-checkpoint.js";
 import type { Plan } from "../../src/plan/index.js";
-import { runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const fixtureModels = readdirSync(fixturesFolder);
 const whatIf = "2xH100-80GB@nvl0,4xL40S-48GB@pcie,cpu:32c/256g";
@@ -43,6 +44,13 @@ describe("llmgw ctl model plan", () => {
     expect(result.stdout).toMatch(/^yes\s+h100-80G@nvl0 2\/2 free\s+vllm\s+bf16\s+2\s/m);
   });
 
+  it("points a what-if plan whose hub fails at --hub-endpoint / HF_ENDPOINT, not at the server's file", async () => {
+    const result = await runCli(["ctl", "model", "plan", "Qwen/Qwen2.5-7B-Instruct", "--gpus", "1xH100-80GB", "--hub-endpoint", "http://127.0.0.1:9"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("Check the hub endpoint (--hub-endpoint or HF_ENDPOINT)");
+    expect(result.stderr).not.toContain("server.yaml");
+  });
+
   it("says what is short, and by how much, when asked for more context than fits", async () => {
     const result = await runCli(["ctl", "model", "plan", path.join(checkpoints, "Llama-3.3-70B-Instruct"), "--gpus", "1xH100-80GB", "--context", "131072", "--json"]);
     const plan = JSON.parse(result.stdout) as Plan;
@@ -61,6 +69,32 @@ describe("llmgw ctl model plan", () => {
     const plan = (await response.json()) as Plan;
     expect(plan.requested_context).toBe(32768);
     expect(plan.candidates.some((candidate) => candidate.fits && candidate.pool.gpu_class === "l40s")).toBe(true);
+  });
+
+  it("takes --context back in the form the plan prints it (32k), in the CLI and on the server", async () => {
+    const source = path.join(checkpoints, "Qwen2.5-7B-Instruct");
+    const table = await runCli(["ctl", "model", "plan", source, "--gpus", "1xL40S-48GB"]);
+    const printed = /\b(\d+k)\b/.exec(table.stdout)?.[1];
+    expect(printed).toBeDefined();
+    const asPrinted = await runCli(["ctl", "model", "plan", source, "--gpus", "1xL40S-48GB", "--context", printed as string, "--json"]);
+    expect(asPrinted.stderr).toBe("");
+    expect((JSON.parse(asPrinted.stdout) as Plan).requested_context).toBe(Number.parseInt(printed as string, 10) * 1024);
+
+    const query = new URLSearchParams({ source, gpus: "1xL40S-48GB", context: "32k" });
+    const response = await fetch(`${server.url}/api/v1/plan?${query}`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(((await response.json()) as Plan).requested_context).toBe(32768);
+    const oneM = await runCli(["ctl", "model", "plan", source, "--gpus", "1xL40S-48GB", "--context", "1M", "--json"]);
+    expect((JSON.parse(oneM.stdout) as Plan).requested_context).toBe(1048576);
+  });
+
+  it("refuses a --context that is not a token count, saying the forms it takes", async () => {
+    const result = await runCli(["ctl", "model", "plan", path.join(checkpoints, "Qwen2.5-7B-Instruct"), "--gpus", "1xL40S-48GB", "--context", "32kb"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('"32kb" is not a number of tokens such as 32768, 32k or 1M');
+    const query = new URLSearchParams({ source: "x", context: "lots" });
+    const response = await fetch(`${server.url}/api/v1/plan?${query}`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(await response.json())).toContain("32k or 1M");
   });
 
   it("names the missing file when the source cannot be read", async () => {

@@ -8,7 +8,8 @@ import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/head
 import type { Plan } from "../../src/plan/index.js";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { isProcessAlive } from "../../src/agent/engine-process.js";
-import { llmgwBin, runCli, temporaryDirectory } from "../support/processes.js";
+import { llmgwBin, runCli } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 /** Engines still running (a zombie is not running: it only waits for a parent to reap it). */
 async function running(pids: readonly number[]): Promise<number[]> {

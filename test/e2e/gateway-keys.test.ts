@@ -5,7 +5,8 @@ import path from "node:path";
 import OpenAI, { AuthenticationError, PermissionDeniedError, RateLimitError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killGroup, waitFor } from "../support/fake-engine.js";
-import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 /**
  * Gateway keys end to end: a real `llmgw server` process, `llmgw ctl` for

@@ -7,7 +7,8 @@ import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReplicaView } from "../../src/protocol/views.js";
 import { killGroup, waitFor as waitUntil } from "../support/fake-engine.js";
-import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const providerKey = "sk-fake-provider-5b1f0c9a7e";
 

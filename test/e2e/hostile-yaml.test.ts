@@ -2,7 +2,8 @@ import { writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCli, temporaryDirectory } from "../support/processes.js";
+import { runCli } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const aliasBomb = [
   "name: bomb",

@@ -6,7 +6,8 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { killGroup, waitFor as waitUntil } from "../support/fake-engine.js";
-import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const serverYaml = `nodes:
   heartbeat_deadline: 15s

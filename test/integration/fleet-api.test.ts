@@ -10,6 +10,7 @@ import { startAgent, type RunningAgent } from "../../src/agent/agent.js";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import type { Store } from "../../src/store/open-store.js";
 import { newToken } from "../../src/auth/tokens.js";
+import { expectDocumentedShape } from "../support/documented-shape.js";
 
 describe("fleet API with a real agent", () => {
   let directory: string;
@@ -127,6 +128,7 @@ describe("fleet API with a real agent", () => {
       return replica.state === "ready" ? replica : undefined;
     }, 20_000, "tiny-1 ready");
     expect(ready.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expectDocumentedShape(ready, "Replica");
 
     const second = await app.inject({ method: "POST", url: "/api/v1/replicas", headers: as, payload: { model: "tiny", node: "gpu-1" } });
     expect(second.json()).toMatchObject({ gpus: [1] });
@@ -136,6 +138,7 @@ describe("fleet API with a real agent", () => {
 
     const nodes = (await app.inject({ method: "GET", url: "/api/v1/nodes", headers: as })).json() as { nodes: NodeView[] };
     expect(nodes.nodes[0]?.gpus[0]?.replica).toBe("tiny-1");
+    for (const node of nodes.nodes) expectDocumentedShape(node, "Node");
     const model = (await app.inject({ method: "GET", url: "/api/v1/models/tiny", headers: as })).json() as { replicas: { ready: number } };
     expect(model.replicas.ready).toBeGreaterThanOrEqual(1);
 

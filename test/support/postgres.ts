@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -47,14 +48,25 @@ export interface StoreUnderTest {
  * always, and Postgres wherever LLMGW_TEST_POSTGRES_URL is set (always in CI).
  */
 export const storesUnderTest: readonly StoreUnderTest[] = [
-  { kind: "sqlite", location: async () => ({ location: { database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-store-")) }, drop: async () => {} }) },
+  {
+    kind: "sqlite",
+    location: async () => {
+      const dataDir = mkdtempSync(path.join(tmpdir(), "llmgw-store-"));
+      return { location: { database: undefined, dataDir }, drop: async () => rm(dataDir, { recursive: true, force: true }) };
+    },
+  },
   ...(postgresAdminUrl
     ? [
         {
           kind: "postgres" as const,
           location: async () => {
             const database = await createTestDatabase();
-            return { location: { database: database.url, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-store-")) }, drop: database.drop };
+            const dataDir = mkdtempSync(path.join(tmpdir(), "llmgw-store-"));
+            const drop = async () => {
+              await database.drop();
+              await rm(dataDir, { recursive: true, force: true });
+            };
+            return { location: { database: database.url, dataDir }, drop };
           },
         },
       ]

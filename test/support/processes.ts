@@ -1,15 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { temporaryDirectory } from "./temporary-directory.js";
 
 /** The built CLI, as a user runs it (npm test builds dist/ first). */
 export const llmgwBin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/llmgw.js");
-
-export function temporaryDirectory(prefix = "llmgw-test-"): string {
-  return mkdtempSync(path.join(tmpdir(), prefix));
-}
 
 export interface CliResult {
   readonly code: number;
@@ -19,12 +15,13 @@ export interface CliResult {
 
 /** Runs `llmgw ARGS` to completion, as a person at a terminal would. */
 export function runCli(args: readonly string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<CliResult> {
+  return runToCompletion(process.execPath, [llmgwBin, ...args], { cwd: options.cwd ?? process.cwd(), env: { ...withoutLlmgwVariables(process.env), ...options.env } });
+}
+
+/** Runs a program to completion and collects what it printed. */
+export function runToCompletion(program: string, args: readonly string[], options: { cwd: string; env: Record<string, string | undefined> }): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [llmgwBin, ...args], {
-      cwd: options.cwd ?? process.cwd(),
-      env: { ...withoutLlmgwVariables(process.env), ...options.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(program, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -34,9 +31,15 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
   });
 }
 
-/** Tests choose their server and token explicitly; a developer's own LLMGW_* settings must not leak in. */
-function withoutLlmgwVariables(environment: NodeJS.ProcessEnv): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(environment).filter(([key]) => !key.startsWith("LLMGW_") || key === "LLMGW_TEST_POSTGRES_URL"));
+/**
+ * Tests choose their server and token explicitly; a developer's own LLMGW_*
+ * settings must not leak in. Nor npm's npm_command: run under `npx vitest`,
+ * every llmgw started here would believe it was started through npx.
+ */
+export function withoutLlmgwVariables(environment: NodeJS.ProcessEnv): Record<string, string | undefined> {
+  return Object.fromEntries(
+    Object.entries(environment).filter(([key]) => (!key.startsWith("LLMGW_") || key === "LLMGW_TEST_POSTGRES_URL") && key !== "npm_command"),
+  );
 }
 
 export interface ServerProcess {
@@ -50,11 +53,13 @@ export interface ServerProcess {
 }
 
 /** Starts `llmgw server` on a free loopback port and waits until it says where it listens. */
-export async function startServerProcess(options: { args?: readonly string[]; cwd?: string; dataDir?: string } = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  options: { args?: readonly string[]; cwd?: string; dataDir?: string; env?: Record<string, string | undefined> } = {},
+): Promise<ServerProcess> {
   const dataDir = options.dataDir ?? path.join(temporaryDirectory(), "llmgw-data");
   const child = spawn(process.execPath, [llmgwBin, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...(options.args ?? [])], {
     cwd: options.cwd ?? process.cwd(),
-    env: withoutLlmgwVariables(process.env),
+    env: { ...withoutLlmgwVariables(process.env), ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -1,9 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { temporaryDirectory } from "../../../test/support/temporary-directory.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
 import { CatalogService } from "../../services/catalog-service.js";
@@ -18,7 +16,7 @@ describe("admin API", () => {
   const as = (token: string) => ({ authorization: `Bearer ${token}` });
 
   beforeAll(async () => {
-    store = await openStore({ database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-api-")) });
+    store = await openStore({ database: undefined, dataDir: temporaryDirectory("llmgw-api-") });
     const at = new Date().toISOString();
     await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, at);
     await insertToken(store.db, { id: randomUUID(), name: "dashboard", role: "read", hash: hashToken(reader) }, at);
@@ -44,6 +42,22 @@ describe("admin API", () => {
     const refused = await app.inject({ method: "POST", url: "/api/v1/models", headers: as(reader), payload: { name: "x", profiles: [{ engine: "vllm", source: "x" }] } });
     expect(refused.statusCode).toBe(403);
     expect(refused.json().error).toMatchObject({ code: "forbidden", message: 'token "dashboard" is read-only; this change needs an admin token' });
+  });
+
+  it("tells a read-only token that asks for a plan that planning, not a change, needs an admin token, and what it can do instead", async () => {
+    const refused = await app.inject({ method: "GET", url: "/api/v1/plan?source=/etc", headers: as(reader) });
+    expect(refused.statusCode).toBe(403);
+    const error = refused.json().error as { code: string; message: string; hint: string };
+    expect(error.code).toBe("forbidden");
+    expect(error.message).toBe('token "dashboard" is read-only; planning on the server needs an admin token, since the server reads whatever URL or path the plan names');
+    expect(error.message).not.toContain("change");
+    expect(error.hint).toContain("`llmgw ctl model plan SOURCE --gpus SPEC` needs no token");
+  });
+
+  it("names the route, not a change, when a read-only token reads an admin-only list", async () => {
+    const refused = await app.inject({ method: "GET", url: "/api/v1/tokens", headers: as(reader) });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.message).toBe('token "dashboard" is read-only; GET /api/v1/tokens needs an admin token');
   });
 
   it("answers a body that is not JSON with the one error shape", async () => {
@@ -103,7 +117,7 @@ describe("secrets in model answers", () => {
   const reader = newToken("read");
 
   beforeAll(async () => {
-    store = await openStore({ database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-api-secrets-")) });
+    store = await openStore({ database: undefined, dataDir: temporaryDirectory("llmgw-api-secrets-") });
     const at = new Date().toISOString();
     await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, at);
     await insertToken(store.db, { id: randomUUID(), name: "dashboard", role: "read", hash: hashToken(reader) }, at);

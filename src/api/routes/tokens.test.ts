@@ -1,9 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { temporaryDirectory } from "../../../test/support/temporary-directory.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
 import { CatalogService } from "../../services/catalog-service.js";
@@ -17,7 +15,7 @@ describe("admin-API tokens", () => {
   const as = (token: string) => ({ authorization: `Bearer ${token}` });
 
   beforeAll(async () => {
-    store = await openStore({ database: undefined, dataDir: mkdtempSync(path.join(tmpdir(), "llmgw-tokens-")) });
+    store = await openStore({ database: undefined, dataDir: temporaryDirectory("llmgw-tokens-") });
     await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, new Date().toISOString());
     app = await buildApp({ store, catalog: new CatalogService(store, [], "server.yaml"), adminTokenHint: "see admin-token" });
   });

@@ -1,13 +1,12 @@
-import type { ModelView } from "../../protocol/views.js";
-import type { ResolvedProfile } from "../../catalog/catalog-model.js";
+import type { ModelView, ProfileView } from "../../protocol/views.js";
 
 /** One profile in a few words: how it runs and on what. */
-export function describeProfile(profile: ResolvedProfile): string {
+export function describeProfile(profile: ProfileView): string {
   const hardware = profile.gpus > 0 ? `${profile.gpus} card${profile.gpus > 1 ? "s" : ""}${profile.gpu_class ? ` (${profile.gpu_class})` : ""}` : "CPU";
   const extras = [
-    profile.quantization,
-    profile.cpu_cores !== undefined ? `${profile.cpu_cores} cores` : undefined,
-    profile.memory_gb !== undefined ? `${profile.memory_gb} GB host memory` : undefined,
+    profile.quantization ?? undefined,
+    profile.cpu_cores !== null ? `${profile.cpu_cores} cores` : undefined,
+    profile.memory_gb !== null ? `${profile.memory_gb} GB host memory` : undefined,
     profile.engine === "llamacpp" ? `${profile.slots} slot${profile.slots > 1 ? "s" : ""}` : undefined,
     // Absent from an older server's answer, hence the fallback.
     ...Object.entries(profile.secret_env ?? {}).map(([name, serverVariable]) => `${name} from $${serverVariable} on the server`),

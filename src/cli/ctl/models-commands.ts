@@ -8,6 +8,7 @@ import { DomainError } from "../../errors/domain-error.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
+import { printedLlmgwCommand } from "../invocation.js";
 import { describeModel, describeScaling, profileSummary } from "./model-text.js";
 import { registerPlanCommand } from "./plan-command.js";
 
@@ -27,7 +28,7 @@ export function registerModelsCommands(ctl: Command): void {
     .action(async (_options, command: Command) => {
       const result = await apiClient(ctlOptions(command)).get<{ models: ModelView[] }>("/api/v1/models");
       if (ctlOptions(command).json) return printJson(result);
-      if (result.models.length === 0) return print("The catalog is empty. Add a model with `llmgw ctl model add -f model.yaml`, or declare one in server.yaml.");
+      if (result.models.length === 0) return print(`The catalog is empty. Add a model with \`${printedLlmgwCommand()} ctl model add -f model.yaml\`, or declare one in server.yaml.`);
       print(
         renderTable(
           ["NAME", "SOURCE", "STATE", "READY", "CLASS", "SCALING", "PROFILES", "OWNER"],
@@ -98,7 +99,7 @@ export function registerModelsCommands(ctl: Command): void {
       .option("--json", "print the API's model object")
       .action(async (name: string, options: { min?: number; max?: number; idleTimeout?: string }, self: Command) => {
         if (options.min === undefined && options.max === undefined && options.idleTimeout === undefined) {
-          throw new DomainError("invalid_input", "scale needs --min, --max or --idle-timeout", `For example: llmgw ctl scale ${name} --min 1 --max 3`);
+          throw new DomainError("invalid_input", "scale needs --min, --max or --idle-timeout", `For example: \`llmgw ctl scale ${name} --min 1 --max 3\``);
         }
         const body = { min: options.min, max: options.max, idle_timeout: options.idleTimeout };
         const view = await apiClient(ctlOptions(self)).post<ModelView>(modelPath(name, "/scale"), body);
@@ -155,7 +156,7 @@ export function registerModelsCommands(ctl: Command): void {
     .option("--json", "print the API's model object")
     .action(async (name: string, list: string | undefined, options: { clear?: boolean }, command: Command) => {
       if (list === undefined && !options.clear) {
-        throw new DomainError("invalid_input", "fallbacks needs a list or --clear", `For example: llmgw ctl model fallbacks ${name} small-model,tiny-model`);
+        throw new DomainError("invalid_input", "fallbacks needs a list or --clear", `For example: \`llmgw ctl model fallbacks ${name} small-model,tiny-model\``);
       }
       const fallbacks = options.clear ? [] : (list ?? "").split(",").map((item) => item.trim()).filter(Boolean);
       const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/fallbacks"), { fallbacks });

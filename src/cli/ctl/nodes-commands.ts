@@ -4,6 +4,7 @@ import type { NodeView, ReplicaView } from "../../protocol/views.js";
 import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
+import { printedLlmgwCommand } from "../invocation.js";
 
 const GiB = 1024 ** 3;
 
@@ -63,7 +64,7 @@ export function registerNodesCommands(ctl: Command): void {
       const client = apiClient(ctlOptions(command));
       const result = await client.get<{ nodes: NodeView[] }>("/api/v1/nodes");
       if (ctlOptions(command).json) return printJson(result);
-      if (result.nodes.length === 0) return print("No node has joined. Get a join token with `llmgw ctl node token`, then run `llmgw agent --server URL --token TOKEN` on each machine.");
+      if (result.nodes.length === 0) return print(`No node has joined. Get a join token with \`${printedLlmgwCommand()} ctl node token\`, then run \`${printedLlmgwCommand()} agent --server URL --token TOKEN\` on each machine.`);
       const { replicas } = await client.get<{ replicas: ReplicaView[] }>("/api/v1/replicas");
       print(describeNodes(result.nodes, replicas));
     });
@@ -77,7 +78,7 @@ export function registerNodesCommands(ctl: Command): void {
       const client = apiClient(ctlOptions(command));
       const result = await client.post<{ token: string; created_at: string }>("/api/v1/node-tokens", {});
       if (ctlOptions(command).json) return printJson(result);
-      print(`${result.token}\n\nOn each machine: llmgw agent --server ${client.baseUrl} --token ${result.token}\n(or set LLMGW_JOIN_TOKEN, which keeps the token out of the process list)`);
+      print(`${result.token}\n\nOn each machine: ${printedLlmgwCommand()} agent --server ${client.baseUrl} --token ${result.token}\n(or set LLMGW_JOIN_TOKEN, which keeps the token out of the process list)`);
     });
 
   ctl
@@ -129,7 +130,7 @@ export function registerNodesCommands(ctl: Command): void {
         ...(options.id ? { id: options.id } : {}),
       });
       if (ctlOptions(command).json) return printJson(result);
-      print(`Replica ${result.id} of ${result.model} on ${result.node} (cards ${result.gpus.join(",") || "none"}): ${describeReplicaState(result)}. Follow it with \`llmgw ctl replicas --model ${result.model}\`.`);
+      print(`Replica ${result.id} of ${result.model} on ${result.node} (cards ${result.gpus.join(",") || "none"}): ${describeReplicaState(result)}. Follow it with \`${printedLlmgwCommand()} ctl replicas --model ${result.model}\`.`);
     });
   replica
     .command("stop")

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { defaultHubEndpoint, planSource, renderPlanTable, type Plan } from "../../plan/index.js";
 import { print, printJson } from "../output.js";
-import { fraction, wholeNumber } from "../parse-option.js";
+import { fraction, tokenCount } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
 
 interface PlanOptions {
@@ -23,7 +23,7 @@ export function registerPlanCommand(model: Command): void {
     .argument("<source>", "an HF id (Org/Name[@revision]), a mirror folder URL, a local folder, or a .gguf file")
     .description("does the model fit, and how to split it: every pool × quantisation × cards per replica")
     .option("--gpus <spec>", 'what-if fleet instead of the server\'s, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie" (each group is one node; cpu:32c/256g adds a CPU host)')
-    .option("--context <tokens>", "the context one request must get (default: the largest that fits is reported)", wholeNumber(1))
+    .option("--context <tokens>", "the context one request must get: 32768, 32k or 1M (default: the largest that fits is reported)", tokenCount)
     .option("--utilization <fraction>", "with --gpus: share of each card the engine may use (default 0.90)", fraction)
     .option("--hub-endpoint <url>", "with --gpus: where HF ids are read (env HF_ENDPOINT; default the Hugging Face Hub)")
     .option("--json", "print the plan as JSON (shape in docs/PLAN.md)")
@@ -37,6 +37,8 @@ export function registerPlanCommand(model: Command): void {
           gpuMemoryUtilization: options.utilization,
           hubEndpoint: options.hubEndpoint ?? process.env.HF_ENDPOINT ?? defaultHubEndpoint,
           hubToken: process.env.HF_TOKEN,
+          // This plan reads the hub from here, so a failure points at this command's settings, not the server's file.
+          hubSettings: { endpoint: "--hub-endpoint or HF_ENDPOINT", token: "HF_TOKEN in this shell" },
         });
       } else {
         const query = new URLSearchParams({ source });

@@ -1,0 +1,107 @@
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { llmgwBin, runCli, runToCompletion, startServerProcess, withoutLlmgwVariables, type CliResult, type ServerProcess } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
+
+const repositoryRoot = path.resolve(path.dirname(llmgwBin), "..");
+
+/**
+ * A folder holding an `llmgw` that runs this checkout's bin, so that a
+ * printed command can be pasted into a shell exactly as a user would.
+ */
+function pathWithLlmgw(): string {
+  const directory = temporaryDirectory("llmgw-path-");
+  const shim = path.join(directory, "llmgw");
+  writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${llmgwBin}" "$@"\n`);
+  chmodSync(shim, 0o755);
+  return `${directory}:${path.dirname(process.execPath)}:${process.env.PATH ?? ""}`;
+}
+
+/** Runs a printed command line in a shell, in `cwd`, with none of the developer's LLMGW_ settings. */
+function shell(commandLine: string, cwd: string, searchPath: string): Promise<CliResult> {
+  return runToCompletion("sh", ["-c", commandLine], { cwd, env: { ...withoutLlmgwVariables(process.env), PATH: searchPath } });
+}
+
+describe("every printed next step runs as printed", () => {
+  let searchPath: string;
+  let elsewhere: string;
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    searchPath = pathWithLlmgw();
+    const root = temporaryDirectory("llmgw-next-");
+    elsewhere = path.join(root, "work");
+    mkdirSync(elsewhere);
+    // A data dir that is not ./llmgw-data, with a space in it, as on a desktop.
+    server = await startServerProcess({ cwd: elsewhere, dataDir: path.join(root, "state dir", "llmgw") });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("the server's Next: line, when the data dir is not ./llmgw-data", async () => {
+    const next = /Next: (.+)/.exec(server.output())?.[1];
+    expect(next).toMatch(/^llmgw ctl models --server http:\/\/127\.0\.0\.1:\d+ --data-dir '.*state dir\/llmgw'$/);
+    const result = await shell(next as string, elsewhere, searchPath);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("The catalog is empty");
+  });
+
+  it("the hint on where the admin token is, both ways it offers", async () => {
+    const refused = await shell(`llmgw ctl --server ${server.url} models`, elsewhere, searchPath);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("this API needs a bearer token");
+    const dataDirOption = /`(--data-dir [^`]+)`/.exec(refused.stderr)?.[1];
+    const exportLine = /`(export LLMGW_TOKEN=[^`]+)`/.exec(refused.stderr)?.[1];
+    expect(dataDirOption).toBeDefined();
+    expect(exportLine).toBeDefined();
+
+    const withDataDir = await shell(`llmgw ctl --server ${server.url} models ${dataDirOption}`, elsewhere, searchPath);
+    expect(withDataDir.stderr).toBe("");
+    expect(withDataDir.code).toBe(0);
+    const withExport = await shell(`${exportLine}; llmgw ctl --server ${server.url} models`, elsewhere, searchPath);
+    expect(withExport.stderr).toBe("");
+    expect(withExport.code).toBe(0);
+  });
+
+  it("leaves --data-dir out when the server's data dir is ./llmgw-data of the folder it was started from", async () => {
+    const folder = temporaryDirectory("llmgw-next-default-");
+    const local = await startServerProcess({ cwd: folder, dataDir: path.join(folder, "llmgw-data") });
+    try {
+      const next = /Next: (.+)/.exec(local.output())?.[1] as string;
+      expect(next).toMatch(/^llmgw ctl models --server \S+$/);
+      expect((await shell(next, folder, searchPath)).code).toBe(0);
+    } finally {
+      await local.stop();
+    }
+  });
+
+  it("says npx llmgw when llmgw was started through npx, which is how a clone runs it", async () => {
+    // npm marks what it starts through npx / npm exec with npm_command=exec.
+    const throughNpx = await startServerProcess({ cwd: elsewhere, dataDir: path.join(elsewhere, "npx-data"), env: { npm_command: "exec" } });
+    try {
+      expect(/Next: (.+)/.exec(throughNpx.output())?.[1]).toMatch(/^npx llmgw ctl models /);
+    } finally {
+      await throughNpx.stop();
+    }
+    const hint = await runCli(["ctl", "--server", server.url, "models"], { cwd: elsewhere, env: { npm_command: "exec" } });
+    expect(hint.stderr).toMatch(/`--data-dir /);
+    const unreachable = await runCli(["ctl", "--server", "http://127.0.0.1:9", "models"], { env: { npm_command: "exec" } });
+    expect(unreachable.stderr).toContain("Start it with `npx llmgw server`");
+  });
+
+  it("server --help names what the server serves: the admin API and the gateway", async () => {
+    const help = await runCli(["server", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("the admin API (/api/v1)");
+    expect(help.stdout).toContain("the OpenAI-compatible gateway (/v1)");
+  });
+
+  it("through the real npx in the clone", async () => {
+    const result = await shell("npx --no-install llmgw ctl --server http://127.0.0.1:9 models", repositoryRoot, `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}`);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("Start it with `npx llmgw server`");
+  });
+});
