@@ -92,7 +92,7 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         for (const table of ["replicas", "nodes", "join_tokens"]) await db.schema.dropTable(table).execute();
       },
     },
-    "0004_node_credential_hashes": {
+    "0003_node_credential_hashes": {
       // Node credentials were stored in the clear, so a copy of the database (a backup, a 0644 file, a
       // Postgres dump) let anyone heartbeat as any node. Only their sha256 is kept now, the same hex
       // digest as every other token's hash (auth/tokens.ts hashToken), so upgraded agents keep working
@@ -119,7 +119,7 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         await db.schema.alterTable("nodes").renameColumn("credential_hash", "credential").execute();
         },
       },
-    "0006_gateway_keys_usage": {
+    "0004_gateway_keys_usage": {
       async up(db: Kysely<unknown>) {
         await db.schema
           .createTable("gateway_keys")
