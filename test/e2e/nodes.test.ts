@@ -5,6 +5,7 @@ import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
+import { isProcessAlive } from "../../src/agent/engine-process.js";
 import { killGroup, waitFor as waitUntil } from "../support/fake-engine.js";
 import { llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
@@ -30,14 +31,8 @@ async function freePort(): Promise<number> {
 }
 
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** Whether the engine runs; a zombie (dead, and not reaped where nothing reaps orphans) does not. */
+const alive = (pid: number): Promise<boolean> => isProcessAlive(pid);
 
 /** A streamed chat completion with the official client, straight to the replica with the key only gateways hold. */
 async function streamedChat(endpoint: string, apiKey: string): Promise<string> {
@@ -168,7 +163,7 @@ describe("nodes end to end: a server and two simulated agents as real processes"
     for (const replica of after) {
       const original = before.get(replica.id) as ReplicaView;
       expect(replica.pid).toBe(original.pid);
-      expect(alive(replica.pid as number)).toBe(true);
+      expect(await alive(replica.pid as number)).toBe(true);
       // The engine kept its key through both restarts: the gateways' copy still opens it.
       expect(await streamedChat(replica.endpoint as string, keys.get(replica.id) as string)).not.toBe("");
     }
@@ -194,7 +189,7 @@ describe("nodes end to end: a server and two simulated agents as real processes"
       `tiny-node-b adopted by the agent that lost its state file:\n${agentOutput.get("node-b") ?? ""}`,
     );
     expect(adopted.pid).toBe(before.pid);
-    expect(alive(before.pid as number)).toBe(true);
+    expect(await alive(before.pid as number)).toBe(true);
     // Its card is known to be held: nothing new is placed there.
     const busy = await runCli(["ctl", "--server", server.url, "--token", server.token, "replica", "start", "tiny-chat", "--node", "node-b", "--cards", "0"]);
     expect(busy.code).toBe(1);
@@ -202,6 +197,6 @@ describe("nodes end to end: a server and two simulated agents as real processes"
 
     await ctl("replica", "stop", "tiny-node-b");
     await waitFor(async () => !(await replicas()).some((replica) => replica.id === "tiny-node-b"), 30_000, "tiny-node-b gone from the replicas");
-    expect(alive(before.pid as number)).toBe(false);
+    expect(await alive(before.pid as number)).toBe(false);
   });
 });
