@@ -35,6 +35,8 @@ export const statusForCode: Record<ErrorCode, number> = {
   cards_busy: 409,
   replica_not_found: 404,
   replica_conflict: 409,
+  node_cordoned: 409,
+  no_room: 409,
   node_not_found: 404,
   agent_unreachable: 502,
   internal: 500,

@@ -17,7 +17,8 @@ export interface ReplicaCounts {
   readonly desired: number;
 }
 
-export type ModelState = "external" | "stopped" | "on-demand" | "pending" | "degraded" | "ready";
+/** `unplaceable`: no replica serves and the reconciler cannot place one (`placement.reason` says why). */
+export type ModelState = "external" | "stopped" | "on-demand" | "pending" | "degraded" | "ready" | "unplaceable";
 
 /**
  * The model object of the admin API and of `ctl ... --json`: a stable
@@ -46,6 +47,39 @@ export interface ModelView {
   external: { base_url: string; api_key_env: string | null; model: string | null } | null;
   state: ModelState;
   replicas: ReplicaCounts;
+  /**
+   * Whether the reconciler could place what the model asks for: null while it
+   * has not looked yet (or for an external model); `unplaceable` with the
+   * reason in the planner's words ("0 of 2 nodes: ...").
+   */
+  placement: PlacementStatus | null;
+  /** The last engine failure of one of its replicas, and when the reconciler tries again. */
+  last_failure: FailureStatus | null;
+}
+
+export interface PlacementStatus {
+  state: "placed" | "unplaceable" | "waiting";
+  reason: string | null;
+}
+
+export interface FailureStatus {
+  reason: string;
+  at: string;
+  /** Failures in a row; the wait before the next start doubles with each. */
+  failures: number;
+  /** When the reconciler starts it again; null when it is not waiting. */
+  retry_at: string | null;
+}
+
+/** One of the reconciler's actions or refusals (`ctl events`, GET /api/v1/events). Kinds are noun-verb: replica-started, model-unplaceable. */
+export interface EventView {
+  id: number;
+  at: string;
+  kind: string;
+  model: string | null;
+  replica: string | null;
+  node: string | null;
+  message: string;
 }
 
 /** A node in the admin API and `ctl nodes --json`. Never its credential. */
@@ -65,9 +99,14 @@ export interface NodeView {
   joined_at: string;
   last_seen_at: string;
   replicas: string[];
+  /** No new replicas are placed on a cordoned node (a draining one is cordoned too). */
+  cordoned: boolean;
+  /** Its replicas are being moved elsewhere (`ctl node drain`). */
+  draining: boolean;
 }
 
-export type ReplicaViewState = ReplicaState | "lost";
+/** `pending`: placed and recorded, the agent not yet told (or its answer not yet heard). */
+export type ReplicaViewState = ReplicaState | "lost" | "pending";
 
 /** A replica in the admin API and `ctl replicas --json`. */
 export interface ReplicaView {

@@ -8,6 +8,7 @@ import {
   protocolOf,
   protocolVersion,
   replicaIdSchema,
+  replicaSpecSchema,
   replicaStatusSchema,
   terminalReplicaStates,
   versionMismatchMessage,
@@ -42,8 +43,10 @@ import {
   type ReplicaRow,
 } from "../store/fleet-rows.js";
 import type { Store } from "../store/open-store.js";
+import { deleteReplicaIntent, insertReplicaIntent, listNodeControls, listReplicaIntents, type ReplicaIntentRow } from "../store/reconcile-rows.js";
 import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
+import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
 
 export interface FleetSettings {
   readonly heartbeatDeadlineMs: number;
@@ -318,9 +321,17 @@ export class FleetService {
     return inventorySchema.parse(JSON.parse(node.inventory));
   }
 
-  private replicaView(row: ReplicaRow, node: NodeRow | undefined, state: NodeState | undefined): ReplicaView {
+  private replicaView(row: ReplicaRow, node: NodeRow | undefined, state: NodeState | undefined, intent?: ReplicaIntentRow): ReplicaView {
     const status = this.storedStatus(row);
     const terminal = terminalReplicaStates.includes(status.state);
+    if (intent?.withdrawn_at && !terminal) {
+      // Out of routing from the moment it is withdrawn, before its engine hears of it: a client
+      // reading this list stops sending to it while it still answers what it has.
+      return { ...this.replicaView(row, node, state), state: "draining", endpoint: null, reason: intent.withdraw_reason };
+    }
+    if (row.state === "pending") {
+      return { ...this.replicaView({ ...row, state: "fetching" }, node, state), state: "pending", endpoint: null, reason: null, progress: null };
+    }
     // A stop asked for while the node was lost: the agent has not heard of it yet, whatever it last reported.
     const stopPending = row.stop_requested !== 0 && !terminal && status.state !== "draining";
     // The agent reports its engines on its own loopback; callers elsewhere reach them at the node's host.
@@ -353,7 +364,7 @@ export class FleetService {
   }
 
   async listNodes(): Promise<NodeView[]> {
-    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const [nodes, replicas, controls] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db), listNodeControls(this.store.db)]);
     const states = this.nodeStates(nodes);
     return nodes.map((node) => {
       const inventory = this.inventoryOf(node);
@@ -385,6 +396,8 @@ export class FleetService {
         joined_at: node.joined_at,
         last_seen_at: node.last_seen_at,
         replicas: onNode.map((replica) => replica.id),
+        cordoned: controls.some((control) => control.node === node.name && (control.cordoned !== 0 || control.draining !== 0)),
+        draining: controls.some((control) => control.node === node.name && control.draining !== 0),
       };
     });
   }
@@ -410,9 +423,10 @@ export class FleetService {
   }
 
   async listReplicas(filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<ReplicaView[]> {
-    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter)]);
+    const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter), listReplicaIntents(this.store.db)]);
     const states = this.nodeStates(nodes);
-    return replicas.map((row) => this.replicaView(row, nodes.find((node) => node.name === row.node), states.get(row.node)));
+    const intentOf = new Map(intents.map((intent) => [intent.id, intent]));
+    return replicas.map((row) => this.replicaView(row, nodes.find((node) => node.name === row.node), states.get(row.node), intentOf.get(row.id)));
   }
 
   async getReplica(id: string): Promise<ReplicaView> {
@@ -444,24 +458,119 @@ export class FleetService {
     return { node, address: { name: node.name, address: node.address, credential: node.credential }, state };
   }
 
-  /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */
-  async startReplica(body: StartReplicaBody): Promise<ReplicaView> {
-    const model = await this.catalog.get(body.model);
+  private async profileOf(modelName: string, profileName: string | undefined): Promise<{ model: CatalogModel; profile: ResolvedProfile }> {
+    const model = await this.catalog.get(modelName);
     if (model.entry.external) {
       throw new DomainError("invalid_profile", `${model.name} is an external model: it runs at its provider, not on a node`, "Start a model that has profiles.");
     }
-    const profile = body.profile === undefined ? model.profiles[0] : model.profiles.find((candidate) => candidate.name === body.profile);
+    const profile = profileName === undefined ? model.profiles[0] : model.profiles.find((candidate) => candidate.name === profileName);
     if (!profile) {
       throw new DomainError(
         "profile_not_found",
-        `model ${model.name} has no profile ${body.profile ?? "(none at all)"}`,
+        `model ${model.name} has no profile ${profileName ?? "(none at all)"}`,
         `Its profiles: ${model.profiles.map((candidate) => candidate.name).join(", ") || "none"}.`,
       );
     }
-    const { node, address, state } = await this.agentOf(body.node);
+    return { model, profile };
+  }
+
+  private newReplicaId(modelName: string): string {
+    return `${modelName.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 100) || "replica"}-${randomBytes(3).toString("hex")}`;
+  }
+
+  private replicaSpec(id: string, model: CatalogModel, profile: ResolvedProfile, cards: readonly number[], extra: Pick<StartReplicaBody, "context" | "simulation">): ReplicaSpec {
+    return {
+      id,
+      model: model.name,
+      profile: profile.name,
+      engine: profile.engine,
+      source: profile.source,
+      cards: [...cards],
+      ...(extra.context ?? model.entry.context ? { context: extra.context ?? model.entry.context } : {}),
+      slots: profile.slots,
+      ...(profile.cpu_cores !== undefined ? { cpu_cores: profile.cpu_cores } : {}),
+      ...(profile.quantization !== undefined ? { quantization: profile.quantization } : {}),
+      gpu_memory_utilization: this.settings.gpuMemoryUtilization,
+      args: [...profile.args],
+      env: { ...profile.env },
+      adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
+      ...(extra.simulation ? { simulation: extra.simulation } : {}),
+    };
+  }
+
+  /**
+   * Records the replica (state `pending`) before its agent is called, then
+   * calls it. A crash in between leaves a row naming the node, cards and
+   * spec, which the reconciler sends again (the agent answers a repeated
+   * start with what runs), never an engine nobody knows of.
+   */
+  private async launch(address: AgentAddress, spec: ReplicaSpec, managed: boolean): Promise<void> {
+    const at = this.iso();
+    const pending: ReplicaStatus = { id: spec.id, model: spec.model, profile: spec.profile, engine: spec.engine, cards: spec.cards, state: "fetching", since: at };
+    await upsertReplica(this.store.db, {
+      id: spec.id,
+      node: address.name,
+      model: spec.model,
+      profile: spec.profile,
+      engine: spec.engine,
+      cards: JSON.stringify(spec.cards),
+      spec: JSON.stringify(spec),
+      state: "pending",
+      status: JSON.stringify(pending),
+      stop_requested: 0,
+      created_at: at,
+      updated_at: at,
+    });
+    await insertReplicaIntent(this.store.db, { id: spec.id, model: spec.model, managed: managed ? 1 : 0, placed_at: at, withdrawn_at: null, withdraw_reason: null });
+    await this.sendStart(address, spec, managed);
+  }
+
+  private async sendStart(address: AgentAddress, spec: ReplicaSpec, managed: boolean): Promise<void> {
+    let status: ReplicaStatus;
+    try {
+      status = await startReplicaOnAgent(address, spec);
+    } catch (error) {
+      if (!managed) {
+        // Started by hand: the caller is told, and nothing is left behind.
+        await deleteReplica(this.store.db, spec.id);
+        await deleteReplicaIntent(this.store.db, spec.id);
+        throw error;
+      }
+      // Placed by the reconciler: a failure like any other, counted for its backoff.
+      const reason = error instanceof Error ? error.message : String(error);
+      const failed: ReplicaStatus = { id: spec.id, model: spec.model, profile: spec.profile, engine: spec.engine, cards: spec.cards, state: "failed", reason, since: this.iso() };
+      await updateReplica(this.store.db, spec.id, { state: "failed", status: JSON.stringify(failed), updated_at: this.iso() });
+      throw error;
+    }
+    // A heartbeat may have reported it already; only a row still pending takes the answer.
+    const row = await findReplica(this.store.db, spec.id);
+    if (row?.state === "pending") await updateReplica(this.store.db, spec.id, { state: status.state, status: JSON.stringify(status), updated_at: this.iso() });
+  }
+
+  /**
+   * Refuses a node that must get nothing new (lost, settling, cordoned or
+   * draining), the same rule placement applies, so a replica started by hand
+   * does not land where the reconciler would never put one.
+   */
+  private async checkSchedulable(node: NodeRow, state: NodeState): Promise<void> {
     if (state === "lost") {
       throw new DomainError("agent_unreachable", `node ${node.name} is lost: not heard from since ${node.last_seen_at}`, "Start its agent again, or choose another node.");
     }
+    const control = (await listNodeControls(this.store.db)).find((candidate) => candidate.node === node.name);
+    if (control && (control.cordoned !== 0 || control.draining !== 0)) {
+      throw new DomainError(
+        "node_cordoned",
+        `node ${node.name} is ${control.draining !== 0 ? "draining" : "cordoned"}: no new replicas are placed there`,
+        `Choose another node, or \`llmgw ctl node uncordon ${node.name}\` first.`,
+      );
+    }
+  }
+
+  /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */
+  async startReplica(body: StartReplicaBody): Promise<ReplicaView> {
+    const { model, profile } = await this.profileOf(body.model, body.profile);
+    const { node, address, state } = await this.agentOf(body.node);
+    await this.checkSchedulable(node, state);
     const inventory = this.inventoryOf(node);
     if (!inventory.engines.includes(profile.engine)) {
       throw new DomainError(
@@ -485,7 +594,7 @@ export class FleetService {
       );
     }
     if (body.cards !== undefined) checkHandPickedCards(body.cards, { node: node.name, inventory, profile, model: model.name, cardOwner, free });
-    const id = body.id ?? `${model.name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 100) || "replica"}-${randomBytes(3).toString("hex")}`;
+    const id = body.id ?? this.newReplicaId(model.name);
     const existing = await findReplica(this.store.db, id);
     if (existing) {
       // Before the agent is asked: recording the new one would move the existing row to this node.
@@ -495,40 +604,30 @@ export class FleetService {
         `Give the new replica another --id, or stop that one first (\`llmgw ctl replica stop ${id}\`; that also clears a failed one).`,
       );
     }
-    const spec: ReplicaSpec = {
-      id,
-      model: model.name,
-      profile: profile.name,
-      engine: profile.engine,
-      source: profile.source,
-      cards,
-      ...(body.context ?? model.entry.context ? { context: body.context ?? model.entry.context } : {}),
-      slots: profile.slots,
-      ...(profile.cpu_cores !== undefined ? { cpu_cores: profile.cpu_cores } : {}),
-      ...(profile.quantization !== undefined ? { quantization: profile.quantization } : {}),
-      gpu_memory_utilization: this.settings.gpuMemoryUtilization,
-      args: [...profile.args],
-      env: { ...profile.env },
-      adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
-      ...(body.simulation ? { simulation: body.simulation } : {}),
-    };
-    const status = await startReplicaOnAgent(address, spec);
-    const at = this.iso();
-    await upsertReplica(this.store.db, {
-      id,
-      node: node.name,
-      model: model.name,
-      profile: profile.name,
-      engine: profile.engine,
-      cards: JSON.stringify(cards),
-      spec: JSON.stringify(spec),
-      state: status.state,
-      status: JSON.stringify(status),
-      stop_requested: 0,
-      created_at: at,
-      updated_at: at,
-    });
+    await this.launch(address, this.replicaSpec(id, model, profile, cards, body), false);
     return await this.getReplica(id);
+  }
+
+  /**
+   * Starts a replica where placement put it (the reconciler's start). Answers
+   * its id once recorded and sent; an agent's refusal leaves the row failed,
+   * with the reason, for the reconciler's backoff.
+   */
+  async startPlaced(placement: { model: string; profile: string; node: string; cards: readonly number[] }, simulation?: StartReplicaBody["simulation"]): Promise<string> {
+    const { model, profile } = await this.profileOf(placement.model, placement.profile);
+    const { address } = await this.agentOf(placement.node);
+    const id = this.newReplicaId(model.name);
+    await this.launch(address, this.replicaSpec(id, model, profile, placement.cards, simulation ? { simulation } : {}), true);
+    return id;
+  }
+
+  /** Sends a recorded start again (a crash came between recording it and the agent's answer). */
+  async resumeStart(id: string): Promise<void> {
+    const row = await findReplica(this.store.db, id);
+    if (row?.state !== "pending" || row.spec === null) return;
+    const spec = replicaSpecSchema.parse(JSON.parse(row.spec));
+    const { address } = await this.agentOf(row.node);
+    await this.sendStart(address, spec, true);
   }
 
   /** Stops a replica (draining first with `drain`), or clears a failed one. */

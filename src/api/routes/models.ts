@@ -3,7 +3,7 @@ import { z } from "zod";
 import { modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
 import type { CatalogService } from "../../server/catalog-service.js";
 import { requireActor } from "../access.js";
-import { modelView, type ReplicaCountSource } from "../model-view.js";
+import { modelView, noModelStatus, type ModelStatusSource, type ReplicaCountSource } from "../model-view.js";
 import { parseBody } from "../parse-body.js";
 
 const nameParams = z.object({ name: z.string() });
@@ -26,15 +26,15 @@ const classBody = z.strictObject({
 const ownerBody = z.strictObject({ owner: modelEntrySchema.shape.owner.unwrap() });
 const fallbacksBody = z.strictObject({ fallbacks: modelEntrySchema.shape.fallbacks.unwrap() });
 
-export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource): void {
+export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource, modelStatus: ModelStatusSource = noModelStatus): void {
   const view = async (name: string) => {
-    const counts = await replicaCounts();
-    return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name));
+    const [counts, statuses] = await Promise.all([replicaCounts(), modelStatus()]);
+    return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name), statuses.get(name));
   };
 
   app.get("/api/v1/models", { config: { access: "read" } }, async () => {
-    const [models, counts] = await Promise.all([catalog.list(), replicaCounts()]);
-    return { models: models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name))) };
+    const [models, counts, statuses] = await Promise.all([catalog.list(), replicaCounts(), modelStatus()]);
+    return { models: models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name), statuses.get(model.name))) };
   });
 
   app.get("/api/v1/models/:name", { config: { access: "read" } }, async (request) => view(nameParams.parse(request.params).name));
