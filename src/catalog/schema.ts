@@ -116,6 +116,18 @@ export const serverConfigSchema = z.strictObject({
       settling_window: durationSchema.optional(),
     })
     .optional(),
+  /** How the reconciler paces itself; every key has a default. */
+  reconcile: z
+    .strictObject({
+      interval: durationSchema.optional(),
+      lease: durationSchema.optional(),
+      backoff_initial: durationSchema.optional(),
+      backoff_max: durationSchema.optional(),
+      scale_down_cooldown: durationSchema.optional(),
+      withdraw_delay: durationSchema.optional(),
+      events_kept: wholeNumber("a whole number of events", 100).optional(),
+    })
+    .optional(),
   models: z.array(modelEntrySchema).optional(),
 });
 export type ServerConfigInput = z.infer<typeof serverConfigSchema>;

@@ -6,6 +6,7 @@ import { parseDuration } from "./duration.js";
 import { parseWithSchema } from "./schema-errors.js";
 import { serverConfigSchema, type ModelEntry } from "./schema.js";
 import { parseYamlSource } from "./yaml-source.js";
+import { defaultReconcileSettings, type ReconcileSettings } from "./reconcile-settings.js";
 
 /** The server's settings, validated once at start and frozen (STYLE 5). */
 export interface ServerConfig {
@@ -19,6 +20,8 @@ export interface ServerConfig {
   readonly huggingface: { readonly endpoint: string; readonly tokenEnv: string | undefined };
   readonly heartbeatDeadlineMs: number;
   readonly settlingWindowMs: number;
+  /** The reconciler's pacing (`reconcile:`), defaults filled in. */
+  readonly reconcile: ReconcileSettings;
   /** Declared models with the place each was written, for catalog errors that name the line. */
   readonly declared: readonly PlacedEntry[];
 }
@@ -99,6 +102,16 @@ export function loadServerConfig(configPath: string | undefined, overrides: Serv
     }),
     heartbeatDeadlineMs: duration(file.nodes?.heartbeat_deadline, 15_000),
     settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
+    reconcile: Object.freeze({
+      ...defaultReconcileSettings,
+      intervalMs: duration(file.reconcile?.interval, defaultReconcileSettings.intervalMs),
+      leaseMs: duration(file.reconcile?.lease, defaultReconcileSettings.leaseMs),
+      backoffInitialMs: duration(file.reconcile?.backoff_initial, defaultReconcileSettings.backoffInitialMs),
+      backoffMaxMs: duration(file.reconcile?.backoff_max, defaultReconcileSettings.backoffMaxMs),
+      scaleDownCooldownMs: duration(file.reconcile?.scale_down_cooldown, defaultReconcileSettings.scaleDownCooldownMs),
+      withdrawDelayMs: duration(file.reconcile?.withdraw_delay, defaultReconcileSettings.withdrawDelayMs),
+      eventsKept: file.reconcile?.events_kept ?? defaultReconcileSettings.eventsKept,
+    }),
     declared: Object.freeze(declared),
   });
 }

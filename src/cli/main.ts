@@ -11,6 +11,7 @@ import { registerAgentCommand } from "./agent-command.js";
 import { registerSimEngineCommand } from "./sim-engine-command.js";
 import { registerNodesCommands } from "./ctl/nodes-commands.js";
 import { registerTokensCommands } from "./ctl/tokens-commands.js";
+import { registerReconcileCommands } from "./ctl/reconcile-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -26,6 +27,7 @@ function buildProgram(): Command {
   registerAuditCommand(ctl);
   registerNodesCommands(ctl);
   registerTokensCommands(ctl);
+  registerReconcileCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

@@ -1,8 +1,9 @@
 import type { ModelClass } from "../catalog/schema.js";
-import type { HeldReplica, ReplicaDemand, Snapshot } from "../placement/types.js";
+import type { ReplicaDemand, Snapshot } from "../placement/types.js";
+import { fleetSnapshot } from "./fleet-snapshot.js";
 import { desiredCount } from "./desired-count.js";
 import { choosePreemptions, placeReplicas } from "./placement-functions.js";
-import type { ReconcileSettings } from "./settings.js";
+import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
 
 const classRank: Record<ModelClass, number> = { critical: 0, standard: 1, opportunistic: 2 };
@@ -63,25 +64,8 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   }
 
   // Replicas that hold cards now: everything not gone (withdrawn ones too, until they stop).
-  const held: HeldReplica[] = observed.replicas
-    .filter((replica) => !isTerminal(replica) && !(replica.managed && replica.state === "failed"))
-    .map((replica) => ({
-      id: replica.id,
-      model: replica.model,
-      profile: replica.profile,
-      node: replica.node,
-      cards: replica.cards,
-      memoryBytes: replica.memoryBytes,
-      cpuCores: replica.cpuCores,
-      modelClass: models.get(replica.model)?.modelClass ?? "opportunistic",
-    }));
-  const snapshot: Snapshot = {
-    nodes: observed.nodes.map((node) => {
-      const unschedulable = node.state !== "ready" ? node.state : node.draining ? "draining" : node.cordoned ? "cordoned" : undefined;
-      return { ...node, schedulable: unschedulable === undefined, ...(unschedulable ? { unschedulableReason: unschedulable } : {}) };
-    }),
-    replicas: held,
-  };
+  const snapshot: Snapshot = fleetSnapshot(observed, (model) => models.get(model)?.modelClass ?? "opportunistic");
+  const held = snapshot.replicas;
 
   const demands: { demand: ReplicaDemand; model: DesiredModel; belowMin: boolean }[] = [];
   for (const model of desired.models) {

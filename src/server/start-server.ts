@@ -10,6 +10,16 @@ import { buildApp } from "./build-app.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
 import path from "node:path";
+import pino from "pino";
+import { Reconciler, type ReconcilerLog } from "../reconcile/reconciler.js";
+import { registerReconcileRoutes } from "../api/routes/reconcile.js";
+import { modelStatusSource } from "./model-status-source.js";
+
+/** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
+function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
+  if (logger === false) return { info: () => undefined, warn: () => undefined };
+  return pino(logger).child({ component: "reconciler" });
+}
 
 export interface RunningServer {
   readonly config: ServerConfig;
@@ -19,6 +29,7 @@ export interface RunningServer {
   readonly url: string;
   /** The admin token when this start created it; printed once by the CLI. */
   readonly createdAdminToken: { token: string; file: string } | undefined;
+  readonly reconciler: Reconciler;
   close(): Promise<void>;
 }
 
@@ -53,10 +64,19 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       gpuMemoryUtilization: config.gpuMemoryUtilization,
     });
     const { tokenEnv } = config.huggingface;
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false));
     const app = await buildApp({
       store,
       catalog,
       fleetService: fleet,
+      modelStatus: modelStatusSource(store),
+      registerMore: (routes) => {
+        registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
+        // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
+        routes.addHook("onResponse", async (request) => {
+          if (request.method !== "GET") reconciler.wake();
+        });
+      },
       adminTokenHint: adminTokenHint(config.dataDir),
       logger: options.logger ?? false,
       plan: {
@@ -72,13 +92,16 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       await app.close();
       throw listenFailure(`${config.listen.host}:${config.listen.port}`, "--listen (or listen: in server.yaml)", error);
     }
+    reconciler.start();
     return {
       config,
       store,
       app,
       url: address,
       createdAdminToken,
+      reconciler,
       async close() {
+        await reconciler.stop();
         await app.close();
         await store.close();
       },

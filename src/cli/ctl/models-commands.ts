@@ -10,6 +10,8 @@ import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
 import { describeModel, describeScaling, profileSummary } from "./model-text.js";
 import { registerPlanCommand } from "./plan-command.js";
+import { waitForModel } from "./wait-for-model.js";
+import { parseDuration } from "../../catalog/duration.js";
 
 const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
 
@@ -17,6 +19,16 @@ const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComp
 function printModel(command: Command, model: ModelView, headline: string): void {
   if (ctlOptions(command).json) return printJson(model);
   print(`${headline}\n${describeModel(model)}`);
+}
+
+/** Under the table, why each model that should run does not: the placement's refusal, or its last failure. */
+function unplacedLines(models: readonly ModelView[]): string {
+  const lines = models.flatMap((model) => {
+    if (model.placement?.state === "unplaceable" || model.placement?.state === "waiting") return [`${model.name}: ${model.placement.state}: ${model.placement.reason ?? "-"}`];
+    if (model.last_failure?.retry_at) return [`${model.name}: failing (${model.last_failure.failures} in a row): ${model.last_failure.reason.split("\n")[0]}`];
+    return [];
+  });
+  return lines.length > 0 ? `\n\n${lines.join("\n")}` : "";
 }
 
 export function registerModelsCommands(ctl: Command): void {
@@ -41,7 +53,7 @@ export function registerModelsCommands(ctl: Command): void {
             profileSummary(model),
             model.owner ?? "-",
           ]),
-        ),
+        ) + unplacedLines(result.models),
       );
     });
 
@@ -63,8 +75,10 @@ export function registerModelsCommands(ctl: Command): void {
     .command("add")
     .description("add a model at runtime from a YAML file (one entry, the same YAML as in server.yaml)")
     .requiredOption("-f, --file <file>", "the model entry")
+    .option("--wait", "wait until its replicas are ready, printing their states; exit non-zero with the reason when it fails")
+    .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
     .option("--json", "print the API's model object")
-    .action(async (options: { file: string }, command: Command) => {
+    .action(async (options: { file: string; wait?: boolean; timeout?: string }, command: Command) => {
       let text: string;
       try {
         text = readFileSync(options.file, "utf8");
@@ -73,8 +87,10 @@ export function registerModelsCommands(ctl: Command): void {
       }
       // Checked here too, so a mistake is reported with its line and column in the file.
       const entry = parseModelFile(text, path.basename(options.file));
-      const added = await apiClient(ctlOptions(command)).post<ModelView>("/api/v1/models", entry);
+      const client = apiClient(ctlOptions(command));
+      const added = await client.post<ModelView>("/api/v1/models", entry);
       printModel(command, added, `Added ${added.name}.`);
+      if (options.wait) await waitForModel(client, added.name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
     });
 
   model
