@@ -46,7 +46,7 @@ export function modelView(model: CatalogModel, declaredIn: string, replicas: Rep
     external: entry.external
       ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
       : null,
-    state: status?.placement?.state === "unplaceable" && replicas.ready === 0 && !entry.external ? "unplaceable" : modelState(model, replicas),
+    state: modelState(model, replicas),
     replicas,
     placement: entry.external ? null : (status?.placement ?? null),
     last_failure: status?.last_failure ?? null,

@@ -17,8 +17,7 @@ export interface ReplicaCounts {
   readonly desired: number;
 }
 
-/** `unplaceable`: no replica serves and the reconciler cannot place one (`placement.reason` says why). */
-export type ModelState = "external" | "stopped" | "on-demand" | "pending" | "degraded" | "ready" | "unplaceable";
+export type ModelState = "external" | "stopped" | "on-demand" | "pending" | "degraded" | "ready";
 
 /**
  * The model object of the admin API and of `ctl ... --json`: a stable

@@ -13,6 +13,8 @@ const serverYaml = `nodes:
 models:
   - name: tiny-chat
     context: 4096
+    # Kept out of the reconciler's hands: this test starts its replicas by hand.
+    scaling: { min: 0, max: 0 }
     profiles:
       - { engine: vllm, source: "hf://example/tiny-chat@main", gpus: 1 }
 `;

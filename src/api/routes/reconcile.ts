@@ -7,7 +7,7 @@ import type { EventView } from "../../protocol/views.js";
 import type { Reconciler } from "../../reconcile/reconciler.js";
 import type { CatalogService } from "../../server/catalog-service.js";
 import type { FleetService } from "../../server/fleet-service.js";
-import { listEvents, type EventFilter } from "../../store/reconcile-rows.js";
+import { listEvents, readLease, type EventFilter } from "../../store/reconcile-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { requireActor } from "../access.js";
 import { flagSchema, isSet } from "../logs-query.js";
@@ -65,6 +65,13 @@ export function registerReconcileRoutes(app: FastifyInstance, parts: { store: St
     const stream = Readable.from(lines());
     stream.on("error", () => undefined);
     return reply.type("application/x-ndjson; charset=utf-8").send(stream);
+  });
+
+  // Which server's reconciler acts now: operators of several servers on one Postgres ask it after losing one.
+  app.get("/api/v1/reconciler", { config: { access: "read" } }, async () => {
+    const lease = await readLease(store.db);
+    const live = lease !== undefined && Date.parse(lease.expires_at) > Date.now();
+    return { holder: live ? lease.holder : null, expires_at: live ? lease.expires_at : null, this_server: reconciler.holder, this_server_holds: live && lease.holder === reconciler.holder };
   });
 
   app.post("/api/v1/models/:name/demand", { config: { access: "admin" } }, async (request) => {

@@ -1,0 +1,217 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { EventView, ModelView, NodeView, ReplicaView } from "../../src/protocol/views.js";
+import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+
+// Short pacing so each scenario takes seconds: the same keys an operator sets in server.yaml.
+const serverYaml = `nodes:
+  heartbeat_deadline: 4s
+  settling_window: 2s
+reconcile:
+  interval: 500ms
+  lease: 3s
+  backoff_initial: 1s
+  backoff_max: 4s
+  scale_down_cooldown: 2s
+  withdraw_delay: 500ms
+`;
+
+async function freePort(): Promise<number> {
+  return await new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+function killGroup(pid: number | undefined | null): void {
+  if (!pid) return;
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // gone already
+  }
+}
+
+function modelYaml(name: string, extra: string, profile = "{ engine: vllm, source: \"hf://example/tiny@main\", gpu_class: h100, gpus: 1 }"): string {
+  return `name: ${name}\ncontext: 4096\n${extra}profiles:\n  - ${profile}\n`;
+}
+
+/** A cluster as real processes: a server, and agents started and killed at will. */
+class Cluster {
+  server!: ServerProcess;
+  readonly agents = new Map<string, ChildProcess>();
+  readonly enginePids = new Set<number>();
+  joinToken = "";
+
+  constructor(
+    readonly directory: string,
+    readonly port: number,
+  ) {}
+
+  ctlRaw(...args: string[]) {
+    return runCli(["ctl", "--server", this.server.url, "--token", this.server.token, ...args]);
+  }
+
+  async ctl(...args: string[]): Promise<string> {
+    const result = await this.ctlRaw(...args);
+    if (result.code !== 0) throw new Error(`ctl ${args.join(" ")} failed (${result.code}): ${result.stderr}`);
+    return result.stdout;
+  }
+
+  async api<T>(method: "GET" | "POST", route: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${this.server.url}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${this.server.token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as T;
+  }
+
+  async replicas(model?: string): Promise<ReplicaView[]> {
+    const list = (await this.api<{ replicas: ReplicaView[] }>("GET", `/api/v1/replicas${model ? `?model=${model}` : ""}`)).replicas;
+    for (const replica of list) if (replica.pid !== null) this.enginePids.add(replica.pid);
+    return list;
+  }
+
+  model(name: string): Promise<ModelView> {
+    return this.api<ModelView>("GET", `/api/v1/models/${name}`);
+  }
+
+  async events(model: string): Promise<EventView[]> {
+    return (await this.api<{ events: EventView[] }>("GET", `/api/v1/events?model=${model}&limit=1000`)).events;
+  }
+
+  async addModel(name: string, yaml: string, ...extra: string[]): Promise<string> {
+    const file = path.join(this.directory, `${name}.yaml`);
+    writeFileSync(file, yaml);
+    return await this.ctl("model", "add", "-f", file, ...extra);
+  }
+
+  startAgent(name: string, simulate = "2xH100-80GB@nvl0,cpu:16c/64g"): void {
+    const child = spawn(process.execPath, [llmgwBin, "agent", "--server", `http://127.0.0.1:${this.port}`, "--name", name, "--data-dir", path.join(this.directory, name), "--simulate", simulate], {
+      detached: true,
+      stdio: ["ignore", "ignore", "ignore"],
+      env: { ...process.env, LLMGW_JOIN_TOKEN: this.joinToken, LLMGW_SERVER: undefined, LLMGW_TOKEN: undefined },
+    });
+    this.agents.set(name, child);
+  }
+
+  async killAgent(name: string): Promise<void> {
+    const child = this.agents.get(name);
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  }
+
+  async readyReplicas(model: string, count: number, timeoutMs = 60_000): Promise<ReplicaView[]> {
+    return await waitFor(async () => {
+      const list = (await this.replicas(model)).filter((replica) => replica.state === "ready");
+      return list.length === count ? list : undefined;
+    }, timeoutMs, `${count} ready replica(s) of ${model}`);
+  }
+
+  async close(): Promise<void> {
+    for (const child of this.agents.values()) killGroup(child.pid);
+    for (const pid of this.enginePids) killGroup(pid);
+    await this.server?.stop();
+  }
+}
+
+async function startCluster(prefix: string, nodes: readonly string[]): Promise<Cluster> {
+  const directory = temporaryDirectory(prefix);
+  writeFileSync(path.join(directory, "server.yaml"), serverYaml);
+  const cluster = new Cluster(directory, await freePort());
+  cluster.server = await startServerProcess({ cwd: directory, dataDir: path.join(directory, "server-data"), args: ["-c", "server.yaml", "--listen", `127.0.0.1:${cluster.port}`] });
+  cluster.joinToken = (JSON.parse(await cluster.ctl("node", "token", "--json")) as { token: string }).token;
+  for (const node of nodes) cluster.startAgent(node);
+  await waitFor(async () => {
+    const list = (await cluster.api<{ nodes: NodeView[] }>("GET", "/api/v1/nodes")).nodes;
+    return list.length === nodes.length && list.every((node) => node.state === "ready");
+  }, 30_000, "the nodes to join");
+  return cluster;
+}
+
+async function chat(endpoint: string): Promise<string> {
+  const client = new OpenAI({ baseURL: `${endpoint}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30_000 });
+  const answer = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Say hello." }], max_tokens: 4 });
+  return answer.choices[0]?.message.content ?? "";
+}
+
+describe("the reconciler with a server and two simulated agents as real processes", () => {
+  let cluster: Cluster;
+
+  beforeAll(async () => {
+    cluster = await startCluster("llmgw-reconcile-e2e-", ["node-a", "node-b"]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster?.close();
+    if (cluster) rmSync(cluster.directory, { recursive: true, force: true });
+  });
+
+  it("serves a model added at runtime by itself: `model add --wait` prints the replica's states until it is ready", async () => {
+    const output = await cluster.addModel("tiny", modelYaml("tiny", ""), "--wait");
+    expect(output).toMatch(/tiny-[0-9a-f]{6} on node-[ab]: (pending|fetching|starting)/);
+    expect(output).toContain("tiny is ready: 1 replica serving.");
+    const [replica] = await cluster.readyReplicas("tiny", 1);
+    expect(await chat(replica?.endpoint as string)).not.toBe("");
+    const kinds = (await cluster.events("tiny")).map((event) => event.kind);
+    expect(kinds).toEqual(expect.arrayContaining(["replica-placed", "replica-started", "replica-ready"]));
+    expect(await cluster.ctl("events", "--model", "tiny")).toMatch(/replica-ready\s+replica tiny-[0-9a-f]{6} of tiny is ready on node-[ab]/);
+  });
+
+  it("refuses a model too large for any node, and says why in `ctl models` and `ctl model show`", async () => {
+    await cluster.addModel("huge", modelYaml("huge", "", "{ engine: vllm, source: \"hf://example/huge@main\", gpu_class: h100, gpus: 4 }"));
+    const reason = await waitFor(async () => (await cluster.model("huge")).placement?.reason ?? undefined, 20_000, "huge's placement");
+    expect(reason).toBe("0 of 2 nodes: 2 have fewer than 4 free h100");
+    expect(await cluster.ctl("models")).toContain("huge: unplaceable: 0 of 2 nodes: 2 have fewer than 4 free h100");
+    expect(await cluster.ctl("model", "show", "huge")).toMatch(/placement\s+unplaceable: 0 of 2 nodes/);
+    expect((await cluster.events("huge")).map((event) => event.kind)).toContain("model-unplaceable");
+    // The refusal is an event once, not once per pass.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect((await cluster.events("huge")).filter((event) => event.kind === "model-unplaceable")).toHaveLength(1);
+    await cluster.ctl("model", "remove", "huge");
+  });
+
+  it("brings back an engine killed with SIGKILL, then backs off a model whose engine keeps failing", async () => {
+    const [before] = await cluster.readyReplicas("tiny", 1);
+    process.kill(before?.pid as number, "SIGKILL");
+    const [after] = await waitFor(async () => {
+      const list = (await cluster.replicas("tiny")).filter((replica) => replica.state === "ready" && replica.id !== before?.id);
+      return list.length === 1 ? list : undefined;
+    }, 60_000, "a new ready replica of tiny");
+    expect(after?.pid).not.toBe(before?.pid);
+    expect((await cluster.model("tiny")).last_failure?.reason).toMatch(/killed by SIGKILL/);
+
+    // An engine that fails at every load: retried after 1 s, then 2 s, then 4 s (the cap).
+    await cluster.addModel("broken", modelYaml("broken", "", "{ engine: vllm, source: \"hf://example/broken@main\", gpu_class: h100, gpus: 1, env: { LLMGW_SIM_FAULT: fail-load } }"));
+    const failing = await waitFor(async () => {
+      const view = await cluster.model("broken");
+      return (view.last_failure?.failures ?? 0) >= 3 ? view : undefined;
+    }, 60_000, "three failures of broken in a row");
+    expect(failing.last_failure?.reason).toMatch(/exited with code 1 while loading broken/);
+    const waits = (await cluster.events("broken")).filter((event) => event.kind === "replica-failed").map((event) => /next start in (\d+) s/.exec(event.message)?.[1]);
+    expect(waits.slice(0, 3)).toEqual(["1", "2", "4"]);
+    expect(await cluster.ctl("models")).toMatch(/broken: failing \(\d+ in a row\)/);
+    await cluster.ctl("model", "remove", "broken");
+  });
+});
