@@ -162,6 +162,14 @@ describe("diff", () => {
     expect(actions.find((action) => action.kind === "placement" && action.model === "prod")).toMatchObject({ state: "waiting" });
   });
 
+  it("gives up an opportunistic replica before a standard one", () => {
+    const nodes = [node("gpu-1"), node("gpu-2")];
+    const models = [model("tiny"), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical", profiles: [{ name: "h100x2", engine: "vllm", gpuClass: "h100", gpus: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }] })];
+    const replicas = [replica("tiny-a", "tiny", "gpu-1", [0]), replica("batch-a", "batch", "gpu-2", [0, 1])];
+    const withdrawals = diff({ models }, observed(nodes, replicas), settings).filter((action) => action.kind === "withdraw");
+    expect(withdrawals).toEqual([expect.objectContaining({ id: "batch-a", preemptedFor: "prod" })]);
+  });
+
   it("never preempts for an opportunistic model", () => {
     const small = node("gpu-1", { cards: [{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
     const models = [model("prod", { modelClass: "standard" }), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now })];

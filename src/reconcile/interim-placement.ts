@@ -113,6 +113,8 @@ const rank: Record<ModelClass, number> = { opportunistic: 0, standard: 1, critic
  * no such set exists (nothing is preempted for nothing).
  */
 export function choosePreemptions(snapshot: Snapshot, demand: ReplicaDemand): HeldReplica[] {
+  let best: HeldReplica[] | undefined;
+  const cost = (victims: readonly HeldReplica[]) => Math.max(...victims.map((victim) => rank[victim.modelClass])) * 1000 + victims.length;
   for (const node of snapshot.nodes) {
     if (!node.schedulable) continue;
     const candidates = snapshot.replicas
@@ -122,8 +124,12 @@ export function choosePreemptions(snapshot: Snapshot, demand: ReplicaDemand): He
     for (const victim of candidates) {
       victims.push(victim);
       const without = { nodes: [node], replicas: snapshot.replicas.filter((replica) => replica.node === node.name && !victims.includes(replica)) };
-      if (placeReplicas(without, [{ ...demand, count: 1 }]).placements.length === 1) return victims;
+      if (placeReplicas(without, [{ ...demand, count: 1 }]).placements.length === 1) {
+        // The cheapest set over all nodes: the lowest class given up, then the fewest replicas.
+        if (best === undefined || cost(victims) < cost(best)) best = [...victims];
+        break;
+      }
     }
   }
-  return [];
+  return best ?? [];
 }

@@ -214,4 +214,115 @@ describe("the reconciler with a server and two simulated agents as real processe
     expect(await cluster.ctl("models")).toMatch(/broken: failing \(\d+ in a row\)/);
     await cluster.ctl("model", "remove", "broken");
   });
+
+  it("starts an on-demand model when demand is reported, and stops it after idle_timeout without requests", async () => {
+    await cluster.addModel("sometimes", modelYaml("sometimes", "scaling: { min: 0, max: 1, idle_timeout: 3s }\n"));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await cluster.replicas("sometimes")).toEqual([]);
+    await cluster.api("POST", "/api/v1/models/sometimes/demand", {});
+    const [replica] = await cluster.readyReplicas("sometimes", 1);
+    expect(await chat(replica?.endpoint as string)).not.toBe("");
+    await waitFor(async () => (await cluster.replicas("sometimes")).length === 0, 30_000, "sometimes to stop after its idle timeout");
+    const kinds = (await cluster.events("sometimes")).map((event) => event.kind);
+    expect(kinds).toEqual(expect.arrayContaining(["replica-placed", "replica-ready", "replica-draining", "replica-stopped"]));
+    await cluster.ctl("model", "remove", "sometimes");
+  });
+
+  it("preempts an opportunistic model for a critical one that has no room", async () => {
+    // tiny holds one card of one node; batch takes the whole other node.
+    await cluster.addModel("batch", modelYaml("batch", "scaling: { min: 0, max: 1, idle_timeout: 10m }\n", "{ engine: vllm, source: \"hf://example/batch@main\", gpu_class: h100, gpus: 2 }"));
+    await cluster.api("POST", "/api/v1/models/batch/demand", {});
+    const [batch] = await cluster.readyReplicas("batch", 1);
+    await cluster.addModel("prod", modelYaml("prod", "class: critical\n", "{ engine: vllm, source: \"hf://example/prod@main\", gpu_class: h100, gpus: 2 }"));
+    const [prod] = await cluster.readyReplicas("prod", 1);
+    expect(prod?.node).toBe(batch?.node);
+    expect((await cluster.events("batch")).find((event) => event.kind === "replica-preempted")?.message, JSON.stringify(await cluster.api("GET", "/api/v1/events?limit=100"), null, 1)).toContain("preempted by prod (critical)");
+    const batchView = await waitFor(async () => {
+      const view = await cluster.model("batch");
+      return view.placement?.state === "unplaceable" ? view : undefined;
+    }, 20_000, "batch to be unplaceable");
+    expect(batchView.placement?.reason).toMatch(/^0 of 2 nodes/);
+    await cluster.ctl("model", "remove", "prod");
+    await cluster.ctl("model", "remove", "batch");
+    await waitFor(async () => (await cluster.replicas()).every((replica) => replica.model === "tiny"), 30_000, "prod and batch to stop");
+  });
+
+  it("restarts a model under a steady stream of requests without failing one", async () => {
+    const [old] = await cluster.readyReplicas("tiny", 1);
+    let failures = 0;
+    let served = 0;
+    let streaming = true;
+    const errors: string[] = [];
+    // A client that follows the replicas as they move: before each request it reads where tiny is served now.
+    const stream = (async () => {
+      while (streaming) {
+        const endpoints = (await cluster.replicas("tiny")).filter((replica) => replica.state === "ready" && replica.endpoint).map((replica) => replica.endpoint as string);
+        const endpoint = endpoints[served % Math.max(endpoints.length, 1)];
+        if (!endpoint) {
+          failures += 1;
+          errors.push("no ready endpoint");
+          continue;
+        }
+        try {
+          await chat(endpoint);
+          served += 1;
+        } catch (error) {
+          failures += 1;
+          errors.push((error as Error).message);
+        }
+      }
+    })();
+    const output = await cluster.ctl("restart", "--model", "tiny", "--wait");
+    streaming = false;
+    await stream;
+    expect(output).toContain("Restarting tiny: 1 replica to replace.");
+    expect(output).toContain("tiny is ready: 1 replica serving.");
+    expect(errors).toEqual([]);
+    expect(failures).toBe(0);
+    expect(served).toBeGreaterThan(5);
+    const [replacement] = await cluster.readyReplicas("tiny", 1);
+    expect(replacement?.id).not.toBe(old?.id);
+    await waitFor(async () => (await cluster.events("tiny")).some((event) => event.kind === "model-restarted"), 20_000, "the restart to finish");
+  });
+
+  it("refuses a restart with no room beside the replica, and says that --in-place would stop it first", async () => {
+    await cluster.addModel("wide", modelYaml("wide", "", "{ engine: vllm, source: \"hf://example/wide@main\", gpu_class: h100, gpus: 2 }"));
+    await cluster.readyReplicas("wide", 1);
+    const refused = await cluster.ctlRaw("restart", "--model", "wide");
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("no room to start a replica of wide beside the ones it replaces");
+    expect(refused.stderr).toContain("--in-place");
+    const inPlace = await cluster.ctl("restart", "--model", "wide", "--in-place", "--wait");
+    expect(inPlace).toContain("wide is ready: 1 replica serving.");
+    await cluster.ctl("model", "remove", "wide");
+    await waitFor(async () => (await cluster.replicas()).every((replica) => replica.model === "tiny"), 30_000, "wide to stop");
+  });
+
+  it("drains a node: its replicas move to the other node and nothing new lands on it", async () => {
+    const [before] = await cluster.readyReplicas("tiny", 1);
+    const from = before?.node as string;
+    expect(await cluster.ctl("node", "drain", from)).toContain(`Node ${from} is draining`);
+    const [after] = await waitFor(async () => {
+      const list = await cluster.replicas("tiny");
+      return list.length === 1 && list[0]?.state === "ready" && list[0].node !== from ? list : undefined;
+    }, 60_000, "tiny to move off the drained node");
+    expect(after?.node).not.toBe(from);
+    const refused = await cluster.ctlRaw("replica", "start", "tiny", "--node", from);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`node ${from} is draining: no new replicas are placed there`);
+    expect(await cluster.ctl("node", "uncordon", from)).toContain(`Node ${from} is schedulable again`);
+  });
+
+  it("places the replicas of a lost node elsewhere", async () => {
+    const [before] = await cluster.readyReplicas("tiny", 1);
+    const lostNode = before?.node as string;
+    await cluster.killAgent(lostNode);
+    killGroup(before?.pid);
+    const [after] = await waitFor(async () => {
+      const list = (await cluster.replicas("tiny")).filter((replica) => replica.state === "ready");
+      return list.length === 1 && list[0]?.node !== lostNode ? list : undefined;
+    }, 60_000, "tiny to be placed on the other node");
+    expect(after?.node).not.toBe(lostNode);
+    expect((await cluster.events("tiny")).map((event) => event.kind)).toContain("replica-lost");
+  });
 });
