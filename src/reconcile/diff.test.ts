@@ -170,6 +170,15 @@ describe("diff", () => {
     expect(withdrawals).toEqual([expect.objectContaining({ id: "batch-a", preemptedFor: "prod" })]);
   });
 
+  it("drains a node by surge where there is room, and empties it anyway where there is none", () => {
+    const running = [replica("qwen-a", "qwen", "gpu-1", [0])];
+    const roomy = diff({ models: [model("qwen", { placement: { state: "placed", reason: null } })] }, observed([node("gpu-1", { draining: true }), node("gpu-2")], running), settings);
+    expect(starts(roomy)).toEqual([expect.objectContaining({ node: "gpu-2" })]);
+    expect(kinds(roomy)).not.toContain("withdraw");
+    const full = diff({ models: [model("qwen", { placement: { state: "placed", reason: null } })] }, observed([node("gpu-1", { draining: true })], running), settings);
+    expect(full.filter((action) => action.kind === "withdraw")).toEqual([expect.objectContaining({ id: "qwen-a", reason: expect.stringMatching(/^node gpu-1 is draining, and no other node has room for qwen/) })]);
+  });
+
   it("never preempts for an opportunistic model", () => {
     const small = node("gpu-1", { cards: [{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
     const models = [model("prod", { modelClass: "standard" }), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now })];

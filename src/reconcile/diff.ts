@@ -67,7 +67,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   const snapshot: Snapshot = fleetSnapshot(observed, (model) => models.get(model)?.modelClass ?? "opportunistic");
   const held = snapshot.replicas;
 
-  const demands: { demand: ReplicaDemand; model: DesiredModel; belowMin: boolean }[] = [];
+  const demands: { demand: ReplicaDemand; model: DesiredModel; belowMin: boolean; withdrawing: boolean; evacuees: readonly ObservedReplica[] }[] = [];
   for (const model of desired.models) {
     const live = observed.replicas.filter((replica) => replica.model === model.name && !isTerminal(replica) && !withdrawn.has(replica.id) && replica.state !== "lost");
     const outdated = live.filter(
@@ -117,6 +117,8 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
         demand: { model: model.name, modelClass: model.modelClass, count: need, profiles: model.profiles },
         model,
         belowMin: current.length < model.min,
+        withdrawing,
+        evacuees: outdated.filter((replica) => nodes.get(replica.node)?.draining === true),
       });
     } else if (need <= 0 && count > 0 && model.placement?.state !== "placed") {
       actions.push({ kind: "placement", model: model.name, state: "placed", reason: null });
@@ -132,7 +134,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     actions.push({ kind: "start", model: placement.model, profile: placement.profile, node: placement.node, cards: placement.cards, reason: "placed" });
   }
   const preempted = new Set<string>();
-  for (const { demand, model } of demands) {
+  for (const { demand, model, withdrawing, evacuees } of demands) {
     const refusal = result.refusals.find((candidate) => candidate.model === demand.model);
     if (!refusal) {
       if (model.placement?.state !== "placed") actions.push({ kind: "placement", model: model.name, state: "placed", reason: null });
@@ -145,9 +147,16 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       if (withdrawn.has(victim.id)) continue;
       actions.push({ kind: "withdraw", id: victim.id, model: victim.model, node: victim.node, reason: `preempted by ${model.name} (${model.modelClass})`, preemptedFor: model.name });
     }
+    // A draining node is emptied even where no replacement fits: the operator asked for the machine.
+    for (const replica of evacuees) {
+      if (withdrawn.has(replica.id)) continue;
+      withdrawn.add(replica.id);
+      actions.push({ kind: "withdraw", id: replica.id, model: model.name, node: replica.node, reason: `node ${replica.node} is draining, and no other node has room for ${model.name} (${refusal.reason})` });
+    }
     const waitingForVictims = victims.length > 0 || held.some((replica) => preempted.has(replica.id));
-    const state = waitingForVictims ? "waiting" : "unplaceable";
-    const reason = waitingForVictims ? `waiting for ${victims.map((victim) => victim.id).join(", ") || "preempted replicas"} to stop` : refusal.reason;
+    // Its own replicas still stopping (an in-place restart, a scale-down) free cards it may need: not a refusal yet.
+    const state = waitingForVictims || withdrawing ? "waiting" : "unplaceable";
+    const reason = waitingForVictims ? `waiting for ${victims.map((victim) => victim.id).join(", ") || "preempted replicas"} to stop` : withdrawing ? `waiting for its stopping replicas to free their cards (${refusal.reason})` : refusal.reason;
     if (model.placement?.state !== state || model.placement.reason !== reason) actions.push({ kind: "placement", model: model.name, state, reason });
   }
   return actions;
