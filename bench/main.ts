@@ -9,7 +9,11 @@
  *   runs on every `ctl model plan` and, later, inside placement, so it must stay
  *   cheap as the fleet grows. Medians of repeated runs, on this machine.
  *
- * Gateway overhead and placement benchmarks join this file with those features.
+ * - Placement time for 100, 300 and 1,000 nodes of eight cards with 1,000
+ *   and 10,000 replicas: the reconciler places every cycle, so a full
+ *   placement must stay well under its period on a large fleet.
+ *
+ * Gateway overhead benchmarks join this file with that feature.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -21,6 +25,8 @@ import { inventoryFacts } from "../src/plan/inventory-facts.js";
 import { fleetFromHardwareSpec } from "../src/fleet/pools.js";
 import { parseHardwareSpec } from "../src/fleet/gpu-spec.js";
 import { packageRoot } from "../src/package-root.js";
+import { placeReplicas } from "../src/placement/index.js";
+import { benchDemands, benchFleet } from "./placement-workload.js";
 
 const fixturesFolder = path.join(packageRoot.directory, "src", "plan", "fixtures");
 const fixtures = readdirSync(fixturesFolder).sort();
@@ -96,15 +102,74 @@ function plannerTiming(): { results: { nodes: number; median_ms_per_model: numbe
   return { results, markdown };
 }
 
+interface PlacementTiming {
+  readonly nodes: number;
+  readonly replicas: number;
+  readonly median_ms: number;
+  readonly fastest_ms: number;
+  readonly placed: number;
+  readonly unplaced: number;
+}
+
+function placementTiming(): { results: PlacementTiming[]; markdown: string } {
+  const results: PlacementTiming[] = [];
+  for (const nodes of [100, 300, 1000]) {
+    const fleet = benchFleet(nodes);
+    for (const replicas of [1000, 10_000]) {
+      const demands = benchDemands(replicas);
+      // One warm-up run so the JIT has compiled the hot path, then 7 timed runs.
+      let result = placeReplicas(fleet, demands);
+      const samples: number[] = [];
+      for (let round = 0; round < 7; round += 1) {
+        const started = performance.now();
+        result = placeReplicas(fleet, demands);
+        samples.push(performance.now() - started);
+      }
+      const unplaced = result.refusals.reduce((sum, refusal) => sum + refusal.unplaced, 0);
+      results.push({ nodes, replicas, median_ms: median(samples), fastest_ms: Math.min(...samples), placed: result.placements.length, unplaced });
+    }
+  }
+  const largest = results.find((result) => result.nodes === 1000 && result.replicas === 10_000);
+  const smallest = results.find((result) => result.nodes === 100 && result.replicas === 1000);
+  const markdown = [
+    "## Placement time",
+    "",
+    "Nodes of 8 × H100-80GB (one NVLink fabric each), nothing running; models of 1–4 replicas on 1, 2, 4 or 8 cards (small ones fall back to a CPU profile), three classes. Replicas beyond the fleet's cards are refused with their reason, which is part of the time.",
+    "",
+    "| nodes | replicas | median ms | fastest ms | placed | refused |",
+    "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ...results.map((result) => `| ${result.nodes} | ${result.replicas} | ${result.median_ms.toFixed(1)} | ${result.fastest_ms.toFixed(1)} | ${result.placed} | ${result.unplaced} |`),
+    "",
+    `10,000 replicas on 1,000 nodes against 1,000 on 100 (ten times both): ${((largest?.median_ms ?? 0) / (smallest?.median_ms || 1)).toFixed(1)}× the time (linear would be 10×).`,
+  ].join("\n");
+  return { results, markdown };
+}
+
 const startedAt = new Date().toISOString();
 const calibrationResult = calibration();
 const timing = plannerTiming();
-const markdown = [`# llmgw benchmark, ${startedAt}`, "", `Node ${process.version}, llmgw ${packageRoot.manifest.version}.`, "", calibrationResult.markdown, "", timing.markdown, ""].join("\n");
+const placement = placementTiming();
+const markdown = [
+  `# llmgw benchmark, ${startedAt}`,
+  "",
+  `Node ${process.version}, llmgw ${packageRoot.manifest.version}.`,
+  "",
+  calibrationResult.markdown,
+  "",
+  timing.markdown,
+  "",
+  placement.markdown,
+  "",
+].join("\n");
 const resultsFolder = path.join(packageRoot.directory, "bench", "results");
 mkdirSync(resultsFolder, { recursive: true });
 writeFileSync(path.join(resultsFolder, "bench.md"), markdown);
 writeFileSync(
   path.join(resultsFolder, "bench.json"),
-  JSON.stringify({ started_at: startedAt, node: process.version, calibration: calibrationResult.rows, planner_timing: timing.results }, null, 2),
+  JSON.stringify(
+    { started_at: startedAt, node: process.version, calibration: calibrationResult.rows, planner_timing: timing.results, placement_timing: placement.results },
+    null,
+    2,
+  ),
 );
 process.stdout.write(markdown);

@@ -14,14 +14,8 @@ import {
 } from "./memory.js";
 import type { ModelFacts } from "./model-facts.js";
 import { splitsHeadsReason } from "./splits-heads.js";
-import {
-  ggufQuantizationsPlanned,
-  weightsBytes,
-  weightsBytesPerCardLayerSplit,
-  weightsBytesPerCardTensorParallel,
-  type GpuEngineQuantization,
-  type Quantization,
-} from "./weights.js";
+import { ggufQuantizationsPlanned, type Quantization } from "./weights.js";
+import { sixteenBitQuantization, totalWeightsBytes, weightsPerCard } from "./weights-per-card.js";
 
 /** The stable JSON shape of `ctl model plan --json` and GET /api/v1/plan (docs/PLAN.md). */
 export interface Plan {
@@ -102,35 +96,7 @@ function quantizationsFor(facts: ModelFacts): { vllm: Quantization[]; llamacpp: 
     return { vllm: [], llamacpp: [(facts.ggufFileType ?? "GGUF") as Quantization] };
   }
   if (facts.checkpoint.quantization) return { vllm: [facts.checkpoint.quantization], llamacpp: [] };
-  const sixteenBit: GpuEngineQuantization = facts.checkpoint.dtype === "F16" ? "fp16" : "bf16";
-  return { vllm: [sixteenBit, "fp8", "int8", "int4"], llamacpp: [...ggufQuantizationsPlanned] };
-}
-
-/**
- * Whole-model bytes for a quantisation. A GGUF source and a pre-quantised
- * checkpoint are priced at their stored bytes: nothing to predict.
- */
-function totalWeightsBytes(facts: ModelFacts, quantization: Quantization): number {
-  if (facts.checkpoint.format === "gguf" || facts.checkpoint.quantization) return facts.checkpoint.bytes;
-  return weightsBytes(facts.architecture, facts.parameters, quantization);
-}
-
-function weightsPerCard(facts: ModelFacts, quantization: Quantization, engine: EngineKind, cards: number, onCpu: boolean): number {
-  const total = totalWeightsBytes(facts, quantization);
-  if (onCpu) return total;
-  if (facts.checkpoint.format === "gguf" || facts.checkpoint.quantization) {
-    // Stored bytes are exact but not split by role: share them as the
-    // 16-bit layout would (same proportions of sharded and replicated tensors).
-    const reference = weightsBytes(facts.architecture, facts.parameters, "bf16");
-    const referencePerCard =
-      engine === "vllm"
-        ? weightsBytesPerCardTensorParallel(facts.architecture, facts.parameters, "bf16", cards)
-        : weightsBytesPerCardLayerSplit(facts.architecture, facts.parameters, "bf16", cards);
-    return Math.round((total * referencePerCard) / reference);
-  }
-  return engine === "vllm"
-    ? weightsBytesPerCardTensorParallel(facts.architecture, facts.parameters, quantization, cards)
-    : weightsBytesPerCardLayerSplit(facts.architecture, facts.parameters, quantization, cards);
+  return { vllm: [sixteenBitQuantization(facts), "fp8", "int8", "int4"], llamacpp: [...ggufQuantizationsPlanned] };
 }
 
 interface Slot {
