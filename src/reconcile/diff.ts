@@ -2,7 +2,8 @@ import type { ModelClass } from "../catalog/schema.js";
 import type { ReplicaDemand, Snapshot } from "../placement/types.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { desiredCount } from "./desired-count.js";
-import { choosePreemptions, placeReplicas } from "./placement-functions.js";
+import { placeReplicas, victimsFor } from "./placement-functions.js";
+import type { ModelStanding } from "../placement/index.js";
 import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
 
@@ -134,6 +135,10 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     actions.push({ kind: "start", model: placement.model, profile: placement.profile, node: placement.node, cards: placement.cards, reason: "placed" });
   }
   const preempted = new Set<string>();
+  // Where each model stands, for the class rules: within a class only a model below its minimum takes, and only what another grew into.
+  const standings = new Map<string, ModelStanding>(
+    desired.models.map((model) => [model.name, { modelClass: model.modelClass, min: model.min, replicas: held.filter((replica) => replica.model === model.name).length }]),
+  );
   for (const { demand, model, withdrawing, evacuees } of demands) {
     const refusal = result.refusals.find((candidate) => candidate.model === demand.model);
     if (!refusal) {
@@ -141,7 +146,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       continue;
     }
     // A lower class gives way: its replicas drain, and the cards are placed on a later pass once they have stopped.
-    const victims = model.modelClass === "opportunistic" ? [] : choosePreemptions({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, { ...demand, count: 1 });
+    const victims = victimsFor({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, demand, standings);
     for (const victim of victims) {
       preempted.add(victim.id);
       if (withdrawn.has(victim.id)) continue;

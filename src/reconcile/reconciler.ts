@@ -25,7 +25,7 @@ import { diff } from "./diff.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { placeReplicas } from "./placement-functions.js";
 import { DomainError } from "../errors/domain-error.js";
-import type { DemandProfile } from "../placement/types.js";
+import { demandProfile, type DemandProfile } from "../placement/index.js";
 import type { Action, DesiredModel, Observed, ObservedNode, ObservedReplica } from "./types.js";
 
 /** What the reconciler needs of the fleet: the views, and starts and stops through the agents. */
@@ -44,8 +44,6 @@ export interface ReconcilerLog {
   info(facts: Record<string, unknown>, message: string): void;
   warn(facts: Record<string, unknown>, message: string): void;
 }
-
-const GB = 1e9;
 
 /**
  * The loop that keeps the catalog served, like a controller-runtime
@@ -172,7 +170,7 @@ export class Reconciler {
           withdrawnAtMs: intent?.withdrawn_at ? Date.parse(intent.withdrawn_at) : undefined,
           inFlight: status?.load ? status.load.running + status.load.waiting : undefined,
           reason: status?.reason ?? null,
-          memoryBytes: Math.round((profile?.memory_gb ?? 0) * GB),
+          memoryBytes: profile ? demandProfile(profile, undefined).memoryBytes : 0,
           cpuCores: profile?.cpu_cores ?? 0,
         };
       }),
@@ -401,18 +399,14 @@ export class Reconciler {
   }
 }
 
-/** A model's profiles as placement takes them, in the model's order of preference. */
+/**
+ * A model's profiles as placement takes them, in the model's order of
+ * preference. The planner's per-card fit needs the model's files read (I/O
+ * placement does not do); until the reconciler reads them, placement checks
+ * cards, class, fabric, engine, host memory and cores.
+ */
 function demandProfiles(model: CatalogModel): DemandProfile[] {
-  return model.profiles.map((profile) => ({
-    name: profile.name,
-    engine: profile.engine,
-    gpuClass: profile.gpu_class,
-    gpus: profile.gpus,
-    memoryBytes: Math.round((profile.memory_gb ?? 0) * GB),
-    cpuCores: profile.cpu_cores ?? 0,
-    // The planner's per-card fit needs the model's files read; placement checks the card count until it is given.
-    bytesPerCard: undefined,
-  }));
+  return model.profiles.map((profile) => demandProfile(profile, undefined));
 }
 
 function emptyStatus(model: string, at: string): ModelStatusRow {

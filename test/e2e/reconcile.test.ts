@@ -182,8 +182,8 @@ describe("the reconciler with a server and two simulated agents as real processe
   it("refuses a model too large for any node, and says why in `ctl models` and `ctl model show`", async () => {
     await cluster.addModel("huge", modelYaml("huge", "", "{ engine: vllm, source: \"hf://example/huge@main\", gpu_class: h100, gpus: 4 }"));
     const reason = await waitFor(async () => (await cluster.model("huge")).placement?.reason ?? undefined, 20_000, "huge's placement");
-    expect(reason).toBe("0 of 2 nodes: 2 have fewer than 4 free h100");
-    expect(await cluster.ctl("models")).toContain("huge: unplaceable: 0 of 2 nodes: 2 have fewer than 4 free h100");
+    expect(reason).toBe("0 of 2 nodes: 2 have 2 h100 and need 4");
+    expect(await cluster.ctl("models")).toContain("huge: unplaceable: 0 of 2 nodes: 2 have 2 h100 and need 4");
     expect(await cluster.ctl("model", "show", "huge")).toMatch(/placement\s+unplaceable: 0 of 2 nodes/);
     expect((await cluster.events("huge")).map((event) => event.kind)).toContain("model-unplaceable");
     // The refusal is an event once, not once per pass.
