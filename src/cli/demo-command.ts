@@ -31,7 +31,7 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
   ]);
   return [
     "",
-    "Replicas (each serves the OpenAI API at its endpoint; the engine is llmgw's simulated one, timed from the planner's arithmetic for that card):",
+    "Replicas, placed by the reconciler (each serves the OpenAI API at its endpoint; the engine is llmgw's simulated one):",
     renderTable(["MODEL", "NODE", "ON", "ENGINE", "ENDPOINT"], replicaRows).replace(/^/gm, "  "),
     "",
     ...checks,
@@ -42,7 +42,9 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
     "  npx llmgw ctl models                # the catalog, with state and replicas",
     "  npx llmgw ctl replicas",
     `  npx llmgw ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
-    "  npx llmgw ctl scale llama-3.1-8b --min 1 --max 3",
+    "  npx llmgw ctl scale qwen2.5-7b-instruct --min 2   # a second replica is placed by itself",
+    "  npx llmgw ctl events --follow       # what the reconciler does: placed, started, ready, draining, stopped",
+    "  npx llmgw ctl restart --model llama-3.1-8b --wait   # a new replica beside the old, then the old drains",
     ...(first
       ? [
           `  npx llmgw ctl logs ${first.id}`,

@@ -47,6 +47,7 @@ import { deleteReplicaIntent, insertReplicaIntent, listNodeControls, listReplica
 import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
 import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
+import { checkNode, demandProfile, type Snapshot } from "../placement/index.js";
 
 export interface FleetSettings {
   readonly heartbeatDeadlineMs: number;
@@ -566,6 +567,39 @@ export class FleetService {
     }
   }
 
+  /** One node and what holds its resources, as placement's filters read it. */
+  private async nodeSnapshot(node: NodeRow, inventory: Inventory): Promise<Snapshot> {
+    const models = new Map((await this.catalog.list()).map((model) => [model.name, model]));
+    const held = (await listReplicas(this.store.db, { node: node.name })).filter((replica) => !terminalReplicaStates.includes(replica.state as ReplicaState));
+    return {
+      nodes: [
+        {
+          name: node.name,
+          schedulable: true,
+          engines: inventory.engines,
+          cards: inventory.gpus.map((gpu) => ({ index: gpu.index, gpuClass: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric })),
+          memoryBytes: inventory.memory_bytes,
+          cpuCores: inventory.cpu_cores,
+        },
+      ],
+      replicas: held.map((replica) => {
+        const model = models.get(replica.model);
+        const profile = model?.profiles.find((candidate) => candidate.name === replica.profile);
+        const needs = profile ? demandProfile(profile, undefined) : undefined;
+        return {
+          id: replica.id,
+          model: replica.model,
+          profile: replica.profile,
+          node: replica.node,
+          cards: JSON.parse(replica.cards) as number[],
+          memoryBytes: needs?.memoryBytes ?? 0,
+          cpuCores: needs?.cpuCores ?? 0,
+          modelClass: model?.class ?? "opportunistic",
+        };
+      }),
+    };
+  }
+
   /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */
   async startReplica(body: StartReplicaBody): Promise<ReplicaView> {
     const { model, profile } = await this.profileOf(body.model, body.profile);
@@ -594,6 +628,15 @@ export class FleetService {
       );
     }
     if (body.cards !== undefined) checkHandPickedCards(body.cards, { node: node.name, inventory, profile, model: model.name, cardOwner, free });
+    // Then placement's own filters (host memory and cores, alike cards on one fabric), so a replica
+    // started by hand cannot land where the reconciler would refuse to put one.
+    const check = checkNode(await this.nodeSnapshot(node, inventory), demandProfile(profile, undefined), node.name, {
+      cards,
+      gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
+    });
+    if (!check.fits) {
+      throw new DomainError("does_not_fit", `${model.name}/${profile.name} does not fit on node ${node.name}: ${check.reason}`, "Choose another node or other cards, or stop a replica there first (`llmgw ctl nodes` shows what runs where).");
+    }
     const id = body.id ?? this.newReplicaId(model.name);
     const existing = await findReplica(this.store.db, id);
     if (existing) {
