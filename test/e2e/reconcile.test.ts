@@ -6,6 +6,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventView, ModelView, NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
 
 // Short pacing so each scenario takes seconds: the same keys an operator sets in server.yaml.
 const serverYaml = `nodes:
@@ -325,4 +326,74 @@ describe("the reconciler with a server and two simulated agents as real processe
     expect(after?.node).not.toBe(lostNode);
     expect((await cluster.events("tiny")).map((event) => event.kind)).toContain("replica-lost");
   });
+});
+
+describe.runIf(postgresAdminUrl)("two servers on one Postgres", () => {
+  it("moves the lease to the other server when the leader is killed, and no replica is started twice", async () => {
+    const database = await createTestDatabase();
+    const directory = temporaryDirectory("llmgw-reconcile-pg-");
+    writeFileSync(path.join(directory, "server.yaml"), serverYaml);
+    const servers: ServerProcess[] = [];
+    let agent: ChildProcess | undefined;
+    const pids = new Set<number>();
+    try {
+      const start = async (name: string) => {
+        const server = await startServerProcess({ cwd: directory, dataDir: path.join(directory, name), args: ["-c", "server.yaml", "--database", database.url] });
+        servers.push(server);
+        return server;
+      };
+      const leader = await start("first");
+      const token = leader.token;
+      const ask = async <T>(server: ServerProcess, method: "GET" | "POST", route: string, body?: unknown): Promise<T> => {
+        const response = await fetch(`${server.url}${route}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        });
+        if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
+        return (await response.json()) as T;
+      };
+      await waitFor(async () => (await ask<{ this_server_holds: boolean }>(leader, "GET", "/api/v1/reconciler")).this_server_holds, 20_000, "the first server to hold the lease");
+      const follower = await start("second");
+      expect((await ask<{ this_server_holds: boolean }>(follower, "GET", "/api/v1/reconciler")).this_server_holds).toBe(false);
+
+      // The agent reports to the follower, so the node stays heard from when the leader dies.
+      const joinToken = (await ask<{ token: string }>(follower, "POST", "/api/v1/node-tokens", {})).token;
+      agent = spawn(process.execPath, [llmgwBin, "agent", "--server", follower.url, "--name", "node-a", "--data-dir", path.join(directory, "node-a"), "--simulate", "2xH100-80GB@nvl0,cpu:16c/64g"], {
+        detached: true,
+        stdio: ["ignore", "ignore", "ignore"],
+        env: { ...process.env, LLMGW_JOIN_TOKEN: joinToken, LLMGW_SERVER: undefined, LLMGW_TOKEN: undefined },
+      });
+      await waitFor(async () => (await ask<{ nodes: NodeView[] }>(follower, "GET", "/api/v1/nodes")).nodes.some((node) => node.state === "ready"), 30_000, "node-a to join");
+
+      // Added through the leader, which is killed at once: it may have recorded the replica and not yet told the agent.
+      await ask(leader, "POST", "/api/v1/models", { name: "tiny", context: 4096, profiles: [{ engine: "vllm", source: "hf://example/tiny@main", gpu_class: "h100", gpus: 1 }] });
+      leader.child.kill("SIGKILL");
+      await waitFor(async () => (await ask<{ this_server_holds: boolean }>(follower, "GET", "/api/v1/reconciler")).this_server_holds, 20_000, "the second server to take the lease");
+      const seen = new Set<string>();
+      const ready = await waitFor(async () => {
+        const replicas = (await ask<{ replicas: ReplicaView[] }>(follower, "GET", "/api/v1/replicas")).replicas;
+        for (const replica of replicas) {
+          seen.add(replica.id);
+          if (replica.pid !== null) pids.add(replica.pid);
+        }
+        return replicas.length === 1 && replicas[0]?.state === "ready" ? replicas : undefined;
+      }, 60_000, "one ready replica of tiny");
+      // A few more passes of the new leader: still the one replica, never a second start.
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const after = (await ask<{ replicas: ReplicaView[] }>(follower, "GET", "/api/v1/replicas")).replicas;
+      for (const replica of after) seen.add(replica.id);
+      expect(after.map((replica) => replica.id)).toEqual(ready.map((replica) => replica.id));
+      expect([...seen]).toEqual([ready[0]?.id]);
+      const events = (await ask<{ events: EventView[] }>(follower, "GET", "/api/v1/events?model=tiny")).events;
+      expect(events.filter((event) => event.kind === "replica-placed")).toHaveLength(1);
+    } finally {
+      killGroup(agent?.pid);
+      for (const pid of pids) killGroup(pid);
+      // The killed leader has exited already (its exit code is null after a signal, so stop() would wait for nothing).
+      for (const server of servers) if (server.child.signalCode === null) await server.stop();
+      await database.drop();
+      rmSync(directory, { recursive: true, force: true });
+    }
+  }, 150_000);
 });
