@@ -180,6 +180,22 @@ describe("the reconciler with a server and two simulated agents as real processe
     expect(await cluster.ctl("events", "--model", "tiny")).toMatch(/replica-ready\s+replica tiny-[0-9a-f]{6} of tiny is ready on node-[ab]/);
   });
 
+  it("refuses what it cannot do, saying what to do instead", async () => {
+    const badSince = await cluster.ctlRaw("events", "--since", "yesterday");
+    expect(badSince.code).not.toBe(0);
+    expect(badSince.stderr).toContain("since=yesterday: neither an event id nor a time");
+    const unknownNode = await cluster.ctlRaw("node", "cordon", "node-z");
+    expect(unknownNode.code).not.toBe(0);
+    expect(unknownNode.stderr).toContain("no node named node-z has joined this server");
+    await expect(cluster.api("POST", "/api/v1/models/nothing-here/demand", {})).rejects.toThrow(/404.*model_not_found/);
+    // By hand, through placement's filters: 100 GiB of host memory on a node of 64.
+    await cluster.addModel("hungry", modelYaml("hungry", "scaling: { min: 0, max: 0 }\n", "{ engine: vllm, source: \"hf://example/hungry@main\", gpu_class: h100, gpus: 1, memory_gb: 100 }"));
+    const tooBig = await cluster.ctlRaw("replica", "start", "hungry", "--node", "node-a");
+    expect(tooBig.code).not.toBe(0);
+    expect(tooBig.stderr).toMatch(/hungry\/vllm does not fit on node node-a: node-a has \d+ GiB of host memory free and needs 100 GiB/);
+    await cluster.ctl("model", "remove", "hungry");
+  });
+
   it("refuses a model too large for any node, and says why in `ctl models` and `ctl model show`", async () => {
     await cluster.addModel("huge", modelYaml("huge", "", "{ engine: vllm, source: \"hf://example/huge@main\", gpu_class: h100, gpus: 4 }"));
     const reason = await waitFor(async () => (await cluster.model("huge")).placement?.reason ?? undefined, 20_000, "huge's placement");

@@ -24,6 +24,7 @@ const classBody = z.strictObject({
   class: z.enum([...modelClasses, "default"], { message: `one of ${modelClasses.join(", ")}, or default` }),
 });
 const ownerBody = z.strictObject({ owner: modelEntrySchema.shape.owner.unwrap() });
+const targetBody = z.strictObject({ in_flight: modelEntrySchema.shape.target.unwrap().shape.in_flight.nullable() });
 const fallbacksBody = z.strictObject({ fallbacks: modelEntrySchema.shape.fallbacks.unwrap() });
 
 export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource, modelStatus: ModelStatusSource = noModelStatus): void {
@@ -72,6 +73,12 @@ export function registerModelRoutes(app: FastifyInstance, catalog: CatalogServic
   app.post("/api/v1/models/:name/owner", { config: { access: "admin" } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     await catalog.setOwner(name, parseBody(ownerBody, request.body).owner, requireActor(request));
+    return view(name);
+  });
+
+  app.post("/api/v1/models/:name/target", { config: { access: "admin" } }, async (request) => {
+    const { name } = nameParams.parse(request.params);
+    await catalog.setTarget(name, parseBody(targetBody, request.body).in_flight, requireActor(request));
     return view(name);
   });
 

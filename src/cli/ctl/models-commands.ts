@@ -163,6 +163,21 @@ export function registerModelsCommands(ctl: Command): void {
     });
 
   model
+    .command("target")
+    .argument("<name>", "model name")
+    .option("--in-flight <n>", "grow toward max while replicas carry more than this many requests each", wholeNumber(1))
+    .option("--clear", "no growth under load: run min replicas")
+    .description("set the load per replica above which the model grows toward its max (and shrinks after a cool-down)")
+    .option("--json", "print the API's model object")
+    .action(async (name: string, options: { inFlight?: number; clear?: boolean }, command: Command) => {
+      if (options.inFlight === undefined && !options.clear) {
+        throw new DomainError("invalid_input", "target needs --in-flight N or --clear", `For example: llmgw ctl model target ${name} --in-flight 8`);
+      }
+      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/target"), { in_flight: options.clear ? null : options.inFlight });
+      printModel(command, view, view.target ? `${view.name} now grows toward ${view.scaling.max} replicas while each carries more than ${view.target.in_flight} requests.` : `${view.name} has no target now: it runs ${view.scaling.min} replicas.`);
+    });
+
+  model
     .command("fallbacks")
     .argument("<name>", "model name")
     .argument("[fallbacks]", "comma-separated models to try in order when this one cannot answer")
