@@ -192,7 +192,7 @@ describe("the reconciler with a server and two simulated agents as real processe
     await cluster.addModel("hungry", modelYaml("hungry", "scaling: { min: 0, max: 0 }\n", "{ engine: vllm, source: \"hf://example/hungry@main\", gpu_class: h100, gpus: 1, memory_gb: 100 }"));
     const tooBig = await cluster.ctlRaw("replica", "start", "hungry", "--node", "node-a");
     expect(tooBig.code).not.toBe(0);
-    expect(tooBig.stderr).toMatch(/hungry\/vllm does not fit on node node-a: node-a has \d+ GiB of host memory free and needs 100 GiB/);
+    expect(tooBig.stderr).toMatch(/hungry\/vllm does not fit on node node-a: node-a has 64.0 GiB free host memory and needs 100.0 GiB/);
     await cluster.ctl("model", "remove", "hungry");
   });
 
