@@ -25,7 +25,8 @@ import { diff } from "./diff.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { placeReplicas } from "./placement-functions.js";
 import { DomainError } from "../errors/domain-error.js";
-import { demandProfile, type DemandProfile } from "../placement/index.js";
+import { demandBytesPerCard, demandProfile, type DemandProfile } from "../placement/index.js";
+import { ModelFactsCache, type ModelFactsReader } from "./model-facts-cache.js";
 import type { Action, DesiredModel, Observed, ObservedNode, ObservedReplica } from "./types.js";
 
 /** What the reconciler needs of the fleet: the views, and starts and stops through the agents. */
@@ -72,7 +73,12 @@ export class Reconciler {
     private readonly settings: ReconcileSettings,
     private readonly log: ReconcilerLog,
     private readonly now: () => number = Date.now,
-  ) {}
+    readFacts?: ModelFactsReader,
+  ) {
+    this.facts = readFacts ? new ModelFactsCache(readFacts, () => this.wake()) : undefined;
+  }
+
+  private readonly facts: ModelFactsCache | undefined;
 
   get isLeader(): boolean {
     return this.leader;
@@ -247,7 +253,7 @@ export class Reconciler {
       max: model.scaling.max,
       idleTimeoutMs: parseDuration(model.scaling.idle_timeout) ?? 600_000,
       targetInFlight: model.entry.target?.in_flight,
-      profiles: demandProfiles(model),
+      profiles: demandProfiles(model, this.facts),
       demandAtMs: status?.demand_at ? Date.parse(status.demand_at) : undefined,
       backoffUntilMs: status?.backoff_until ? Date.parse(status.backoff_until) : undefined,
       restartBeforeMs: status?.restart_before ? Date.parse(status.restart_before) : undefined,
@@ -370,7 +376,7 @@ export class Reconciler {
     if (!inPlace && replicas.length > 0) {
       const classes = new Map((await this.catalog.list()).map((candidate) => [candidate.name, candidate.class]));
       const snapshot = fleetSnapshot(observed, (name) => classes.get(name) ?? "opportunistic");
-      const result = placeReplicas(snapshot, [{ model: model.name, modelClass: model.class, count: 1, profiles: demandProfiles(model) }]);
+      const result = placeReplicas(snapshot, [{ model: model.name, modelClass: model.class, count: 1, profiles: demandProfiles(model, this.facts) }]);
       if (result.placements.length === 0) {
         throw new DomainError(
           "no_room",
@@ -401,12 +407,14 @@ export class Reconciler {
 
 /**
  * A model's profiles as placement takes them, in the model's order of
- * preference. The planner's per-card fit needs the model's files read (I/O
- * placement does not do); until the reconciler reads them, placement checks
- * cards, class, fabric, engine, host memory and cores.
+ * preference, with the bytes each card must hold when the model's files have
+ * been read (the planner's own arithmetic at the model's context).
  */
-function demandProfiles(model: CatalogModel): DemandProfile[] {
-  return model.profiles.map((profile) => demandProfile(profile, undefined));
+function demandProfiles(model: CatalogModel, facts: ModelFactsCache | undefined): DemandProfile[] {
+  return model.profiles.map((profile) => {
+    const read = profile.gpus > 0 ? facts?.get(profile.source) : undefined;
+    return demandProfile(profile, read ? demandBytesPerCard(read, profile, model.entry.context) : undefined);
+  });
 }
 
 function emptyStatus(model: string, at: string): ModelStatusRow {

@@ -14,6 +14,7 @@ import pino from "pino";
 import { Reconciler, type ReconcilerLog } from "../reconcile/reconciler.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
 import { modelStatusSource } from "./model-status-source.js";
+import { readModelSource } from "../plan/read-model-source.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
@@ -64,7 +65,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       gpuMemoryUtilization: config.gpuMemoryUtilization,
     });
     const { tokenEnv } = config.huggingface;
-    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false));
+    const hubToken = () => (tokenEnv ? process.env[tokenEnv] : undefined);
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => {
+      const token = hubToken();
+      return readModelSource(source, { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}) });
+    });
     const app = await buildApp({
       store,
       catalog,
