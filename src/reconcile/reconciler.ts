@@ -8,6 +8,7 @@ import { listReplicas } from "../store/fleet-rows.js";
 import type { Store } from "../store/open-store.js";
 import {
   deleteReplicaIntent,
+  emptyModelStatus,
   holdLease,
   insertEvents,
   listModelStatus,
@@ -277,7 +278,7 @@ export class Reconciler {
         const waitMs = backoffMs(failures, this.settings.backoffInitialMs, this.settings.backoffMaxMs);
         const retryAt = new Date(nowMs + waitMs).toISOString();
         await updateModelStatus(db, action.model, { failures, last_failure: action.reason, last_failure_at: at, backoff_until: retryAt }, at);
-        statusOf.set(action.model, { ...(statusOf.get(action.model) ?? emptyStatus(action.model, at)), failures, backoff_until: retryAt });
+        statusOf.set(action.model, { ...(statusOf.get(action.model) ?? emptyModelStatus(action.model, at)), failures, backoff_until: retryAt });
         event("replica-failed", `replica ${action.id} of ${action.model} on ${action.node} failed (${failures} in a row; next start in ${Math.round(waitMs / 1000)} s): ${action.reason}`, {
           model: action.model,
           replica: action.id,
@@ -417,21 +418,6 @@ function demandProfiles(model: CatalogModel, facts: ModelFactsCache | undefined)
   });
 }
 
-function emptyStatus(model: string, at: string): ModelStatusRow {
-  return {
-    model,
-    demand_at: null,
-    placement_state: null,
-    placement_reason: null,
-    last_failure: null,
-    last_failure_at: null,
-    failures: 0,
-    backoff_until: null,
-    restart_before: null,
-    restart_in_place: 0,
-    updated_at: at,
-  };
-}
 
 function safeJson(text: string): unknown {
   try {

@@ -93,24 +93,28 @@ export async function findModelStatus(db: Kysely<Database>, model: string): Prom
 
 export type ModelStatusChange = Partial<Omit<ModelStatusRow, "model" | "updated_at">>;
 
+/** A model the reconciler knows nothing of yet: no demand, no failures, no restart. */
+export function emptyModelStatus(model: string, at: string): ModelStatusRow {
+  return {
+    model,
+    demand_at: null,
+    placement_state: null,
+    placement_reason: null,
+    last_failure: null,
+    last_failure_at: null,
+    failures: 0,
+    backoff_until: null,
+    restart_before: null,
+    restart_in_place: 0,
+    updated_at: at,
+  };
+}
+
 /** Writes only the fields given, creating the row on first use. */
 export async function updateModelStatus(db: Kysely<Database>, model: string, change: ModelStatusChange, at: string): Promise<void> {
   await db
     .insertInto("model_status")
-    .values({
-      model,
-      demand_at: null,
-      placement_state: null,
-      placement_reason: null,
-      last_failure: null,
-      last_failure_at: null,
-      failures: 0,
-      backoff_until: null,
-      restart_before: null,
-      restart_in_place: 0,
-      ...change,
-      updated_at: at,
-    })
+    .values({ ...emptyModelStatus(model, at), ...change, updated_at: at })
     .onConflict((conflict) => conflict.column("model").doUpdateSet({ ...change, updated_at: at }))
     .execute();
 }

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventView, ModelView, NodeView, ReplicaView } from "../../src/protocol/views.js";
-import { llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { freePort, llmgwBin, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/processes.js";
+import { killGroup, waitFor } from "../support/fake-engine.js";
 import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
 
 // Short pacing so each scenario takes seconds: the same keys an operator sets in server.yaml.
@@ -21,34 +21,6 @@ reconcile:
   withdraw_delay: 500ms
 `;
 
-async function freePort(): Promise<number> {
-  return await new Promise((resolve) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-function killGroup(pid: number | undefined | null): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // gone already
-  }
-}
 
 function modelYaml(name: string, extra: string, profile = "{ engine: vllm, source: \"hf://example/tiny@main\", gpu_class: h100, gpus: 1 }"): string {
   return `name: ${name}\ncontext: 4096\n${extra}profiles:\n  - ${profile}\n`;
@@ -334,7 +306,7 @@ describe("the reconciler with a server and two simulated agents as real processe
     const [before] = await cluster.readyReplicas("tiny", 1);
     const lostNode = before?.node as string;
     await cluster.killAgent(lostNode);
-    killGroup(before?.pid);
+    killGroup(before?.pid ?? undefined);
     const [after] = await waitFor(async () => {
       const list = (await cluster.replicas("tiny")).filter((replica) => replica.state === "ready");
       return list.length === 1 && list[0]?.node !== lostNode ? list : undefined;
