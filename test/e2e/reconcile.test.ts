@@ -123,9 +123,9 @@ async function startCluster(prefix: string, nodes: readonly string[]): Promise<C
   return cluster;
 }
 
-async function chat(endpoint: string): Promise<string> {
+async function chat(endpoint: string, model = "tiny"): Promise<string> {
   const client = new OpenAI({ baseURL: `${endpoint}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30_000 });
-  const answer = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Say hello." }], max_tokens: 4 });
+  const answer = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Say hello." }], max_tokens: 4 });
   return answer.choices[0]?.message.content ?? "";
 }
 
@@ -150,6 +150,24 @@ describe("the reconciler with a server and two simulated agents as real processe
     const kinds = (await cluster.events("tiny")).map((event) => event.kind);
     expect(kinds).toEqual(expect.arrayContaining(["replica-placed", "replica-started", "replica-ready"]));
     expect(await cluster.ctl("events", "--model", "tiny")).toMatch(/replica-ready\s+replica tiny-[0-9a-f]{6} of tiny is ready on node-[ab]/);
+  });
+
+  it("follows events as they happen with `ctl events --follow --json`", async () => {
+    const follower = spawn(process.execPath, [llmgwBin, "ctl", "--server", cluster.server.url, "--token", cluster.server.token, "events", "--follow", "--json", "--since", "999999999"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    follower.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      // Nothing after that id yet; a cordon now is an event the follower prints as one JSON line.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await cluster.ctl("node", "cordon", "node-b");
+      const line = await waitFor(() => output.split("\n").find((candidate) => candidate.includes("node-cordoned")), 20_000, "the followed cordon event");
+      expect(JSON.parse(line)).toMatchObject({ kind: "node-cordoned", node: "node-b", model: null });
+    } finally {
+      follower.kill("SIGTERM");
+      await cluster.ctl("node", "uncordon", "node-b");
+    }
   });
 
   it("refuses what it cannot do, saying what to do instead", async () => {
@@ -210,7 +228,7 @@ describe("the reconciler with a server and two simulated agents as real processe
     expect(await cluster.replicas("sometimes")).toEqual([]);
     await cluster.api("POST", "/api/v1/models/sometimes/demand", {});
     const [replica] = await cluster.readyReplicas("sometimes", 1);
-    expect(await chat(replica?.endpoint as string)).not.toBe("");
+    expect(await chat(replica?.endpoint as string, "sometimes")).not.toBe("");
     await waitFor(async () => (await cluster.replicas("sometimes")).length === 0, 30_000, "sometimes to stop after its idle timeout");
     const kinds = (await cluster.events("sometimes")).map((event) => event.kind);
     expect(kinds).toEqual(expect.arrayContaining(["replica-placed", "replica-ready", "replica-draining", "replica-stopped"]));
