@@ -230,7 +230,11 @@ describe("the reconciler with a server and two simulated agents as real processe
     const [replica] = await cluster.readyReplicas("sometimes", 1);
     expect(await chat(replica?.endpoint as string, "sometimes")).not.toBe("");
     await waitFor(async () => (await cluster.replicas("sometimes")).length === 0, 30_000, "sometimes to stop after its idle timeout");
-    const kinds = (await cluster.events("sometimes")).map((event) => event.kind);
+    // The stop is told by the reconciler's next pass after the agent reported it.
+    const kinds = await waitFor(async () => {
+      const listed = (await cluster.events("sometimes")).map((event) => event.kind);
+      return listed.includes("replica-stopped") ? listed : undefined;
+    }, 10_000, "the replica-stopped event");
     expect(kinds).toEqual(expect.arrayContaining(["replica-placed", "replica-ready", "replica-draining", "replica-stopped"]));
     await cluster.ctl("model", "remove", "sometimes");
   });
