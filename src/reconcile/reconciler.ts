@@ -47,6 +47,9 @@ export interface ReconcilerLog {
   warn(facts: Record<string, unknown>, message: string): void;
 }
 
+/** The shortest time between two passes woken by changes. */
+const wakeSpacingMs = 250;
+
 /**
  * The loop that keeps the catalog served, like a controller-runtime
  * reconciler: on every change (`wake`) and every interval, it reads what
@@ -66,6 +69,7 @@ export class Reconciler {
   private lastStates: Map<string, ReplicaViewState> | undefined;
   private readonly busyAt = new Map<string, number>();
   private readonly starting = new Set<string>();
+  private lastPassAt = 0;
 
   constructor(
     private readonly store: Store,
@@ -105,7 +109,9 @@ export class Reconciler {
       this.again = true;
       return;
     }
-    this.schedule(50);
+    // Wake-ups come with every heartbeat (hundreds a second on a large fleet): they are
+    // coalesced into at most one pass per spacing, since each pass reads everything anew anyway.
+    this.schedule(Math.max(50, this.lastPassAt + wakeSpacingMs - this.now()));
   }
 
   private schedule(delayMs: number): void {
@@ -126,7 +132,7 @@ export class Reconciler {
         if (this.stopped) return;
         const soon = this.again;
         this.again = false;
-        this.schedule(soon ? 100 : Math.min(this.settings.intervalMs, this.settings.leaseMs / 3));
+        this.schedule(soon ? wakeSpacingMs : Math.min(this.settings.intervalMs, this.settings.leaseMs / 3));
       });
     return await this.running;
   }
@@ -188,6 +194,7 @@ export class Reconciler {
 
   private async passOnce(): Promise<void> {
     const nowMs = this.now();
+    this.lastPassAt = nowMs;
     const held = await holdLease(this.store.db, this.holder, new Date(nowMs).toISOString(), new Date(nowMs + this.settings.leaseMs).toISOString());
     if (!held) {
       if (this.leader) this.log.warn({ holder: this.holder }, "reconcile-lease-lost");
