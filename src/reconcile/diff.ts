@@ -69,8 +69,16 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   const held = snapshot.replicas;
 
   const demands: { demand: ReplicaDemand; model: DesiredModel; belowMin: boolean; withdrawing: boolean; evacuees: readonly ObservedReplica[] }[] = [];
+  // Grouped once: a per-model scan of every replica is quadratic at thousands of models.
+  const replicasOf = new Map<string, ObservedReplica[]>();
+  for (const replica of observed.replicas) {
+    const list = replicasOf.get(replica.model);
+    if (list) list.push(replica);
+    else replicasOf.set(replica.model, [replica]);
+  }
   for (const model of desired.models) {
-    const live = observed.replicas.filter((replica) => replica.model === model.name && !isTerminal(replica) && !withdrawn.has(replica.id) && replica.state !== "lost");
+    const ofModel = replicasOf.get(model.name) ?? [];
+    const live = ofModel.filter((replica) => !isTerminal(replica) && !withdrawn.has(replica.id) && replica.state !== "lost");
     const outdated = live.filter(
       (replica) => replica.managed && (nodes.get(replica.node)?.draining === true || (model.restartBeforeMs !== undefined && replica.placedAtMs < model.restartBeforeMs)),
     );
@@ -80,7 +88,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     if (inFlight > 0) actions.push({ kind: "demand-seen", model: model.name });
     const { count, busy } = desiredCount(model, { ready: live.filter(isReady).length, live: live.length, inFlight }, now, settings.scaleDownCooldownMs);
     if (busy) actions.push({ kind: "busy", model: model.name });
-    const withdrawing = observed.replicas.some((replica) => replica.model === model.name && withdrawn.has(replica.id) && !isTerminal(replica));
+    const withdrawing = ofModel.some((replica) => withdrawn.has(replica.id) && !isTerminal(replica));
 
     // Too many: give up managed replicas (never one started by hand).
     const surplus = current.length - count;
@@ -136,9 +144,9 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   }
   const preempted = new Set<string>();
   // Where each model stands, for the class rules: within a class only a model below its minimum takes, and only what another grew into.
-  const standings = new Map<string, ModelStanding>(
-    desired.models.map((model) => [model.name, { modelClass: model.modelClass, min: model.min, replicas: held.filter((replica) => replica.model === model.name).length }]),
-  );
+  const heldCount = new Map<string, number>();
+  for (const replica of held) heldCount.set(replica.model, (heldCount.get(replica.model) ?? 0) + 1);
+  const standings = new Map<string, ModelStanding>(desired.models.map((model) => [model.name, { modelClass: model.modelClass, min: model.min, replicas: heldCount.get(model.name) ?? 0 }]));
   for (const { demand, model, withdrawing, evacuees } of demands) {
     const refusal = result.refusals.find((candidate) => candidate.model === demand.model);
     if (!refusal) {
