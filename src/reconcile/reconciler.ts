@@ -241,6 +241,8 @@ export class Reconciler {
 
     const desired = { models: models.filter((model) => !model.entry.external).map((model) => this.desiredModel(model, statusOf.get(model.name))) };
     const actions = diff(desired, observed, this.settings);
+    // Each action's events are written right after it, so whoever sees its effect finds its event too.
+    await insertEvents(this.store.db, events.splice(0));
     for (const action of actions) {
       if (this.stopped) break;
       try {
@@ -248,8 +250,8 @@ export class Reconciler {
       } catch (error) {
         this.log.warn({ action: action.kind, model: action.model, error: (error as Error).message }, "reconcile-action-failed");
       }
+      await insertEvents(this.store.db, events.splice(0));
     }
-    await insertEvents(this.store.db, events);
     await trimEvents(this.store.db, this.settings.eventsKept);
   }
 

@@ -147,7 +147,11 @@ describe("the reconciler with a server and two simulated agents as real processe
     expect(output).toContain("tiny is ready: 1 replica serving.");
     const [replica] = await cluster.readyReplicas("tiny", 1);
     expect(await chat(replica?.endpoint as string)).not.toBe("");
-    const kinds = (await cluster.events("tiny")).map((event) => event.kind);
+    // replica-ready is told by the first pass after the agent reported it.
+    const kinds = await waitFor(async () => {
+      const listed = (await cluster.events("tiny")).map((event) => event.kind);
+      return listed.includes("replica-ready") ? listed : undefined;
+    }, 10_000, "the replica-ready event");
     expect(kinds).toEqual(expect.arrayContaining(["replica-placed", "replica-started", "replica-ready"]));
     expect(await cluster.ctl("events", "--model", "tiny")).toMatch(/replica-ready\s+replica tiny-[0-9a-f]{6} of tiny is ready on node-[ab]/);
   });
