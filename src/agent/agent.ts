@@ -354,6 +354,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         }
         const inventoryText = JSON.stringify(inventory);
         const withInventory = sendInventory || inventoryText !== lastInventoryText;
+        await supervisor.scrapeLoad();
         const replicas: ReplicaStatus[] = supervisor.list();
         const result = await postHeartbeat(serverUrl, credential as string, {
           protocol: protocolVersion,

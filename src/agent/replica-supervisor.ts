@@ -87,6 +87,8 @@ interface Replica {
   stopping: Promise<void> | undefined;
   /** Set when the engine's process is seen gone. */
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  /** Requests the engine reported running and waiting at the last scrape. */
+  load: { running: number; waiting: number } | undefined;
 }
 
 const logTailLines = 20;
@@ -224,8 +226,32 @@ export class ReplicaSupervisor {
       ...(live && replica.pid !== undefined ? { pid: replica.pid } : {}),
       ...(replica.reason !== undefined ? { reason: replica.reason } : {}),
       ...(replica.adopted ? { adopted: true } : {}),
+      ...(replica.state === "ready" && replica.load ? { load: replica.load } : {}),
       since: replica.since,
     };
+  }
+
+  /**
+   * Reads each ready engine's running and waiting requests from its own
+   * metrics, for the heartbeat: the server scales on them and counts them as
+   * demand. An engine whose metrics do not answer within a second reports no
+   * load rather than holding up the heartbeat.
+   */
+  async scrapeLoad(): Promise<void> {
+    await Promise.all(
+      [...this.replicas.values()]
+        .filter((replica) => replica.state === "ready" && replica.port !== undefined)
+        .map(async (replica) => {
+          try {
+            const response = await request(`http://127.0.0.1:${replica.port ?? 0}${replica.metricsPath ?? "/metrics"}`, { signal: AbortSignal.timeout(1000) });
+            const text = await response.body.text();
+            const metrics = response.statusCode === 200 ? this.options.driverFor(replica.spec.engine).parseMetrics(text) : undefined;
+            replica.load = metrics?.requestsRunning !== undefined ? { running: metrics.requestsRunning, waiting: metrics.requestsWaiting ?? 0 } : undefined;
+          } catch {
+            replica.load = undefined;
+          }
+        }),
+    );
   }
 
   persisted(): PersistedReplica[] {
@@ -303,6 +329,7 @@ export class ReplicaSupervisor {
       running: undefined,
       stopping: undefined,
       exit: undefined,
+      load: undefined,
     };
   }
 

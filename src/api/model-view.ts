@@ -1,12 +1,22 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import { redactEntry, redactProfile, type Audience } from "../catalog/redact.js";
 import type { ResolvedProfile } from "../catalog/catalog-model.js";
-import type { ModelState, ModelView, ProfileView, ReplicaCounts } from "../protocol/views.js";
+import type { FailureStatus, ModelState, ModelView, PlacementStatus, ProfileView, ReplicaCounts } from "../protocol/views.js";
 
 /** Where the model views get their replica counts; the fleet supplies it once nodes exist. */
 export type ReplicaCountSource = () => Promise<ReadonlyMap<string, ReplicaCounts>>;
 
 export const noReplicas: ReplicaCountSource = async () => new Map();
+
+/** What the reconciler says of a model: whether it is placed (or why not) and its last failure. */
+export interface ModelStatus {
+  readonly placement: PlacementStatus | null;
+  readonly last_failure: FailureStatus | null;
+}
+
+export type ModelStatusSource = () => Promise<ReadonlyMap<string, ModelStatus>>;
+
+export const noModelStatus: ModelStatusSource = async () => new Map();
 
 export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelState {
   if (model.entry.external) return "external";
@@ -15,17 +25,26 @@ export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelS
   return replicas.ready >= Math.max(model.scaling.min, 1) ? "ready" : "degraded";
 }
 
-type ModelFacts = Omit<ModelView, "state" | "replicas">;
+type ModelFacts = Omit<ModelView, "state" | "replicas" | "placement" | "last_failure">;
 
 /**
- * What a model shows apart from its replicas, kept per built model and
- * audience: the catalog service hands out the same CatalogModel objects
- * while the catalog's revision stands, so masking 2,000 entries is done once
- * per change rather than on every `GET /api/v1/models`.
+ * What a model shows apart from its replicas and the reconciler's word on
+ * it, kept per built model and audience: the catalog service hands out the
+ * same CatalogModel objects while the catalog's revision stands, so masking
+ * 2,000 entries is done once per change rather than on every
+ * `GET /api/v1/models`.
  */
 const factsOf = new WeakMap<CatalogModel, Map<string, ModelFacts>>();
 
-export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }, audience: Audience = "read"): ModelView {
+export interface ModelViewOptions {
+  /** Who reads: a read-only token sees no env value at all. */
+  readonly audience?: Audience;
+  /** What the reconciler knows of the model: why it is not placed, its last failure. */
+  readonly status?: ModelStatus | undefined;
+}
+
+export function modelView(model: CatalogModel, declaredIn: string, replicas: ReplicaCounts = { ready: 0, desired: 0 }, options: ModelViewOptions = {}): ModelView {
+  const audience = options.audience ?? "read";
   let known = factsOf.get(model);
   if (!known) {
     known = new Map();
@@ -37,7 +56,13 @@ export function modelView(model: CatalogModel, declaredIn: string, replicas: Rep
     facts = modelFacts(model, declaredIn, audience);
     known.set(key, facts);
   }
-  return { ...facts, state: modelState(model, replicas), replicas };
+  return {
+    ...facts,
+    state: modelState(model, replicas),
+    replicas,
+    placement: model.entry.external ? null : (options.status?.placement ?? null),
+    last_failure: options.status?.last_failure ?? null,
+  };
 }
 
 function modelFacts(model: CatalogModel, declaredIn: string, audience: Audience): ModelFacts {

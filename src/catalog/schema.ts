@@ -177,6 +177,18 @@ export const serverConfigSchema = z.strictObject({
       auth: z.enum(["keys", "open"], { message: "keys (gateway API keys) or open (no key; loopback demos only)" }).optional(),
     })
     .optional(),
+  /** How the reconciler paces itself; every key has a default. */
+  reconcile: z
+    .strictObject({
+      interval: boundedDurationSchema(100, 3_600_000, "how often the reconciler looks again when nothing wakes it").optional(),
+      lease: boundedDurationSchema(1000, 3_600_000, "how long a leader holds the reconciler's lease without renewing it").optional(),
+      backoff_initial: boundedDurationSchema(100, 86_400_000, "the first wait before a failing engine is started again").optional(),
+      backoff_max: boundedDurationSchema(100, 86_400_000, "the longest wait before a failing engine is started again").optional(),
+      scale_down_cooldown: boundedDurationSchema(0, 86_400_000, "how long load must stay low before a replica is removed").optional(),
+      withdraw_delay: boundedDurationSchema(0, 600_000, "how long a replica stays out of routing before its engine is told to drain").optional(),
+      events_kept: wholeNumber("a whole number of events", 100, { value: 10_000_000, why: "more events than are worth keeping in the database" }).optional(),
+    })
+    .optional(),
   models: z.array(modelEntrySchema).optional(),
 });
 export type ServerConfigInput = z.infer<typeof serverConfigSchema>;

@@ -7,6 +7,7 @@ import { checkSecretEnv } from "./secret-env.js";
 import { parseWithSchema } from "./schema-errors.js";
 import { serverConfigSchema, type ModelEntry } from "./schema.js";
 import { parseYamlSource } from "./yaml-source.js";
+import { defaultReconcileSettings, type ReconcileSettings } from "./reconcile-settings.js";
 
 /** The server's settings, validated once at start and frozen. */
 export interface ServerConfig {
@@ -24,6 +25,8 @@ export interface ServerConfig {
   readonly settlingWindowMs: number;
   /** keys: /v1 needs a gateway key; open: anyone who reaches the port (meant for a loopback demo). */
   readonly gatewayAuth: "keys" | "open";
+  /** The reconciler's pacing (`reconcile:`), defaults filled in. */
+  readonly reconcile: ReconcileSettings;
   /** Declared models with the place each was written, for catalog errors that name the line. */
   readonly declared: readonly PlacedEntry[];
 }
@@ -114,6 +117,16 @@ export function loadServerConfig(
     heartbeatDeadlineMs: duration(file.nodes?.heartbeat_deadline, 15_000),
     settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
     gatewayAuth: overrides.gatewayAuth ?? file.gateway?.auth ?? "keys",
+    reconcile: Object.freeze({
+      ...defaultReconcileSettings,
+      intervalMs: duration(file.reconcile?.interval, defaultReconcileSettings.intervalMs),
+      leaseMs: duration(file.reconcile?.lease, defaultReconcileSettings.leaseMs),
+      backoffInitialMs: duration(file.reconcile?.backoff_initial, defaultReconcileSettings.backoffInitialMs),
+      backoffMaxMs: duration(file.reconcile?.backoff_max, defaultReconcileSettings.backoffMaxMs),
+      scaleDownCooldownMs: duration(file.reconcile?.scale_down_cooldown, defaultReconcileSettings.scaleDownCooldownMs),
+      withdrawDelayMs: duration(file.reconcile?.withdraw_delay, defaultReconcileSettings.withdrawDelayMs),
+      eventsKept: file.reconcile?.events_kept ?? defaultReconcileSettings.eventsKept,
+    }),
     declared: Object.freeze(declared),
   });
 }

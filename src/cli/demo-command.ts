@@ -48,7 +48,7 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
   ]);
   return [
     "",
-    "Replicas (the engine is llmgw's simulated one, timed from the planner's arithmetic for that card; each wants its replica key, which only the gateway holds):",
+    "Replicas, placed by the reconciler (the engine is llmgw's simulated one, timed from the planner's arithmetic for that card; each wants its replica key, which only the gateway holds):",
     renderTable(["MODEL", "NODE", "ON", "ENGINE", "ENDPOINT"], replicaRows).replace(/^/gm, "  "),
     "",
     ...checks,
@@ -59,7 +59,9 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
     `  ${llmgw} ctl models                # the catalog, with state and replicas`,
     `  ${llmgw} ctl replicas`,
     `  ${llmgw} ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
-    `  ${llmgw} ctl scale llama-3.1-8b --min 1 --max 3`,
+    `  ${llmgw} ctl scale qwen2.5-7b-instruct --min 2   # a second replica is placed by itself`,
+    `  ${llmgw} ctl events --follow       # what the reconciler does: placed, started, ready, draining, stopped`,
+    `  ${llmgw} ctl restart --model llama-3.1-8b --wait   # a new replica beside the old, then the old drains`,
     ...(first ? [`  ${llmgw} ctl logs ${first.id}`] : []),
     "",
     `The OpenAI-compatible gateway (open: no key on this loopback demo) streams from the replicas at ${demo.url}/v1:`,

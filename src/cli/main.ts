@@ -14,6 +14,7 @@ import { registerSimEngineCommand } from "./sim-engine-command.js";
 import { registerNodesCommands } from "./ctl/nodes-commands.js";
 import { registerTokensCommands } from "./ctl/tokens-commands.js";
 import { registerGatewayKeysCommands } from "./ctl/gateway-keys-commands.js";
+import { registerReconcileCommands } from "./ctl/reconcile-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -31,6 +32,7 @@ function buildProgram(): Command {
   registerNodesCommands(ctl);
   registerTokensCommands(ctl);
   registerGatewayKeysCommands(ctl);
+  registerReconcileCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

@@ -56,7 +56,7 @@ export function demoModels(models: string): ModelEntry[] {
       profiles: [{ name: "l40s", engine: "vllm", source: `${models}/Llama-3.1-8B`, gpu_class: "l40s", gpus: 1, quantization: "bf16" }],
     },
     {
-      // On demand: listed, planned, never started by the demo (nothing places it until a request asks).
+      // On demand: listed, planned, not started (the reconciler places it when demand is reported).
       name: "llama-3.3-70b-instruct",
       origin: "hf://meta-llama/Llama-3.3-70B-Instruct",
       context: 16384,
@@ -66,10 +66,3 @@ export function demoModels(models: string): ModelEntry[] {
     },
   ];
 }
-
-/** The replicas the demo starts by API: model, node, and the profile it runs. */
-export const demoReplicas = [
-  { model: "qwen2.5-7b-instruct", node: "gpu-node-1", profile: "h100" },
-  { model: "llama-3.1-8b", node: "gpu-node-2", profile: "l40s" },
-  { model: "qwen2.5-7b-instruct-cpu", node: "gpu-node-2", profile: "cpu" },
-] as const;

@@ -6,18 +6,14 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { architectureFromConfig } from "../plan/architecture.js";
 import { checkpointTensors, syntheticGguf, writeBytes, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
-import { planCandidates, readModelSource } from "../plan/index.js";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
-import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { parseListen } from "../catalog/server-config.js";
-import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
 import { llmgwCommand } from "../package-root.js";
 import { ApiClient } from "../cli/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
-import type { NodeView, ReplicaView } from "../protocol/views.js";
-import { demoCheckpoints, demoModels, demoNodes, demoReplicas } from "./demo-catalog.js";
+import type { ModelView, NodeView, ReplicaView } from "../protocol/views.js";
+import { demoCheckpoints, demoModels, demoNodes } from "./demo-catalog.js";
 
 export interface DemoOptions {
   /** Where the server listens; when the default port is taken a free one is used instead. */
@@ -93,6 +89,8 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
   // Idempotent: an interrupt and a failing start may both ask for it.
   const stop = () => (stopping ??= stopOnce());
   const stopOnce = async () => {
+    // The reconciler first: it would start again every replica stopped below.
+    await server?.reconciler.stop();
     if (client) {
       const stopped = await stopReplicas(client).catch(() => [] as number[]);
       for (const pid of stopped) enginePids.add(pid);
@@ -134,24 +132,18 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     for (const entry of demoModels(modelsDir)) await client.post("/api/v1/models", entry);
     options.say(`models     ${demoModels(modelsDir).map((entry) => entry.name).join(", ")}`);
 
-    for (const replica of demoReplicas) {
+    // Nothing is started by hand: the reconciler places each model's minimum by itself, as it would in a cluster.
+    const expected = demoModels(modelsDir).reduce((sum, entry) => sum + (entry.scaling?.min ?? 1), 0);
+    const replicas = await waitFor(startDeadlineMs, "the reconciler to place the models and their replicas to become ready", async () => {
       unlessInterrupted();
-      const entry = demoModels(modelsDir).find((model) => model.name === replica.model) as ModelEntry;
-      const node = demoNodes.find((candidate) => candidate.name === replica.node) as (typeof demoNodes)[number];
-      const weightsBytesPerCard = await plannedWeightsPerCard(entry, replica.profile, node.simulate);
-      await client.post("/api/v1/replicas", {
-        model: replica.model,
-        node: replica.node,
-        profile: replica.profile,
-        ...(weightsBytesPerCard !== undefined ? { simulation: { weights_bytes_per_card: weightsBytesPerCard } } : {}),
-      });
-    }
-    const replicas = await waitFor(startDeadlineMs, "the replicas to become ready", async () => {
-      unlessInterrupted();
+      const models = (await client?.get<{ models: ModelView[] }>("/api/v1/models"))?.models ?? [];
+      const failing = models.find((model) => model.last_failure !== null || model.placement?.state === "unplaceable");
+      if (failing) {
+        const why = failing.last_failure ? `a replica failed: ${failing.last_failure.reason}` : `it cannot be placed: ${failing.placement?.reason ?? "no reason given"}`;
+        throw new DomainError("internal", `${failing.name}: ${why}`, "Run `llmgw demo --data-dir DIR` to keep the logs, and look in DIR.");
+      }
       const listed = (await client?.get<{ replicas: ReplicaView[] }>("/api/v1/replicas"))?.replicas ?? [];
-      const failed = listed.find((replica) => replica.state === "failed");
-      if (failed) throw new DomainError("internal", `replica ${failed.id} of ${failed.model} failed: ${failed.reason ?? "no reason given"}`, "Run `llmgw demo --data-dir DIR` to keep the logs, and look in DIR.");
-      return listed.length === demoReplicas.length && listed.every((replica) => replica.state === "ready") ? listed : undefined;
+      return listed.length === expected && listed.every((replica) => replica.state === "ready") ? listed : undefined;
     }, () => agentFailure(agents, dataDir));
 
     for (const replica of replicas) if (replica.pid !== null) enginePids.add(replica.pid);
@@ -192,26 +184,6 @@ async function writeCheckpoints(modelsDir: string): Promise<void> {
       await writeSyntheticCheckpoint(folder, checkpoint.config, checkpointTensors(architecture), 2);
     }
   }
-}
-
-/**
- * The planner's weights per card for this profile on this node: the
- * simulated engine decodes at the card's bandwidth over these bytes, so the
- * demo's timing is the arithmetic a real card would follow.
- */
-async function plannedWeightsPerCard(entry: ModelEntry, profileName: string, simulate: string): Promise<number | undefined> {
-  const profile = entry.profiles?.find((candidate) => candidate.name === profileName);
-  if (!profile) return undefined;
-  const plan = planCandidates(await readModelSource(profile.source), fleetFromHardwareSpec(parseHardwareSpec(simulate)));
-  const gpus = profile.gpus ?? (profile.engine === "llamacpp" ? 0 : 1);
-  const match = plan.candidates.find(
-    (candidate) =>
-      candidate.engine === profile.engine &&
-      candidate.gpus === gpus &&
-      (profile.quantization === undefined || candidate.quantization.toLowerCase() === profile.quantization.toLowerCase()) &&
-      (gpus === 0 ? candidate.pool.gpu_class === "cpu" : candidate.pool.gpu_class === profile.gpu_class),
-  );
-  return match?.weights_bytes_per_card;
 }
 
 async function spawnAgent(serverUrl: string, joinToken: string, node: (typeof demoNodes)[number], dataDir: string): Promise<ChildProcess> {

@@ -40,6 +40,8 @@ export const errorCodes = {
   cards_missing: "The node does not have the cards a profile needs, busy or not: none of its class, or fewer in all than it asks for.",
   replica_not_found: "No replica of that id on the node.",
   replica_conflict: "A replica of that id already exists (on any node, or with a different specification), or is still stopping.",
+  node_cordoned: "The node is cordoned or draining: nothing new is placed there until `ctl node uncordon`.",
+  no_room: "A rolling restart has no room to start a replica beside the old one; --in-place stops each first.",
   node_not_found: "No node of that name has joined the server.",
   agent_unreachable: "The server could not reach a node agent at the control address it reported.",
   does_not_fit: "No candidate fits the model at the requested context; the message says what is short and by how much.",

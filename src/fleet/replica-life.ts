@@ -18,6 +18,8 @@ export function replicaLife(state: ReplicaViewState): ReplicaLife {
     case "starting":
     case "ready":
     case "lost":
+    // Placed and recorded, its agent about to start it: its cards are spoken for.
+    case "pending":
       return "live";
     case "draining":
       return "leaving";

@@ -1,8 +1,6 @@
 import { request } from "undici";
 import type { GatewayLog } from "./gateway.js";
-
-/** One report per model per this long: a queue of many requests is one demand, not one per request. */
-const reportEveryMs = 5_000;
+import { throttleDemand } from "./throttle-demand.js";
 
 /**
  * A standalone gateway's demand reports: POST /api/v1/models/NAME/demand on
@@ -12,11 +10,7 @@ const reportEveryMs = 5_000;
  * may have reported it).
  */
 export function reportDemandOverHttp(server: string, token: string, log: GatewayLog): (model: string) => void {
-  const lastReported = new Map<string, number>();
-  return (model) => {
-    const now = Date.now();
-    if (now - (lastReported.get(model) ?? 0) < reportEveryMs) return;
-    lastReported.set(model, now);
+  return throttleDemand((model) => {
     const url = new URL(`/api/v1/models/${encodeURIComponent(model)}/demand`, server);
     void request(url, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" })
       .then(async (answer) => {
@@ -24,5 +18,5 @@ export function reportDemandOverHttp(server: string, token: string, log: Gateway
         if (answer.statusCode >= 300) log.warn({ model, status: answer.statusCode }, "demand-not-accepted: the server did not take the demand report");
       })
       .catch((error: unknown) => log.warn({ model, error: (error as Error).message }, "demand-unreported: the server could not be reached"));
-  };
+  });
 }

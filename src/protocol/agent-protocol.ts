@@ -205,6 +205,8 @@ export const replicaStatusSchema = z.object({
   reason: prose.optional(),
   /** True when this agent process found the engine already running (adopted after a restart). */
   adopted: z.boolean().optional(),
+  /** A ready engine's requests running and waiting, from its own metrics at the heartbeat; absent when unread. */
+  load: z.object({ running: z.number().min(0), waiting: z.number().min(0) }).optional(),
   /** ISO time of the last state change. */
   since: z.iso.datetime({ offset: true }),
 });

@@ -37,6 +37,8 @@ export const statusForCode: Record<ErrorCode, number> = {
   cards_missing: 409,
   replica_not_found: 404,
   replica_conflict: 409,
+  node_cordoned: 409,
+  no_room: 409,
   node_not_found: 404,
   agent_unreachable: 502,
   body_too_large: 413,

@@ -47,6 +47,39 @@ export interface ModelView {
   external: ExternalView | null;
   state: ModelState;
   replicas: ReplicaCounts;
+  /**
+   * Whether the reconciler could place what the model asks for: null while it
+   * has not looked yet (or for an external model); `unplaceable` with the
+   * reason in the planner's words ("0 of 2 nodes: ...").
+   */
+  placement: PlacementStatus | null;
+  /** The last engine failure of one of its replicas, and when the reconciler tries again. */
+  last_failure: FailureStatus | null;
+}
+
+export interface PlacementStatus {
+  state: "placed" | "unplaceable" | "waiting";
+  reason: string | null;
+}
+
+export interface FailureStatus {
+  reason: string;
+  at: string;
+  /** Failures in a row; the wait before the next start doubles with each. */
+  failures: number;
+  /** When the reconciler starts it again; null when it is not waiting. */
+  retry_at: string | null;
+}
+
+/** One of the reconciler's actions or refusals (`ctl events`, GET /api/v1/events). Kinds are noun-verb: replica-started, model-unplaceable. */
+export interface EventView {
+  id: number;
+  at: string;
+  kind: string;
+  model: string | null;
+  replica: string | null;
+  node: string | null;
+  message: string;
 }
 
 /**
@@ -94,6 +127,10 @@ export interface NodeView {
   joined_at: string;
   last_seen_at: string;
   replicas: string[];
+  /** No new replicas are placed on a cordoned node (a draining one is cordoned too). */
+  cordoned: boolean;
+  /** Its replicas are being moved elsewhere (`ctl node drain`). */
+  draining: boolean;
 }
 
 export interface NodeGpuView {
@@ -107,7 +144,8 @@ export interface NodeGpuView {
   replica: string | null;
 }
 
-export type ReplicaViewState = ReplicaState | "lost";
+/** `pending`: placed and recorded, the agent not yet told (or its answer not yet heard). */
+export type ReplicaViewState = ReplicaState | "lost" | "pending";
 
 /** Weights being fetched; bytes_total is null until the size is known. */
 export interface ReplicaProgressView {
@@ -192,6 +230,8 @@ export const documentedViewFields = {
     external: true,
     state: true,
     replicas: true,
+    placement: true,
+    last_failure: true,
   }),
   "Model.scaling": fields<Scaling>({ min: true, max: true, idle_timeout: true }),
   "Model.profiles[]": fields<ProfileView>({
@@ -226,6 +266,8 @@ export const documentedViewFields = {
     joined_at: true,
     last_seen_at: true,
     replicas: true,
+    cordoned: true,
+    draining: true,
   }),
   "Node.gpus[]": fields<NodeGpuView>({ index: true, uuid: true, name: true, class: true, memory_bytes: true, memory_used_bytes: true, fabric: true, replica: true }),
   Replica: fields<ReplicaView>({

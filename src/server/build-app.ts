@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { installAccessControl } from "../api/access.js";
 import { answerClientError, answerFrameworkError, bodyLimitBytes, installErrorHandling } from "../http/error-handler.js";
-import { noReplicas, type ReplicaCountSource } from "../api/model-view.js";
+import { noReplicas, type ModelStatusSource, type ReplicaCountSource } from "../api/model-view.js";
 import { maxParamLength } from "../http/router-limits.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";
 import { registerFleetRoutes } from "../api/routes/fleet.js";
@@ -29,6 +29,10 @@ export interface AppParts {
   readonly catalog: CatalogService;
   readonly adminTokenHint: string;
   readonly replicaCounts?: ReplicaCountSource;
+  /** The reconciler's word on each model (placement, last failure); without it the views say nothing of either. */
+  readonly modelStatus?: ModelStatusSource;
+  /** Routes of the reconciler (events, demand, restart, cordon and drain); registered when given. */
+  readonly registerMore?: (app: FastifyInstance) => void;
   readonly fleet?: FleetSource;
   readonly plan?: PlanSettings;
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
@@ -65,7 +69,8 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
   registerMetaRoutes(app);
-  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas);
+  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus);
+  parts.registerMore?.(app);
   if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));

@@ -17,6 +17,18 @@ import { Gateway, type GatewayLog } from "../gateway/gateway.js";
 import type { GatewayPolicy } from "../gateway/gateway-policy.js";
 import { openPolicy } from "../gateway/open-policy.js";
 import { RoutingTableSource } from "./routing-table-source.js";
+import pino from "pino";
+import { Reconciler, type ReconcilerLog } from "../reconcile/reconciler.js";
+import { registerReconcileRoutes } from "../api/routes/reconcile.js";
+import { modelStatusSource } from "./model-status-source.js";
+import { readModelSource } from "../plan/read-model-source.js";
+import { throttleDemand } from "../gateway/throttle-demand.js";
+
+/** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
+function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
+  if (logger === false) return { info: () => undefined, warn: () => undefined };
+  return pino(logger).child({ component: "reconciler" });
+}
 
 export interface RunningServer {
   readonly config: ServerConfig;
@@ -32,6 +44,7 @@ export interface RunningServer {
   readonly gateway: Gateway;
   /** What the operator must read at start: a data directory or secret file open to other users, an open gateway on a non-loopback address. */
   readonly warnings: readonly string[];
+  readonly reconciler: Reconciler;
   close(): Promise<void>;
 }
 
@@ -79,6 +92,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     gatewayKeys =
       config.gatewayAuth === "keys" ? await KeysPolicy.start(storeKeysBackend(store), { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
+    const hubToken = () => (tokenEnv ? process.env[tokenEnv] : undefined);
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => {
+      const token = hubToken();
+      return readModelSource(source, { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) });
+    });
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
@@ -86,7 +104,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const gateway = new Gateway({
       // gatewayKeys exists exactly when auth is keys.
       policy: options.gatewayPolicy ?? gatewayKeys ?? openPolicy,
-      reportDemand: (model) => options.reportDemand?.(model),
+      // A request for a model with no ready replica tells this server's reconciler, as a standalone gateway does over HTTP.
+      reportDemand:
+        options.reportDemand ??
+        throttleDemand((model) => {
+          void reconciler.demand(model).catch((error: unknown) => log.warn({ model, error: (error as Error).message }, "demand-unrecorded"));
+        }),
       environment: process.env,
       log,
     });
@@ -95,6 +118,14 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       store,
       catalog,
       fleetService: fleet,
+      modelStatus: modelStatusSource(store),
+      registerMore: (routes) => {
+        registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
+        // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
+        routes.addHook("onResponse", async (request) => {
+          if (request.method !== "GET") reconciler.wake();
+        });
+      },
       adminTokenHint: adminTokenHint(config.dataDir),
       logger: options.logger ?? false,
       gateway,
@@ -121,6 +152,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       await app.close();
       throw listenFailure(`${config.listen.host}:${config.listen.port}`, "--listen (or listen: in server.yaml)", error);
     }
+    reconciler.start();
     return {
       config,
       store,
@@ -130,7 +162,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       gatewayKeys,
       gateway,
       warnings,
+      reconciler,
       async close() {
+        await reconciler.stop();
         await app.close();
         routing.stop();
         // After the last request finished: the usage it counted is written before the store closes.

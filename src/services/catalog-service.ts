@@ -170,6 +170,14 @@ export class CatalogService {
     });
   }
 
+  /** Sets (or with null, clears) the requests in flight per replica above which the model grows toward its max. */
+  setTarget(name: string, inFlight: number | null, actor: Actor): Promise<CatalogModel> {
+    return this.update(name, "model-target-changed", "changing its target", actor, (entry) => {
+      const { target: _previous, ...rest } = entry;
+      return inFlight === null ? rest : { ...rest, target: { in_flight: inFlight } };
+    });
+  }
+
   private async update(name: string, action: string, change: string, actor: Actor, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {
     return this.store.withCatalogLock(async (transaction) => {
       const runtime = await listModelEntries(transaction);

@@ -11,6 +11,7 @@ import {
   type HeartbeatResponse,
   type Inventory,
   type JoinResponse,
+  type ReplicaSpec,
   type ReplicaStatus,
 } from "../protocol/agent-protocol.js";
 import { bearerToken } from "../auth/bearer-token.js";
@@ -42,9 +43,12 @@ import {
   type StoredReplica,
 } from "../store/fleet-rows.js";
 import type { Store } from "../store/open-store.js";
+import { deleteReplicaIntent, insertReplicaIntent, listNodeControls, listReplicaIntents } from "../store/reconcile-rows.js";
 import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
-import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState } from "./fleet-views.js";
+import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState, type NodeControl, type ReplicaIntentView } from "./fleet-views.js";
+import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
+import { checkNode, demandProfile, type Snapshot } from "../placement/index.js";
 import { heartbeatDiff } from "./heartbeat-diff.js";
 import { deriveControlSecret } from "../auth/control-secret.js";
 
@@ -332,10 +336,20 @@ export class FleetService {
   }
 
   async listNodes(): Promise<NodeView[]> {
-    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicaHoldings(this.store.db)]);
+    const [nodes, replicas, controls] = await Promise.all([listNodes(this.store.db), listReplicaHoldings(this.store.db), this.nodeControls()]);
     const states = this.nodeStates(nodes);
     const byNode = groupByNode(replicas);
-    return nodes.map((node) => nodeView(node, states.get(node.name) ?? "lost", byNode.get(node.name) ?? []));
+    return nodes.map((node) => nodeView(node, states.get(node.name) ?? "lost", byNode.get(node.name) ?? [], controls.get(node.name)));
+  }
+
+  /** Cordon and drain, by node. */
+  private async nodeControls(): Promise<Map<string, NodeControl>> {
+    return new Map((await listNodeControls(this.store.db)).map((control) => [control.node, { cordoned: control.cordoned !== 0, draining: control.draining !== 0 }]));
+  }
+
+  /** Withdrawals the reconciler has made, by replica id. */
+  private async replicaIntents(): Promise<Map<string, ReplicaIntentView>> {
+    return new Map((await listReplicaIntents(this.store.db)).map((intent) => [intent.id, { withdrawnAt: intent.withdrawn_at, withdrawReason: intent.withdraw_reason }]));
   }
 
   /** The fleet as the planner reads it (GET /api/v1/plan without --gpus): a card is free when no live replica holds it. */
@@ -351,8 +365,8 @@ export class FleetService {
   async getNode(name: string): Promise<NodeView> {
     const node = await findNode(this.store.db, name);
     if (!node) throw this.nodeNotFound(name);
-    const [state, replicas] = await Promise.all([this.nodeStateByKey(node), listReplicaHoldings(this.store.db, { node: name })]);
-    return nodeView(node, state, replicas);
+    const [state, replicas, controls] = await Promise.all([this.nodeStateByKey(node), listReplicaHoldings(this.store.db, { node: name }), this.nodeControls()]);
+    return nodeView(node, state, replicas, controls.get(name));
   }
 
   private nodeNotFound(name: string): DomainError {
@@ -360,17 +374,17 @@ export class FleetService {
   }
 
   async listReplicas(filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<ReplicaView[]> {
-    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter)]);
+    const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter), this.replicaIntents()]);
     const states = this.nodeStates(nodes);
     const byName = new Map(nodes.map((node) => [node.name, node]));
-    return replicas.map((row) => replicaView(row, byName.get(row.node), states.get(row.node)));
+    return replicas.map((row) => replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id)));
   }
 
   async getReplica(id: string): Promise<ReplicaView> {
     const row = await findReplica(this.store.db, id);
     if (!row) throw this.replicaNotFound(id);
-    const node = await findNode(this.store.db, row.node);
-    return replicaView(row, node, node === undefined ? undefined : await this.nodeStateByKey(node));
+    const [node, intents] = await Promise.all([findNode(this.store.db, row.node), this.replicaIntents()]);
+    return replicaView(row, node, node === undefined ? undefined : await this.nodeStateByKey(node), intents.get(id));
   }
 
   private replicaNotFound(id: string): DomainError {
@@ -382,11 +396,12 @@ export class FleetService {
    * routing table (never for an API answer: the views leave the key out).
    */
   async routingReplicas(): Promise<(ReplicaView & { api_key: string | undefined })[]> {
-    const [nodes, replicas] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db)]);
+    const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db), this.replicaIntents()]);
     const states = this.nodeStates(nodes);
     const byName = new Map(nodes.map((node) => [node.name, node]));
     return replicas.flatMap((row) => {
-      const view = replicaView(row, byName.get(row.node), states.get(row.node));
+      // A withdrawn replica shows no endpoint: traffic leaves it before its engine is told to drain.
+      const view = replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id));
       if ((view.state !== "ready" && view.state !== "draining") || view.endpoint === null) return [];
       // Replicas started before keys (or adopted without a spec) have none.
       return [{ ...view, api_key: row.spec?.api_key }];
@@ -407,26 +422,138 @@ export class FleetService {
     return { node, address: { name: node.name, address: node.address, controlSecret: this.controlSecretOf(node) }, state };
   }
 
-  /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */
-  async startReplica(body: StartReplicaBody): Promise<ReplicaView> {
-    const model = await this.catalog.get(body.model);
+  private async profileOf(modelName: string, profileName: string | undefined): Promise<{ model: CatalogModel; profile: ResolvedProfile }> {
+    const model = await this.catalog.get(modelName);
     if (model.entry.external) {
       throw new DomainError("invalid_profile", `${model.name} is an external model: it runs at its provider, not on a node`, "Start a model that has profiles.");
     }
-    const profile = body.profile === undefined ? model.profiles[0] : model.profiles.find((candidate) => candidate.name === body.profile);
+    const profile = profileName === undefined ? model.profiles[0] : model.profiles.find((candidate) => candidate.name === profileName);
     if (!profile) {
       throw new DomainError(
         "profile_not_found",
-        `model ${model.name} has no profile ${body.profile ?? "(none at all)"}`,
+        `model ${model.name} has no profile ${profileName ?? "(none at all)"}`,
         `Its profiles: ${model.profiles.map((candidate) => candidate.name).join(", ") || "none"}.`,
       );
     }
-    // Before any node is looked at: a secret the server lacks is the operator's to fix, whichever node is chosen.
-    resolveSecretEnv(model.name, profile, process.env);
-    const { node, address, state } = await this.agentOf(body.node);
+    return { model, profile };
+  }
+
+  private newReplicaId(modelName: string): string {
+    return `${modelName.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 100) || "replica"}-${randomBytes(3).toString("hex")}`;
+  }
+
+  /** The spec an agent is sent: secret_env read from the server's environment, and the replica's own key, which only gateways hold. */
+  private replicaSpec(id: string, model: CatalogModel, profile: ResolvedProfile, cards: readonly number[], extra: Pick<StartReplicaBody, "context" | "simulation">): ReplicaSpec {
+    return buildReplicaSpec({
+      id,
+      model,
+      profile,
+      cards,
+      context: extra.context,
+      gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
+      simulation: extra.simulation,
+      serverEnvironment: process.env,
+      apiKey: newToken("replica"),
+    });
+  }
+
+  /**
+   * Records the replica (pending) before its agent is called, then calls it.
+   * A crash in between leaves a row naming the node, cards and spec, which
+   * the reconciler sends again (the agent answers a repeated start with what
+   * runs), never an engine nobody knows of. The stored spec holds the names
+   * secret_env reads, never their values.
+   */
+  private async launch(address: AgentAddress, spec: ReplicaSpec, profile: ResolvedProfile, managed: boolean): Promise<void> {
+    const at = this.iso();
+    const pending: ReplicaStatus = { id: spec.id, model: spec.model, profile: spec.profile, engine: spec.engine, cards: spec.cards, state: "fetching", since: at };
+    await upsertReplica(this.store.db, { id: spec.id, node: address.name, status: pending, pending: true, spec: storableReplicaSpec(spec, profile), stop_requested: false, created_at: at, updated_at: at });
+    await insertReplicaIntent(this.store.db, { id: spec.id, model: spec.model, managed: managed ? 1 : 0, placed_at: at, withdrawn_at: null, withdraw_reason: null });
+    await this.sendStart(address, spec, managed);
+  }
+
+  private async sendStart(address: AgentAddress, spec: ReplicaSpec, managed: boolean): Promise<void> {
+    let status: ReplicaStatus;
+    try {
+      status = await startReplicaOnAgent(address, spec);
+    } catch (error) {
+      if (!managed) {
+        // Started by hand: the caller is told, and nothing is left behind.
+        await deleteReplica(this.store.db, spec.id);
+        await deleteReplicaIntent(this.store.db, spec.id);
+        throw error;
+      }
+      // Placed by the reconciler: a failure like any other, counted for its backoff.
+      const reason = error instanceof Error ? error.message : String(error);
+      const failed: ReplicaStatus = { id: spec.id, model: spec.model, profile: spec.profile, engine: spec.engine, cards: spec.cards, state: "failed", reason, since: this.iso() };
+      await updateReplica(this.store.db, spec.id, { status: failed, updated_at: this.iso() });
+      throw error;
+    }
+    // A heartbeat may have reported it already; only a row still pending takes the answer.
+    const row = await findReplica(this.store.db, spec.id);
+    if (row?.pending) await updateReplica(this.store.db, spec.id, { status, updated_at: this.iso() });
+  }
+
+  /**
+   * Refuses a node that must get nothing new (lost, cordoned or draining),
+   * the same rule placement applies, so a replica started by hand does not
+   * land where the reconciler would never put one.
+   */
+  private async checkSchedulable(node: StoredNode, state: NodeState): Promise<void> {
     if (state === "lost") {
       throw new DomainError("agent_unreachable", `node ${node.name} is lost: not heard from since ${node.last_seen_at}`, "Start its agent again, or choose another node.");
     }
+    const control = (await this.nodeControls()).get(node.name);
+    if (control && (control.cordoned || control.draining)) {
+      throw new DomainError(
+        "node_cordoned",
+        `node ${node.name} is ${control.draining ? "draining" : "cordoned"}: no new replicas are placed there`,
+        `Choose another node, or \`llmgw ctl node uncordon ${node.name}\` first.`,
+      );
+    }
+  }
+
+  /** One node and what holds its resources, as placement's filters read it. */
+  private async nodeSnapshot(node: StoredNode): Promise<Snapshot> {
+    const models = new Map((await this.catalog.list()).map((model) => [model.name, model]));
+    const held = (await listReplicas(this.store.db, { node: node.name })).filter((replica) => holdsCards(replica.state));
+    const { inventory } = node;
+    return {
+      nodes: [
+        {
+          name: node.name,
+          schedulable: true,
+          engines: inventory.engines,
+          cards: inventory.gpus.map((gpu) => ({ index: gpu.index, gpuClass: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric })),
+          memoryBytes: inventory.memory_bytes,
+          cpuCores: inventory.cpu_cores,
+        },
+      ],
+      replicas: held.map((replica) => {
+        const model = models.get(replica.model);
+        const profile = model?.profiles.find((candidate) => candidate.name === replica.profile);
+        const needs = profile ? demandProfile(profile, undefined) : undefined;
+        return {
+          id: replica.id,
+          model: replica.model,
+          profile: replica.profile,
+          node: replica.node,
+          cards: [...replica.cards],
+          memoryBytes: needs?.memoryBytes ?? 0,
+          cpuCores: needs?.cpuCores ?? 0,
+          modelClass: model?.class ?? "opportunistic",
+        };
+      }),
+    };
+  }
+
+  /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */
+  async startReplica(body: StartReplicaBody): Promise<ReplicaView> {
+    const { model, profile } = await this.profileOf(body.model, body.profile);
+    // Before any node is looked at: a secret the server lacks is the operator's to fix, whichever node is chosen.
+    resolveSecretEnv(model.name, profile, process.env);
+    const { node, address, state } = await this.agentOf(body.node);
+    await this.checkSchedulable(node, state);
     const { inventory } = node;
     if (!inventory.engines.includes(profile.engine)) {
       throw new DomainError(
@@ -448,7 +575,16 @@ export class FleetService {
       );
     }
     if (body.cards !== undefined) checkHandPickedCards(body.cards, { node: node.name, inventory, profile, model: model.name, cardOwner, free });
-    const id = body.id ?? `${model.name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 100) || "replica"}-${randomBytes(3).toString("hex")}`;
+    // Then placement's own filters (host memory and cores, alike cards on one fabric), so a replica
+    // started by hand cannot land where the reconciler would refuse to put one.
+    const check = checkNode(await this.nodeSnapshot(node), demandProfile(profile, undefined), node.name, {
+      cards,
+      gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
+    });
+    if (!check.fits) {
+      throw new DomainError("does_not_fit", `${model.name}/${profile.name} does not fit on node ${node.name}: ${check.reason}`, "Choose another node or other cards, or stop a replica there first (`llmgw ctl nodes` shows what runs where).");
+    }
+    const id = body.id ?? this.newReplicaId(model.name);
     const existing = await findReplica(this.store.db, id);
     if (existing) {
       // Before the agent is asked: recording the new one would move the existing row to this node.
@@ -458,21 +594,42 @@ export class FleetService {
         `Give the new replica another --id, or stop that one first (\`llmgw ctl replica stop ${id}\`; that also clears a failed one).`,
       );
     }
+    await this.launch(address, this.replicaSpec(id, model, profile, cards, body), profile, false);
+    return await this.getReplica(id);
+  }
+
+  /**
+   * Starts a replica where placement put it (the reconciler's start). Answers
+   * its id once recorded and sent; an agent's refusal leaves the row failed,
+   * with the reason, for the reconciler's backoff.
+   */
+  async startPlaced(placement: { model: string; profile: string; node: string; cards: readonly number[] }, simulation?: StartReplicaBody["simulation"]): Promise<string> {
+    const { model, profile } = await this.profileOf(placement.model, placement.profile);
+    const { address } = await this.agentOf(placement.node);
+    const id = this.newReplicaId(model.name);
+    await this.launch(address, this.replicaSpec(id, model, profile, placement.cards, simulation ? { simulation } : {}), profile, true);
+    return id;
+  }
+
+  /** Sends a recorded start again (a crash came between recording it and the agent's answer). */
+  async resumeStart(id: string): Promise<void> {
+    const row = await findReplica(this.store.db, id);
+    if (!row?.pending || row.spec === null) return;
+    const { model, profile } = await this.profileOf(row.model, row.profile);
+    // The stored spec holds secret_env's variable names; the values are read again from the server's environment.
     const spec = buildReplicaSpec({
       id,
       model,
       profile,
-      cards,
-      context: body.context,
-      gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
-      simulation: body.simulation,
+      cards: row.spec.cards,
+      context: row.spec.context,
+      gpuMemoryUtilization: row.spec.gpu_memory_utilization,
+      simulation: row.spec.simulation,
       serverEnvironment: process.env,
-      apiKey: newToken("replica"),
+      apiKey: row.spec.api_key,
     });
-    const status = await startReplicaOnAgent(address, spec);
-    const at = this.iso();
-    await upsertReplica(this.store.db, { id, node: node.name, status, spec: storableReplicaSpec(spec, profile), stop_requested: false, created_at: at, updated_at: at });
-    return await this.getReplica(id);
+    const { address } = await this.agentOf(row.node);
+    await this.sendStart(address, spec, true);
   }
 
   /** Stops a replica (draining first with `drain`), or clears a failed one. */

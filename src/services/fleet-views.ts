@@ -19,7 +19,13 @@ export function cardOwners(replicas: readonly ReplicaPlace[]): Map<number, strin
   return owners;
 }
 
-export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: readonly ReplicaPlace[]): NodeView {
+/** What an operator asked of a node: cordoned (nothing new goes there), draining (its replicas move away). */
+export interface NodeControl {
+  readonly cordoned: boolean;
+  readonly draining: boolean;
+}
+
+export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: readonly ReplicaPlace[], control: NodeControl = { cordoned: false, draining: false }): NodeView {
   const holding = replicasOnNode.filter((replica) => holdsCards(replica.state));
   const owners = cardOwners(holding);
   const { inventory } = node;
@@ -48,6 +54,9 @@ export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: rea
     joined_at: node.joined_at,
     last_seen_at: node.last_seen_at,
     replicas: holding.map((replica) => replica.id),
+    // A draining node is cordoned too: nothing new is placed on a node being emptied.
+    cordoned: control.cordoned || control.draining,
+    draining: control.draining,
   };
 }
 
@@ -75,7 +84,25 @@ export function replicaViewState(row: Pick<StoredReplica, "state" | "stop_reques
   return row.state;
 }
 
-export function replicaView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): ReplicaView {
+/** What the reconciler holds of a replica: withdrawn from routing (with why) before its engine hears of it. */
+export interface ReplicaIntentView {
+  readonly withdrawnAt: string | null;
+  readonly withdrawReason: string | null;
+}
+
+export function replicaView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): ReplicaView {
+  const shown = replicaReport(row, node, state);
+  if (intent?.withdrawnAt && holdsCards(row.status.state)) {
+    // Out of routing from the moment it is withdrawn, before its engine hears of it: a client
+    // reading this list stops sending to it while it still answers what it has.
+    return { ...shown, state: "draining", endpoint: null, reason: intent.withdrawReason };
+  }
+  // Recorded, its agent not yet told (or its answer not yet heard).
+  if (row.pending) return { ...shown, state: "pending", endpoint: null, reason: null, progress: null };
+  return shown;
+}
+
+function replicaReport(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): ReplicaView {
   const { status } = row;
   const gone = !holdsCards(status.state);
   const stopPending = stopPendingOf(row);

@@ -18,6 +18,7 @@ const stored = (reported: ReplicaStatus, extra: Partial<StoredReplica> = {}): St
   cards: reported.cards,
   spec: null,
   state: reported.state,
+  pending: false,
   status: reported,
   stop_requested: false,
   created_at: longAgo,

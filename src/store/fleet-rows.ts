@@ -46,6 +46,11 @@ export interface StoredReplica {
   /** What the server sent the agent; null for a replica the agent reported on its own (adopted). */
   readonly spec: ReplicaSpec | null;
   readonly state: ReplicaState;
+  /**
+   * Recorded by the server before its agent was asked to start it: the agent
+   * has not answered or reported it yet. Cleared by the first report.
+   */
+  readonly pending: boolean;
   /** The agent's last report, or one made from the row's columns when the stored report cannot be read. */
   readonly status: ReplicaStatus;
   readonly stop_requested: boolean;
@@ -138,6 +143,7 @@ export function readReplicaRow(row: ReplicaRow): StoredReplica {
     cards: cardsColumn.success ? cardsColumn.data : status.cards,
     spec: spec?.success ? spec.data : null,
     state: status.state,
+    pending: row.state === pendingState,
     status,
     stop_requested: Number(row.stop_requested) !== 0,
     created_at: text(row.created_at),
@@ -157,10 +163,15 @@ export interface NewNode {
   readonly last_seen_at: string;
 }
 
+/** The state column of a row recorded before its agent was told (the status then says `fetching`). */
+const pendingState = "pending";
+
 export interface ReplicaWrite {
   readonly id: string;
   readonly node: string;
   readonly status: ReplicaStatus;
+  /** Written before the agent is asked (intent before side effect); a report clears it. */
+  readonly pending?: boolean;
   /** Null keeps the spec already stored (an agent's report never carries one). */
   readonly spec: ReplicaSpec | null;
   readonly stop_requested: boolean;
@@ -177,7 +188,7 @@ function replicaRow(write: ReplicaWrite): ReplicaRow {
     engine: write.status.engine,
     cards: JSON.stringify(write.status.cards),
     spec: write.spec === null ? null : JSON.stringify(write.spec),
-    state: write.status.state,
+    state: write.pending ? pendingState : write.status.state,
     status: JSON.stringify(write.status),
     stop_requested: write.stop_requested ? 1 : 0,
     created_at: write.created_at,

@@ -152,6 +152,65 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         for (const table of ["usage", "gateway_keys"]) await db.schema.dropTable(table).execute();
       },
     },
+    "0005_reconcile": {
+      // The reconciler's own tables, apart from the fleet's: what it meant to do
+      // (replica intents), what it knows per model (demand, placement, failures),
+      // what operators asked of nodes, the lease that lets one server act, and
+      // the bounded event log.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("reconcile_lease")
+          .addColumn("id", "integer", (column) => column.primaryKey())
+          .addColumn("holder", "text", (column) => column.notNull())
+          .addColumn("expires_at", "text", (column) => column.notNull())
+          .execute();
+        await db.insertInto("reconcile_lease" as never).values({ id: 1, holder: "", expires_at: new Date(0).toISOString() } as never).execute();
+        await db.schema
+          .createTable("replica_intents")
+          .addColumn("id", "text", (column) => column.primaryKey())
+          .addColumn("model", "text", (column) => column.notNull())
+          .addColumn("managed", "integer", (column) => column.notNull())
+          .addColumn("placed_at", "text", (column) => column.notNull())
+          .addColumn("withdrawn_at", "text")
+          .addColumn("withdraw_reason", "text")
+          .execute();
+        await db.schema
+          .createTable("model_status")
+          .addColumn("model", "text", (column) => column.primaryKey())
+          .addColumn("demand_at", "text")
+          .addColumn("placement_state", "text")
+          .addColumn("placement_reason", "text")
+          .addColumn("last_failure", "text")
+          .addColumn("last_failure_at", "text")
+          .addColumn("failures", "integer", (column) => column.notNull().defaultTo(0))
+          .addColumn("backoff_until", "text")
+          .addColumn("restart_before", "text")
+          .addColumn("restart_in_place", "integer", (column) => column.notNull().defaultTo(0))
+          .addColumn("updated_at", "text", (column) => column.notNull())
+          .execute();
+        await db.schema
+          .createTable("node_controls")
+          .addColumn("node", "text", (column) => column.primaryKey())
+          .addColumn("cordoned", "integer", (column) => column.notNull())
+          .addColumn("draining", "integer", (column) => column.notNull())
+          .addColumn("updated_at", "text", (column) => column.notNull())
+          .execute();
+        await db.schema
+          .createTable("events")
+          .addColumn("id", autoIncrementKey, (column) => (kind === "sqlite" ? column.primaryKey().autoIncrement() : column.primaryKey()))
+          .addColumn("at", "text", (column) => column.notNull())
+          .addColumn("kind", "text", (column) => column.notNull())
+          .addColumn("model", "text")
+          .addColumn("replica", "text")
+          .addColumn("node", "text")
+          .addColumn("message", "text", (column) => column.notNull())
+          .execute();
+        await db.schema.createIndex("events_model").on("events").columns(["model", "id"]).execute();
+      },
+      async down(db: Kysely<unknown>) {
+        for (const table of ["events", "node_controls", "model_status", "replica_intents", "reconcile_lease"]) await db.schema.dropTable(table).execute();
+      },
+    },
   };
 }
 

@@ -84,6 +84,33 @@ export interface Database {
     prompt_tokens: number | string;
     completion_tokens: number | string;
   };
+  /** One row: which server's reconciler may act, until when. The holder renews it; another takes it once it has expired. */
+  reconcile_lease: { id: number; holder: string; expires_at: string };
+  /**
+   * What the reconciler (or an operator) meant for a replica, written before
+   * the agent is called: `managed` replicas are the reconciler's to scale and
+   * replace; `withdrawn_at` takes a replica out of routing before its engine
+   * is told to drain.
+   */
+  replica_intents: { id: string; model: string; managed: number; placed_at: string; withdrawn_at: string | null; withdraw_reason: string | null };
+  /** What the reconciler knows of a model beyond its entry: last demand, why it is not placed, its failures and backoff, a restart in progress. */
+  model_status: {
+    model: string;
+    demand_at: string | null;
+    placement_state: string | null;
+    placement_reason: string | null;
+    last_failure: string | null;
+    last_failure_at: string | null;
+    failures: number;
+    backoff_until: string | null;
+    restart_before: string | null;
+    restart_in_place: number;
+    updated_at: string;
+  };
+  /** What operators asked of a node: cordoned (nothing new placed there), draining (its replicas move away). */
+  node_controls: { node: string; cordoned: number; draining: number; updated_at: string };
+  /** The reconciler's actions and refusals, newest last, kept bounded. */
+  events: { id: Generated<number>; at: string; kind: string; model: string | null; replica: string | null; node: string | null; message: string };
 }
 
 export type StoreKind = "sqlite" | "postgres";

@@ -28,7 +28,7 @@ const mayImport: Readonly<Record<string, readonly string[]>> = {
   agent: ["catalog", "plan", "fleet", "protocol", "engines", "auth", "http", "files", "errors", "net"],
   gateway: ["catalog", "protocol", "engines", "auth", "http", "errors", "net"],
   services: ["catalog", "plan", "fleet", "protocol", "placement", "reconcile", "engines", "store", "auth", "errors", "net"],
-  api: ["services", "catalog", "plan", "fleet", "protocol", "store", "auth", "http", "errors", "net"],
+  api: ["services", "reconcile", "catalog", "plan", "fleet", "protocol", "store", "auth", "http", "errors", "net"],
   server: ["api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "files", "errors", "net"],
   demo: ["server", "agent", "cli", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "files", "errors", "net"],
   cli: ["server", "agent", "demo", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "files", "errors", "net"],

@@ -120,6 +120,27 @@ describe("llmgw demo, as a newcomer runs it", () => {
     }
   });
 
+  it("leaves the on-demand model unstarted, places a second replica on `ctl scale --min 2`, and brings back a killed engine", async () => {
+    const models = (JSON.parse(await ctl("models", "--json")) as { models: { name: string; state: string }[] }).models;
+    expect(models.find((model) => model.name === "llama-3.3-70b-instruct")?.state).toBe("on-demand");
+    await ctl("scale", "qwen2.5-7b-instruct", "--min", "2");
+    const qwenReady = async () => (JSON.parse(await ctl("replicas", "--model", "qwen2.5-7b-instruct", "--json")) as { replicas: ReplicaView[] }).replicas.filter((replica) => replica.state === "ready");
+    const deadline = Date.now() + 60_000;
+    while ((await qwenReady()).length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 500));
+    const two = await qwenReady();
+    expect(two).toHaveLength(2);
+    const victim = two[0] as ReplicaView;
+    process.kill(victim.pid as number, "SIGKILL");
+    while (Date.now() < deadline + 60_000) {
+      const now = await qwenReady();
+      if (now.length === 2 && !now.some((replica) => replica.id === victim.id)) break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const back = await qwenReady();
+    expect(back).toHaveLength(2);
+    expect(back.map((replica) => replica.id)).not.toContain(victim.id);
+  }, 150_000);
+
   it("stops replicas, agents and server on Ctrl-C, leaving no engine and no files behind", async () => {
     const replicas = (JSON.parse(await ctl("replicas", "--json")) as { replicas: ReplicaView[] }).replicas;
     const enginePids = replicas.map((replica) => replica.pid as number);

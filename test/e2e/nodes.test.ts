@@ -1,13 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { isProcessAlive } from "../../src/agent/engine-process.js";
 import { killGroup, waitFor as waitUntil } from "../support/fake-engine.js";
-import { llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { freePort, llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const serverYaml = `nodes:
@@ -16,20 +15,11 @@ const serverYaml = `nodes:
 models:
   - name: tiny-chat
     context: 4096
+    # Kept out of the reconciler's hands: this test starts its replicas by hand.
+    scaling: { min: 0, max: 0 }
     profiles:
       - { engine: vllm, source: "hf://example/tiny-chat@main", gpus: 1 }
 `;
-
-async function freePort(): Promise<number> {
-  return await new Promise((resolve) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 
 /** Whether the engine runs; a zombie (dead, and not reaped where nothing reaps orphans) does not. */
 const alive = (pid: number): Promise<boolean> => isProcessAlive(pid);

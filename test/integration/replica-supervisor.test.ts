@@ -125,6 +125,20 @@ describe("ReplicaSupervisor", () => {
     expect(await readFile(path.join(directory, "logs", "r1.log"), "utf8")).toContain("ignoring SIGTERM");
   });
 
+  it("reports a ready engine's requests in flight from its metrics, for the server to scale on", async () => {
+    const supervisor = makeSupervisor();
+    supervisor.start(spec());
+    const ready = await until(supervisor, "r1", ["ready", "failed"]);
+    expect(ready.load).toBeUndefined();
+    const slow = request(`${ready.endpoint}/slow`).then(async (answer) => await answer.body.text());
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await supervisor.scrapeLoad();
+    expect(supervisor.get("r1")?.load).toEqual({ running: 1, waiting: 0 });
+    await slow;
+    await supervisor.scrapeLoad();
+    expect(supervisor.get("r1")?.load).toEqual({ running: 0, waiting: 0 });
+  });
+
   it("drains: waits for the request in flight before stopping", async () => {
     const supervisor = makeSupervisor();
     supervisor.start(spec());

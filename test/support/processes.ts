@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { temporaryDirectory } from "./temporary-directory.js";
@@ -93,4 +94,15 @@ export async function startServerProcess(
         child.kill("SIGTERM");
       }),
   };
+}
+
+/** A loopback port free now, for a server that must be restarted on the same address. */
+export async function freePort(): Promise<number> {
+  return await new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
 }

@@ -37,6 +37,17 @@ describe("admin API", () => {
     expect(scaled.json()).toMatchObject({ scaling: { min: 0, max: 2 }, state: "on-demand" });
   });
 
+  it("sets and clears a model's target, and refuses a target of zero naming the field", async () => {
+    await app.inject({ method: "POST", url: "/api/v1/models", headers: as(admin), payload: { name: "targeted", scaling: { min: 1, max: 3 }, profiles: [{ engine: "vllm", source: "x" }] } });
+    const set = await app.inject({ method: "POST", url: "/api/v1/models/targeted/target", headers: as(admin), payload: { in_flight: 8 } });
+    expect(set.json()).toMatchObject({ target: { in_flight: 8 }, placement: null, last_failure: null });
+    const refused = await app.inject({ method: "POST", url: "/api/v1/models/targeted/target", headers: as(admin), payload: { in_flight: 0 } });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toMatchObject({ code: "invalid_input", message: expect.stringContaining("in_flight") });
+    const cleared = await app.inject({ method: "POST", url: "/api/v1/models/targeted/target", headers: as(admin), payload: { in_flight: null } });
+    expect(cleared.json()).toMatchObject({ target: null });
+  });
+
   it("lets a read-only token list but not change", async () => {
     expect((await app.inject({ method: "GET", url: "/api/v1/models", headers: as(reader) })).statusCode).toBe(200);
     const refused = await app.inject({ method: "POST", url: "/api/v1/models", headers: as(reader), payload: { name: "x", profiles: [{ engine: "vllm", source: "x" }] } });

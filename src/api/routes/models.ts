@@ -3,7 +3,7 @@ import { z } from "zod";
 import { modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
-import { modelView, type ReplicaCountSource } from "../model-view.js";
+import { modelView, noModelStatus, type ModelStatusSource, type ReplicaCountSource } from "../model-view.js";
 import type { Audience } from "../../catalog/redact.js";
 import { checkSecretEnv } from "../../catalog/secret-env.js";
 import { parseBody } from "../parse-body.js";
@@ -26,17 +26,18 @@ const classBody = z.strictObject({
   class: z.enum([...modelClasses, "default"], { message: `one of ${modelClasses.join(", ")}, or default` }),
 });
 const ownerBody = z.strictObject({ owner: modelEntrySchema.shape.owner.unwrap() });
+const targetBody = z.strictObject({ in_flight: modelEntrySchema.shape.target.unwrap().shape.in_flight.nullable() });
 const fallbacksBody = z.strictObject({ fallbacks: modelEntrySchema.shape.fallbacks.unwrap() });
 
-export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource): void {
+export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource, modelStatus: ModelStatusSource = noModelStatus): void {
   const view = async (name: string, audience: Audience) => {
-    const counts = await replicaCounts();
-    return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name), audience);
+    const [counts, statuses] = await Promise.all([replicaCounts(), modelStatus()]);
+    return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name), { audience, status: statuses.get(name) });
   };
 
   app.get("/api/v1/models", { config: { access: "read" } }, async (request) => {
-    const [models, counts] = await Promise.all([catalog.list(), replicaCounts()]);
-    return { models: models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name), request.audience)) };
+    const [models, counts, statuses] = await Promise.all([catalog.list(), replicaCounts(), modelStatus()]);
+    return { models: models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name), { audience: request.audience, status: statuses.get(model.name) })) };
   });
 
   app.get("/api/v1/models/:name", { config: { access: "read" } }, async (request) => view(nameParams.parse(request.params).name, request.audience));
@@ -46,7 +47,7 @@ export function registerModelRoutes(app: FastifyInstance, catalog: CatalogServic
     // The server's own environment: a secret_env naming a variable it lacks is refused now, not at the first replica.
     checkSecretEnv(entry, process.env);
     const model = await catalog.add(entry, requireActor(request));
-    return reply.status(201).send(modelView(model, catalog.declaredIn, undefined, request.audience));
+    return reply.status(201).send(modelView(model, catalog.declaredIn, undefined, { audience: request.audience }));
   });
 
   app.delete("/api/v1/models/:name", { config: { access: "admin" } }, async (request) => {
@@ -76,6 +77,12 @@ export function registerModelRoutes(app: FastifyInstance, catalog: CatalogServic
   app.post("/api/v1/models/:name/owner", { config: { access: "admin" } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     await catalog.setOwner(name, parseBody(ownerBody, request.body).owner, requireActor(request));
+    return view(name, request.audience);
+  });
+
+  app.post("/api/v1/models/:name/target", { config: { access: "admin" } }, async (request) => {
+    const { name } = nameParams.parse(request.params);
+    await catalog.setTarget(name, parseBody(targetBody, request.body).in_flight, requireActor(request));
     return view(name, request.audience);
   });
 

@@ -28,6 +28,11 @@ export function describeModel(model: ModelView): string {
     ["class", `${model.class}${model.class_set ? "" : " (the default for its scaling)"}`],
   ];
   if (!model.external) rows.push(["scaling", describeScaling(model)]);
+  if (model.placement && model.placement.state !== "placed") rows.push(["placement", `${model.placement.state}${model.placement.reason ? `: ${model.placement.reason}` : ""}`]);
+  if (model.last_failure) {
+    const retry = model.last_failure.retry_at ? `; next start at ${model.last_failure.retry_at}` : "";
+    rows.push(["last failure", `${model.last_failure.at} (${model.last_failure.failures} in a row${retry}): ${model.last_failure.reason.split("\n")[0]}`]);
+  }
   if (model.origin) rows.push(["origin", model.origin]);
   if (model.context !== null) rows.push(["context", `${model.context} tokens${model.max_output !== null ? `, answers up to ${model.max_output}` : ""}`]);
   rows.push(["owner", model.owner ?? "(none)"]);

@@ -11,6 +11,8 @@ import { apiClient, ctlOptions } from "./context.js";
 import { printedLlmgwCommand } from "../invocation.js";
 import { describeModel, describeScaling, profileSummary } from "./model-text.js";
 import { registerPlanCommand } from "./plan-command.js";
+import { waitForModel } from "./wait-for-model.js";
+import { parseDuration } from "../../catalog/duration.js";
 
 const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
 
@@ -18,6 +20,16 @@ const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComp
 function printModel(command: Command, model: ModelView, headline: string): void {
   if (ctlOptions(command).json) return printJson(model);
   print(`${headline}\n${describeModel(model)}`);
+}
+
+/** Under the table, why each model that should run does not: the placement's refusal, or its last failure. */
+function unplacedLines(models: readonly ModelView[]): string {
+  const lines = models.flatMap((model) => {
+    if (model.placement?.state === "unplaceable" || model.placement?.state === "waiting") return [`${model.name}: ${model.placement.state}: ${model.placement.reason ?? "-"}`];
+    if (model.last_failure?.retry_at) return [`${model.name}: failing (${model.last_failure.failures} in a row): ${model.last_failure.reason.split("\n")[0]}`];
+    return [];
+  });
+  return lines.length > 0 ? `\n\n${lines.join("\n")}` : "";
 }
 
 export function registerModelsCommands(ctl: Command): void {
@@ -42,7 +54,7 @@ export function registerModelsCommands(ctl: Command): void {
             profileSummary(model),
             model.owner ?? "-",
           ]),
-        ),
+        ) + unplacedLines(result.models),
       );
     });
 
@@ -64,8 +76,10 @@ export function registerModelsCommands(ctl: Command): void {
     .command("add")
     .description("add a model at runtime from a YAML file (one entry, the same YAML as in server.yaml)")
     .requiredOption("-f, --file <file>", "the model entry")
+    .option("--wait", "wait until its replicas are ready, printing their states; exit non-zero with the reason when it fails")
+    .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
     .option("--json", "print the API's model object")
-    .action(async (options: { file: string }, command: Command) => {
+    .action(async (options: { file: string; wait?: boolean; timeout?: string }, command: Command) => {
       let text: string;
       try {
         text = readFileSync(options.file, "utf8");
@@ -74,8 +88,10 @@ export function registerModelsCommands(ctl: Command): void {
       }
       // Checked here too, so a mistake is reported with its line and column in the file.
       const entry = parseModelFile(text, path.basename(options.file));
-      const added = await apiClient(ctlOptions(command)).post<ModelView>("/api/v1/models", entry);
+      const client = apiClient(ctlOptions(command));
+      const added = await client.post<ModelView>("/api/v1/models", entry);
       printModel(command, added, `Added ${added.name}.`);
+      if (options.wait) await waitForModel(client, added.name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
     });
 
   model
@@ -145,6 +161,21 @@ export function registerModelsCommands(ctl: Command): void {
     .action(async (name: string, owner: string, _options, command: Command) => {
       const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/owner"), { owner });
       printModel(command, view, `${view.name} is now owned by ${view.owner}.`);
+    });
+
+  model
+    .command("target")
+    .argument("<name>", "model name")
+    .option("--in-flight <n>", "grow toward max while replicas carry more than this many requests each", wholeNumber(1))
+    .option("--clear", "no growth under load: run min replicas")
+    .description("set the load per replica above which the model grows toward its max (and shrinks after a cool-down)")
+    .option("--json", "print the API's model object")
+    .action(async (name: string, options: { inFlight?: number; clear?: boolean }, command: Command) => {
+      if (options.inFlight === undefined && !options.clear) {
+        throw new DomainError("invalid_input", "target needs --in-flight N or --clear", `For example: llmgw ctl model target ${name} --in-flight 8`);
+      }
+      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/target"), { in_flight: options.clear ? null : options.inFlight });
+      printModel(command, view, view.target ? `${view.name} now grows toward ${view.scaling.max} replicas while each carries more than ${view.target.in_flight} requests.` : `${view.name} has no target now: it runs ${view.scaling.min} replicas.`);
     });
 
   model

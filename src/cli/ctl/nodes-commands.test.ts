@@ -21,6 +21,8 @@ const node = (overrides: Partial<NodeView>): NodeView => ({
   joined_at: now,
   last_seen_at: now,
   replicas: [],
+  cordoned: false,
+  draining: false,
   ...overrides,
 });
 

@@ -36,7 +36,8 @@ export function describeNodes(nodes: readonly NodeView[], replicas: readonly Rep
   const blocks = nodes.map((node) => {
     // The node's fabric is only the default for its cards (a card group may name its own): show the ones the cards are on.
     const fabrics = node.gpus.length > 0 ? [...new Set(node.gpus.map((gpu) => gpu.fabric))].join(",") : node.fabric;
-    const header = `${node.name}  ${node.state}${node.simulated ? " (simulated)" : ""}  ${node.address}  fabric ${fabrics}  ${node.cpu_cores} cores  ${gibibytes(node.memory_bytes)} RAM  ${gibibytes(node.disk_free_bytes)} disk free  seen ${ago(node.last_seen_at)}`;
+    const control = node.draining ? ", draining" : node.cordoned ? ", cordoned" : "";
+    const header = `${node.name}  ${node.state}${node.simulated ? " (simulated)" : ""}${control}  ${node.address}  fabric ${fabrics}  ${node.cpu_cores} cores  ${gibibytes(node.memory_bytes)} RAM  ${gibibytes(node.disk_free_bytes)} disk free  seen ${ago(node.last_seen_at)}`;
     const engines = `  engines: ${node.engines.join(", ") || "none found"}`;
     const cards =
       node.gpus.length === 0
@@ -69,7 +70,7 @@ export function registerNodesCommands(ctl: Command): void {
       print(describeNodes(result.nodes, replicas));
     });
 
-  const node = ctl.command("node").description("nodes: join tokens");
+  const node = ctl.command("node").description("nodes: join tokens, cordon, uncordon, drain");
   node
     .command("token")
     .description("create a join token for new agents (any number of machines may join with it)")

@@ -1,0 +1,226 @@
+import { describe, expect, it } from "vitest";
+import { defaultReconcileSettings } from "../catalog/reconcile-settings.js";
+import { backoffMs } from "./backoff.js";
+import { desiredCount } from "./desired-count.js";
+import { diff } from "./diff.js";
+import type { Action, DesiredModel, Observed, ObservedNode, ObservedReplica } from "./types.js";
+
+const GiB = 1024 ** 3;
+const now = 1_000_000_000;
+const settings = { ...defaultReconcileSettings, withdrawDelayMs: 1000, resumeAfterMs: 5000 };
+
+function node(name: string, overrides: Partial<ObservedNode> = {}): ObservedNode {
+  return {
+    name,
+    state: "ready",
+    cordoned: false,
+    draining: false,
+    schedulable: true,
+    engines: ["vllm", "llamacpp"],
+    cards: [0, 1].map((index) => ({ index, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" })),
+    memoryBytes: 256 * GiB,
+    cpuCores: 32,
+    ...overrides,
+  };
+}
+
+function model(name: string, overrides: Partial<DesiredModel> = {}): DesiredModel {
+  return {
+    name,
+    modelClass: "standard",
+    min: 1,
+    max: 1,
+    idleTimeoutMs: 600_000,
+    targetInFlight: undefined,
+    profiles: [{ name: "h100", engine: "vllm", gpuClass: "h100", gpus: 1, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }],
+    demandAtMs: undefined,
+    backoffUntilMs: undefined,
+    restartBeforeMs: undefined,
+    restartInPlace: false,
+    busyAtMs: undefined,
+    placement: undefined,
+    ...overrides,
+  };
+}
+
+function replica(id: string, modelName: string, nodeName: string, cards: number[], overrides: Partial<ObservedReplica> = {}): ObservedReplica {
+  return {
+    id,
+    model: modelName,
+    profile: "h100",
+    node: nodeName,
+    cards,
+    state: "ready",
+    managed: true,
+    placedAtMs: now - 60_000,
+    withdrawnAtMs: undefined,
+    inFlight: undefined,
+    reason: null,
+    memoryBytes: 0,
+    cpuCores: 0,
+    ...overrides,
+  };
+}
+
+const observed = (nodes: ObservedNode[], replicas: ObservedReplica[] = []): Observed => ({ nowMs: now, nodes, replicas });
+const kinds = (actions: Action[]) => actions.map((action) => action.kind);
+const starts = (actions: Action[]) => actions.filter((action): action is Extract<Action, { kind: "start" }> => action.kind === "start");
+
+describe("diff", () => {
+  it("places the minimum of a new model on free cards, and nothing once it runs", () => {
+    const first = diff({ models: [model("qwen", { min: 2, max: 2 })] }, observed([node("gpu-1"), node("gpu-2")]), settings);
+    expect(starts(first).map((start) => start.model)).toEqual(["qwen", "qwen"]);
+    // Spread: two replicas of one model go to two nodes.
+    expect(new Set(starts(first).map((start) => start.node)).size).toBe(2);
+    const running = [replica("qwen-a", "qwen", "gpu-1", [0]), replica("qwen-b", "qwen", "gpu-2", [0])];
+    const again = diff({ models: [model("qwen", { min: 2, max: 2, placement: { state: "placed", reason: null } })] }, observed([node("gpu-1"), node("gpu-2")], running), settings);
+    expect(again).toEqual([]);
+  });
+
+  it("counts a replica still starting, so a second pass does not start it twice", () => {
+    const starting = [replica("qwen-a", "qwen", "gpu-1", [0], { state: "pending", placedAtMs: now - 100 })];
+    expect(starts(diff({ models: [model("qwen")] }, observed([node("gpu-1")], starting), settings))).toEqual([]);
+  });
+
+  it("sends a recorded start again when its agent never confirmed it", () => {
+    const stale = [replica("qwen-a", "qwen", "gpu-1", [0], { state: "pending", placedAtMs: now - 6000 })];
+    expect(diff({ models: [model("qwen")] }, observed([node("gpu-1")], stale), settings)).toContainEqual({ kind: "resume", id: "qwen-a", model: "qwen", node: "gpu-1" });
+  });
+
+  it("reports a model too large for any node as unplaceable, with the reason per node", () => {
+    const big = model("big", { profiles: [{ name: "h100x4", engine: "vllm", gpuClass: "h100", gpus: 4, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }] });
+    const actions = diff({ models: [big] }, observed([node("gpu-1"), node("gpu-2")]), settings);
+    const placement = actions.find((action) => action.kind === "placement");
+    expect(placement).toMatchObject({ state: "unplaceable" });
+    expect(placement && "reason" in placement ? placement.reason : "").toBe("0 of 2 nodes: 2 have 2 h100 and need 4");
+    // Said once: the same refusal on the next pass is not repeated.
+    const again = diff({ models: [{ ...big, placement: { state: "unplaceable", reason: (placement as { reason: string }).reason } }] }, observed([node("gpu-1"), node("gpu-2")]), settings);
+    expect(kinds(again)).not.toContain("placement");
+  });
+
+  it("places nothing on a cordoned, draining or lost node", () => {
+    const nodes = [node("a", { cordoned: true }), node("b", { draining: true }), node("c", { state: "lost" })];
+    const actions = diff({ models: [model("qwen")] }, observed(nodes), settings);
+    expect(starts(actions)).toEqual([]);
+    expect(actions.find((action) => action.kind === "placement")).toMatchObject({ state: "unplaceable", reason: expect.stringMatching(/cordoned/) });
+  });
+
+  it("records a failed managed replica for its backoff and leaves one started by hand alone", () => {
+    const replicas = [replica("qwen-a", "qwen", "gpu-1", [0], { state: "failed", reason: "engine exited with code 1" }), replica("hand-1", "qwen", "gpu-1", [1], { state: "failed", managed: false })];
+    const actions = diff({ models: [model("qwen", { backoffUntilMs: now + 10_000 })] }, observed([node("gpu-1")], replicas), settings);
+    expect(actions.filter((action) => action.kind === "record-failure")).toEqual([{ kind: "record-failure", id: "qwen-a", model: "qwen", node: "gpu-1", reason: "engine exited with code 1" }]);
+    // In backoff: nothing new starts yet.
+    expect(starts(actions)).toEqual([]);
+  });
+
+  it("replaces the replicas of a lost node elsewhere", () => {
+    const replicas = [replica("qwen-a", "qwen", "gpu-1", [0], { state: "lost" })];
+    const actions = diff({ models: [model("qwen")] }, observed([node("gpu-1", { state: "lost" }), node("gpu-2")], replicas), settings);
+    expect(actions).toContainEqual(expect.objectContaining({ kind: "abandon", id: "qwen-a" }));
+    expect(starts(actions)).toEqual([expect.objectContaining({ model: "qwen", node: "gpu-2" })]);
+  });
+
+  it("withdraws a removed model's replicas from routing, then stops them after the withdraw delay", () => {
+    const replicas = [replica("old-a", "old", "gpu-1", [0], { managed: false })];
+    expect(diff({ models: [] }, observed([node("gpu-1")], replicas), settings)).toEqual([
+      { kind: "withdraw", id: "old-a", model: "old", node: "gpu-1", reason: "model old was removed from the catalog" },
+    ]);
+    const withdrawn = [{ ...replicas[0] as ObservedReplica, withdrawnAtMs: now - 500 }];
+    expect(diff({ models: [] }, observed([node("gpu-1")], withdrawn), settings)).toEqual([]);
+    const later = [{ ...replicas[0] as ObservedReplica, withdrawnAtMs: now - 1500 }];
+    expect(diff({ models: [] }, observed([node("gpu-1")], later), settings)).toEqual([{ kind: "stop", id: "old-a", model: "old", node: "gpu-1" }]);
+  });
+
+  it("restarts by surge: the new replica starts beside the old, and the old goes only once the new one is ready", () => {
+    const restarting = model("qwen", { restartBeforeMs: now - 1000, placement: { state: "placed", reason: null } });
+    const old = replica("qwen-old", "qwen", "gpu-1", [0], { placedAtMs: now - 60_000 });
+    const first = diff({ models: [restarting] }, observed([node("gpu-1")], [old]), settings);
+    expect(starts(first)).toEqual([expect.objectContaining({ model: "qwen", node: "gpu-1", cards: [1] })]);
+    expect(kinds(first)).not.toContain("withdraw");
+    const fresh = replica("qwen-new", "qwen", "gpu-1", [1], { placedAtMs: now - 500, state: "starting" });
+    expect(kinds(diff({ models: [restarting] }, observed([node("gpu-1")], [old, fresh]), settings))).toEqual([]);
+    const ready = { ...fresh, state: "ready" as const };
+    expect(diff({ models: [restarting] }, observed([node("gpu-1")], [old, ready]), settings)).toEqual([
+      { kind: "withdraw", id: "qwen-old", model: "qwen", node: "gpu-1", reason: "restarting qwen; its replacement is ready" },
+    ]);
+    const done = diff({ models: [restarting] }, observed([node("gpu-1")], [ready]), settings);
+    expect(done).toEqual([{ kind: "restart-finished", model: "qwen" }]);
+  });
+
+  it("restarts in place: the old one stops first when asked to", () => {
+    const restarting = model("qwen", { restartBeforeMs: now - 1000, restartInPlace: true, placement: { state: "placed", reason: null } });
+    const old = replica("qwen-old", "qwen", "gpu-1", [0, 1], { placedAtMs: now - 60_000 });
+    const actions = diff({ models: [restarting] }, observed([node("gpu-1")], [old]), settings);
+    expect(actions).toEqual([{ kind: "withdraw", id: "qwen-old", model: "qwen", node: "gpu-1", reason: "restarting qwen in place" }]);
+  });
+
+  it("preempts an opportunistic replica for a critical model that has no room", () => {
+    const small = node("gpu-1", { cards: [{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
+    const models = [model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical" })];
+    const actions = diff({ models }, observed([small], [replica("batch-a", "batch", "gpu-1", [0])]), settings);
+    expect(actions).toContainEqual({ kind: "withdraw", id: "batch-a", model: "batch", node: "gpu-1", reason: "preempted by prod (critical)", preemptedFor: "prod" });
+    expect(actions.find((action) => action.kind === "placement" && action.model === "prod")).toMatchObject({ state: "waiting" });
+  });
+
+  it("gives up an opportunistic replica before a standard one", () => {
+    const nodes = [node("gpu-1"), node("gpu-2")];
+    const models = [model("tiny"), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical", profiles: [{ name: "h100x2", engine: "vllm", gpuClass: "h100", gpus: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }] })];
+    const replicas = [replica("tiny-a", "tiny", "gpu-1", [0]), replica("batch-a", "batch", "gpu-2", [0, 1])];
+    const withdrawals = diff({ models }, observed(nodes, replicas), settings).filter((action) => action.kind === "withdraw");
+    expect(withdrawals).toEqual([expect.objectContaining({ id: "batch-a", preemptedFor: "prod" })]);
+  });
+
+  it("drains a node by surge where there is room, and empties it anyway where there is none", () => {
+    const running = [replica("qwen-a", "qwen", "gpu-1", [0])];
+    const roomy = diff({ models: [model("qwen", { placement: { state: "placed", reason: null } })] }, observed([node("gpu-1", { draining: true }), node("gpu-2")], running), settings);
+    expect(starts(roomy)).toEqual([expect.objectContaining({ node: "gpu-2" })]);
+    expect(kinds(roomy)).not.toContain("withdraw");
+    const full = diff({ models: [model("qwen", { placement: { state: "placed", reason: null } })] }, observed([node("gpu-1", { draining: true })], running), settings);
+    expect(full.filter((action) => action.kind === "withdraw")).toEqual([expect.objectContaining({ id: "qwen-a", reason: expect.stringMatching(/^node gpu-1 is draining, and no other node has room for qwen/) })]);
+  });
+
+  it("never preempts for an opportunistic model", () => {
+    const small = node("gpu-1", { cards: [{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
+    const models = [model("prod", { modelClass: "standard" }), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now })];
+    const actions = diff({ models }, observed([small], [replica("prod-a", "prod", "gpu-1", [0])]), settings);
+    expect(kinds(actions)).not.toContain("withdraw");
+    expect(actions.find((action) => action.kind === "placement" && action.model === "batch")).toMatchObject({ state: "unplaceable" });
+  });
+
+  it("scales a surplus down by giving up the replicas that serve nothing yet, never one started by hand", () => {
+    const replicas = [replica("hand", "qwen", "gpu-1", [0], { managed: false }), replica("a", "qwen", "gpu-1", [1], { state: "starting" })];
+    const actions = diff({ models: [model("qwen", { placement: { state: "placed", reason: null } })] }, observed([node("gpu-1")], replicas), settings);
+    expect(actions).toEqual([{ kind: "withdraw", id: "a", model: "qwen", node: "gpu-1", reason: "qwen needs 1 replica now" }]);
+  });
+});
+
+describe("desiredCount", () => {
+  const idle = { ready: 0, live: 0, inFlight: 0 };
+  it("keeps 0/0 in the catalog only, and min otherwise", () => {
+    expect(desiredCount(model("m", { min: 0, max: 0 }), idle, now, 1000).count).toBe(0);
+    expect(desiredCount(model("m", { min: 2, max: 3 }), idle, now, 1000).count).toBe(2);
+  });
+
+  it("runs an on-demand model from a demand until idle_timeout without requests, and while requests are in flight", () => {
+    const onDemand = model("m", { min: 0, max: 2, idleTimeoutMs: 60_000 });
+    expect(desiredCount(onDemand, idle, now, 1000).count).toBe(0);
+    expect(desiredCount({ ...onDemand, demandAtMs: now - 59_000 }, idle, now, 1000).count).toBe(1);
+    expect(desiredCount({ ...onDemand, demandAtMs: now - 61_000 }, idle, now, 1000).count).toBe(0);
+    expect(desiredCount({ ...onDemand, demandAtMs: now - 61_000 }, { ready: 1, live: 1, inFlight: 2 }, now, 1000).count).toBe(1);
+  });
+
+  it("grows one replica at a time toward max while replicas carry more than the target, and shrinks after the cool-down", () => {
+    const target = model("m", { min: 1, max: 3, targetInFlight: 4 });
+    expect(desiredCount(target, { ready: 1, live: 1, inFlight: 9 }, now, 1000)).toEqual({ count: 2, busy: true });
+    expect(desiredCount(target, { ready: 3, live: 3, inFlight: 100 }, now, 1000)).toEqual({ count: 3, busy: true });
+    expect(desiredCount({ ...target, busyAtMs: now - 500 }, { ready: 3, live: 3, inFlight: 1 }, now, 1000).count).toBe(3);
+    expect(desiredCount({ ...target, busyAtMs: now - 1500 }, { ready: 3, live: 3, inFlight: 1 }, now, 1000).count).toBe(2);
+  });
+});
+
+describe("backoffMs", () => {
+  it("waits 10 s after the first failure, doubling to at most 5 minutes", () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 50].map((failures) => backoffMs(failures, 10_000, 300_000))).toEqual([10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000, 300_000]);
+    expect(backoffMs(0, 10_000, 300_000)).toBe(0);
+  });
+});

@@ -1,0 +1,176 @@
+import type { ModelClass } from "../catalog/schema.js";
+import type { ReplicaDemand, Snapshot } from "../placement/types.js";
+import { fleetSnapshot } from "./fleet-snapshot.js";
+import { desiredCount } from "./desired-count.js";
+import { placeReplicas, victimsFor } from "./placement-functions.js";
+import type { ModelStanding } from "../placement/index.js";
+import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
+import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
+
+const classRank: Record<ModelClass, number> = { critical: 0, standard: 1, opportunistic: 2 };
+
+/** Gone and not coming back by itself: its cards are free. */
+const isTerminal = (replica: ObservedReplica) => replica.state === "failed" || replica.state === "stopped";
+const isReady = (replica: ObservedReplica) => replica.state === "ready";
+
+/** Non-ready first (they serve nothing yet), then the newest: the order replicas are given up in. */
+function giveUpOrder(a: ObservedReplica, b: ObservedReplica): number {
+  return Number(isReady(a)) - Number(isReady(b)) || b.placedAtMs - a.placedAtMs || a.id.localeCompare(b.id);
+}
+
+/**
+ * The reconciler's decision, pure: what should run (the catalog and what the
+ * reconciler remembers per model) against what runs (nodes and replicas as
+ * their agents report them), to the actions that close the gap. It is
+ * level-triggered: it never asks what changed, so a missed or repeated
+ * wake-up gives the same answer, and running it again after its actions took
+ * effect gives none.
+ */
+export function diff(desired: Desired, observed: Observed, settings: ReconcileSettings): Action[] {
+  const now = observed.nowMs;
+  const actions: Action[] = [];
+  const nodes = new Map(observed.nodes.map((node) => [node.name, node]));
+  const models = new Map(desired.models.map((model) => [model.name, model]));
+  const withdrawn = new Set<string>();
+
+  for (const replica of observed.replicas) {
+    const node = nodes.get(replica.node);
+    if (replica.managed && replica.state === "failed") {
+      actions.push({ kind: "record-failure", id: replica.id, model: replica.model, node: replica.node, reason: replica.reason ?? "the engine failed without a reason" });
+      continue;
+    }
+    if (isTerminal(replica)) continue;
+    if (replica.withdrawnAtMs !== undefined) {
+      withdrawn.add(replica.id);
+      // Draining already (the agent was told): nothing more to say to it.
+      if (replica.state !== "draining" && replica.state !== "lost" && now - replica.withdrawnAtMs >= settings.withdrawDelayMs) {
+        actions.push({ kind: "stop", id: replica.id, model: replica.model, node: replica.node });
+      }
+      continue;
+    }
+    if (!models.has(replica.model)) {
+      // Removed from the catalog: out of routing first, engines stopped after.
+      actions.push({ kind: "withdraw", id: replica.id, model: replica.model, node: replica.node, reason: `model ${replica.model} was removed from the catalog` });
+      withdrawn.add(replica.id);
+      continue;
+    }
+    if (replica.managed && (node === undefined || node.state === "lost" || replica.state === "lost")) {
+      actions.push({ kind: "abandon", id: replica.id, model: replica.model, node: replica.node, reason: `node ${replica.node} is lost` });
+      withdrawn.add(replica.id);
+      continue;
+    }
+    if (replica.state === "pending" && now - replica.placedAtMs >= settings.resumeAfterMs) {
+      actions.push({ kind: "resume", id: replica.id, model: replica.model, node: replica.node });
+    }
+  }
+
+  // Replicas that hold cards now: everything not gone (withdrawn ones too, until they stop).
+  const snapshot: Snapshot = fleetSnapshot(observed, (model) => models.get(model)?.modelClass ?? "opportunistic");
+  const held = snapshot.replicas;
+
+  const demands: { demand: ReplicaDemand; model: DesiredModel; belowMin: boolean; withdrawing: boolean; evacuees: readonly ObservedReplica[] }[] = [];
+  // Grouped once: a per-model scan of every replica is quadratic at thousands of models.
+  const replicasOf = new Map<string, ObservedReplica[]>();
+  for (const replica of observed.replicas) {
+    const list = replicasOf.get(replica.model);
+    if (list) list.push(replica);
+    else replicasOf.set(replica.model, [replica]);
+  }
+  for (const model of desired.models) {
+    const ofModel = replicasOf.get(model.name) ?? [];
+    const live = ofModel.filter((replica) => !isTerminal(replica) && !withdrawn.has(replica.id) && replica.state !== "lost");
+    const outdated = live.filter(
+      (replica) => replica.managed && (nodes.get(replica.node)?.draining === true || (model.restartBeforeMs !== undefined && replica.placedAtMs < model.restartBeforeMs)),
+    );
+    const current = live.filter((replica) => !outdated.includes(replica));
+    const readyCurrent = current.filter(isReady).length;
+    const inFlight = live.reduce((sum, replica) => sum + (replica.inFlight ?? 0), 0);
+    if (inFlight > 0) actions.push({ kind: "demand-seen", model: model.name });
+    const { count, busy } = desiredCount(model, { ready: live.filter(isReady).length, live: live.length, inFlight }, now, settings.scaleDownCooldownMs);
+    if (busy) actions.push({ kind: "busy", model: model.name });
+    const withdrawing = ofModel.some((replica) => withdrawn.has(replica.id) && !isTerminal(replica));
+
+    // Too many: give up managed replicas (never one started by hand).
+    const surplus = current.length - count;
+    if (surplus > 0) {
+      for (const replica of current.filter((candidate) => candidate.managed).sort(giveUpOrder).slice(0, surplus)) {
+        actions.push({ kind: "withdraw", id: replica.id, model: model.name, node: replica.node, reason: `${model.name} needs ${count} replica${count === 1 ? "" : "s"} now` });
+      }
+    }
+
+    // Outdated replicas (a restart, a draining node) go once enough new ones serve.
+    if (outdated.length > 0) {
+      if (model.restartInPlace && !nodes.get(outdated[0]?.node ?? "")?.draining) {
+        // In place: one at a time, each stopped before its replacement starts.
+        if (!withdrawing && current.every(isReady) && current.length >= count - outdated.length) {
+          const first = [...outdated].sort(giveUpOrder)[0] as ObservedReplica;
+          actions.push({ kind: "withdraw", id: first.id, model: model.name, node: first.node, reason: `restarting ${model.name} in place` });
+        }
+      } else {
+        const stoppable = Math.max(0, Math.min(outdated.length, readyCurrent + outdated.length - count));
+        for (const replica of [...outdated].sort(giveUpOrder).slice(0, stoppable)) {
+          const reason = nodes.get(replica.node)?.draining ? `node ${replica.node} is draining; its replacement is ready` : `restarting ${model.name}; its replacement is ready`;
+          actions.push({ kind: "withdraw", id: replica.id, model: model.name, node: replica.node, reason });
+        }
+      }
+    } else if (model.restartBeforeMs !== undefined && !withdrawing) {
+      actions.push({ kind: "restart-finished", model: model.name });
+    }
+
+    // Too few: place the rest, unless its engines keep failing.
+    const surging = model.restartInPlace ? outdated.length : 0;
+    const need = count - current.length - surging;
+    if (need > 0 && model.backoffUntilMs !== undefined && now < model.backoffUntilMs) continue;
+    if (need > 0 && model.profiles.length > 0) {
+      demands.push({
+        demand: { model: model.name, modelClass: model.modelClass, count: need, profiles: model.profiles },
+        model,
+        belowMin: current.length < model.min,
+        withdrawing,
+        evacuees: outdated.filter((replica) => nodes.get(replica.node)?.draining === true),
+      });
+    } else if (need <= 0 && count > 0 && model.placement?.state !== "placed") {
+      actions.push({ kind: "placement", model: model.name, state: "placed", reason: null });
+    } else if (count === 0 && model.placement !== undefined && model.placement.state !== "waiting") {
+      actions.push({ kind: "placement", model: model.name, state: "waiting", reason: null });
+    }
+  }
+
+  // The most important first: critical before standard before opportunistic, a minimum before growth.
+  demands.sort((a, b) => classRank[a.model.modelClass] - classRank[b.model.modelClass] || Number(b.belowMin) - Number(a.belowMin) || a.model.name.localeCompare(b.model.name));
+  const result = placeReplicas(snapshot, demands.map((entry) => entry.demand));
+  for (const placement of result.placements) {
+    actions.push({ kind: "start", model: placement.model, profile: placement.profile, node: placement.node, cards: placement.cards, reason: "placed" });
+  }
+  const preempted = new Set<string>();
+  // Where each model stands, for the class rules: within a class only a model below its minimum takes, and only what another grew into.
+  const heldCount = new Map<string, number>();
+  for (const replica of held) heldCount.set(replica.model, (heldCount.get(replica.model) ?? 0) + 1);
+  const standings = new Map<string, ModelStanding>(desired.models.map((model) => [model.name, { modelClass: model.modelClass, min: model.min, replicas: heldCount.get(model.name) ?? 0 }]));
+  for (const { demand, model, withdrawing, evacuees } of demands) {
+    const refusal = result.refusals.find((candidate) => candidate.model === demand.model);
+    if (!refusal) {
+      if (model.placement?.state !== "placed") actions.push({ kind: "placement", model: model.name, state: "placed", reason: null });
+      continue;
+    }
+    // A lower class gives way: its replicas drain, and the cards are placed on a later pass once they have stopped.
+    const victims = victimsFor({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, demand, standings);
+    for (const victim of victims) {
+      preempted.add(victim.id);
+      if (withdrawn.has(victim.id)) continue;
+      actions.push({ kind: "withdraw", id: victim.id, model: victim.model, node: victim.node, reason: `preempted by ${model.name} (${model.modelClass})`, preemptedFor: model.name });
+    }
+    // A draining node is emptied even where no replacement fits: the operator asked for the machine.
+    for (const replica of evacuees) {
+      if (withdrawn.has(replica.id)) continue;
+      withdrawn.add(replica.id);
+      actions.push({ kind: "withdraw", id: replica.id, model: model.name, node: replica.node, reason: `node ${replica.node} is draining, and no other node has room for ${model.name} (${refusal.reason})` });
+    }
+    const waitingForVictims = victims.length > 0 || held.some((replica) => preempted.has(replica.id));
+    // Its own replicas still stopping (an in-place restart, a scale-down) free cards it may need: not a refusal yet.
+    const state = waitingForVictims || withdrawing ? "waiting" : "unplaceable";
+    const reason = waitingForVictims ? `waiting for ${victims.map((victim) => victim.id).join(", ") || "preempted replicas"} to stop` : withdrawing ? `waiting for its stopping replicas to free their cards (${refusal.reason})` : refusal.reason;
+    if (model.placement?.state !== state || model.placement.reason !== reason) actions.push({ kind: "placement", model: model.name, state, reason });
+  }
+  return actions;
+}

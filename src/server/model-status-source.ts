@@ -1,0 +1,27 @@
+import type { ModelStatus, ModelStatusSource } from "../api/model-view.js";
+import type { Store } from "../store/open-store.js";
+import { listModelStatus } from "../store/reconcile-rows.js";
+
+/** The reconciler's word on each model, for the model views: placement and last failure from its status rows. */
+export function modelStatusSource(store: Store, now: () => number = Date.now): ModelStatusSource {
+  return async () => {
+    const rows = await listModelStatus(store.db);
+    return new Map(
+      rows.map((row): [string, ModelStatus] => [
+        row.model,
+        {
+          placement: row.placement_state === "placed" || row.placement_state === "unplaceable" || row.placement_state === "waiting" ? { state: row.placement_state, reason: row.placement_reason } : null,
+          last_failure:
+            row.last_failure !== null && row.last_failure_at !== null
+              ? {
+                  reason: row.last_failure,
+                  at: row.last_failure_at,
+                  failures: row.failures,
+                  retry_at: row.backoff_until !== null && Date.parse(row.backoff_until) > now() ? row.backoff_until : null,
+                }
+              : null,
+        },
+      ]),
+    );
+  };
+}
