@@ -6,7 +6,7 @@ import { z } from "zod";
 import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";
 import { bearerToken } from "../auth/bearer-token.js";
 import { hashToken, sameSecret } from "../auth/tokens.js";
-import { installErrorHandling } from "../http/error-handler.js";
+import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
 import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
 import { protocolRefusal, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates } from "../protocol/agent-protocol.js";
@@ -50,7 +50,14 @@ function presentsServerSecret(given: string, controlSecretHash: string | undefin
 }
 
 export function buildControlApi(options: ControlApiOptions): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, routerOptions: { maxParamLength } });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1024 * 1024,
+    routerOptions: { maxParamLength },
+    // The router's and Node's parser's own refusals in the one error shape, as on the server.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
+  });
   const { supervisor, nodeName } = options;
 
   installErrorHandling(app, {
