@@ -67,9 +67,9 @@ describe("server.yaml durations", () => {
     for (const deadline of ["0s", "2s", "2h"]) {
       const error = refused(`  heartbeat_deadline: ${deadline}`);
       expect(error.code).toBe("invalid_input");
-      expect(error.message).toContain("server.yaml:2:23: nodes.heartbeat_deadline: a duration between 5s and 1h");
+      expect(error.message).toContain("server.yaml:2:23: nodes.heartbeat_deadline: a duration between 4s and 1h");
     }
-    expect(load("  heartbeat_deadline: 5s").heartbeatDeadlineMs).toBe(5000);
+    expect(load("  heartbeat_deadline: 4s").heartbeatDeadlineMs).toBe(4000);
   });
 
   it("refuses a settling window over an hour and accepts none at all", () => {

@@ -166,7 +166,7 @@ export const serverConfigSchema = z.strictObject({
   nodes: z
     .strictObject({
       // Agents beat every 2s: under 5s a node is lost on two late beats; over an hour a dead node's replicas wait that long to move.
-      heartbeat_deadline: boundedDurationSchema(5000, 3_600_000, "how long a node may be silent before it is lost; agents beat every 2s").optional(),
+      heartbeat_deadline: boundedDurationSchema(4000, 3_600_000, "how long a node may be silent before it is lost: at least two of the agents' 2s beats").optional(),
       // 0s is allowed (no settling); past an hour a restarted server would leave lost work unplaced that long.
       settling_window: boundedDurationSchema(0, 3_600_000, "how long a restarted server waits for agents before it acts").optional(),
     })

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +10,9 @@ import { killGroup, waitFor } from "../support/fake-engine.js";
 import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
 
 // Short pacing so each scenario takes seconds: the same keys an operator sets in server.yaml.
-const serverYaml = `nodes:
+const serverYaml = `gateway:
+  auth: open
+nodes:
   heartbeat_deadline: 4s
   settling_window: 2s
 reconcile:
@@ -19,7 +21,7 @@ reconcile:
   backoff_initial: 1s
   backoff_max: 4s
   scale_down_cooldown: 2s
-  withdraw_delay: 500ms
+  withdraw_delay: 1500ms
 `;
 
 
@@ -124,6 +126,7 @@ async function startCluster(prefix: string, nodes: readonly string[]): Promise<C
   return cluster;
 }
 
+/** One chat completion through the server's gateway (open on this loopback test), which finds the model's replicas itself. */
 async function chat(endpoint: string, model = "tiny"): Promise<string> {
   const client = new OpenAI({ baseURL: `${endpoint}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30_000 });
   const answer = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Say hello." }], max_tokens: 4 });
@@ -146,8 +149,8 @@ describe("the reconciler with a server and two simulated agents as real processe
     const output = await cluster.addModel("tiny", modelYaml("tiny", ""), "--wait");
     expect(output).toMatch(/tiny-[0-9a-f]{6} on node-[ab]: (pending|fetching|starting)/);
     expect(output).toContain("tiny is ready: 1 replica serving.");
-    const [replica] = await cluster.readyReplicas("tiny", 1);
-    expect(await chat(replica?.endpoint as string)).not.toBe("");
+    await cluster.readyReplicas("tiny", 1);
+    expect(await chat(cluster.server.url)).not.toBe("");
     // replica-ready is told by the first pass after the agent reported it.
     const kinds = await waitFor(async () => {
       const listed = (await cluster.events("tiny")).map((event) => event.kind);
@@ -232,8 +235,8 @@ describe("the reconciler with a server and two simulated agents as real processe
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(await cluster.replicas("sometimes")).toEqual([]);
     await cluster.api("POST", "/api/v1/models/sometimes/demand", {});
-    const [replica] = await cluster.readyReplicas("sometimes", 1);
-    expect(await chat(replica?.endpoint as string, "sometimes")).not.toBe("");
+    await cluster.readyReplicas("sometimes", 1);
+    expect(await chat(cluster.server.url, "sometimes")).not.toBe("");
     await waitFor(async () => (await cluster.replicas("sometimes")).length === 0, 30_000, "sometimes to stop after its idle timeout");
     // The stop is told by the reconciler's next pass after the agent reported it.
     const kinds = await waitFor(async () => {
@@ -269,18 +272,11 @@ describe("the reconciler with a server and two simulated agents as real processe
     let served = 0;
     let streaming = true;
     const errors: string[] = [];
-    // A client that follows the replicas as they move: before each request it reads where tiny is served now.
+    // A client of the gateway, which follows the replicas as they move: the old one leaves its routing table before it drains.
     const stream = (async () => {
       while (streaming) {
-        const endpoints = (await cluster.replicas("tiny")).filter((replica) => replica.state === "ready" && replica.endpoint).map((replica) => replica.endpoint as string);
-        const endpoint = endpoints[served % Math.max(endpoints.length, 1)];
-        if (!endpoint) {
-          failures += 1;
-          errors.push("no ready endpoint");
-          continue;
-        }
         try {
-          await chat(endpoint);
+          await chat(cluster.server.url);
           served += 1;
         } catch (error) {
           failures += 1;
@@ -369,6 +365,9 @@ describe.runIf(postgresAdminUrl)("two servers on one Postgres", () => {
         return (await response.json()) as T;
       };
       await waitFor(async () => (await ask<{ this_server_holds: boolean }>(leader, "GET", "/api/v1/reconciler")).this_server_holds, 20_000, "the first server to hold the lease");
+      // Servers sharing a database share the key the agents' control secrets come from (DATA_DIR/server-key).
+      mkdirSync(path.join(directory, "second"), { recursive: true, mode: 0o700 });
+      copyFileSync(path.join(directory, "first", "server-key"), path.join(directory, "second", "server-key"));
       const follower = await start("second");
       expect((await ask<{ this_server_holds: boolean }>(follower, "GET", "/api/v1/reconciler")).this_server_holds).toBe(false);
 
