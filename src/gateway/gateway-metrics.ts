@@ -2,6 +2,21 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RoutingSnapshot } from "./routing-snapshot.js";
 
 /**
+ * One model's label children, made once: prom-client's `labels()` hashes the
+ * label object on every call, which on the request path costs more than the
+ * observation itself.
+ */
+export interface ModelMetrics {
+  readonly latency: Histogram.Internal<"model">;
+  readonly timeToFirstToken: Histogram.Internal<"model">;
+  readonly tokensIn: Counter.Internal;
+  readonly tokensOut: Counter.Internal;
+  readonly inFlight: Gauge.Internal<"model">;
+  /** The request counter's child for one HTTP status. */
+  requests(status: number): Counter.Internal;
+}
+
+/**
  * The gateway's Prometheus metrics, in a registry of its own (a server and a
  * test may run several gateways in one process). Labels are bounded: model
  * names come from the catalog, never from what a client typed.
@@ -69,6 +84,34 @@ export class GatewayMetrics {
     help: "The revision of the routing table this gateway serves from",
     registers: [this.registry],
   });
+
+  readonly #byModel = new Map<string, ModelMetrics>();
+
+  /** The model's children, cached: names come from the catalog (or "unknown"), so the cache is bounded as the labels are. */
+  model(name: string): ModelMetrics {
+    let found = this.#byModel.get(name);
+    if (!found) {
+      const byStatus = new Map<number, Counter.Internal>();
+      const requests = this.requests;
+      found = {
+        latency: this.latency.labels({ model: name }),
+        timeToFirstToken: this.timeToFirstToken.labels({ model: name }),
+        tokensIn: this.tokens.labels({ model: name, direction: "in" }),
+        tokensOut: this.tokens.labels({ model: name, direction: "out" }),
+        inFlight: this.inFlight.labels({ model: name }),
+        requests(status: number) {
+          let child = byStatus.get(status);
+          if (!child) {
+            child = requests.labels({ model: name, status: String(status) });
+            byStatus.set(status, child);
+          }
+          return child;
+        },
+      };
+      this.#byModel.set(name, found);
+    }
+    return found;
+  }
 
   /** Replica gauges follow the table; called on every swap, never per request. */
   observeTable(snapshot: RoutingSnapshot): void {
