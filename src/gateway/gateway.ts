@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { FastifyBaseLogger } from "fastify";
 import { DomainError } from "../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
 import { chooseReplica } from "./choose-replica.js";
@@ -8,8 +7,10 @@ import { hashText } from "./hash-text.js";
 import { GatewayMetrics } from "./gateway-metrics.js";
 import type { GatewayCaller, GatewayPolicy } from "./gateway-policy.js";
 import { openAIErrorAnswer } from "./openai-error-body.js";
+import { writeOpenAIError } from "./write-openai-error.js";
 import { RetryLater } from "./retry-later.js";
-import { gatewayBodySchema, prefixText, type GatewayBody } from "./prompt-text.js";
+import { prefixText, type GatewayBody } from "./prompt-text.js";
+import { readGatewayBody } from "./read-gateway-body.js";
 import type { RoutingTarget } from "./routing-snapshot.js";
 import { RoutingState } from "./routing-state.js";
 import { ProxiedAnswer } from "./proxied-answer.js";
@@ -49,7 +50,8 @@ export interface GatewayExchange {
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
   readonly response: ServerResponse;
-  readonly log: FastifyBaseLogger;
+  /** Warnings about this request: the request id is on every line. */
+  readonly log: GatewayLog;
 }
 
 /** Characters of the prompt's start that make up its prefix for affinity: a system prompt and the start of the context. */
@@ -150,7 +152,7 @@ export class Gateway {
         throw new RetryLater("gateway_shutting_down", "this gateway is shutting down", "Send the request to another gateway, or again in a moment.", 1);
       }
       caller = this.options.policy.authenticate(headerText(exchange.headers.authorization));
-      const body = readBody(exchange.body);
+      const body = readGatewayBody(exchange.body);
       requested = body.model;
       const snapshot = this.state.current;
       const target = snapshot.resolve(body.model);
@@ -167,7 +169,7 @@ export class Gateway {
     } catch (error) {
       const answer = openAIErrorAnswer(error, exchange.id);
       if (answer.status >= 500) exchange.log.warn({ model: requested, code: answer.body.error.code, err: error instanceof DomainError ? undefined : error }, answer.body.error.message);
-      writeError(exchange, answer);
+      writeOpenAIError(exchange.response, exchange.id, answer);
       const model = this.state.current.resolve(requested)?.model.name ?? "unknown";
       this.metrics.model(model).requests(answer.status).inc();
       if (caller) this.options.policy.record({ caller, model, promptTokens: 0, completionTokens: 0, error: true });
@@ -404,21 +406,6 @@ export class Gateway {
 /** OpenAI's and vLLM's default for the legacy completions API. */
 const completionsDefaultMaxTokens = 16;
 
-function readBody(raw: Buffer): GatewayBody {
-  let json: unknown;
-  try {
-    json = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new DomainError("invalid_input", "the request body is not JSON", "Send a JSON body, as OpenAI's API takes it, with content-type: application/json.");
-  }
-  const parsed = gatewayBodySchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new DomainError("invalid_input", `body ${issue?.path.join(".") || "(top level)"}: ${issue?.message ?? "not an OpenAI request"}`, "Send the body OpenAI's API takes for this route.");
-  }
-  return parsed.data;
-}
-
 /** The refusal for a request over the model's limits, or undefined when it fits. */
 function limitProblem(model: RoutingModel, promptTokens: number, maxTokens: number | undefined, endpoint: GatewayEndpoint): DomainError | undefined {
   if (endpoint !== "embeddings" && maxTokens !== undefined && model.max_output !== null && maxTokens > model.max_output) {
@@ -471,20 +458,4 @@ function endConnectionAfter(response: ServerResponse, socket: Socket | null): vo
   const end = () => socket?.end();
   if (response.writableFinished) end();
   else response.once("finish", end);
-}
-
-function writeError(exchange: GatewayExchange, answer: ReturnType<typeof openAIErrorAnswer>): void {
-  const response = exchange.response;
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
-  const text = JSON.stringify(answer.body);
-  response.writeHead(answer.status, {
-    "content-type": "application/json; charset=utf-8",
-    "content-length": String(Buffer.byteLength(text)),
-    "x-request-id": exchange.id,
-    ...(answer.retryAfterSeconds !== undefined ? { "retry-after": String(answer.retryAfterSeconds) } : {}),
-  });
-  response.end(text);
 }
