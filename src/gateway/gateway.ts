@@ -93,6 +93,7 @@ export class Gateway {
   readonly #pools = new UpstreamPools();
   readonly #tokens: TokenCounter;
   readonly #inFlight = new Map<string, number>();
+  readonly #urls = new Map<string, URL>();
   readonly #closing = new AbortController();
   readonly #maxQueue: number;
   readonly #maxAttempts: number;
@@ -114,7 +115,18 @@ export class Gateway {
         if (model.external) origins.add(new URL(model.external.base_url).origin);
       }
       this.#pools.retain(origins);
+      this.#urls.clear();
     });
+  }
+
+  /** Upstream URLs parsed once per table, not per request. */
+  #parsedUrl(text: string): URL {
+    let url = this.#urls.get(text);
+    if (!url) {
+      url = new URL(text);
+      this.#urls.set(text, url);
+    }
+    return url;
   }
 
   swap(table: RoutingTable): void {
@@ -322,7 +334,7 @@ export class Gateway {
   }
 
   async #toReplica(attempt: Attempt, replica: RoutingReplica): Promise<Outcome> {
-    const url = new URL(replica.endpoint);
+    const url = this.#parsedUrl(replica.endpoint);
     this.#inFlight.set(replica.id, (this.#inFlight.get(replica.id) ?? 0) + 1);
     try {
       return await this.#forward(attempt, {
@@ -340,7 +352,7 @@ export class Gateway {
 
   async #external(attempt: Attempt, model: RoutingModel): Promise<Outcome> {
     const external = model.external as NonNullable<RoutingModel["external"]>;
-    const base = new URL(external.base_url);
+    const base = this.#parsedUrl(external.base_url);
     let authorization: string | undefined;
     if (external.api_key_env !== null) {
       const key = this.options.environment[external.api_key_env];
@@ -443,11 +455,22 @@ function upstreamBody(raw: Buffer, body: GatewayBody, target: RoutingTarget, ask
     }
   }
   if (name === body.model && !askUsage && lora === undefined) return raw;
+  if (name === body.model && lora === undefined && (body.stream_options === undefined || body.stream_options === null)) {
+    // Only usage to ask for: the client's bytes with one field put first, instead of the whole body serialised again.
+    const opening = raw.indexOf(0x7b);
+    if (opening >= 0 && raw.subarray(0, opening).every(isJsonSpace)) return Buffer.concat([askUsageOpening, raw.subarray(opening + 1)]);
+  }
   // The parsed body keeps every field the client sent (the schema is loose), so it is not parsed again.
   const json: Record<string, unknown> = { ...body, model: name };
   if (askUsage) json.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
   if (lora !== undefined) json.lora = lora;
   return Buffer.from(JSON.stringify(json));
+}
+
+const askUsageOpening = Buffer.from('{"stream_options":{"include_usage":true},');
+
+function isJsonSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
 function headerText(value: string | string[] | undefined): string | undefined {

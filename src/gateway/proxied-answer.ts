@@ -61,6 +61,7 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
   #tail = "";
   #clientGone = false;
   #settled = false;
+  #corked = false;
 
   constructor(private readonly options: ProxiedAnswerOptions) {
     this.done = new Promise<ProxiedOutcome>((resolve, reject) => {
@@ -74,6 +75,11 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
     if (this.options.response.writableFinished) return;
     this.#clientGone = true;
     this.#controller?.abort(new Error("the client closed its connection"));
+  };
+
+  readonly #uncork = (): void => {
+    this.#corked = false;
+    this.options.response.uncork();
   };
 
   readonly #onDrain = (): void => {
@@ -109,7 +115,15 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
     const filter = this.#filter;
     if (filter) {
       const text = filter.push(chunk);
-      if (text.length > 0) this.#write(controller, text);
+      if (text.length > 0) {
+        // Corked to the end of this tick only: when the stream's end came in the same read, it leaves in the same packet.
+        if (!this.#corked) {
+          this.#corked = true;
+          this.options.response.cork();
+          process.nextTick(this.#uncork);
+        }
+        this.#write(controller, text);
+      }
       return;
     }
     this.#tail = (this.#tail + chunk.toString("latin1")).slice(-usageTailLength);
