@@ -183,7 +183,7 @@ export class Gateway {
       if (answer.status >= 500) exchange.log.warn({ model: requested, code: answer.body.error.code, err: error instanceof DomainError ? undefined : error }, answer.body.error.message);
       writeOpenAIError(exchange.response, exchange.id, answer);
       const model = this.state.current.resolve(requested)?.model.name ?? "unknown";
-      this.metrics.model(model).requests(answer.status).inc();
+      this.metrics.model(model).answered(answer.status);
       if (caller) this.options.policy.record({ caller, model, promptTokens: 0, completionTokens: 0, error: true });
     } finally {
       // While closing, a kept-alive connection would hold the server's close open until its idle timeout.
@@ -195,7 +195,7 @@ export class Gateway {
 
   #finish(caller: GatewayCaller, outcome: Outcome, promptTokens: number, arrivedAt: number): void {
     const modelMetrics = this.metrics.model(outcome.model);
-    modelMetrics.requests(outcome.status).inc();
+    modelMetrics.answered(outcome.status);
     modelMetrics.latency.observe((performance.now() - arrivedAt) / 1000);
     if (outcome.usage) {
       modelMetrics.tokensIn.inc(outcome.usage.promptTokens);
@@ -384,7 +384,7 @@ export class Gateway {
     if (attempt.stream) headers.accept = "text/event-stream";
     this.metrics.addedTime.observe((performance.now() - attempt.arrivedAt) / 1000);
     const modelMetrics = this.metrics.model(attempt.target.model.name);
-    modelMetrics.inFlight.inc();
+    modelMetrics.inFlight += 1;
     try {
       const answer = new ProxiedAnswer({
         response: exchange.response,
@@ -403,7 +403,7 @@ export class Gateway {
       const outcome = await answer.done;
       return { ...outcome, model: attempt.answeringName };
     } finally {
-      modelMetrics.inFlight.dec();
+      modelMetrics.inFlight -= 1;
     }
   }
 
