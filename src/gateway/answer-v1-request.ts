@@ -4,6 +4,7 @@ import type { Gateway, GatewayEndpoint, GatewayLog } from "./gateway.js";
 import { openAIErrorAnswer } from "./openai-error-body.js";
 import { requestIdFrom } from "./request-id-from.js";
 import { writeOpenAIError } from "./write-openai-error.js";
+import { headerText } from "./header-text.js";
 
 /** Bodies OpenAI's API takes are small; long contexts of a million tokens are a few MB. */
 const gatewayBodyLimit = 32 * 1024 * 1024;
@@ -96,6 +97,3 @@ function readBody(request: IncomingMessage, done: (body: Buffer | "too-large") =
   request.on("error", () => undefined);
 }
 
-function headerText(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}

@@ -18,6 +18,7 @@ import type { ReportedUsage } from "./usage-in.js";
 import { TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "./upstream-error.js";
 import { UpstreamPools } from "./upstream-pools.js";
+import { headerText } from "./header-text.js";
 
 export interface GatewayLog {
   warn(facts: Record<string, unknown>, message: string): void;
@@ -471,10 +472,6 @@ const askUsageOpening = Buffer.from('{"stream_options":{"include_usage":true},')
 
 function isJsonSpace(byte: number): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
-}
-
-function headerText(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function endConnectionAfter(response: ServerResponse, socket: Socket | null): void {

@@ -4,6 +4,7 @@ import type { GatewayLog } from "./gateway.js";
 import { SseUsageFilter } from "./sse-usage-filter.js";
 import { UpstreamError } from "./upstream-error.js";
 import { usageIn, type ReportedUsage } from "./usage-in.js";
+import { headerText } from "./header-text.js";
 
 /** Response headers passed from the engine to the client; everything else (hop-by-hop, server, engine internals) is dropped. */
 const passedResponseHeaders = ["content-type", "cache-control", "retry-after"] as const;
@@ -229,10 +230,6 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
     this.options.response.removeListener("close", this.#onClientClose);
     this.options.response.removeListener("drain", this.#onDrain);
   }
-}
-
-function headerText(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function describeConnectionError(error: unknown): string {
