@@ -11,7 +11,7 @@
  * request was due) and the saturation point (wrk, closed loop), streaming
  * and not. Everything on loopback; every process started here is stopped here.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,7 +25,10 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 // LLMGW_BENCH_LLMGW points at another build's bin/llmgw.js, to measure a candidate change against this one.
 const llmgwBin = process.env.LLMGW_BENCH_LLMGW ?? path.resolve(here, "..", "..", "..", "bin", "llmgw.js");
 
-type SideName = "direct" | "llmgw" | "nginx";
+// LLMGW_BENCH_BASELINE points at another build's bin/llmgw.js, measured as the side "baseline" in the same run (a before/after of a change).
+const baselineBin = process.env.LLMGW_BENCH_BASELINE;
+
+type SideName = "direct" | "llmgw" | "baseline" | "nginx";
 
 interface Side {
   readonly name: SideName;
@@ -63,12 +66,14 @@ export interface GatewayOverheadResults {
 const bodyFor = (stream: boolean) =>
   JSON.stringify({ model: "bench", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
 
-async function startLlmgw(folder: string, backendPort: number): Promise<{ process: StartedProcess; side: Side }> {
+async function startLlmgw(folder: string, backendPort: number, bin = llmgwBin, name: SideName = "llmgw"): Promise<{ process: StartedProcess; side: Side }> {
+  folder = path.join(folder, name);
+  mkdirSync(folder, { recursive: true });
   const config = path.join(folder, "server.yaml");
   writeFileSync(config, `models:\n  - name: bench\n    external:\n      base_url: http://127.0.0.1:${backendPort}/v1\n`);
   const dataDir = path.join(folder, "llmgw-data");
   const port = await freePort();
-  const server = await startProcess(process.execPath, [llmgwBin, "server", "-c", config, "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir], /listening on (http:\/\/\S+)/);
+  const server = await startProcess(process.execPath, [bin, "server", "-c", config, "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir], /listening on (http:\/\/\S+)/);
   try {
     const origin = `http://127.0.0.1:${port}`;
     const admin = readFileSync(path.join(dataDir, "admin-token"), "utf8").trim();
@@ -77,7 +82,7 @@ async function startLlmgw(folder: string, backendPort: number): Promise<{ proces
     const { key } = (await created.json()) as { key: string };
     return {
       process: server,
-      side: { name: "llmgw", origin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, pid: server.child.pid as number },
+      side: { name, origin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, pid: server.child.pid as number },
     };
   } catch (error) {
     await server.stop();
@@ -114,6 +119,15 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
     } catch (error) {
       skipped.llmgw = (error as Error).message.split("\n")[0];
     }
+    if (baselineBin !== undefined) {
+      try {
+        const baseline = await startLlmgw(folder, backendPort, baselineBin, "baseline");
+        processes.push(baseline.process);
+        sides.push(baseline.side);
+      } catch (error) {
+        skipped.baseline = (error as Error).message.split("\n")[0];
+      }
+    }
     const nginx = await startNginx(folder, backendPort);
     processes.push(nginx);
     sides.push({ name: "nginx", origin: `http://127.0.0.1:${nginx.port}`, path: "/v1/chat/completions", headers: json, pid: nginx.child.pid as number });
@@ -144,7 +158,7 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
         for (const side of usable) {
           const result = summarise(runs.get(side.name) ?? []);
           fixedRate.push({ side: side.name, stream, rate, result });
-          log(`  ${side.name.padEnd(6)} ${stream ? "stream" : "json  "} ${rate}/s: p50 ${result.p50Ms.toFixed(3)} ms, p99 ${result.p99Ms.toFixed(3)} ms, errors ${result.errors}, dropped ${result.dropped}`);
+          log(`  ${side.name.padEnd(8)} ${stream ? "stream" : "json  "} ${rate}/s: p50 ${result.p50Ms.toFixed(3)} ms, p99 ${result.p99Ms.toFixed(3)} ms, errors ${result.errors}, dropped ${result.dropped}`);
         }
       }
       const ceilings = new Map<SideName, { result: SaturationResult; cpuUs: number }[]>(usable.map((side) => [side.name, []]));
@@ -161,7 +175,7 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
         const result = (rounds.map((round) => round.result).sort((left, right) => left.requestsPerSecond - right.requestsPerSecond)[Math.floor(rounds.length / 2)]) as SaturationResult;
         const cpuUs = rounds.map((round) => round.cpuUs).sort((left, right) => left - right)[Math.floor(rounds.length / 2)] as number;
         saturation.push({ side: side.name, stream, result, cpu_us_per_request: cpuUs });
-        log(`  ${side.name.padEnd(6)} ${stream ? "stream" : "json  "} saturation: ${result.requestsPerSecond.toFixed(0)}/s (rounds ${rounds.map((round) => round.result.requestsPerSecond.toFixed(0)).join(", ")}), CPU ${cpuUs.toFixed(0)} µs/request`);
+        log(`  ${side.name.padEnd(8)} ${stream ? "stream" : "json  "} saturation: ${result.requestsPerSecond.toFixed(0)}/s (rounds ${rounds.map((round) => round.result.requestsPerSecond.toFixed(0)).join(", ")}), CPU ${cpuUs.toFixed(0)} µs/request`);
       }
     }
     return { settings, skipped, fixed_rate: fixedRate, saturation };

@@ -2,6 +2,23 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RoutingSnapshot } from "./routing-snapshot.js";
 
 /**
+ * One model's label children, made once, and plain numbers for what is only
+ * counted: prom-client hashes the label object on every call, which on the
+ * request path costs more than the observation itself, so counts are kept
+ * here and handed to prom-client when /metrics is read.
+ */
+export interface ModelMetrics {
+  readonly latency: Histogram.Internal<"model">;
+  readonly timeToFirstToken: Histogram.Internal<"model">;
+  readonly tokensIn: Counter.Internal;
+  readonly tokensOut: Counter.Internal;
+  /** Requests being answered now: a plain number, read into the gauge at each scrape. */
+  inFlight: number;
+  /** Counts one answered request with this HTTP status; added to the counter at each scrape. */
+  answered(status: number): void;
+}
+
+/**
  * The gateway's Prometheus metrics, in a registry of its own (a server and a
  * test may run several gateways in one process). Labels are bounded: model
  * names come from the catalog, never from what a client typed.
@@ -13,6 +30,15 @@ export class GatewayMetrics {
     help: "Requests answered, by the model that answered (or was asked for) and HTTP status",
     labelNames: ["model", "status"] as const,
     registers: [this.registry],
+    collect: () => {
+      for (const [name, model] of this.#byModel) {
+        for (const [status, count] of model.pendingAnswers) {
+          if (count === 0) continue;
+          this.requests.inc({ model: name, status: String(status) }, count);
+          model.pendingAnswers.set(status, 0);
+        }
+      }
+    },
   });
   readonly latency = new Histogram({
     name: "llmgw_gateway_request_duration_seconds",
@@ -45,6 +71,9 @@ export class GatewayMetrics {
     help: "Requests being answered now, by model",
     labelNames: ["model"] as const,
     registers: [this.registry],
+    collect: () => {
+      for (const [name, model] of this.#byModel) this.inFlight.set({ model: name }, model.inFlight);
+    },
   });
   readonly queued = new Gauge({
     name: "llmgw_gateway_queue_length",
@@ -70,6 +99,18 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly #byModel = new Map<string, ModelCounts>();
+
+  /** The model's children and counts, cached: names come from the catalog (or "unknown"), so the cache is bounded as the labels are. */
+  model(name: string): ModelMetrics {
+    let found = this.#byModel.get(name);
+    if (!found) {
+      found = new ModelCounts(this, name);
+      this.#byModel.set(name, found);
+    }
+    return found;
+  }
+
   /** Replica gauges follow the table; called on every swap, never per request. */
   observeTable(snapshot: RoutingSnapshot): void {
     this.replicas.reset();
@@ -84,5 +125,26 @@ export class GatewayMetrics {
       this.replicas.set({ model: model.name, state: "draining" }, draining);
     }
     this.tableRevision.set(snapshot.revision);
+  }
+}
+
+class ModelCounts implements ModelMetrics {
+  readonly latency: Histogram.Internal<"model">;
+  readonly timeToFirstToken: Histogram.Internal<"model">;
+  readonly tokensIn: Counter.Internal;
+  readonly tokensOut: Counter.Internal;
+  inFlight = 0;
+  /** Answers by status since the last scrape. */
+  readonly pendingAnswers = new Map<number, number>();
+
+  constructor(metrics: GatewayMetrics, name: string) {
+    this.latency = metrics.latency.labels({ model: name });
+    this.timeToFirstToken = metrics.timeToFirstToken.labels({ model: name });
+    this.tokensIn = metrics.tokens.labels({ model: name, direction: "in" });
+    this.tokensOut = metrics.tokens.labels({ model: name, direction: "out" });
+  }
+
+  answered(status: number): void {
+    this.pendingAnswers.set(status, (this.pendingAnswers.get(status) ?? 0) + 1);
   }
 }

@@ -10,6 +10,7 @@ import { Gateway } from "./gateway.js";
 import { GatewayRefusal, type GatewayPolicy, type UsageRecord } from "./gateway-policy.js";
 import { openPolicy } from "./open-policy.js";
 import { registerGatewayRoutes } from "./register-gateway-routes.js";
+import { gatewayServerFactory } from "./gateway-server-factory.js";
 
 const replicaKey = "llmgw_replica_test-key-0123456789abcdef";
 
@@ -53,7 +54,7 @@ async function gatewayApp(policy: GatewayPolicy, options: { maxQueuePerModel?: n
     log: { warn: () => undefined },
     ...(options.maxQueuePerModel !== undefined ? { maxQueuePerModel: options.maxQueuePerModel } : {}),
   });
-  const app = Fastify({ logger: false });
+  const app = Fastify({ logger: false, serverFactory: gatewayServerFactory(gateway, { warn: () => undefined }) });
   registerGatewayRoutes(app, gateway);
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   started.push({ close: () => app.close() });

@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
-import type { FastifyBaseLogger } from "fastify";
-import type { Dispatcher } from "undici";
+import type { Socket } from "node:net";
 import { DomainError } from "../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
 import { chooseReplica } from "./choose-replica.js";
@@ -8,15 +7,18 @@ import { hashText } from "./hash-text.js";
 import { GatewayMetrics } from "./gateway-metrics.js";
 import type { GatewayCaller, GatewayPolicy } from "./gateway-policy.js";
 import { openAIErrorAnswer } from "./openai-error-body.js";
+import { writeOpenAIError } from "./write-openai-error.js";
 import { RetryLater } from "./retry-later.js";
-import { gatewayBodySchema, prefixText, type GatewayBody } from "./prompt-text.js";
+import { prefixText, type GatewayBody } from "./prompt-text.js";
+import { readGatewayBody } from "./read-gateway-body.js";
 import type { RoutingTarget } from "./routing-snapshot.js";
 import { RoutingState } from "./routing-state.js";
-import { SseUsageFilter } from "./sse-usage-filter.js";
-import { usageIn, type ReportedUsage } from "./usage-in.js";
+import { ProxiedAnswer } from "./proxied-answer.js";
+import type { ReportedUsage } from "./usage-in.js";
 import { TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "./upstream-error.js";
 import { UpstreamPools } from "./upstream-pools.js";
+import { headerText } from "./header-text.js";
 
 export interface GatewayLog {
   warn(facts: Record<string, unknown>, message: string): void;
@@ -49,7 +51,8 @@ export interface GatewayExchange {
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
   readonly response: ServerResponse;
-  readonly log: FastifyBaseLogger;
+  /** Warnings about this request: the request id is on every line. */
+  readonly log: GatewayLog;
 }
 
 /** Characters of the prompt's start that make up its prefix for affinity: a system prompt and the start of the context. */
@@ -57,9 +60,6 @@ const prefixLength = 1024;
 
 /** Seconds a client is told to wait when a model is still loading: a GPU engine takes tens of seconds to a few minutes. */
 const loadingRetryAfterSeconds = 30;
-
-/** Response headers passed from the engine to the client; everything else (hop-by-hop, server, engine internals) is dropped. */
-const passedResponseHeaders = ["content-type", "cache-control", "retry-after"] as const;
 
 interface Attempt {
   readonly target: RoutingTarget;
@@ -94,6 +94,7 @@ export class Gateway {
   readonly #pools = new UpstreamPools();
   readonly #tokens: TokenCounter;
   readonly #inFlight = new Map<string, number>();
+  readonly #urls = new Map<string, URL>();
   readonly #closing = new AbortController();
   readonly #maxQueue: number;
   readonly #maxAttempts: number;
@@ -115,7 +116,18 @@ export class Gateway {
         if (model.external) origins.add(new URL(model.external.base_url).origin);
       }
       this.#pools.retain(origins);
+      this.#urls.clear();
     });
+  }
+
+  /** Upstream URLs parsed once per table, not per request. */
+  #parsedUrl(text: string): URL {
+    let url = this.#urls.get(text);
+    if (!url) {
+      url = new URL(text);
+      this.#urls.set(text, url);
+    }
+    return url;
   }
 
   swap(table: RoutingTable): void {
@@ -142,6 +154,8 @@ export class Gateway {
   /** Answers one POST /v1/...; always writes the response itself (the route is hijacked). */
   async handle(endpoint: GatewayEndpoint, exchange: GatewayExchange): Promise<void> {
     const arrivedAt = performance.now();
+    // Taken now: a response that has finished has already let go of its socket, which shutdown must still close.
+    const socket = exchange.response.socket;
     this.#active += 1;
     let caller: GatewayCaller | undefined;
     let requested = "";
@@ -151,7 +165,7 @@ export class Gateway {
         throw new RetryLater("gateway_shutting_down", "this gateway is shutting down", "Send the request to another gateway, or again in a moment.", 1);
       }
       caller = this.options.policy.authenticate(headerText(exchange.headers.authorization));
-      const body = readBody(exchange.body);
+      const body = readGatewayBody(exchange.body);
       requested = body.model;
       const snapshot = this.state.current;
       const target = snapshot.resolve(body.model);
@@ -168,24 +182,25 @@ export class Gateway {
     } catch (error) {
       const answer = openAIErrorAnswer(error, exchange.id);
       if (answer.status >= 500) exchange.log.warn({ model: requested, code: answer.body.error.code, err: error instanceof DomainError ? undefined : error }, answer.body.error.message);
-      writeError(exchange, answer);
+      writeOpenAIError(exchange.response, exchange.id, answer);
       const model = this.state.current.resolve(requested)?.model.name ?? "unknown";
-      this.metrics.requests.inc({ model, status: String(answer.status) });
+      this.metrics.model(model).answered(answer.status);
       if (caller) this.options.policy.record({ caller, model, promptTokens: 0, completionTokens: 0, error: true });
     } finally {
       // While closing, a kept-alive connection would hold the server's close open until its idle timeout.
-      if (this.#closing.signal.aborted) endConnectionAfter(exchange.response);
+      if (this.#closing.signal.aborted) endConnectionAfter(exchange.response, socket);
       this.#active -= 1;
       if (this.#active === 0) this.#idle?.();
     }
   }
 
   #finish(caller: GatewayCaller, outcome: Outcome, promptTokens: number, arrivedAt: number): void {
-    this.metrics.requests.inc({ model: outcome.model, status: String(outcome.status) });
-    this.metrics.latency.observe({ model: outcome.model }, (performance.now() - arrivedAt) / 1000);
+    const modelMetrics = this.metrics.model(outcome.model);
+    modelMetrics.answered(outcome.status);
+    modelMetrics.latency.observe((performance.now() - arrivedAt) / 1000);
     if (outcome.usage) {
-      this.metrics.tokens.inc({ model: outcome.model, direction: "in" }, outcome.usage.promptTokens);
-      this.metrics.tokens.inc({ model: outcome.model, direction: "out" }, outcome.usage.completionTokens);
+      modelMetrics.tokensIn.inc(outcome.usage.promptTokens);
+      modelMetrics.tokensOut.inc(outcome.usage.completionTokens);
     }
     this.options.policy.record({
       caller,
@@ -320,7 +335,7 @@ export class Gateway {
   }
 
   async #toReplica(attempt: Attempt, replica: RoutingReplica): Promise<Outcome> {
-    const url = new URL(replica.endpoint);
+    const url = this.#parsedUrl(replica.endpoint);
     this.#inFlight.set(replica.id, (this.#inFlight.get(replica.id) ?? 0) + 1);
     try {
       return await this.#forward(attempt, {
@@ -338,7 +353,7 @@ export class Gateway {
 
   async #external(attempt: Attempt, model: RoutingModel): Promise<Outcome> {
     const external = model.external as NonNullable<RoutingModel["external"]>;
-    const base = new URL(external.base_url);
+    const base = this.#parsedUrl(external.base_url);
     let authorization: string | undefined;
     if (external.api_key_env !== null) {
       const key = this.options.environment[external.api_key_env];
@@ -359,127 +374,38 @@ export class Gateway {
     });
   }
 
-  /**
-   * Sends the body to one upstream and passes its answer through as it
-   * arrives. Until the first byte of the answer's body reaches the client
-   * nothing is committed, so a refused or reset connection, a 502 or 503, or
-   * a body cut before its first byte throws a retryable UpstreamError. After
-   * that nothing is retried: a cut stream ends with an error event.
-   */
+  /** Sends the body to one upstream and passes its answer through as it arrives (see ProxiedAnswer for what is retried). */
   async #forward(
     attempt: Attempt,
     upstream: { origin: string; path: string; authorization: string | undefined; upstream: string; refusedKeyVariable?: string },
   ): Promise<Outcome> {
     const { exchange } = attempt;
-    const response = exchange.response;
-    const abort = new AbortController();
-    const clientGone = () => {
-      if (!response.writableFinished) abort.abort();
-    };
-    response.once("close", clientGone);
     const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": exchange.id };
     if (upstream.authorization !== undefined) headers.authorization = upstream.authorization;
     if (attempt.stream) headers.accept = "text/event-stream";
     this.metrics.addedTime.observe((performance.now() - attempt.arrivedAt) / 1000);
-    const modelLabel = attempt.target.model.name;
-    this.metrics.inFlight.inc({ model: modelLabel });
+    const modelMetrics = this.metrics.model(attempt.target.model.name);
+    modelMetrics.inFlight += 1;
     try {
-      let answer: Dispatcher.ResponseData;
-      try {
-        answer = await this.#pools.get(upstream.origin).request({ method: "POST", path: upstream.path, headers, body: attempt.payload, signal: abort.signal });
-      } catch (error) {
-        throw new UpstreamError(undefined, !abort.signal.aborted, upstream.upstream, `no answer: ${describeConnectionError(error)}`);
-      }
-      if (upstream.refusedKeyVariable !== undefined && (answer.statusCode === 401 || answer.statusCode === 403)) {
-        await answer.body.dump().catch(() => undefined);
-        throw new UpstreamError(answer.statusCode, true, upstream.upstream, `the provider refused the gateway's key (answered ${answer.statusCode}); check the variable ${upstream.refusedKeyVariable} in the gateway's environment`);
-      }
-      if (UpstreamError.retryableStatus(answer.statusCode)) {
-        await answer.body.dump().catch(() => undefined);
-        throw new UpstreamError(answer.statusCode, true, upstream.upstream, `answered ${answer.statusCode}`);
-      }
-      const chunks = answer.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-      let first: IteratorResult<Buffer>;
-      try {
-        first = await chunks.next();
-      } catch (error) {
-        throw new UpstreamError(answer.statusCode, !abort.signal.aborted, upstream.upstream, `the answer was cut before its first byte: ${describeConnectionError(error)}`);
-      }
-      const contentType = headerText(answer.headers["content-type"]) ?? "";
-      const isStream = contentType.startsWith("text/event-stream");
-      const outgoing: Record<string, string> = { "x-request-id": exchange.id, "x-llmgw-model": attempt.answeringName };
-      for (const name of passedResponseHeaders) {
-        const value = headerText(answer.headers[name]);
-        if (value !== undefined) outgoing[name] = value;
-      }
-      if (this.#closing.signal.aborted) outgoing.connection = "close";
-      const length = headerText(answer.headers["content-length"]);
-      if (!isStream && length !== undefined) outgoing["content-length"] = length;
-      response.writeHead(answer.statusCode, outgoing);
-      const firstByteAt = performance.now();
-      if (isStream) this.metrics.timeToFirstToken.observe({ model: modelLabel }, (firstByteAt - attempt.arrivedAt) / 1000);
-      return isStream
-        ? await this.#passStream(attempt, answer.statusCode, first, chunks, upstream.upstream)
-        : await this.#passWhole(attempt, answer.statusCode, first, chunks, upstream.upstream);
+      const answer = new ProxiedAnswer({
+        response: exchange.response,
+        requestId: exchange.id,
+        answeringName: attempt.answeringName,
+        dropUsageEvent: attempt.dropUsageEvent,
+        upstream: upstream.upstream,
+        refusedKeyVariable: upstream.refusedKeyVariable,
+        closing: () => this.#closing.signal.aborted,
+        onFirstByte: (isStream) => {
+          if (isStream) modelMetrics.timeToFirstToken.observe((performance.now() - attempt.arrivedAt) / 1000);
+        },
+        log: exchange.log,
+      });
+      this.#pools.get(upstream.origin).dispatch({ method: "POST", path: upstream.path, headers, body: attempt.payload }, answer);
+      const outcome = await answer.done;
+      return { ...outcome, model: attempt.answeringName };
     } finally {
-      this.metrics.inFlight.dec({ model: modelLabel });
-      response.removeListener("close", clientGone);
+      modelMetrics.inFlight -= 1;
     }
-  }
-
-  /**
-   * A JSON answer, byte for byte; its usage is read from its tail, where
-   * engines put it. One chunk is held back until the next arrives, so a
-   * one-chunk answer (most are) leaves as one write with its headers and end.
-   */
-  async #passWhole(attempt: Attempt, status: number, first: IteratorResult<Buffer>, chunks: AsyncIterator<Buffer>, upstream: string): Promise<Outcome> {
-    const response = attempt.exchange.response;
-    let tail = "";
-    let held = first.done ? undefined : first.value;
-    try {
-      while (held !== undefined) {
-        tail = (tail + held.toString("latin1")).slice(-2048);
-        const next = await chunks.next();
-        if (next.done) break;
-        await write(response, held);
-        held = next.value;
-      }
-    } catch (error) {
-      // Headers and part of the body have left; a truncated JSON answer must not look whole, so the connection is cut.
-      attempt.exchange.log.warn({ upstream, err: describeConnectionError(error) }, "upstream-cut-mid-answer");
-      response.destroy();
-      return { status, model: attempt.answeringName, usage: undefined, failed: true };
-    }
-    response.end(held);
-    return { status, model: attempt.answeringName, usage: status < 400 ? usageIn(tail) : undefined, failed: status >= 400 };
-  }
-
-  /** Server-sent events, passed on event by event as they arrive; a cut ends with an error event, never a clean end. */
-  async #passStream(attempt: Attempt, status: number, first: IteratorResult<Buffer>, chunks: AsyncIterator<Buffer>, upstream: string): Promise<Outcome> {
-    const response = attempt.exchange.response;
-    const filter = new SseUsageFilter(attempt.dropUsageEvent);
-    let next = first;
-    let cut: string | undefined;
-    try {
-      while (!next.done) {
-        const text = filter.push(next.value);
-        if (text.length > 0) await write(response, text);
-        next = await chunks.next();
-      }
-      const rest = filter.end();
-      if (rest.length > 0) await write(response, rest);
-      if (!filter.done) cut = "the engine ended the stream before it finished (no [DONE])";
-    } catch (error) {
-      cut = `the engine's stream broke off: ${describeConnectionError(error)}`;
-    }
-    if (cut !== undefined && !response.destroyed) {
-      attempt.exchange.log.warn({ upstream }, `upstream-cut-mid-stream: ${cut}`);
-      const event = { error: { message: `${cut}; the answer is incomplete (request id ${attempt.exchange.id})`, type: "server_error", param: null, code: "upstream_failed" } };
-      response.end(`data: ${JSON.stringify(event)}\n\n`);
-    } else {
-      response.end();
-    }
-    return { status, model: attempt.answeringName, usage: filter.usage, failed: cut !== undefined || status >= 400 };
   }
 
   /** Stops taking requests: queued ones are answered 503 at once, those being answered finish; then the pools close. */
@@ -492,21 +418,6 @@ export class Gateway {
 
 /** OpenAI's and vLLM's default for the legacy completions API. */
 const completionsDefaultMaxTokens = 16;
-
-function readBody(raw: Buffer): GatewayBody {
-  let json: unknown;
-  try {
-    json = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new DomainError("invalid_input", "the request body is not JSON", "Send a JSON body, as OpenAI's API takes it, with content-type: application/json.");
-  }
-  const parsed = gatewayBodySchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new DomainError("invalid_input", `body ${issue?.path.join(".") || "(top level)"}: ${issue?.message ?? "not an OpenAI request"}`, "Send the body OpenAI's API takes for this route.");
-  }
-  return parsed.data;
-}
 
 /** The refusal for a request over the model's limits, or undefined when it fits. */
 function limitProblem(model: RoutingModel, promptTokens: number, maxTokens: number | undefined, endpoint: GatewayEndpoint): DomainError | undefined {
@@ -545,6 +456,11 @@ function upstreamBody(raw: Buffer, body: GatewayBody, target: RoutingTarget, ask
     }
   }
   if (name === body.model && !askUsage && lora === undefined) return raw;
+  if (name === body.model && lora === undefined && (body.stream_options === undefined || body.stream_options === null)) {
+    // Only usage to ask for: the client's bytes with one field put first, instead of the whole body serialised again.
+    const opening = raw.indexOf(0x7b);
+    if (opening >= 0 && raw.subarray(0, opening).every(isJsonSpace)) return Buffer.concat([askUsageOpening, raw.subarray(opening + 1)]);
+  }
   // The parsed body keeps every field the client sent (the schema is loose), so it is not parsed again.
   const json: Record<string, unknown> = { ...body, model: name };
   if (askUsage) json.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
@@ -552,51 +468,14 @@ function upstreamBody(raw: Buffer, body: GatewayBody, target: RoutingTarget, ask
   return Buffer.from(JSON.stringify(json));
 }
 
-function headerText(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
+const askUsageOpening = Buffer.from('{"stream_options":{"include_usage":true},');
+
+function isJsonSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
-function describeConnectionError(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return code ? `${code} (${error.message})` : error.message;
-  }
-  return String(error);
-}
-
-/** Writes with backpressure; resolves at once when the client has gone (the rest is discarded). */
-function write(response: ServerResponse, chunk: Buffer | string): Promise<void> {
-  if (response.destroyed) return Promise.resolve();
-  if (response.write(chunk)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      response.removeListener("drain", done);
-      response.removeListener("close", done);
-      resolve();
-    };
-    response.once("drain", done);
-    response.once("close", done);
-  });
-}
-
-function endConnectionAfter(response: ServerResponse): void {
-  const end = () => response.socket?.end();
+function endConnectionAfter(response: ServerResponse, socket: Socket | null): void {
+  const end = () => socket?.end();
   if (response.writableFinished) end();
   else response.once("finish", end);
-}
-
-function writeError(exchange: GatewayExchange, answer: ReturnType<typeof openAIErrorAnswer>): void {
-  const response = exchange.response;
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
-  const text = JSON.stringify(answer.body);
-  response.writeHead(answer.status, {
-    "content-type": "application/json; charset=utf-8",
-    "content-length": String(Buffer.byteLength(text)),
-    "x-request-id": exchange.id,
-    ...(answer.retryAfterSeconds !== undefined ? { "retry-after": String(answer.retryAfterSeconds) } : {}),
-  });
-  response.end(text);
 }

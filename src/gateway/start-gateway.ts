@@ -3,6 +3,7 @@ import type { LoggerOptions } from "pino";
 import { parseListen } from "../catalog/server-config.js";
 import { listenFailure } from "../errors/listen-failure.js";
 import { Gateway } from "./gateway.js";
+import { gatewayServerFactory } from "./gateway-server-factory.js";
 import type { GatewayPolicy } from "./gateway-policy.js";
 import { registerGatewayRoutes } from "./register-gateway-routes.js";
 import { requestIdFrom } from "./request-id-from.js";
@@ -32,19 +33,23 @@ export interface RunningGateway {
  */
 export async function startGateway(options: StandaloneGatewayOptions): Promise<RunningGateway> {
   const listen = parseListen(options.listen, "--listen");
-  const app = Fastify({
-    logger: options.logger ?? false,
-    genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
-    // Kept-alive idle connections are closed at shutdown; those mid-answer finish.
-    forceCloseConnections: "idle",
-  });
-  const log = { warn: (facts: Record<string, unknown>, message: string) => app.log.warn(facts, message) };
+  let built: FastifyInstance | undefined;
+  const log = { warn: (facts: Record<string, unknown>, message: string) => built?.log.warn(facts, message) };
   const gateway = new Gateway({
     policy: options.policy,
     reportDemand: reportDemandOverHttp(options.server, options.token, log),
     environment: process.env,
     log,
   });
+  const app = Fastify({
+    logger: options.logger ?? false,
+    // /v1 is answered before fastify on the same server: the hot path skips its routing, hooks and replies.
+    serverFactory: gatewayServerFactory(gateway, log),
+    genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
+    // Kept-alive idle connections are closed at shutdown; those mid-answer finish.
+    forceCloseConnections: "idle",
+  });
+  built = app;
   const follower = new RoutingFollower({ server: options.server, token: options.token, onTable: (table) => gateway.swap(table), log });
   await follower.start();
   app.get("/healthz", async () => ({ status: "ok", routing_revision: gateway.state.current.revision }));

@@ -15,7 +15,8 @@ import { registerGatewayFeedRoutes } from "../api/routes/gateway-feed.js";
 import type { KeysPolicy } from "../gateway/keys-policy.js";
 import { GatewayKeyService } from "../services/gateway-key-service.js";
 import { registerRoutingRoutes, type RoutingTableFeed } from "../api/routes/routing.js";
-import type { Gateway } from "../gateway/gateway.js";
+import type { Gateway, GatewayLog } from "../gateway/gateway.js";
+import { gatewayServerFactory } from "../gateway/gateway-server-factory.js";
 import { registerGatewayRoutes } from "../gateway/register-gateway-routes.js";
 import { requestIdFrom } from "../gateway/request-id-from.js";
 import { TokenService } from "../services/token-service.js";
@@ -55,7 +56,12 @@ const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co
 
 /** Builds the HTTP app with every route, without listening, so tests can `inject()` or listen on port 0. */
 export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
+  // Warnings about one /v1 request go to the app's log, which exists once Fastify() has returned.
+  let built: FastifyInstance | undefined;
+  const gatewayLog: GatewayLog = { warn: (facts, message) => built?.log.warn(facts, message) };
   const app = Fastify({
+    // /v1 is answered before fastify on the same server: the hot path skips its routing, hooks and replies.
+    ...(parts.gateway ? { serverFactory: gatewayServerFactory(parts.gateway, gatewayLog) } : {}),
     logger: parts.logger ?? false,
     // Names may contain "/" (org/model); clients send it encoded, and it must stay one segment.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength },
@@ -66,6 +72,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     // A caller's x-request-id is kept (a client or load balancer tracing its own ids), so every log line and answer carries it.
     genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
   });
+  built = app;
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
   registerMetaRoutes(app);

@@ -1,0 +1,241 @@
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
+import type { GatewayLog } from "./gateway.js";
+import { SseUsageFilter } from "./sse-usage-filter.js";
+import { UpstreamError } from "./upstream-error.js";
+import { usageIn, type ReportedUsage } from "./usage-in.js";
+import { headerText } from "./header-text.js";
+
+/** Response headers passed from the engine to the client; everything else (hop-by-hop, server, engine internals) is dropped. */
+const passedResponseHeaders = ["content-type", "cache-control", "retry-after"] as const;
+
+/** Bytes of a JSON answer's end kept to read its usage from: engines put usage last. */
+const usageTailLength = 2048;
+
+export interface ProxiedOutcome {
+  readonly status: number;
+  readonly usage: ReportedUsage | undefined;
+  /** True when the client got an error status or an answer cut short. */
+  readonly failed: boolean;
+}
+
+export interface ProxiedAnswerOptions {
+  readonly response: ServerResponse;
+  readonly requestId: string;
+  /** Sent as x-llmgw-model: who answered, after aliases and fallbacks. */
+  readonly answeringName: string;
+  /** Drop the usage-only event of a stream: the gateway asked for it, the client did not. */
+  readonly dropUsageEvent: boolean;
+  /** Names the upstream in errors and logs: "replica ID" or "external NAME". */
+  readonly upstream: string;
+  /** For an external provider: a 401/403 is the gateway's key refused, named by this variable, never passed on. */
+  readonly refusedKeyVariable: string | undefined;
+  /** True once the gateway is closing: the answer then asks the client to close its connection. */
+  readonly closing: () => boolean;
+  /** Called once, when the answer's first byte is committed to the client. */
+  readonly onFirstByte: (isStream: boolean) => void;
+  readonly log: GatewayLog;
+}
+
+/**
+ * One upstream answer, written to the client as undici hands it over: no
+ * stream objects, no async iterator, no promise per chunk. Until the first
+ * byte of the answer's body nothing reaches the client, so a refused or reset
+ * connection, a 502 or 503, or a body cut before its first byte rejects
+ * `done` with a retryable UpstreamError and another upstream may answer.
+ * After that nothing is retried: a cut JSON answer cuts the connection (it
+ * must not look whole), a cut stream ends with an SSE error event.
+ */
+export class ProxiedAnswer implements Dispatcher.DispatchHandler {
+  readonly done: Promise<ProxiedOutcome>;
+  #resolve!: (outcome: ProxiedOutcome) => void;
+  #reject!: (error: UpstreamError) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #status = 0;
+  #headers: IncomingHttpHeaders = {};
+  /** A status the client is not given (502/503, a refused provider key): the body is read and dropped, then `done` rejects. */
+  #refusal: UpstreamError | undefined;
+  #filter: SseUsageFilter | undefined;
+  #committed = false;
+  /** A JSON answer's last chunk, held until the next arrives, so a one-chunk answer leaves as one write with its headers and end. */
+  #held: Buffer | undefined;
+  #tail = "";
+  #clientGone = false;
+  #settled = false;
+  #corked = false;
+
+  constructor(private readonly options: ProxiedAnswerOptions) {
+    this.done = new Promise<ProxiedOutcome>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    options.response.once("close", this.#onClientClose);
+  }
+
+  readonly #onClientClose = (): void => {
+    if (this.options.response.writableFinished) return;
+    this.#clientGone = true;
+    this.#controller?.abort(new Error("the client closed its connection"));
+  };
+
+  readonly #uncork = (): void => {
+    this.#corked = false;
+    this.options.response.uncork();
+  };
+
+  readonly #onDrain = (): void => {
+    this.#controller?.resume();
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#clientGone) controller.abort(new Error("the client closed its connection"));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.#status = statusCode;
+    this.#headers = headers;
+    const { upstream, refusedKeyVariable } = this.options;
+    if (refusedKeyVariable !== undefined && (statusCode === 401 || statusCode === 403)) {
+      this.#refusal = new UpstreamError(
+        statusCode,
+        true,
+        upstream,
+        `the provider refused the gateway's key (answered ${statusCode}); check the variable ${refusedKeyVariable} in the gateway's environment`,
+      );
+    } else if (UpstreamError.retryableStatus(statusCode)) {
+      this.#refusal = new UpstreamError(statusCode, true, upstream, `answered ${statusCode}`);
+    } else if ((headerText(headers["content-type"]) ?? "").startsWith("text/event-stream")) {
+      this.#filter = new SseUsageFilter(this.options.dropUsageEvent);
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#refusal || this.#clientGone) return;
+    if (!this.#committed) this.#commit();
+    const filter = this.#filter;
+    if (filter) {
+      const text = filter.push(chunk);
+      if (text.length > 0) {
+        // Corked to the end of this tick only: when the stream's end came in the same read, it leaves in the same packet.
+        if (!this.#corked) {
+          this.#corked = true;
+          this.options.response.cork();
+          process.nextTick(this.#uncork);
+        }
+        this.#write(controller, text);
+      }
+      return;
+    }
+    this.#tail = (this.#tail + chunk.toString("latin1")).slice(-usageTailLength);
+    if (this.#held !== undefined) this.#write(controller, this.#held);
+    this.#held = chunk;
+  }
+
+  onResponseEnd(): void {
+    if (this.#refusal) {
+      this.#fail(this.#refusal);
+      return;
+    }
+    if (!this.#committed) this.#commit();
+    const response = this.options.response;
+    const filter = this.#filter;
+    if (!filter) {
+      response.end(this.#held);
+      this.#held = undefined;
+      const ok = this.#status < 400;
+      this.#succeed({ status: this.#status, usage: ok ? usageIn(this.#tail) : undefined, failed: !ok });
+      return;
+    }
+    const rest = filter.end();
+    if (rest.length > 0 && !response.destroyed) response.write(rest);
+    if (!filter.done) {
+      this.#endCut("the engine ended the stream before it finished (no [DONE])");
+      return;
+    }
+    response.end();
+    this.#succeed({ status: this.#status, usage: filter.usage, failed: this.#status >= 400 });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.#refusal) {
+      this.#fail(this.#refusal);
+      return;
+    }
+    if (!this.#committed) {
+      const when = this.#status === 0 ? "no answer" : "the answer was cut before its first byte";
+      this.#fail(new UpstreamError(this.#status === 0 ? undefined : this.#status, !this.#clientGone, this.options.upstream, `${when}: ${describeConnectionError(error)}`));
+      return;
+    }
+    if (!this.#filter) {
+      // Headers and part of the body have left; a truncated JSON answer must not look whole, so the connection is cut.
+      if (!this.#clientGone) this.options.log.warn({ upstream: this.options.upstream, err: describeConnectionError(error) }, "upstream-cut-mid-answer");
+      this.options.response.destroy();
+      this.#succeed({ status: this.#status, usage: undefined, failed: true });
+      return;
+    }
+    this.#endCut(`the engine's stream broke off: ${describeConnectionError(error)}`);
+  }
+
+  /** The answer's status and headers, fixed once its first byte is here: from now on nothing is retried. */
+  #commit(): void {
+    this.#committed = true;
+    const headers = this.#headers;
+    const outgoing: Record<string, string> = { "x-request-id": this.options.requestId, "x-llmgw-model": this.options.answeringName };
+    for (const name of passedResponseHeaders) {
+      const value = headerText(headers[name]);
+      if (value !== undefined) outgoing[name] = value;
+    }
+    if (this.options.closing()) outgoing.connection = "close";
+    const length = headerText(headers["content-length"]);
+    if (!this.#filter && length !== undefined) outgoing["content-length"] = length;
+    this.options.response.writeHead(this.#status, outgoing);
+    this.options.onFirstByte(this.#filter !== undefined);
+  }
+
+  /** Writes with backpressure: a slow client pauses the upstream instead of filling memory. */
+  #write(controller: Dispatcher.DispatchController, chunk: Buffer | string): void {
+    const response = this.options.response;
+    if (response.destroyed) return;
+    if (!response.write(chunk)) {
+      controller.pause();
+      response.once("drain", this.#onDrain);
+    }
+  }
+
+  #endCut(cut: string): void {
+    const response = this.options.response;
+    if (!response.destroyed) {
+      this.options.log.warn({ upstream: this.options.upstream }, `upstream-cut-mid-stream: ${cut}`);
+      const event = { error: { message: `${cut}; the answer is incomplete (request id ${this.options.requestId})`, type: "server_error", param: null, code: "upstream_failed" } };
+      response.end(`data: ${JSON.stringify(event)}\n\n`);
+    }
+    this.#succeed({ status: this.#status, usage: this.#filter?.usage, failed: true });
+  }
+
+  #succeed(outcome: ProxiedOutcome): void {
+    if (this.#settled) return;
+    this.#settle();
+    this.#resolve(outcome);
+  }
+
+  #fail(error: UpstreamError): void {
+    if (this.#settled) return;
+    this.#settle();
+    this.#reject(error);
+  }
+
+  #settle(): void {
+    this.#settled = true;
+    this.options.response.removeListener("close", this.#onClientClose);
+    this.options.response.removeListener("drain", this.#onDrain);
+  }
+}
+
+function describeConnectionError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code ? `${code} (${error.message})` : error.message;
+  }
+  return String(error);
+}
