@@ -16,7 +16,13 @@ import path from "node:path";
 /** Made by Node itself (22 and newer keep their module compile cache in the temp dir), not by a test. */
 const nodesOwnCaches = ["node-compile-cache"];
 
+/** Set by the first setup of a run: vitest calls a root globalSetup once per project (unit, integration, e2e), in one process. */
+const runDirectoryVariable = "LLMGW_TEST_RUN_DIRECTORY";
+
 export default function setup(): () => void {
+  // Only the first project's setup makes the folder and checks it at the end; a second one made
+  // inside the first would read as a leftover of the first and fail a clean run.
+  if (process.env[runDirectoryVariable] !== undefined) return () => undefined;
   if (!process.env.LLMGW_TEST_POSTGRES_URL) {
     process.stdout.write(
       [
@@ -32,7 +38,9 @@ export default function setup(): () => void {
   }
   const runDirectory = mkdtempSync(path.join(tmpdir(), "llmgw-test-run-"));
   process.env.TMPDIR = runDirectory;
+  process.env[runDirectoryVariable] = runDirectory;
   return () => {
+    delete process.env[runDirectoryVariable];
     const leftovers = readdirSync(runDirectory).filter((entry) => !nodesOwnCaches.includes(entry));
     rmSync(runDirectory, { recursive: true, force: true });
     if (leftovers.length > 0) {
