@@ -52,14 +52,21 @@ describe("nodes end to end: a server and two simulated agents as real processes"
   };
   const replicas = async () => (JSON.parse(await ctl("replicas", "--json")) as { replicas: ReplicaView[] }).replicas;
   const nodes = async () => (JSON.parse(await ctl("nodes", "--json")) as { nodes: NodeView[] }).nodes;
-  /** Each replica's engine key, from the routing table the gateways read (admin tokens only). */
-  const replicaKey = async (id: string) => {
-    const answer = await fetch(`${server.url}/api/v1/routing`, { headers: { authorization: `Bearer ${server.token}` } });
-    const table = (await answer.json()) as { models: { replicas: { id: string; api_key?: string }[] }[] };
-    const key = table.models.flatMap((model) => model.replicas).find((replica) => replica.id === id)?.api_key;
-    if (!key) throw new Error(`no key for replica ${id} in the routing table`);
-    return key;
-  };
+  /**
+   * Each replica's engine key, from the routing table the gateways read (admin tokens only).
+   * The table is rebuilt off the request path every half second, so a replica just reported
+   * ready may join it a moment later.
+   */
+  const replicaKey = async (id: string) =>
+    await waitFor(
+      async () => {
+        const answer = await fetch(`${server.url}/api/v1/routing`, { headers: { authorization: `Bearer ${server.token}` } });
+        const table = (await answer.json()) as { models: { replicas: { id: string; api_key?: string }[] }[] };
+        return table.models.flatMap((model) => model.replicas).find((replica) => replica.id === id)?.api_key;
+      },
+      10_000,
+      `replica ${id} and its key in the routing table`,
+    );
 
   const startServer = async () => {
     server = await startServerProcess({ cwd: directory, dataDir: path.join(directory, "server-data"), args: ["-c", "server.yaml", "--listen", `127.0.0.1:${port}`] });
