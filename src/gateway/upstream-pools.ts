@@ -1,7 +1,7 @@
 import { Pool } from "undici";
 
 /**
- * One undici Pool per upstream origin (STYLE 15): connections are kept alive
+ * One undici Pool per upstream origin: connections are kept alive
  * and reused across requests, which is most of what a proxy's latency is.
  * Pools of origins that left the routing table are closed once their
  * requests have finished.

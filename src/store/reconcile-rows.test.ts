@@ -17,7 +17,7 @@ import {
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, seconds)).toISOString();
 
-/** The reconciler's rows, the same on SQLite and Postgres (STYLE 6). */
+/** The reconciler's rows, the same contract on SQLite and Postgres. */
 describe.each(storesUnderTest)("reconcile rows on $kind", (engine) => {
   let store: Store;
   let drop: () => Promise<void>;
