@@ -2,7 +2,7 @@ import { z } from "zod";
 
 /**
  * The fields of a /v1 body the gateway reads, and nothing else: the body
- * itself goes to the engine byte for byte. Loose on purpose (strict on our input, lenient on theirs): a
+ * itself goes to the engine byte for byte. Loose on purpose: a
  * field a newer client sends must not turn into a gateway refusal; the engine
  * judges the rest.
  */
