@@ -12,6 +12,7 @@ import { GatewayRefusal } from "./gateway-policy.js";
 import { KeysPolicy } from "./keys-policy.js";
 import { httpKeysBackend } from "./keys-backend.js";
 import { storeKeysBackend } from "../server/store-keys-backend.js";
+import { thrownBy } from "../../test/support/refusal.js";
 
 const declared: PlacedEntry[] = [
   {
@@ -22,15 +23,7 @@ const declared: PlacedEntry[] = [
   { source: "file", place: "server.yaml models[1] (llama)", entry: { name: "llama", profiles: [{ engine: "vllm", source: "hf://meta-llama/Llama-3.2-1B", gpus: 1 }] } },
 ];
 
-function refusal(work: () => unknown): GatewayRefusal {
-  try {
-    work();
-  } catch (error) {
-    if (error instanceof GatewayRefusal) return error;
-    throw error;
-  }
-  throw new Error("expected a GatewayRefusal, and the call passed");
-}
+const refusal = (work: () => unknown): GatewayRefusal => thrownBy(GatewayRefusal, work);
 
 describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
   let store: Store;
