@@ -87,6 +87,7 @@ function modelFacts(model: CatalogModel, declaredIn: string, audience: Audience)
     external: entry.external
       ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null }
       : null,
+    preset: entry.preset ?? null,
   };
 }
 

@@ -146,6 +146,8 @@ export const modelEntrySchema = z.strictObject({
   routing: z.enum(["least", "prefix"], { message: "least (fewest in flight) or prefix (same prompt prefix, same replica)" }).optional(),
   /** How long a request waits for a ready replica (an on-demand model loading) before a 503; default 120s. */
   queue_timeout: boundedDurationSchema(1000, 3_600_000, "how long a request may wait for a replica of the model").optional(),
+  /** The shipped preset this entry was added from (`ctl model add PRESET`); kept so the model and an export say where it came from. */
+  preset: modelNameSchema.optional(),
 });
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
 

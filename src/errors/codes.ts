@@ -18,6 +18,7 @@ export const errorCodes = {
   invalid_profile: "A profile that its engine cannot run (for example, a GPU engine with no cards).",
   context_too_long: "A context longer than the model was trained for.",
   model_not_found: "No model of that name in the catalog.",
+  preset_not_found: "No shipped preset of that name; the error lists the known ones.",
   model_in_use: "Another model names this one as a fallback; change that model's fallbacks first.",
   declared_in_file: "The model is declared in server.yaml; the file would undo a change at the next start.",
   profile_not_found: "The model has no profile of that name.",

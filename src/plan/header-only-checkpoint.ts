@@ -215,6 +215,12 @@ export function syntheticGgufParts(architecture: Architecture, quantization: Ggu
     [`${arch}.rope.freq_base`]: { float: 500000 },
     [`${arch}.vocab_size`]: architecture.vocabSize,
   };
+  // llama.cpp writes the head size whenever it is not hidden / heads (Qwen3: 128 against 1024 / 16);
+  // without it a reader takes hidden / heads and miscounts every attention tensor.
+  if (!architecture.mla && architecture.headDim !== architecture.hiddenSize / architecture.attentionHeads) {
+    metadata[`${arch}.attention.key_length`] = architecture.headDim;
+    metadata[`${arch}.attention.value_length`] = architecture.headDim;
+  }
   if (architecture.moe) {
     metadata[`${arch}.expert_count`] = architecture.moe.experts;
     metadata[`${arch}.expert_used_count`] = architecture.moe.expertsPerToken;

@@ -15,6 +15,7 @@ export const statusForCode: Record<ErrorCode, number> = {
   invalid_profile: 400,
   context_too_long: 400,
   model_not_found: 404,
+  preset_not_found: 404,
   model_in_use: 409,
   declared_in_file: 409,
   profile_not_found: 404,

@@ -45,6 +45,8 @@ export interface ModelView {
   adapters: readonly { name: string; source: string; scale?: number | undefined }[];
   profiles: readonly ProfileView[];
   external: ExternalView | null;
+  /** The shipped preset it was added from (`ctl model add PRESET`); null for a model written by hand. */
+  preset: string | null;
   state: ModelState;
   replicas: ReplicaCounts;
   /**
@@ -211,6 +213,22 @@ function fields<View>(set: FieldSet<View>): readonly string[] {
  * without its documentation fails there, not in a user's script.
  */
 export const documentedViewFields = {
+  Preset: fields<PresetView>({ name: true, description: true, licence: true, tasks: true, added_as: true, profiles: true, runs_on: true, why_not: true }),
+  "Preset.profiles[]": fields<PresetProfileView>({
+    name: true,
+    engine: true,
+    source: true,
+    gpu_class: true,
+    gpus: true,
+    quantization: true,
+    weights_bytes: true,
+    bytes_per_card: true,
+    planned_memory_bytes: true,
+    memory_bytes: true,
+    cpu_cores: true,
+    unreadable: true,
+  }),
+  "Preset.runs_on": fields<PresetPlacementView>({ profile: true, node: true, cards: true, gpu_class: true }),
   Model: fields<ModelView>({
     name: true,
     source: true,
@@ -228,6 +246,7 @@ export const documentedViewFields = {
     adapters: true,
     profiles: true,
     external: true,
+    preset: true,
     state: true,
     replicas: true,
     placement: true,
@@ -294,3 +313,46 @@ export const documentedViewFields = {
 } as const;
 
 export type DocumentedView = keyof typeof documentedViewFields;
+
+/** One shipped preset (`ctl model presets --json`, GET /api/v1/presets). */
+export interface PresetView {
+  name: string;
+  description: string;
+  licence: { name: string; url: string };
+  tasks: string[];
+  /** Catalog models added from it (under its name or another). */
+  added_as: string[];
+  /** What each profile needs, in the model's order of preference. */
+  profiles: PresetProfileView[];
+  /** Where one replica would run on the live fleet now (the first profile that fits, as placement chooses); null when none does. */
+  runs_on: PresetPlacementView | null;
+  /** Why nothing fits now, in placement's words; null when it fits. */
+  why_not: string | null;
+}
+
+export interface PresetProfileView {
+  name: string;
+  engine: string;
+  source: string;
+  gpu_class: string | null;
+  gpus: number;
+  quantization: string | null;
+  /** The weights' size as the planner counted them from the checkpoint's own headers; null when the source could not be read. */
+  weights_bytes: number | null;
+  /** GPU profiles: what each card must hold (weights, runtime, KV cache at the preset's context). */
+  bytes_per_card: number | null;
+  /** CPU profiles: the planner's estimate of host memory (weights and every slot's KV cache), and what the profile reserves. */
+  planned_memory_bytes: number | null;
+  memory_bytes: number | null;
+  cpu_cores: number | null;
+  /** Why the planner could not read the source (the hub unreachable, a gated repository without a token). */
+  unreadable: string | null;
+}
+
+export interface PresetPlacementView {
+  profile: string;
+  node: string;
+  cards: number[];
+  /** The cards' class, or null for a CPU profile. */
+  gpu_class: string | null;
+}

@@ -20,6 +20,7 @@ import { gatewayServerFactory } from "../gateway/gateway-server-factory.js";
 import { registerGatewayRoutes } from "../gateway/register-gateway-routes.js";
 import { requestIdFrom } from "../gateway/request-id-from.js";
 import { TokenService } from "../services/token-service.js";
+import { registerPresetRoutes } from "../api/routes/presets.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
 import type { CatalogService } from "../services/catalog-service.js";
@@ -88,6 +89,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   if (parts.routing) registerRoutingRoutes(app, parts.routing);
   if (parts.gateway) registerGatewayRoutes(app, parts.gateway);
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);
+  registerPresetRoutes(app, parts.catalog, parts.fleetService, parts.plan ?? defaultPlanSettings);
   await app.ready();
   return app;
 }

@@ -1,0 +1,46 @@
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { modelNameSchema } from "../../catalog/schema.js";
+import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
+import { readModelSource } from "../../plan/read-model-source.js";
+import { PresetService, type PresetFleet } from "../../services/preset-service.js";
+import type { CatalogService } from "../../services/catalog-service.js";
+import type { PlanSettings } from "./plan.js";
+import { requireActor } from "../access.js";
+import { modelView } from "../model-view.js";
+import { parseBody } from "../parse-body.js";
+
+const nameParams = z.object({ name: z.string() });
+// The body is optional: an empty POST adds the preset under its own name.
+const addBody = z.strictObject({ name: modelNameSchema.optional() });
+
+/**
+ * GET /api/v1/presets: the shipped presets, what each needs and where it
+ * would run now. Admin-only although it changes nothing, as the plan is:
+ * listing makes the server read the presets' sources from the hub.
+ * POST /api/v1/presets/{name}: adds one to the catalog.
+ */
+export function registerPresetRoutes(app: FastifyInstance, catalog: CatalogService, fleet: PresetFleet | undefined, plan: PlanSettings): void {
+  const presets = new PresetService(shippedPresets, catalog, fleet, {
+    // The plan's own reader and settings: a preset needs what `ctl model plan` says of its source.
+    readFacts: (source) => {
+      const hubToken = plan.hubToken();
+      return readModelSource(source, { hubEndpoint: plan.hubEndpoint, ...(hubToken ? { hubToken } : {}) });
+    },
+    gpuMemoryUtilization: plan.gpuMemoryUtilization,
+  });
+  const readOnlyRefusal = {
+    because: "listing presets needs an admin token, since the server reads each preset's source from the hub to say what it needs",
+    hint: "Use an admin token (--token or LLMGW_TOKEN).",
+  };
+  app.get("/api/v1/presets", { config: { access: "admin", readOnlyRefusal } }, async () => ({ presets: await presets.list() }));
+
+  app.get("/api/v1/presets/:name", { config: { access: "admin", readOnlyRefusal } }, async (request) => presets.view(nameParams.parse(request.params).name));
+
+  app.post("/api/v1/presets/:name", { config: { access: "admin" } }, async (request, reply) => {
+    const { name } = nameParams.parse(request.params);
+    const body = parseBody(addBody, request.body);
+    const model = await presets.add(name, body.name, requireActor(request));
+    return reply.status(201).send(modelView(model, catalog.declaredIn, undefined, { audience: request.audience }));
+  });
+}

@@ -1,0 +1,61 @@
+import path from "node:path";
+import { architectureFromConfig } from "../plan/architecture.js";
+import { checkpointTensors, syntheticGgufParts, writeBytes, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
+import type { GgufQuantization } from "../plan/weights.js";
+import { llama31_8bConfig, llama33_70bConfig, qwen25_14bConfig, qwen25_7bConfig, qwen3Embedding06bConfig } from "./demo-configs.js";
+
+/**
+ * A Hugging Face repository a preset names, as the demo's stand-in hub
+ * serves it: the publisher's own config.json and file layout (shard count,
+ * GGUF file names and parts) with header-only weights, so the planner reads
+ * the real architecture and counts the real parameters without a download.
+ */
+export interface PresetCheckpoint {
+  /** "Org/Name" as on the hub. */
+  readonly repository: string;
+  readonly config: unknown;
+  /** Safetensors shards, as the publisher split them (1: one model.safetensors). */
+  readonly shards?: number;
+  /** A GGUF file instead: its name without `.gguf` (and without the `-0000i-of-0000n` of a split one). */
+  readonly gguf?: { readonly stem: string; readonly quantization: GgufQuantization; readonly fileType: number; readonly parts: number };
+}
+
+// llama.cpp's file types (general.file_type): 7 is MOSTLY_Q8_0, 15 MOSTLY_Q4_K_M.
+export const presetCheckpoints: readonly PresetCheckpoint[] = [
+  { repository: "Qwen/Qwen2.5-7B-Instruct", config: qwen25_7bConfig, shards: 4 },
+  { repository: "Qwen/Qwen2.5-7B-Instruct-GGUF", config: qwen25_7bConfig, gguf: { stem: "qwen2.5-7b-instruct-q4_k_m", quantization: "Q4_K_M", fileType: 15, parts: 2 } },
+  { repository: "Qwen/Qwen2.5-14B-Instruct", config: qwen25_14bConfig, shards: 8 },
+  { repository: "Qwen/Qwen2.5-14B-Instruct-GGUF", config: qwen25_14bConfig, gguf: { stem: "qwen2.5-14b-instruct-q4_k_m", quantization: "Q4_K_M", fileType: 15, parts: 3 } },
+  { repository: "meta-llama/Llama-3.1-8B", config: llama31_8bConfig, shards: 4 },
+  { repository: "meta-llama/Llama-3.3-70B-Instruct", config: llama33_70bConfig, shards: 30 },
+  { repository: "Qwen/Qwen3-Embedding-0.6B", config: qwen3Embedding06bConfig, shards: 1 },
+  { repository: "Qwen/Qwen3-Embedding-0.6B-GGUF", config: qwen3Embedding06bConfig, gguf: { stem: "Qwen3-Embedding-0.6B-Q8_0", quantization: "Q8_0", fileType: 7, parts: 1 } },
+];
+
+/** The file names a GGUF checkpoint is published under: one file, or `stem-00001-of-0000n.gguf` and the rest. */
+export function ggufFileNames(gguf: NonNullable<PresetCheckpoint["gguf"]>): string[] {
+  if (gguf.parts === 1) return [`${gguf.stem}.gguf`];
+  const count = String(gguf.parts).padStart(5, "0");
+  return Array.from({ length: gguf.parts }, (_, part) => `${gguf.stem}-${String(part + 1).padStart(5, "0")}-of-${count}.gguf`);
+}
+
+/**
+ * Writes every preset checkpoint under `root/Org/Name/` and returns the
+ * repositories for the stand-in hub ("Org/Name" → folder).
+ */
+export async function writePresetCheckpoints(root: string): Promise<Record<string, string>> {
+  const repositories: Record<string, string> = {};
+  for (const checkpoint of presetCheckpoints) {
+    const folder = path.join(root, ...checkpoint.repository.split("/"));
+    const architecture = architectureFromConfig(checkpoint.config, `${checkpoint.repository}/config.json`);
+    if (checkpoint.gguf) {
+      const parts = syntheticGgufParts(architecture, checkpoint.gguf.quantization, checkpoint.gguf.fileType, checkpoint.gguf.parts);
+      const names = ggufFileNames(checkpoint.gguf);
+      for (const [index, bytes] of parts.entries()) await writeBytes(path.join(folder, names[index] as string), bytes);
+    } else {
+      await writeSyntheticCheckpoint(folder, checkpoint.config, checkpointTensors(architecture), checkpoint.shards ?? 1);
+    }
+    repositories[checkpoint.repository] = folder;
+  }
+  return repositories;
+}

@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCatalog } from "../catalog/build-catalog.js";
+import { loadPresets, parsePresetFile } from "../catalog/presets/load-presets.js";
+import type { Preset } from "../catalog/presets/preset-schema.js";
+import { shippedPresetsFolder } from "../catalog/presets/shipped-presets.js";
+import { parseWeightsSource } from "../catalog/weights-source.js";
+import { DomainError } from "../errors/domain-error.js";
+import type { Snapshot } from "../placement/index.js";
+import { bf16Tolerance, calibrationTable, ggufTolerance } from "../plan/calibration.js";
+import type { ModelFacts } from "../plan/model-facts.js";
+import { readModelSource } from "../plan/read-model-source.js";
+import { presetView } from "../services/preset-view.js";
+import { startHubServer, type HubServer } from "./local-hub.js";
+import { presetCheckpoints, writePresetCheckpoints } from "./preset-checkpoints.js";
+import { temporaryDirectory } from "../../test/support/temporary-directory.js";
+
+const GiB = 1024 ** 3;
+const presets = loadPresets(shippedPresetsFolder);
+const sources = (preset: Preset) => (preset.model.profiles ?? []).map((profile) => profile.source);
+
+/** The demo's two machines, as placement sees them with nothing running. */
+function demoFleet(): Snapshot {
+  const cards = (count: number, gpuClass: string, memoryGiB: number, fabric: string) =>
+    Array.from({ length: count }, (_, index) => ({ index, gpuClass, memoryBytes: memoryGiB * GiB, fabric }));
+  return {
+    nodes: [
+      { name: "gpu-node-1", schedulable: true, engines: ["vllm", "llamacpp"], cards: cards(2, "h100", 80, "nvl0"), memoryBytes: 256 * GiB, cpuCores: 32 },
+      { name: "gpu-node-2", schedulable: true, engines: ["vllm", "llamacpp"], cards: cards(4, "l40s", 48, "pcie"), memoryBytes: 512 * GiB, cpuCores: 64 },
+    ],
+    replicas: [],
+  };
+}
+
+function cpuOnlyFleet(): Snapshot {
+  return { nodes: [{ name: "cpu-node", schedulable: true, engines: ["llamacpp"], cards: [], memoryBytes: 64 * GiB, cpuCores: 16 }], replicas: [] };
+}
+
+describe("the shipped presets", () => {
+  it("are each a valid catalog entry, and together a valid catalog", () => {
+    expect(presets.length).toBeGreaterThanOrEqual(5);
+    const catalog = buildCatalog(presets.map((preset) => ({ entry: preset.model, source: "runtime" as const, place: preset.file })));
+    expect(catalog.models.map((model) => model.name).sort()).toEqual(presets.map((preset) => preset.name).sort());
+  });
+
+  it("include two chat models of different sizes with a GPU and a CPU profile each, and an embedding model", () => {
+    const hasBoth = (preset: Preset) =>
+      (preset.model.profiles ?? []).some((profile) => (profile.gpus ?? 0) > 0) && (preset.model.profiles ?? []).some((profile) => profile.engine === "llamacpp" && (profile.gpus ?? 0) === 0);
+    const chat = presets.filter((preset) => preset.preset.tasks.includes("chat") && hasBoth(preset));
+    expect(new Set(chat.map((preset) => preset.model.origin)).size).toBeGreaterThanOrEqual(2);
+    expect(presets.some((preset) => preset.preset.tasks.includes("embeddings"))).toBe(true);
+  });
+
+  it("include the demo's models", () => {
+    expect(presets.map((preset) => preset.name)).toEqual(expect.arrayContaining(["qwen2.5-7b-instruct", "llama-3.1-8b", "llama-3.3-70b-instruct"]));
+  });
+
+  it("name the licence of the repository they come from", () => {
+    for (const preset of presets) {
+      const origin = parseWeightsSource(preset.model.origin ?? "");
+      expect(origin.kind, preset.name).toBe("hub");
+      const repository = origin.kind === "hub" ? origin.repo : "";
+      expect(preset.preset.licence.url, preset.name).toBe(`https://huggingface.co/${repository}/blob/main/LICENSE`);
+    }
+  });
+
+  it("come from hub repositories the demo's stand-in hub serves, so they plan offline", () => {
+    const served = new Set(presetCheckpoints.map((checkpoint) => checkpoint.repository));
+    for (const source of presets.flatMap(sources)) {
+      const parsed = parseWeightsSource(source);
+      expect(parsed.kind === "hub" && served.has(parsed.repo), source).toBe(true);
+    }
+  });
+});
+
+describe("the shipped presets, planned from their sources", () => {
+  let hub: HubServer;
+  const facts = new Map<string, ModelFacts>();
+
+  beforeAll(async () => {
+    const repositories = await writePresetCheckpoints(temporaryDirectory("llmgw-presets-"));
+    hub = await startHubServer({ repositories });
+    for (const source of new Set(presets.flatMap(sources))) facts.set(source, await readModelSource(source, { hubEndpoint: hub.url }));
+  });
+
+  afterAll(async () => {
+    await hub?.close();
+  });
+
+  it("count the parameters and bytes the publishers' files hold", () => {
+    for (const entry of calibrationTable) {
+      const bf16 = facts.get(`hf://${entry.huggingFaceId}`);
+      if (bf16) expect(Math.abs(bf16.parameters - entry.publishedParameters) / entry.publishedParameters, entry.huggingFaceId).toBeLessThan(bf16Tolerance);
+    }
+    // Qwen3-Embedding-0.6B's model page: 595,776,512 parameters (tied embeddings, no output head).
+    expect(facts.get("hf://Qwen/Qwen3-Embedding-0.6B")?.parameters).toBe(595_776_512);
+    const q4 = (id: string) => calibrationTable.find((entry) => entry.huggingFaceId === id)?.gguf.Q4_K_M?.bytes ?? Number.NaN;
+    const gguf7b = facts.get("hf://Qwen/Qwen2.5-7B-Instruct-GGUF/qwen2.5-7b-instruct-q4_k_m-00001-of-00002.gguf");
+    const gguf14b = facts.get("hf://Qwen/Qwen2.5-14B-Instruct-GGUF/qwen2.5-14b-instruct-q4_k_m-00001-of-00003.gguf");
+    // Every part is counted, not the first alone.
+    expect(Math.abs((gguf7b?.checkpoint.bytes ?? 0) - q4("Qwen/Qwen2.5-7B-Instruct")) / q4("Qwen/Qwen2.5-7B-Instruct")).toBeLessThan(ggufTolerance);
+    expect(Math.abs((gguf14b?.checkpoint.bytes ?? 0) - q4("Qwen/Qwen2.5-14B-Instruct")) / q4("Qwen/Qwen2.5-14B-Instruct")).toBeLessThan(ggufTolerance);
+  });
+
+  it.each(presets.map((preset) => [preset.name, preset] as const))("%s: every profile priced, and placed on the demo's fleet", (_name, preset) => {
+    const view = presetView(preset, { facts, snapshot: demoFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    for (const profile of view.profiles) {
+      expect(profile.unreadable, profile.name).toBeNull();
+      expect(profile.weights_bytes, profile.name).toBeGreaterThan(0);
+      if (profile.gpus > 0) {
+        expect(profile.bytes_per_card, profile.name).toBeGreaterThan(0);
+      } else {
+        // What the profile reserves holds what the planner says a llama.cpp replica needs at the preset's context and slots.
+        expect(profile.planned_memory_bytes, profile.name).toBeGreaterThan(0);
+        expect(profile.memory_bytes ?? 0, profile.name).toBeGreaterThanOrEqual(profile.planned_memory_bytes ?? Number.POSITIVE_INFINITY);
+      }
+    }
+    expect(view.why_not).toBeNull();
+    expect(view.runs_on?.profile).toBe(view.profiles[0]?.name);
+  });
+
+  it("puts the 70B model on two H100s, and on four L40S when the H100s are taken", () => {
+    const preset = presets.find((candidate) => candidate.name === "llama-3.3-70b-instruct") as Preset;
+    const free = presetView(preset, { facts, snapshot: demoFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    expect(free.runs_on).toEqual({ profile: "gpu-2", node: "gpu-node-1", cards: [0, 1], gpu_class: "h100" });
+    const fleet = demoFleet();
+    const busy: Snapshot = {
+      ...fleet,
+      replicas: [{ id: "other-1", model: "other", profile: "gpu", node: "gpu-node-1", cards: [0], memoryBytes: 0, cpuCores: 0, modelClass: "critical" }],
+    };
+    expect(presetView(preset, { facts, snapshot: busy, addedAs: [], gpuMemoryUtilization: 0.9 }).runs_on).toEqual({
+      profile: "gpu-4",
+      node: "gpu-node-2",
+      cards: [0, 1, 2, 3],
+      gpu_class: "l40s",
+    });
+  });
+
+  it("says why a GPU-only preset cannot run on a fleet of CPUs, and runs a chat preset there on its CPU profile", () => {
+    const large = presetView(presets.find((candidate) => candidate.name === "llama-3.3-70b-instruct") as Preset, { facts, snapshot: cpuOnlyFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    expect(large.runs_on).toBeNull();
+    expect(large.why_not).toBe("profile gpu-2: 0 of 1 node: 1 has no vllm installed; profile gpu-4: 0 of 1 node: 1 has no vllm installed");
+    const small = presetView(presets.find((candidate) => candidate.name === "qwen2.5-7b-instruct") as Preset, { facts, snapshot: cpuOnlyFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    expect(small.runs_on).toEqual({ profile: "cpu", node: "cpu-node", cards: [], gpu_class: null });
+  });
+
+  it("says a preset's source cannot be read, and still lists the preset", () => {
+    const preset = presets.find((candidate) => candidate.name === "qwen2.5-7b-instruct") as Preset;
+    const view = presetView(preset, { facts: new Map([["hf://Qwen/Qwen2.5-7B-Instruct", { unreadable: "hub unreachable" }]]), snapshot: demoFleet(), addedAs: ["chat"], gpuMemoryUtilization: 0.9 });
+    expect(view.profiles[0]).toMatchObject({ unreadable: "hub unreachable", weights_bytes: null, bytes_per_card: null });
+    expect(view.added_as).toEqual(["chat"]);
+  });
+});
+
+describe("a preset file", () => {
+  const valid = [
+    "preset:",
+    "  description: a small model",
+    "  licence: { name: MIT, url: https://example.com/LICENSE }",
+    "  tasks: [chat]",
+    "model:",
+    "  name: small",
+    "  profiles:",
+    "    - { engine: vllm, source: hf://org/small, gpus: 1 }",
+    "",
+  ].join("\n");
+
+  const refusal = (text: string, file: string): DomainError => {
+    try {
+      parsePresetFile(text, file);
+    } catch (error) {
+      if (error instanceof DomainError) return error;
+      throw error;
+    }
+    throw new Error("the file was accepted");
+  };
+
+  it("is read with its model's name", () => {
+    expect(parsePresetFile(valid, "small.yaml")).toMatchObject({ name: "small", file: "small.yaml", preset: { tasks: ["chat"] } });
+  });
+
+  it("is refused with the file, line and field of a mistake in the model", () => {
+    const error = refusal(valid.replace("gpus: 1", "gpu: 1"), "small.yaml");
+    expect(error.code).toBe("unknown_key");
+    expect(error.message).toMatch(/small\.yaml:8:\d+/);
+    expect(error.message).toContain('did you mean "gpus"');
+  });
+
+  it("is refused when a task is not one llmgw serves", () => {
+    const error = refusal(valid.replace("tasks: [chat]", "tasks: [speech]"), "small.yaml");
+    expect(error.message).toMatch(/small\.yaml:4:\d+.*preset\.tasks\[0\]/);
+    expect(error.message).toContain("chat, completions, embeddings, images, image-to-3d");
+  });
+
+  it("is refused when its name is not its file's", () => {
+    const error = refusal(valid, "large.yaml");
+    expect(error.message).toContain('model.name is "small" and the file is large.yaml');
+    expect(error.hint).toContain("small.yaml");
+  });
+});

@@ -1,0 +1,100 @@
+import type { Actor } from "../catalog/actor.js";
+import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { Preset } from "../catalog/presets/preset-schema.js";
+import type { ModelEntry } from "../catalog/schema.js";
+import { DomainError } from "../errors/domain-error.js";
+import type { ModelFacts } from "../plan/model-facts.js";
+import type { NodeView, PresetView, ReplicaView } from "../protocol/views.js";
+import type { CatalogService } from "./catalog-service.js";
+import { presetView, type SourceFacts } from "./preset-view.js";
+import { snapshotFromViews } from "./snapshot-from-views.js";
+
+/** The live fleet as the API lists it; empty for a server without fleet routes. */
+export interface PresetFleet {
+  listNodes(): Promise<NodeView[]>;
+  listReplicas(): Promise<ReplicaView[]>;
+}
+
+export interface PresetSettings {
+  /** Reads a source's config and weight headers through the server's hub endpoint, token and mirror. */
+  readonly readFacts: (source: string) => Promise<ModelFacts>;
+  readonly gpuMemoryUtilization: number;
+}
+
+/**
+ * The shipped presets against this server: what each needs and where it
+ * would run now, and adding one to the catalog. A source's facts are read
+ * once and kept (the presets name fixed repositories); a failed read is
+ * tried again at the next listing, so a hub that was down or a token added
+ * since is picked up without a restart.
+ */
+export class PresetService {
+  private readonly facts = new Map<string, Promise<ModelFacts>>();
+
+  constructor(
+    private readonly presets: () => readonly Preset[],
+    private readonly catalog: CatalogService,
+    private readonly fleet: PresetFleet | undefined,
+    private readonly settings: PresetSettings,
+  ) {}
+
+  async list(): Promise<PresetView[]> {
+    const presets = this.presets();
+    const sources = [...new Set(presets.flatMap((preset) => (preset.model.profiles ?? []).map((profile) => profile.source)))];
+    const read = await Promise.all(
+      sources.map(async (source) => {
+        try {
+          return [source, await this.read(source)] as const;
+        } catch (error) {
+          return [source, { unreadable: error instanceof Error ? error.message : String(error) }] as const;
+        }
+      }),
+    );
+    const [models, nodes, replicas] = await Promise.all([this.catalog.list(), this.fleet?.listNodes() ?? [], this.fleet?.listReplicas() ?? []]);
+    const snapshot = snapshotFromViews(nodes, replicas, models);
+    const facts: SourceFacts = new Map<string, ModelFacts | { readonly unreadable: string }>(read);
+    return presets.map((preset) =>
+      presetView(preset, {
+        facts,
+        snapshot,
+        addedAs: models.filter((model) => model.entry.preset === preset.name).map((model) => model.name),
+        gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
+      }),
+    );
+  }
+
+  async view(name: string): Promise<PresetView> {
+    const preset = this.find(name);
+    return (await this.list()).find((view) => view.name === preset.name) as PresetView;
+  }
+
+  /** Adds the preset's model (under `asName` when given), marked with the preset's name in the entry and so in the audit. */
+  async add(name: string, asName: string | undefined, actor: Actor): Promise<CatalogModel> {
+    const preset = this.find(name);
+    const entry: ModelEntry = { ...preset.model, name: asName ?? preset.model.name, preset: preset.name };
+    return this.catalog.add(entry, actor);
+  }
+
+  private find(name: string): Preset {
+    const presets = this.presets();
+    const preset = presets.find((candidate) => candidate.name === name);
+    if (!preset) {
+      throw new DomainError(
+        "preset_not_found",
+        `no preset named "${name}"; the presets are: ${presets.map((known) => known.name).join(", ")}`,
+        "List them with what each needs and where it would run: `llmgw ctl model presets`.",
+      );
+    }
+    return preset;
+  }
+
+  private read(source: string): Promise<ModelFacts> {
+    let reading = this.facts.get(source);
+    if (!reading) {
+      reading = this.settings.readFacts(source);
+      this.facts.set(source, reading);
+      reading.catch(() => this.facts.delete(source));
+    }
+    return reading;
+  }
+}

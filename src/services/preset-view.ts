@@ -1,0 +1,72 @@
+import { resolveModel } from "../catalog/catalog-model.js";
+import type { Preset } from "../catalog/presets/preset-schema.js";
+import { demandBytesPerCard, demandProfile, placeReplicas, type Snapshot } from "../placement/index.js";
+import type { ModelFacts } from "../plan/model-facts.js";
+import type { PresetProfileView, PresetView } from "../protocol/views.js";
+
+/** What the planner read of each source: its facts, or why it could not read them. */
+export type SourceFacts = ReadonlyMap<string, ModelFacts | { readonly unreadable: string }>;
+
+export interface PresetViewInput {
+  readonly facts: SourceFacts;
+  /** The live fleet, with what its replicas hold. */
+  readonly snapshot: Snapshot;
+  /** Catalog models added from this preset. */
+  readonly addedAs: readonly string[];
+  readonly gpuMemoryUtilization: number;
+}
+
+/**
+ * A preset as `ctl model presets` shows it: what each profile needs, by the
+ * planner's arithmetic on the checkpoint's own files at the preset's
+ * context, and where one replica would run now, by placement itself over the
+ * live fleet (profiles in order, the first that fits). Pure.
+ */
+export function presetView(preset: Preset, input: PresetViewInput): PresetView {
+  const model = resolveModel(preset.model, "runtime");
+  const context = preset.model.context;
+  const profiles: PresetProfileView[] = model.profiles.map((profile) => {
+    const read = input.facts.get(profile.source);
+    const facts = read && "architecture" in read ? read : undefined;
+    const onCpu = profile.gpus === 0;
+    return {
+      name: profile.name,
+      engine: profile.engine,
+      source: profile.source,
+      gpu_class: profile.gpu_class ?? null,
+      gpus: profile.gpus,
+      quantization: profile.quantization ?? null,
+      weights_bytes: facts ? facts.checkpoint.bytes : null,
+      bytes_per_card: facts && !onCpu ? (demandBytesPerCard(facts, profile, context) ?? null) : null,
+      // A CPU replica holds what one llama.cpp rank would: the weights, the runtime and every slot's KV cache.
+      planned_memory_bytes: facts && onCpu && profile.engine === "llamacpp" ? (demandBytesPerCard(facts, { ...profile, gpus: 1 }, context) ?? null) : null,
+      memory_bytes: profile.memory_gb !== undefined ? Math.round(profile.memory_gb * 1024 ** 3) : null,
+      cpu_cores: profile.cpu_cores ?? null,
+      unreadable: read && "unreadable" in read ? read.unreadable : null,
+    };
+  });
+  const demands = model.profiles.map((profile, index) => demandProfile(profile, profiles[index]?.bytes_per_card ?? undefined));
+  const result = placeReplicas(input.snapshot, [{ model: preset.name, modelClass: model.class, count: 1, profiles: demands }], {
+    gpuMemoryUtilization: input.gpuMemoryUtilization,
+  });
+  const placed = result.placements[0];
+  const node = placed ? input.snapshot.nodes.find((candidate) => candidate.name === placed.node) : undefined;
+  const firstCard = placed?.cards[0];
+  return {
+    name: preset.name,
+    description: preset.preset.description,
+    licence: { ...preset.preset.licence },
+    tasks: [...preset.preset.tasks],
+    added_as: [...input.addedAs],
+    profiles,
+    runs_on: placed
+      ? {
+          profile: placed.profile,
+          node: placed.node,
+          cards: [...placed.cards],
+          gpu_class: firstCard !== undefined ? (node?.cards.find((card) => card.index === firstCard)?.gpuClass ?? null) : null,
+        }
+      : null,
+    why_not: placed ? null : (result.refusals[0]?.reason ?? (input.snapshot.nodes.length === 0 ? "no node has joined" : "placement gave no reason")),
+  };
+}

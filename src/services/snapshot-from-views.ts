@@ -1,0 +1,47 @@
+import type { CatalogModel } from "../catalog/catalog-model.js";
+import { engineNames, type EngineName } from "../catalog/schema.js";
+import { holdsCards } from "../fleet/replica-life.js";
+import { demandProfile, type Snapshot } from "../placement/index.js";
+import type { NodeView, ReplicaView } from "../protocol/views.js";
+
+/**
+ * The fleet as placement sees it, from the views the API lists: nodes that
+ * take nothing new (not ready, cordoned, draining) marked so, and every
+ * replica that holds cards, with the host memory and cores its profile
+ * reserves. Pure, so "would this fit now?" is answered by placement's own
+ * filters and never by a second copy of them.
+ */
+export function snapshotFromViews(nodes: readonly NodeView[], replicas: readonly ReplicaView[], models: readonly CatalogModel[]): Snapshot {
+  const byName = new Map(models.map((model) => [model.name, model]));
+  return {
+    nodes: nodes.map((node) => {
+      const unschedulable = node.state !== "ready" ? node.state : node.draining ? "draining" : node.cordoned ? "cordoned" : undefined;
+      return {
+        name: node.name,
+        schedulable: unschedulable === undefined,
+        ...(unschedulable ? { unschedulableReason: unschedulable } : {}),
+        engines: node.engines.filter((engine): engine is EngineName => (engineNames as readonly string[]).includes(engine)),
+        cards: node.gpus.map((gpu) => ({ index: gpu.index, gpuClass: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric })),
+        memoryBytes: node.memory_bytes,
+        cpuCores: node.cpu_cores,
+      };
+    }),
+    replicas: replicas
+      .filter((replica) => holdsCards(replica.state))
+      .map((replica) => {
+        const model = byName.get(replica.model);
+        const profile = model?.profiles.find((candidate) => candidate.name === replica.profile);
+        const needs = profile ? demandProfile(profile, undefined) : undefined;
+        return {
+          id: replica.id,
+          model: replica.model,
+          profile: replica.profile,
+          node: replica.node,
+          cards: [...replica.gpus],
+          memoryBytes: needs?.memoryBytes ?? 0,
+          cpuCores: needs?.cpuCores ?? 0,
+          modelClass: model?.class ?? "opportunistic",
+        };
+      }),
+  };
+}
