@@ -6,7 +6,10 @@ import { apiClient, ctlOptions } from "./context.js";
 
 /** What an event changed, in a line: the top-level keys that differ, before → after. */
 export function describeChange(event: Pick<AuditEvent, "before" | "after">): string {
-  if (event.before === null) return "added";
+  if (event.before === null) {
+    const preset = (event.after as { preset?: unknown } | null)?.preset;
+    return typeof preset === "string" ? `added from preset ${preset}` : "added";
+  }
   if (event.after === null) return "removed";
   const before = event.before as Record<string, unknown>;
   const after = event.after as Record<string, unknown>;

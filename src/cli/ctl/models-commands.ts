@@ -11,6 +11,7 @@ import { apiClient, ctlOptions } from "./context.js";
 import { printedLlmgwCommand } from "../invocation.js";
 import { describeModel, describeScaling, profileSummary } from "./model-text.js";
 import { registerPlanCommand } from "./plan-command.js";
+import { addPreset } from "./presets-commands.js";
 import { waitForModel } from "./wait-for-model.js";
 import { parseDuration } from "../../catalog/duration.js";
 
@@ -74,12 +75,27 @@ export function registerModelsCommands(ctl: Command): void {
 
   model
     .command("add")
-    .description("add a model at runtime from a YAML file (one entry, the same YAML as in server.yaml)")
-    .requiredOption("-f, --file <file>", "the model entry")
+    .argument("[preset]", "a preset shipped with llmgw (`ctl model presets` lists them)")
+    .description("add a model at runtime: a shipped preset by name, or a YAML file with -f (one entry, the same YAML as in server.yaml)")
+    .option("-f, --file <file>", "the model entry")
+    .option("--name <name>", "with PRESET: add it under this name instead of the preset's")
     .option("--wait", "wait until its replicas are ready, printing their states; exit non-zero with the reason when it fails")
     .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
     .option("--json", "print the API's model object")
-    .action(async (options: { file: string; wait?: boolean; timeout?: string }, command: Command) => {
+    .action(async (preset: string | undefined, options: { file?: string; name?: string; wait?: boolean; timeout?: string }, command: Command) => {
+      const wait = async (name: string) => {
+        if (options.wait) await waitForModel(apiClient(ctlOptions(command)), name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
+      };
+      if (preset !== undefined && options.file !== undefined) {
+        throw new DomainError("invalid_input", `both a preset (${preset}) and a file (-f ${options.file}) were given`, "Give one: `ctl model add PRESET` or `ctl model add -f FILE`.");
+      }
+      if (preset !== undefined) return wait((await addPreset(command, preset, options.name)).name);
+      if (options.file === undefined) {
+        throw new DomainError("invalid_input", "no model was given to add", "Give a preset's name (`llmgw ctl model presets` lists them) or a model file with -f FILE.");
+      }
+      if (options.name !== undefined) {
+        throw new DomainError("invalid_input", "--name renames a preset, and a file was given", "Write the name in the file's `name:` field.");
+      }
       let text: string;
       try {
         text = readFileSync(options.file, "utf8");
@@ -91,7 +107,7 @@ export function registerModelsCommands(ctl: Command): void {
       const client = apiClient(ctlOptions(command));
       const added = await client.post<ModelView>("/api/v1/models", entry);
       printModel(command, added, `Added ${added.name}.`);
-      if (options.wait) await waitForModel(client, added.name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
+      await wait(added.name);
     });
 
   model

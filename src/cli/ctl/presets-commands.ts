@@ -1,0 +1,73 @@
+import type { Command } from "commander";
+import { formatGiB } from "../../plan/format.js";
+import type { ModelView, PresetProfileView, PresetView } from "../../protocol/views.js";
+import { print, printJson, renderTable } from "../output.js";
+import { apiClient, ctlOptions } from "./context.js";
+import { describeModel } from "./model-text.js";
+
+/** "1× H100" or "cpu": what a replica would take. */
+function takes(runsOn: NonNullable<PresetView["runs_on"]>): string {
+  return runsOn.gpu_class === null ? "cpu" : `${runsOn.cards.length}× ${runsOn.gpu_class.toUpperCase()}`;
+}
+
+/** One profile's needs in a few words: "gpu: 1 card × 18.4 GiB" or "cpu: 16.0 GiB, 8 cores". */
+function profileNeeds(profile: PresetProfileView): string {
+  if (profile.gpus > 0) {
+    const perCard = profile.bytes_per_card !== null ? ` × ${formatGiB(profile.bytes_per_card)}` : " (size unknown)";
+    return `${profile.name}: ${profile.gpus} ${profile.gpus === 1 ? "card" : "cards"}${profile.gpu_class ? ` ${profile.gpu_class}` : ""}${perCard}`;
+  }
+  const memory = profile.memory_bytes !== null ? formatGiB(profile.memory_bytes) : "memory unset";
+  return `${profile.name}: ${memory}${profile.cpu_cores !== null ? `, ${profile.cpu_cores} cores` : ""}`;
+}
+
+/** The checkpoint sizes of its profiles, largest first: "15.2 GiB / 4.4 GiB". */
+function sizes(preset: PresetView): string {
+  const known = [...new Set(preset.profiles.flatMap((profile) => (profile.weights_bytes !== null ? [profile.weights_bytes] : [])))].sort((a, b) => b - a);
+  return known.length > 0 ? known.map(formatGiB).join(" / ") : "unknown";
+}
+
+export function renderPresets(presets: readonly PresetView[]): string {
+  const table = renderTable(
+    ["NAME", "TASKS", "SIZE", "NEEDS", "LICENCE", "FITS"],
+    presets.map((preset) => [
+      preset.name,
+      preset.tasks.join(","),
+      sizes(preset),
+      preset.profiles.map(profileNeeds).join("; "),
+      preset.licence.name,
+      preset.runs_on ? `yes on ${preset.runs_on.node} (${takes(preset.runs_on)})` : "no (below)",
+    ]),
+  );
+  // Reasons are long (one per profile), so they go under the table rather than in it.
+  const notes = presets.flatMap((preset) => {
+    const lines: string[] = [];
+    if (!preset.runs_on) lines.push(`${preset.name}: no: ${preset.why_not ?? "no reason given"}`);
+    for (const profile of preset.profiles) if (profile.unreadable) lines.push(`${preset.name}/${profile.name}: the source could not be read: ${profile.unreadable}`);
+    if (preset.added_as.length > 0) lines.push(`${preset.name}: in the catalog as ${preset.added_as.join(", ")}`);
+    return lines;
+  });
+  return notes.length > 0 ? `${table}\n\n${notes.join("\n")}` : table;
+}
+
+/** `ctl model presets`: the presets shipped with llmgw, what each needs and where it would run now. */
+export function registerPresetCommands(ctl: Command): void {
+  const model = ctl.commands.find((command) => command.name() === "model") as Command;
+  model
+    .command("presets")
+    .description("the model presets shipped with llmgw: tasks, size, what each needs, licence, and whether the live fleet can run it now and on what")
+    .option("--json", "print the API's JSON ({presets: [...]})")
+    .action(async (_options, command: Command) => {
+      const result = await apiClient(ctlOptions(command)).get<{ presets: PresetView[] }>("/api/v1/presets");
+      if (ctlOptions(command).json) return printJson(result);
+      print(renderPresets(result.presets));
+      print("\nAdd one with `llmgw ctl model add PRESET [--name NAME]`.");
+    });
+}
+
+/** `ctl model add PRESET [--name N]`: adds a shipped preset through the API and prints the model as added. */
+export async function addPreset(command: Command, preset: string, name: string | undefined): Promise<ModelView> {
+  const added = await apiClient(ctlOptions(command)).post<ModelView>(`/api/v1/presets/${encodeURIComponent(preset)}`, name !== undefined ? { name } : {});
+  if (ctlOptions(command).json) printJson(added);
+  else print(`Added ${added.name} from preset ${preset}.\n${describeModel(added)}`);
+  return added;
+}
