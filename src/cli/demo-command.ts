@@ -1,24 +1,49 @@
 import type { Command } from "commander";
 import { request } from "undici";
 import { z } from "zod";
+import { shippedPresets } from "../catalog/presets/shipped-presets.js";
+import { demoChatModel } from "../demo/demo-catalog.js";
 import { runDemo, type RunningDemo } from "../demo/run-demo.js";
 import { printedLlmgwCommand } from "./invocation.js";
 import { print, renderTable } from "./output.js";
 
 const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
+const completionAnswer = z.object({ choices: z.array(z.object({ text: z.string() })).min(1) });
+const embeddingAnswer = z.object({ data: z.array(z.object({ embedding: z.array(z.number()) })).min(1) });
 
-/** One real chat completion through the gateway's /v1, as proof the whole path answers. */
+/** How each model is asked, by its preset's first task: a chat model is chatted with, an embedding model embeds. */
+const questions = {
+  chat: {
+    path: "/v1/chat/completions",
+    body: (model: string) => ({ model, messages: [{ role: "user", content: "Hello from llmgw demo" }], max_tokens: 16 }),
+    answer: (body: unknown) => chatAnswer.parse(body).choices[0]?.message.content ?? "",
+  },
+  completions: {
+    path: "/v1/completions",
+    body: (model: string) => ({ model, prompt: "Hello from llmgw demo", max_tokens: 16 }),
+    answer: (body: unknown) => completionAnswer.parse(body).choices[0]?.text ?? "",
+  },
+  embeddings: {
+    path: "/v1/embeddings",
+    body: (model: string) => ({ model, input: "Hello from llmgw demo" }),
+    answer: (body: unknown) => `an embedding of ${embeddingAnswer.parse(body).data[0]?.embedding.length ?? 0} numbers`,
+  },
+} as const;
+
+/** One real request through the gateway's /v1, as proof the whole path answers. */
 async function askGateway(url: string, model: string): Promise<string> {
-  const response = await request(`${url}/v1/chat/completions`, {
+  const task = shippedPresets().find((preset) => preset.name === model)?.preset.tasks[0];
+  const question = task === "completions" || task === "embeddings" ? questions[task] : questions.chat;
+  const response = await request(`${url}${question.path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model, messages: [{ role: "user", content: "Hello from llmgw demo" }], max_tokens: 16 }),
+    body: JSON.stringify(question.body(model)),
     headersTimeout: 30_000,
     bodyTimeout: 30_000,
   });
   const body: unknown = await response.body.json();
   if (response.statusCode !== 200) return `HTTP ${response.statusCode}: ${JSON.stringify(body).slice(0, 200)}`;
-  return chatAnswer.parse(body).choices[0]?.message.content ?? "";
+  return question.answer(body);
 }
 
 /**
@@ -38,7 +63,7 @@ export function gatewayTryLines(url: string, model: string): string[] {
 
 function summary(demo: RunningDemo, checks: readonly string[]): string {
   const llmgw = printedLlmgwCommand();
-  const first = demo.replicas.find((replica) => replica.engine === "vllm") ?? demo.replicas[0];
+  const first = demo.replicas.find((replica) => replica.model === demoChatModel) ?? demo.replicas[0];
   const replicaRows = demo.replicas.map((replica) => [
     replica.model,
     replica.node,
@@ -58,7 +83,9 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
     `  ${llmgw} ctl nodes                 # the simulated machines and what runs on each card`,
     `  ${llmgw} ctl models                # the catalog, with state and replicas`,
     `  ${llmgw} ctl replicas`,
-    `  ${llmgw} ctl model plan ${demo.modelsDir}/Llama-3.3-70B-Instruct   # does a 70B fit this fleet?`,
+    `  ${llmgw} ctl model presets         # every preset: what it needs, its licence, where it would run`,
+    `  ${llmgw} ctl model add qwen2.5-14b-instruct   # add one; the reconciler places it`,
+    `  ${llmgw} ctl model plan meta-llama/Llama-3.3-70B-Instruct   # does a 70B fit this fleet? (read from the demo's stand-in hub)`,
     `  ${llmgw} ctl scale qwen2.5-7b-instruct --min 2   # a second replica is placed by itself`,
     `  ${llmgw} ctl events --follow       # what the reconciler does: placed, started, ready, draining, stopped`,
     `  ${llmgw} ctl restart --model llama-3.1-8b --wait   # a new replica beside the old, then the old drains`,

@@ -1,11 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { architectureFromConfig } from "../plan/architecture.js";
-import { checkpointTensors, syntheticGguf, writeBytes, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
 import { parseListen } from "../catalog/server-config.js";
 import { DomainError } from "../errors/domain-error.js";
 import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
@@ -13,7 +11,10 @@ import { llmgwCommand } from "../package-root.js";
 import { ApiClient } from "../cli/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
 import type { ModelView, NodeView, ReplicaView } from "../protocol/views.js";
-import { demoCheckpoints, demoModels, demoNodes } from "./demo-catalog.js";
+import { shippedPresets } from "../catalog/presets/shipped-presets.js";
+import { demoNodes, demoPresets } from "./demo-catalog.js";
+import { startHubServer, type HubServer } from "./local-hub.js";
+import { writePresetCheckpoints } from "./preset-checkpoints.js";
 
 export interface DemoOptions {
   /** Where the server listens; when the default port is taken a free one is used instead. */
@@ -50,6 +51,7 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
   const modelsDir = path.join(dataDir, "models");
   const agents: ChildProcess[] = [];
   let server: RunningServer | undefined;
+  let hub: HubServer | undefined;
   let client: ApiClient | undefined;
 
   const enginePids = new Set<number>();
@@ -100,15 +102,21 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     // agent that died first cannot have stopped its engines).
     for (const pid of enginePids) if (await isProcessAlive(pid)) await stopProcessGroup(pid, 5_000);
     await server?.close();
+    await hub?.close();
     process.removeListener("exit", killEverything);
     if (temporary) await rm(dataDir, { recursive: true, force: true });
   };
 
   try {
-    await writeCheckpoints(modelsDir);
+    // The demo has no internet, yet its models are presets with real hf:// sources: a stand-in hub
+    // serves each source's real config.json and file layout with header-only weights, and the
+    // server reads the hub there, so the planner and placement work on the real numbers.
+    hub = await startHubServer({ repositories: await writePresetCheckpoints(modelsDir) });
+    const configPath = path.join(dataDir, "server.yaml");
+    await writeFile(configPath, `# Written by llmgw demo: the Hugging Face hub is the demo's local stand-in.\nhuggingface:\n  endpoint: ${hub.url}\n`);
     const listen = await availableListen(options.listen, options.say);
     // The demo's gateway is open: it listens on loopback, and a newcomer should not need a key to try it.
-    server = await startServer({ listen, dataDir: path.join(dataDir, "server"), logger: false, gatewayAuth: "open" });
+    server = await startServer({ configPath, listen, dataDir: path.join(dataDir, "server"), logger: false, gatewayAuth: "open" });
     const token = server.createdAdminToken?.token ?? (await readFile(path.join(dataDir, "server", "admin-token"), "utf8")).trim();
     client = new ApiClient(server.url, token);
     options.say(`server     ${server.url} (state in ${path.join(dataDir, "server")})`);
@@ -129,11 +137,14 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     for (const node of demoNodes) options.say(`node       ${node.name}: ${node.describe} (simulated)`);
 
     unlessInterrupted();
-    for (const entry of demoModels(modelsDir)) await client.post("/api/v1/models", entry);
-    options.say(`models     ${demoModels(modelsDir).map((entry) => entry.name).join(", ")}`);
+    // A kept --data-dir already holds them from the last run.
+    const present = new Set((await client.get<{ models: ModelView[] }>("/api/v1/models")).models.map((model) => model.name));
+    for (const preset of demoPresets) if (!present.has(preset)) await client.post(`/api/v1/presets/${encodeURIComponent(preset)}`, {});
+    options.say(`models     ${demoPresets.join(", ")} (presets: \`ctl model presets\` lists them all)`);
 
     // Nothing is started by hand: the reconciler places each model's minimum by itself, as it would in a cluster.
-    const expected = demoModels(modelsDir).reduce((sum, entry) => sum + (entry.scaling?.min ?? 1), 0);
+    const presets = shippedPresets();
+    const expected = demoPresets.reduce((sum, name) => sum + (presets.find((preset) => preset.name === name)?.model.scaling?.min ?? 1), 0);
     const replicas = await waitFor(startDeadlineMs, "the reconciler to place the models and their replicas to become ready", async () => {
       unlessInterrupted();
       const models = (await client?.get<{ models: ModelView[] }>("/api/v1/models"))?.models ?? [];
@@ -172,18 +183,6 @@ async function availableListen(listen: string, say: (line: string) => void): Pro
   if (port === 0 || (await isPortFree(port))) return listen;
   say(`port ${port} on ${host} is taken; using a free port instead (choose one with --listen)`);
   return `${host}:0`;
-}
-
-async function writeCheckpoints(modelsDir: string): Promise<void> {
-  for (const checkpoint of demoCheckpoints) {
-    const folder = path.join(modelsDir, checkpoint.folder);
-    const architecture = architectureFromConfig(checkpoint.config, `${checkpoint.folder}/config.json`);
-    if (checkpoint.gguf) {
-      await writeBytes(path.join(folder, checkpoint.gguf.file), syntheticGguf(architecture, checkpoint.gguf.quantization, checkpoint.gguf.fileType));
-    } else {
-      await writeSyntheticCheckpoint(folder, checkpoint.config, checkpointTensors(architecture), 2);
-    }
-  }
 }
 
 async function spawnAgent(serverUrl: string, joinToken: string, node: (typeof demoNodes)[number], dataDir: string): Promise<ChildProcess> {

@@ -72,7 +72,20 @@ export class PresetService {
   async add(name: string, asName: string | undefined, actor: Actor): Promise<CatalogModel> {
     const preset = this.find(name);
     const entry: ModelEntry = { ...preset.model, name: asName ?? preset.model.name, preset: preset.name };
-    return this.catalog.add(entry, actor);
+    try {
+      return await this.catalog.add(entry, actor);
+    } catch (error) {
+      // The catalog's message names the clash; the way out for a preset is another name.
+      if (error instanceof DomainError && error.code === "name_taken") {
+        throw new DomainError(
+          "name_taken",
+          `cannot add preset ${preset.name} as "${entry.name}": ${error.message}`,
+          `Add it under another name: \`llmgw ctl model add ${preset.name} --name NAME\`; nothing was changed.`,
+          error.details,
+        );
+      }
+      throw error;
+    }
   }
 
   private find(name: string): Preset {

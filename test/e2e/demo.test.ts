@@ -10,6 +10,7 @@ import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { isProcessAlive } from "../../src/agent/engine-process.js";
 import { llmgwBin, runCli } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
+import { startDemoProcess, stopDemo, type DemoProcess } from "../support/demo-process.js";
 
 /** Engines still running (a zombie is not running: it only waits for a parent to reap it). */
 async function running(pids: readonly number[]): Promise<number[]> {
@@ -19,6 +20,7 @@ async function running(pids: readonly number[]): Promise<number[]> {
 }
 
 describe("llmgw demo, as a newcomer runs it", () => {
+  let started: DemoProcess;
   let demo: ChildProcess;
   let output = "";
   let url: string;
@@ -31,31 +33,14 @@ describe("llmgw demo, as a newcomer runs it", () => {
   };
 
   beforeAll(async () => {
-    // Its own process group, as a terminal's foreground job: Ctrl-C goes to the whole group.
-    demo = spawn(process.execPath, [llmgwBin, "demo", "--listen", "127.0.0.1:0"], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
-    demo.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    demo.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    exited = new Promise((resolve) => demo.once("exit", (code) => resolve(code)));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`demo not ready in 120 s:\n${output}`)), 120_000);
-      const check = () => {
-        if (output.includes("Ctrl-C stops")) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      demo.stdout?.on("data", check);
-      demo.once("exit", (code) => reject(new Error(`demo exited with ${code}:\n${output}`)));
-    });
-    url = (/export LLMGW_SERVER=(\S+) LLMGW_TOKEN=(\S+)/.exec(output) ?? [])[1] as string;
-    token = (/export LLMGW_SERVER=(\S+) LLMGW_TOKEN=(\S+)/.exec(output) ?? [])[2] as string;
+    started = await startDemoProcess();
+    ({ process: demo, url, token, exited } = started);
+    output = started.output();
   }, 150_000);
 
-  afterAll(() => {
-    if (demo.exitCode === null) process.kill(-(demo.pid as number), "SIGKILL");
-  });
+  afterAll(() => stopDemo(started), 40_000);
 
-  it("runs two simulated nodes and three replicas that each answered", async () => {
+  it("runs two simulated nodes and three replicas of its presets that each answered", async () => {
     const nodes = (JSON.parse(await ctl("nodes", "--json")) as { nodes: NodeView[] }).nodes;
     expect(nodes.map((node) => [node.name, node.state, node.simulated, node.gpus.length])).toEqual([
       ["gpu-node-1", "ready", true, 2],
@@ -65,9 +50,18 @@ describe("llmgw demo, as a newcomer runs it", () => {
     expect(replicas.map((replica) => [replica.model, replica.state]).sort()).toEqual([
       ["llama-3.1-8b", "ready"],
       ["qwen2.5-7b-instruct", "ready"],
-      ["qwen2.5-7b-instruct-cpu", "ready"],
+      ["qwen3-embedding-0.6b", "ready"],
     ]);
-    expect(output.match(/Asked [^:]+: "Simulated answer from /g)).toHaveLength(3);
+    // Each asked by its preset's task: the chat and completions models answer text, the embedding model embeds.
+    expect(output.match(/Asked [^:]+: "Simulated answer from /g)).toHaveLength(2);
+    expect(output).toMatch(/Asked qwen3-embedding-0\.6b: "an embedding of \d+ numbers"/);
+    const models = (JSON.parse(await ctl("models", "--json")) as { models: { name: string; preset: string | null }[] }).models;
+    expect(models.map((model) => [model.name, model.preset]).sort()).toEqual([
+      ["llama-3.1-8b", "llama-3.1-8b"],
+      ["llama-3.3-70b-instruct", "llama-3.3-70b-instruct"],
+      ["qwen2.5-7b-instruct", "qwen2.5-7b-instruct"],
+      ["qwen3-embedding-0.6b", "qwen3-embedding-0.6b"],
+    ]);
   });
 
   it("serves a streamed chat completion to the official openai client through the gateway, not a replica's port", async () => {
@@ -107,15 +101,17 @@ describe("llmgw demo, as a newcomer runs it", () => {
     expect(pythonLine).toContain(`base_url='${url}/v1'`);
   });
 
-  it("plans every fixture model against its live fleet, with one H100 taken", async () => {
+  it("plans every fixture model against its live fleet, with the cards its replicas hold taken", async () => {
+    const nodes = (JSON.parse(await ctl("nodes", "--json")) as { nodes: NodeView[] }).nodes;
+    const free = (name: string) => nodes.find((node) => node.name === name)?.gpus.filter((gpu) => gpu.replica === null).length;
     const checkpoints = temporaryDirectory("llmgw-demo-plan-");
     for (const name of readdirSync(fixturesFolder)) {
       const folder = path.join(checkpoints, name);
       await writeSyntheticCheckpoint(folder, fixtureConfig(name), checkpointTensors(fixtureArchitecture(name)), 2);
       const plan = JSON.parse(await ctl("model", "plan", folder, "--json")) as Plan;
       const h100 = plan.candidates.find((candidate) => candidate.pool.gpu_class === "h100");
-      expect(h100?.pool, name).toMatchObject({ cards_free: 1, cards_total: 2 });
-      expect(plan.candidates.some((candidate) => candidate.pool.gpu_class === "l40s" && candidate.pool.cards_free === 3), name).toBe(true);
+      expect(h100?.pool, name).toMatchObject({ cards_free: free("gpu-node-1"), cards_total: 2 });
+      expect(plan.candidates.some((candidate) => candidate.pool.gpu_class === "l40s" && candidate.pool.cards_free === free("gpu-node-2")), name).toBe(true);
       expect(plan.candidates.some((candidate) => candidate.pool.gpu_class === "cpu"), name).toBe(true);
     }
   });
@@ -150,7 +146,7 @@ describe("llmgw demo, as a newcomer runs it", () => {
 
     process.kill(-(demo.pid as number), "SIGINT");
     expect(await exited).toBe(0);
-    expect(output).toContain("Stopped.");
+    expect(started.output()).toContain("Stopped.");
     expect(await running(enginePids)).toEqual([]);
     expect(existsSync(dataDir)).toBe(false);
   });
