@@ -49,6 +49,7 @@ import type { CatalogService } from "./catalog-service.js";
 import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState, type NodeControl, type ReplicaIntentView } from "./fleet-views.js";
 import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
 import { checkNode, demandProfile, type Snapshot } from "../placement/index.js";
+import { heldReplica } from "./held-replica.js";
 import { heartbeatDiff } from "./heartbeat-diff.js";
 import { deriveControlSecret } from "../auth/control-secret.js";
 
@@ -529,21 +530,7 @@ export class FleetService {
           cpuCores: inventory.cpu_cores,
         },
       ],
-      replicas: held.map((replica) => {
-        const model = models.get(replica.model);
-        const profile = model?.profiles.find((candidate) => candidate.name === replica.profile);
-        const needs = profile ? demandProfile(profile, undefined) : undefined;
-        return {
-          id: replica.id,
-          model: replica.model,
-          profile: replica.profile,
-          node: replica.node,
-          cards: [...replica.cards],
-          memoryBytes: needs?.memoryBytes ?? 0,
-          cpuCores: needs?.cpuCores ?? 0,
-          modelClass: model?.class ?? "opportunistic",
-        };
-      }),
+      replicas: held.map((replica) => heldReplica(replica, models)),
     };
   }
 

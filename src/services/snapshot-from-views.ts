@@ -1,8 +1,9 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import { engineNames, type EngineName } from "../catalog/schema.js";
 import { holdsCards } from "../fleet/replica-life.js";
-import { demandProfile, type Snapshot } from "../placement/index.js";
+import type { Snapshot } from "../placement/index.js";
 import type { NodeView, ReplicaView } from "../protocol/views.js";
+import { heldReplica } from "./held-replica.js";
 
 /**
  * The fleet as placement sees it, from the views the API lists: nodes that
@@ -26,22 +27,6 @@ export function snapshotFromViews(nodes: readonly NodeView[], replicas: readonly
         cpuCores: node.cpu_cores,
       };
     }),
-    replicas: replicas
-      .filter((replica) => holdsCards(replica.state))
-      .map((replica) => {
-        const model = byName.get(replica.model);
-        const profile = model?.profiles.find((candidate) => candidate.name === replica.profile);
-        const needs = profile ? demandProfile(profile, undefined) : undefined;
-        return {
-          id: replica.id,
-          model: replica.model,
-          profile: replica.profile,
-          node: replica.node,
-          cards: [...replica.gpus],
-          memoryBytes: needs?.memoryBytes ?? 0,
-          cpuCores: needs?.cpuCores ?? 0,
-          modelClass: model?.class ?? "opportunistic",
-        };
-      }),
+    replicas: replicas.filter((replica) => holdsCards(replica.state)).map((replica) => heldReplica({ ...replica, cards: replica.gpus }, byName)),
   };
 }
