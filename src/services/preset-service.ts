@@ -6,7 +6,7 @@ import { DomainError } from "../errors/domain-error.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import type { NodeView, PresetView, ReplicaView } from "../protocol/views.js";
 import type { CatalogService } from "./catalog-service.js";
-import { presetView, type SourceFacts } from "./preset-view.js";
+import { plannerReads, presetView, type SourceFacts } from "./preset-view.js";
 import { snapshotFromViews } from "./snapshot-from-views.js";
 
 /** The live fleet as the API lists it; empty for a server without fleet routes. */
@@ -40,7 +40,7 @@ export class PresetService {
 
   async list(): Promise<PresetView[]> {
     const presets = this.presets();
-    const sources = [...new Set(presets.flatMap((preset) => (preset.model.profiles ?? []).map((profile) => profile.source)))];
+    const sources = [...new Set(presets.flatMap((preset) => (preset.model.profiles ?? []).filter(plannerReads).map((profile) => profile.source)))];
     const read = await Promise.all(
       sources.map(async (source) => {
         try {

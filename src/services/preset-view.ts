@@ -4,6 +4,15 @@ import { demandBytesPerCard, demandProfile, placeReplicas, type Snapshot } from 
 import type { ModelFacts } from "../plan/model-facts.js";
 import type { PresetProfileView, PresetView } from "../protocol/views.js";
 
+/**
+ * Whether the planner reads this profile's source: ComfyUI's is a workflow
+ * and its model files, which it does not model (placement then checks the
+ * card count alone, as it does for such a model in the catalog).
+ */
+export function plannerReads(profile: { readonly engine: string }): boolean {
+  return profile.engine !== "comfyui";
+}
+
 /** What the planner read of each source: its facts, or why it could not read them. */
 export type SourceFacts = ReadonlyMap<string, ModelFacts | { readonly unreadable: string }>;
 
@@ -26,7 +35,7 @@ export function presetView(preset: Preset, input: PresetViewInput): PresetView {
   const model = resolveModel(preset.model, "runtime");
   const context = preset.model.context;
   const profiles: PresetProfileView[] = model.profiles.map((profile) => {
-    const read = input.facts.get(profile.source);
+    const read = plannerReads(profile) ? input.facts.get(profile.source) : undefined;
     const facts = read && "architecture" in read ? read : undefined;
     const onCpu = profile.gpus === 0;
     return {

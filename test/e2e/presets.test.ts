@@ -25,9 +25,10 @@ describe("presets in the demo, through llmgw ctl", () => {
     const { presets } = JSON.parse(await ctl("model", "presets", "--json")) as { presets: PresetView[] };
     expect(presets.map((preset) => preset.name)).toEqual(shipped);
     for (const preset of presets) {
-      expect(preset.licence.url, preset.name).toMatch(/^https:\/\/huggingface\.co\/.+\/LICENSE$/);
+      expect(preset.licence.url, preset.name).toMatch(/^https:\/\//);
       // Read through the demo's stand-in hub: every source was planned.
-      for (const profile of preset.profiles) {
+      // ComfyUI's workflows and files are not the planner's to read.
+      for (const profile of preset.profiles.filter((each) => each.engine !== "comfyui")) {
         expect(profile.unreadable, `${preset.name}/${profile.name}`).toBeNull();
         expect(profile.weights_bytes, `${preset.name}/${profile.name}`).toBeGreaterThan(0);
       }
