@@ -64,6 +64,7 @@ describe("presets in the demo, through llmgw ctl", () => {
   it("adds a preset under another name with --name, and refuses the same name twice, saying to use --name", async () => {
     const output = await ctl("model", "add", "qwen3-embedding-0.6b", "--name", "embed-2");
     expect(output).toContain("Added embed-2 from preset qwen3-embedding-0.6b.");
+    expect(output).toMatch(/preset\s+qwen3-embedding-0\.6b \(shipped with llmgw/);
     const shown = JSON.parse(await ctl("model", "show", "embed-2", "--json")) as ModelView;
     expect(shown.preset).toBe("qwen3-embedding-0.6b");
     expect(await ctl("audit", "--model", "embed-2")).toContain("added from preset qwen3-embedding-0.6b");

@@ -34,6 +34,7 @@ export function describeModel(model: ModelView): string {
     rows.push(["last failure", `${model.last_failure.at} (${model.last_failure.failures} in a row${retry}): ${model.last_failure.reason.split("\n")[0]}`]);
   }
   if (model.origin) rows.push(["origin", model.origin]);
+  if (model.preset) rows.push(["preset", `${model.preset} (shipped with llmgw: \`ctl model presets\`)`]);
   if (model.context !== null) rows.push(["context", `${model.context} tokens${model.max_output !== null ? `, answers up to ${model.max_output}` : ""}`]);
   rows.push(["owner", model.owner ?? "(none)"]);
   rows.push(["fallbacks", model.fallbacks.length ? model.fallbacks.join(", ") : "(none)"]);
