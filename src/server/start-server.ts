@@ -134,6 +134,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         hubEndpoint: config.huggingface.endpoint,
         hubToken: () => (tokenEnv ? process.env[tokenEnv] : undefined),
         gpuMemoryUtilization: config.gpuMemoryUtilization,
+        mirror: config.mirror,
       },
     });
     appLog = app.log;

@@ -12,6 +12,7 @@ import { printedLlmgwCommand } from "../invocation.js";
 import { describeModel, describeScaling, profileSummary } from "./model-text.js";
 import { registerPlanCommand } from "./plan-command.js";
 import { waitForModel } from "./wait-for-model.js";
+import { addModel, describeSourcesChecked, noSourceCheckHelp } from "./add-model.js";
 import { parseDuration } from "../../catalog/duration.js";
 
 const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
@@ -78,8 +79,9 @@ export function registerModelsCommands(ctl: Command): void {
     .requiredOption("-f, --file <file>", "the model entry")
     .option("--wait", "wait until its replicas are ready, printing their states; exit non-zero with the reason when it fails")
     .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
-    .option("--json", "print the API's model object")
-    .action(async (options: { file: string; wait?: boolean; timeout?: string }, command: Command) => {
+    .option("--no-source-check", noSourceCheckHelp)
+    .option("--json", "print the API's answer: the model, and the sources the server read (sources_checked)")
+    .action(async (options: { file: string; wait?: boolean; timeout?: string; sourceCheck: boolean }, command: Command) => {
       let text: string;
       try {
         text = readFileSync(options.file, "utf8");
@@ -89,8 +91,9 @@ export function registerModelsCommands(ctl: Command): void {
       // Checked here too, so a mistake is reported with its line and column in the file.
       const entry = parseModelFile(text, path.basename(options.file));
       const client = apiClient(ctlOptions(command));
-      const added = await client.post<ModelView>("/api/v1/models", entry);
-      printModel(command, added, `Added ${added.name}.`);
+      const added = await addModel(client, entry, { sourceCheck: options.sourceCheck });
+      if (ctlOptions(command).json) printJson(added);
+      else print(`Added ${added.name}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
       if (options.wait) await waitForModel(client, added.name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
     });
 
