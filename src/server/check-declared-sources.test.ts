@@ -38,7 +38,7 @@ describe("the sources of the models declared in server.yaml", () => {
       expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
       const warnings = await server.declaredSourcesChecked;
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(/^WARNING: server\.yaml models\[1\] \(typo\): typo: a source does not answer as a model: typo\.profiles\[0\]\.source: .*qwne\/.*not found/);
+      expect(warnings[0]).toMatch(/^WARNING: server\.yaml models\[1\] \(typo\): typo: a source does not answer as a model: typo\.profiles\[0\]\.source\n  - typo\.profiles\[0\]\.source: .*qwne\/.*not found/);
       expect(warnings[0]).toContain("The server runs anyway");
       const models = (await (await fetch(`${server.url}/api/v1/models`, { headers: { authorization: `Bearer ${server.createdAdminToken?.token}` } })).json()) as { models: { name: string }[] };
       expect(models.models.map((model) => model.name)).toEqual(["good", "typo"]);

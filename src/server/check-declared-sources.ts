@@ -17,8 +17,9 @@ export async function checkDeclaredSources(declared: readonly PlacedEntry[], set
         await checkSourcesAtDoor(entry, settings);
         return undefined;
       } catch (error) {
-        const why = isDomainError(error) ? `${error.message}${error.details.length > 0 ? "" : ` (${error.hint})`}` : String(error);
-        return `WARNING: ${place}: ${why}. The server runs anyway; its replicas fail to fetch until the source answers.`;
+        if (!isDomainError(error)) return `WARNING: ${place}: its sources could not be checked: ${String(error)}`;
+        const reasons = error.details.length > 0 ? error.details.map((detail) => `\n  - ${detail.where}: ${detail.message}`).join("") : ` (${error.hint})`;
+        return `WARNING: ${place}: ${error.message}${reasons}\nThe server runs anyway; its replicas fail to fetch until the source answers.`;
       }
     }),
   );

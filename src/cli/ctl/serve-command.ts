@@ -75,7 +75,7 @@ export function registerServeCommand(ctl: Command): void {
       }
       if (!json) {
         print(`Best fit: ${describeCandidate(choice.candidate)}.\nThe model definition (keep it as a file for \`ctl model add -f\`):\n`);
-        print(stringify(choice.entry));
+        print(`${stringify(choice.entry)}\n`);
       }
       const added = await addModel(client, choice.entry, { sourceCheck: options.sourceCheck });
       if (json) printJson(added);
