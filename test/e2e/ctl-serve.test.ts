@@ -161,10 +161,18 @@ describe("the source check and `ctl model serve`, against a real server and a si
     expect(answer.choices[0]?.message.content).not.toBe("");
   }, 150_000);
 
+  it("refuses a class it does not know before asking the server anything", async () => {
+    const refused = await runCli(["ctl", "--server", "http://127.0.0.1:9", "model", "serve", "Qwen/Qwen2.5-7B-Instruct", "--class", "vip"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('"vip" is not a class: one of critical, standard, opportunistic.');
+  });
+
   it("adds nothing when nothing fits, printing the planner's table and why", async () => {
     // 140 GB at bf16 against one 48 GB card (busy with the model served above, too).
-    const refused = await ctl("model", "serve", path.join(models, "Llama-3.3-70B-Instruct"), "--no-wait");
+    // Written relative to the shell's folder, which is not the server's: ctl sends the absolute path.
+    const refused = await runCli(["ctl", "--server", server.url, "--token", server.token, "model", "serve", "./Llama-3.3-70B-Instruct", "--no-wait"], { cwd: models });
     expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain(`${path.join(models, "Llama-3.3-70B-Instruct")}: llama, 70.`);
     expect(refused.stdout).toMatch(/70\.\d\dB parameters/);
     expect(refused.stdout).toMatch(/l40s/);
     expect(refused.stderr).toContain("nothing was added");

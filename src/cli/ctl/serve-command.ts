@@ -1,3 +1,4 @@
+import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { stringify } from "yaml";
 import { parseDuration } from "../../catalog/duration.js";
@@ -46,7 +47,7 @@ export function registerServeCommand(ctl: Command): void {
   if (!model) throw new Error("the `ctl model` group is registered before `ctl model serve`");
   model
     .command("serve")
-    .argument("<source>", "an HF id (Org/Name[@revision]), mirror:path, a folder or .gguf URL, or a path on the server")
+    .argument("<source>", "an HF id (Org/Name[@revision]), mirror:path, a folder or .gguf URL, or a path on the server (./relative to here)")
     .description("plan a model against the live fleet, add it on the best fitting candidate, and wait until it answers")
     .option("--name <name>", "the model's name (default: the repository's or folder's name in lower case)")
     .option("--context <tokens>", "the context one request must get: 32768, 32k or 1M (default: the largest the chosen candidate holds)", tokenCount)
@@ -57,7 +58,9 @@ export function registerServeCommand(ctl: Command): void {
     .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
     .option("--no-source-check", noSourceCheckHelp)
     .option("--json", "print the API's answer (AddedModel) instead of the definition and progress; the plan's JSON when nothing fits")
-    .action(async (source: string, options: ServeOptions, command: Command) => {
+    .action(async (written: string, options: ServeOptions, command: Command) => {
+      // A relative path means this shell's folder: the server, and later the agents, would read it against their own.
+      const source = /^\.\.?\//.test(written) ? path.resolve(written) : written;
       const json = ctlOptions(command).json === true;
       const client = apiClient(ctlOptions(command));
       const query = new URLSearchParams({ source });
@@ -81,7 +84,12 @@ export function registerServeCommand(ctl: Command): void {
       if (json) printJson(added);
       else print(`${describeSourcesChecked(added)}\n\nAdded ${added.name}.`);
       if (options.wait ?? process.stdout.isTTY === true) {
-        await waitForModel(client, added.name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
+        await waitForModel(client, added.name, {
+          since: new Date(0).toISOString(),
+          timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000,
+          // Progress stays off stdout under --json, which holds one JSON document.
+          ...(json ? { say: (line: string) => void process.stderr.write(`${line}\n`) } : {}),
+        });
       }
       if (!json) print(["", "Try it through the gateway:", ...gatewayTryLines(client.baseUrl, added.name).slice(0, 2)].join("\n"));
     });
