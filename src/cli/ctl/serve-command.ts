@@ -9,7 +9,7 @@ import { chooseServeEntry } from "../../plan/serve-entry.js";
 import { gatewayTryLines } from "../demo-command.js";
 import { print, printJson } from "../output.js";
 import { duration, tokenCount } from "../parse-option.js";
-import { addModel, describeSourcesChecked, noSourceCheckHelp } from "./add-model.js";
+import { addModel, describeSourcesChecked } from "./add-model.js";
 import { apiClient, ctlOptions } from "./context.js";
 import { waitForModel } from "./wait-for-model.js";
 
@@ -20,7 +20,6 @@ interface ServeOptions {
   onDemand?: boolean;
   wait?: boolean;
   timeout?: string;
-  sourceCheck: boolean;
 }
 
 function modelClass(value: string): ModelClass {
@@ -56,8 +55,7 @@ export function registerServeCommand(ctl: Command): void {
     .option("--wait", "follow it until it answers (the default when the output is a terminal)")
     .option("--no-wait", "add it and return at once")
     .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
-    .option("--no-source-check", noSourceCheckHelp)
-    .option("--json", "print the API's answer (AddedModel) instead of the definition and progress; the plan's JSON when nothing fits")
+    .option("--json", "print the API's answer (AddedModel) instead of the definition, with progress on stderr; the plan's JSON when nothing fits")
     .action(async (written: string, options: ServeOptions, command: Command) => {
       // A relative path means this shell's folder: the server, and later the agents, would read it against their own.
       const source = /^\.\.?\//.test(written) ? path.resolve(written) : written;
@@ -80,7 +78,8 @@ export function registerServeCommand(ctl: Command): void {
         print(`Best fit: ${describeCandidate(choice.candidate)}.\nThe model definition (keep it as a file for \`ctl model add -f\`):\n`);
         print(`${stringify(choice.entry)}\n`);
       }
-      const added = await addModel(client, choice.entry, { sourceCheck: options.sourceCheck });
+      // No --no-source-check here: the plan has just made the server read the source, so a source it cannot read never gets this far.
+      const added = await addModel(client, choice.entry, { sourceCheck: true });
       if (json) printJson(added);
       else print(`${describeSourcesChecked(added)}\n\nAdded ${added.name}.`);
       if (options.wait ?? process.stdout.isTTY === true) {
