@@ -51,6 +51,9 @@ export function registerServerCommand(program: Command): void {
         lines.push("", `  Next: ${next} --token TOKEN   (an admin token: this database's first server wrote it to its own data dir)`);
       }
       print(lines.join("\n"));
+      void server.declaredSourcesChecked.then((sourceWarnings) => {
+        for (const warning of sourceWarnings) process.stderr.write(`\n${warning}\n`);
+      });
       const stop = () => {
         void server.close().then(() => process.exit(0));
       };

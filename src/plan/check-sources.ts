@@ -65,8 +65,9 @@ export async function checkEntrySources(entry: ModelEntry, options: ReadModelSou
   if (failed.length > 0) {
     throw new DomainError(
       "source_unreadable",
-      `${entry.name}: ${failed.length === 1 ? "a source does not answer as a model" : `${failed.length} sources do not answer as models`}: ${failed.map((failure) => `${failure.where}: ${failure.message}`).join("; ")}`,
-      "Fix the source, or add with --no-source-check when the nodes reach it by an address this machine does not (or the mirror is not up yet).",
+      // The places in the message, the reasons in the details: the CLI prints both, and each reason once.
+      `${entry.name}: ${failed.length === 1 ? "a source does not answer as a model" : `${failed.length} sources do not answer as models`}: ${failed.map((failure) => failure.where).join(", ")}`,
+      "Fix the source; or, when the nodes reach it by an address the server does not (or the mirror is not up yet), add it unread with `ctl model add --no-source-check` (POST /api/v1/models?source_check=false).",
       failed,
     );
   }

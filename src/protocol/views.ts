@@ -59,6 +59,26 @@ export interface ModelView {
   last_failure: FailureStatus | null;
 }
 
+/** One weights source the server read before storing a model: its place in the entry and what it holds. */
+export interface SourceCheckedView {
+  /** The place in the entry: `profiles[0].source`, `adapters[1].source`. */
+  where: string;
+  /** The source as written, any URL password masked. */
+  source: string;
+  /** The weights' bytes; null for an adapter. */
+  bytes: number | null;
+  /** For a person: "15.2 GiB (safetensors BF16, 7.62B parameters)". */
+  summary: string;
+}
+
+/**
+ * The answer to adding a model: the model as in force, and the sources the
+ * server read before storing it; null when the caller skipped the check.
+ */
+export interface AddedModelView extends ModelView {
+  sources_checked: SourceCheckedView[] | null;
+}
+
 export interface PlacementStatus {
   state: "placed" | "unplaceable" | "waiting";
   reason: string | null;
@@ -206,6 +226,31 @@ function fields<View>(set: FieldSet<View>): readonly string[] {
   return Object.keys(set);
 }
 
+/** Shared by Model and AddedModel, which is a Model with one field more. */
+const modelFields: FieldSet<ModelView> = {
+  name: true,
+  source: true,
+  declared_in: true,
+  origin: true,
+  context: true,
+  max_output: true,
+  class: true,
+  class_set: true,
+  scaling: true,
+  target: true,
+  owner: true,
+  fallbacks: true,
+  aliases: true,
+  adapters: true,
+  profiles: true,
+  external: true,
+  preset: true,
+  state: true,
+  replicas: true,
+  placement: true,
+  last_failure: true,
+};
+
 /**
  * The fields of each shape the README documents, under the README's name for
  * the shape (or the command it documents the shape under). A test holds the README to this list and the API's answers to
@@ -229,29 +274,9 @@ export const documentedViewFields = {
     unreadable: true,
   }),
   "Preset.runs_on": fields<PresetPlacementView>({ profile: true, node: true, cards: true, gpu_class: true }),
-  Model: fields<ModelView>({
-    name: true,
-    source: true,
-    declared_in: true,
-    origin: true,
-    context: true,
-    max_output: true,
-    class: true,
-    class_set: true,
-    scaling: true,
-    target: true,
-    owner: true,
-    fallbacks: true,
-    aliases: true,
-    adapters: true,
-    profiles: true,
-    external: true,
-    preset: true,
-    state: true,
-    replicas: true,
-    placement: true,
-    last_failure: true,
-  }),
+  Model: fields<ModelView>(modelFields),
+  AddedModel: fields<AddedModelView>({ ...modelFields, sources_checked: true }),
+  "AddedModel.sources_checked[]": fields<SourceCheckedView>({ where: true, source: true, bytes: true, summary: true }),
   "Model.scaling": fields<Scaling>({ min: true, max: true, idle_timeout: true }),
   "Model.profiles[]": fields<ProfileView>({
     name: true,

@@ -36,6 +36,7 @@ export interface AppParts {
   /** Routes of the reconciler (events, demand, restart, cordon and drain); registered when given. */
   readonly registerMore?: (app: FastifyInstance) => void;
   readonly fleet?: FleetSource;
+  /** The hub and mirror the server reads sources through; without it (catalog-only tests) models are stored without a source check. */
   readonly plan?: PlanSettings;
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
   readonly fleetService?: FleetService;
@@ -77,7 +78,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
   registerMetaRoutes(app);
-  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus);
+  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus, parts.plan);
   parts.registerMore?.(app);
   if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
   registerAuditRoutes(app, parts.store);

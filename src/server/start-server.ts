@@ -23,6 +23,8 @@ import { registerReconcileRoutes } from "../api/routes/reconcile.js";
 import { modelStatusSource } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { throttleDemand } from "../gateway/throttle-demand.js";
+import type { PlanSettings } from "../api/routes/plan.js";
+import { checkDeclaredSources } from "./check-declared-sources.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
@@ -45,6 +47,11 @@ export interface RunningServer {
   /** What the operator must read at start: a data directory or secret file open to other users, an open gateway on a non-loopback address. */
   readonly warnings: readonly string[];
   readonly reconciler: Reconciler;
+  /**
+   * Warnings about declared models whose sources do not answer, read after
+   * the server listens so a hub that is down never holds up the start.
+   */
+  readonly declaredSourcesChecked: Promise<readonly string[]>;
   close(): Promise<void>;
 }
 
@@ -93,6 +100,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       config.gatewayAuth === "keys" ? await KeysPolicy.start(storeKeysBackend(store), { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
     const hubToken = () => (tokenEnv ? process.env[tokenEnv] : undefined);
+    const sourceSettings: PlanSettings = {
+      hubEndpoint: config.huggingface.endpoint,
+      hubToken,
+      gpuMemoryUtilization: config.gpuMemoryUtilization,
+      mirror: config.mirror,
+    };
     const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => {
       const token = hubToken();
       return readModelSource(source, { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) });
@@ -130,11 +143,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       logger: options.logger ?? false,
       gateway,
       routing,
-      plan: {
-        hubEndpoint: config.huggingface.endpoint,
-        hubToken: () => (tokenEnv ? process.env[tokenEnv] : undefined),
-        gpuMemoryUtilization: config.gpuMemoryUtilization,
-      },
+      plan: sourceSettings,
     });
     appLog = app.log;
     reportBackground = (error, during) => app.log.warn({ err: error }, `gateway: failed ${during}; retrying on the next round`);
@@ -153,7 +162,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       throw listenFailure(`${config.listen.host}:${config.listen.port}`, "--listen (or listen: in server.yaml)", error);
     }
     reconciler.start();
+    const declaredSourcesChecked = checkDeclaredSources(config.declared, sourceSettings).catch((error: unknown) => [`WARNING: the sources of the declared models were not checked: ${(error as Error).message}`]);
     return {
+      declaredSourcesChecked,
       config,
       store,
       app,

@@ -83,6 +83,15 @@ export class CatalogService {
     return model;
   }
 
+  /**
+   * Refuses what `add` would refuse, without the lock and without writing:
+   * a slow check before the add (reading the sources) runs only for an entry
+   * the catalog would take. `add` checks again under the lock.
+   */
+  async checkAdd(entry: ModelEntry): Promise<void> {
+    this.build([...(await listModelEntries(this.store.db)), entry]);
+  }
+
   async add(entry: ModelEntry, actor: Actor): Promise<CatalogModel> {
     return this.store.withCatalogLock(async (transaction) => {
       const runtime = await listModelEntries(transaction);

@@ -69,11 +69,19 @@ export class PresetService {
   }
 
   /** Adds the preset's model (under `asName` when given), marked with the preset's name in the entry and so in the audit. */
-  async add(name: string, asName: string | undefined, actor: Actor): Promise<CatalogModel> {
+  /**
+   * Adds a preset under its name or `asName`. `beforeStore` runs once the
+   * catalog's own rules passed and before anything is written: the route's
+   * source check, so a preset whose hub cannot be reached is refused like any
+   * other model instead of failing on a node later.
+   */
+  async add<Checked>(name: string, asName: string | undefined, actor: Actor, beforeStore: (entry: ModelEntry) => Promise<Checked>): Promise<{ model: CatalogModel; checked: Checked }> {
     const preset = this.find(name);
     const entry: ModelEntry = { ...preset.model, name: asName ?? preset.model.name, preset: preset.name };
     try {
-      return await this.catalog.add(entry, actor);
+      await this.catalog.checkAdd(entry);
+      const checked = await beforeStore(entry);
+      return { model: await this.catalog.add(entry, actor), checked };
     } catch (error) {
       // The catalog's message names the clash; the way out for a preset is another name.
       if (error instanceof DomainError && error.code === "name_taken") {

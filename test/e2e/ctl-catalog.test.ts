@@ -50,7 +50,8 @@ describe("llmgw server and ctl, as real processes", () => {
 
   it("adds a model from YAML and shows what is in force, with defaults filled in", async () => {
     const file = modelFile(directory, "small.yaml", "name: small\nscaling: { min: 0 }\nprofiles:\n  - engine: llamacpp\n    source: /models/small.gguf\n    slots: 2\n");
-    const added = await ctl("model", "add", "-f", file);
+    // A path that exists on no machine here: stored unread, as for a mirror not up yet.
+    const added = await ctl("model", "add", "-f", file, "--no-source-check");
     expect(added.code).toBe(0);
     expect(added.stdout).toContain("class      opportunistic (the default for its scaling)");
     expect(added.stdout).toContain("scaling    min 0, max 1, on demand");
@@ -77,7 +78,7 @@ describe("llmgw server and ctl, as real processes", () => {
 
     const file = modelFile(directory, "remote.yaml", "name: remote-gpt\nexternal: { base_url: https://api.example/v1 }\n");
     const added = await ctl("model", "add", "-f", file, "--json");
-    expectDocumentedShape(JSON.parse(added.stdout), "Model");
+    expectDocumentedShape(JSON.parse(added.stdout), "AddedModel");
     expect(JSON.parse(added.stdout)).toMatchObject({ external: { base_url: "https://api.example/v1", api_key_env: null, model: null }, profiles: [] });
     for (const listed of (JSON.parse((await ctl("models", "--json")).stdout) as { models: unknown[] }).models) expectDocumentedShape(listed, "Model");
     expect((await ctl("model", "remove", "remote-gpt")).code).toBe(0);
@@ -85,7 +86,7 @@ describe("llmgw server and ctl, as real processes", () => {
 
   it("changes scaling, resources, class, owner and fallbacks, each answered with the model in force", async () => {
     modelFile(directory, "big.yaml", "name: big\nprofiles: [{ engine: vllm, source: x, gpus: 2 }, { name: cpu, engine: llamacpp, source: y.gguf }]\n");
-    expect((await ctl("model", "add", "-f", path.join(directory, "big.yaml"))).code).toBe(0);
+    expect((await ctl("model", "add", "-f", path.join(directory, "big.yaml"), "--no-source-check")).code).toBe(0);
 
     const scaled = await ctl("scale", "big", "--min", "3");
     expect(scaled.stdout).toContain("big now scales min 3, max 3.");
@@ -251,7 +252,7 @@ describe("llmgw server start-up", () => {
       expect(first.output()).toContain(":***@");
       const file = path.join(directory, "pg.yaml");
       writeFileSync(file, "name: on-postgres\nprofiles: [{ engine: vllm, source: x }]\n");
-      expect((await runCli(["ctl", "--server", first.url, "--token", first.token, "model", "add", "-f", file])).code).toBe(0);
+      expect((await runCli(["ctl", "--server", first.url, "--token", first.token, "model", "add", "-f", file, "--no-source-check"])).code).toBe(0);
       await first.stop();
       // A second data directory, same database: the catalog and the token live in Postgres, and the server
       // key (what agents trust) must come along, or the second server refuses to start, naming the file.

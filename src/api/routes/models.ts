@@ -6,7 +6,10 @@ import { requireActor } from "../access.js";
 import { modelView, noModelStatus, type ModelStatusSource, type ReplicaCountSource } from "../model-view.js";
 import type { Audience } from "../../catalog/redact.js";
 import { checkSecretEnv } from "../../catalog/secret-env.js";
-import { parseBody } from "../parse-body.js";
+import { parseBody, parseQuery } from "../parse-body.js";
+import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
+import type { PlanSettings } from "./plan.js";
+import type { AddedModelView } from "../../protocol/views.js";
 
 const nameParams = z.object({ name: z.string() });
 
@@ -29,7 +32,17 @@ const ownerBody = z.strictObject({ owner: modelEntrySchema.shape.owner.unwrap() 
 const targetBody = z.strictObject({ in_flight: modelEntrySchema.shape.target.unwrap().shape.in_flight.nullable() });
 const fallbacksBody = z.strictObject({ fallbacks: modelEntrySchema.shape.fallbacks.unwrap() });
 
-export function registerModelRoutes(app: FastifyInstance, catalog: CatalogService, replicaCounts: ReplicaCountSource, modelStatus: ModelStatusSource = noModelStatus): void {
+/**
+ * `sources` is how the server reads weights (hub, token, mirror); without it
+ * (an app built for catalog-only tests) models are stored unread.
+ */
+export function registerModelRoutes(
+  app: FastifyInstance,
+  catalog: CatalogService,
+  replicaCounts: ReplicaCountSource,
+  modelStatus: ModelStatusSource = noModelStatus,
+  sources?: PlanSettings,
+): void {
   const view = async (name: string, audience: Audience) => {
     const [counts, statuses] = await Promise.all([replicaCounts(), modelStatus()]);
     return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name), { audience, status: statuses.get(name) });
@@ -43,11 +56,16 @@ export function registerModelRoutes(app: FastifyInstance, catalog: CatalogServic
   app.get("/api/v1/models/:name", { config: { access: "read" } }, async (request) => view(nameParams.parse(request.params).name, request.audience));
 
   app.post("/api/v1/models", { config: { access: "admin" } }, async (request, reply) => {
+    const { source_check: sourceCheck } = parseQuery(sourceCheckQuery, request.query);
     const entry = parseBody(modelEntrySchema, request.body);
     // The server's own environment: a secret_env naming a variable it lacks is refused now, not at the first replica.
     checkSecretEnv(entry, process.env);
+    // The catalog's own rules first (a taken name, a missing fallback): they answer at once, the sources may take seconds.
+    await catalog.checkAdd(entry);
+    const checked = sources && sourceCheck !== "false" ? await checkSourcesAtDoor(entry, sources) : null;
     const model = await catalog.add(entry, requireActor(request));
-    return reply.status(201).send(modelView(model, catalog.declaredIn, undefined, { audience: request.audience }));
+    const answer: AddedModelView = { ...modelView(model, catalog.declaredIn, undefined, { audience: request.audience }), sources_checked: checked };
+    return reply.status(201).send(answer);
   });
 
   app.delete("/api/v1/models/:name", { config: { access: "admin" } }, async (request) => {

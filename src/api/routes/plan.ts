@@ -15,6 +15,8 @@ export interface PlanSettings {
   /** Read from the server's environment at each call, so a rotated token needs no restart; never echoed. */
   readonly hubToken: () => string | undefined;
   readonly gpuMemoryUtilization: number;
+  /** server.yaml's `mirror`, which `mirror:path` sources resolve against. */
+  readonly mirror?: string | undefined;
 }
 
 const planQuery = z.strictObject({
@@ -55,6 +57,7 @@ export function registerPlanRoutes(app: FastifyInstance, settings: PlanSettings,
       gpuMemoryUtilization: settings.gpuMemoryUtilization,
       hubEndpoint: settings.hubEndpoint,
       hubToken: settings.hubToken(),
+      mirror: settings.mirror,
     });
   });
 }

@@ -8,7 +8,9 @@ import type { CatalogService } from "../../services/catalog-service.js";
 import type { PlanSettings } from "./plan.js";
 import { requireActor } from "../access.js";
 import { modelView } from "../model-view.js";
-import { parseBody } from "../parse-body.js";
+import { parseBody, parseQuery } from "../parse-body.js";
+import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
+import type { AddedModelView } from "../../protocol/views.js";
 
 const nameParams = z.object({ name: z.string() });
 // The body is optional: an empty POST adds the preset under its own name.
@@ -39,8 +41,12 @@ export function registerPresetRoutes(app: FastifyInstance, catalog: CatalogServi
 
   app.post("/api/v1/presets/:name", { config: { access: "admin" } }, async (request, reply) => {
     const { name } = nameParams.parse(request.params);
+    const { source_check: sourceCheck } = parseQuery(sourceCheckQuery, request.query);
     const body = parseBody(addBody, request.body);
-    const model = await presets.add(name, body.name, requireActor(request));
-    return reply.status(201).send(modelView(model, catalog.declaredIn, undefined, { audience: request.audience }));
+    const { model, checked } = await presets.add(name, body.name, requireActor(request), async (entry) =>
+      sourceCheck === "false" ? null : await checkSourcesAtDoor(entry, plan),
+    );
+    const answer: AddedModelView = { ...modelView(model, catalog.declaredIn, undefined, { audience: request.audience }), sources_checked: checked };
+    return reply.status(201).send(answer);
   });
 }

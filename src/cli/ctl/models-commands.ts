@@ -13,6 +13,7 @@ import { describeModel, describeScaling, profileSummary } from "./model-text.js"
 import { registerPlanCommand } from "./plan-command.js";
 import { addPreset } from "./presets-commands.js";
 import { waitForModel } from "./wait-for-model.js";
+import { addModel, describeSourcesChecked, noSourceCheckHelp } from "./add-model.js";
 import { parseDuration } from "../../catalog/duration.js";
 
 const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
@@ -81,15 +82,16 @@ export function registerModelsCommands(ctl: Command): void {
     .option("--name <name>", "with PRESET: add it under this name instead of the preset's")
     .option("--wait", "wait until its replicas are ready, printing their states; exit non-zero with the reason when it fails")
     .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
-    .option("--json", "print the API's model object")
-    .action(async (preset: string | undefined, options: { file?: string; name?: string; wait?: boolean; timeout?: string }, command: Command) => {
+    .option("--no-source-check", noSourceCheckHelp)
+    .option("--json", "print the API's answer: the model, and the sources the server read (sources_checked)")
+    .action(async (preset: string | undefined, options: { file?: string; name?: string; wait?: boolean; timeout?: string; sourceCheck: boolean }, command: Command) => {
       const wait = async (name: string) => {
         if (options.wait) await waitForModel(apiClient(ctlOptions(command)), name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
       };
       if (preset !== undefined && options.file !== undefined) {
         throw new DomainError("invalid_input", `both a preset (${preset}) and a file (-f ${options.file}) were given`, "Give one: `ctl model add PRESET` or `ctl model add -f FILE`.");
       }
-      if (preset !== undefined) return wait((await addPreset(command, preset, options.name)).name);
+      if (preset !== undefined) return wait((await addPreset(command, preset, options.name, { sourceCheck: options.sourceCheck })).name);
       if (options.file === undefined) {
         throw new DomainError("invalid_input", "no model was given to add", "Give a preset's name (`llmgw ctl model presets` lists them) or a model file with -f FILE.");
       }
@@ -105,8 +107,9 @@ export function registerModelsCommands(ctl: Command): void {
       // Checked here too, so a mistake is reported with its line and column in the file.
       const entry = parseModelFile(text, path.basename(options.file));
       const client = apiClient(ctlOptions(command));
-      const added = await client.post<ModelView>("/api/v1/models", entry);
-      printModel(command, added, `Added ${added.name}.`);
+      const added = await addModel(client, entry, { sourceCheck: options.sourceCheck });
+      if (ctlOptions(command).json) printJson(added);
+      else print(`Added ${added.name}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
       await wait(added.name);
     });
 

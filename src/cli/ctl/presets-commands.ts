@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { formatGiB } from "../../plan/format.js";
-import type { ModelView, PresetProfileView, PresetView } from "../../protocol/views.js";
+import type { AddedModelView, PresetProfileView, PresetView } from "../../protocol/views.js";
+import { describeSourcesChecked } from "./add-model.js";
 import { print, printJson, renderTable } from "../output.js";
 import { apiClient, ctlOptions } from "./context.js";
 import { describeModel } from "./model-text.js";
@@ -65,9 +66,10 @@ export function registerPresetCommands(ctl: Command): void {
 }
 
 /** `ctl model add PRESET [--name N]`: adds a shipped preset through the API and prints the model as added. */
-export async function addPreset(command: Command, preset: string, name: string | undefined): Promise<ModelView> {
-  const added = await apiClient(ctlOptions(command)).post<ModelView>(`/api/v1/presets/${encodeURIComponent(preset)}`, name !== undefined ? { name } : {});
+export async function addPreset(command: Command, preset: string, name: string | undefined, options: { sourceCheck: boolean }): Promise<AddedModelView> {
+  const query = options.sourceCheck ? "" : "?source_check=false";
+  const added = await apiClient(ctlOptions(command)).post<AddedModelView>(`/api/v1/presets/${encodeURIComponent(preset)}${query}`, name !== undefined ? { name } : {});
   if (ctlOptions(command).json) printJson(added);
-  else print(`Added ${added.name} from preset ${preset}.\n${describeModel(added)}`);
+  else print(`Added ${added.name} from preset ${preset}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
   return added;
 }

@@ -1,0 +1,34 @@
+import { z } from "zod";
+import type { ModelEntry } from "../catalog/schema.js";
+import { redactUrl } from "../catalog/redact.js";
+import { checkEntrySources } from "../plan/check-sources.js";
+import { serverHubSettings } from "../plan/model-files.js";
+import type { SourceCheckedView } from "../protocol/views.js";
+import type { PlanSettings } from "./routes/plan.js";
+
+/**
+ * `?source_check=false`: the caller knows the server cannot read the source
+ * now (the mirror is not up yet; the nodes reach it by an address the server
+ * does not). Only the two words, so `?source_check=no` is refused rather than
+ * read as either.
+ */
+export const sourceCheckQuery = z.strictObject({
+  source_check: z.enum(["true", "false"], { message: "true (the default) or false, to store the model without reading its sources" }).optional(),
+});
+
+/**
+ * Reads every weights source of an entry with the server's own hub settings
+ * and mirror before it is stored: a typo in a URL is refused at the prompt,
+ * with every failing source named, instead of failing a replica on a node
+ * minutes later. Answers what it read, for the person to see the sizes.
+ */
+export async function checkSourcesAtDoor(entry: ModelEntry, settings: PlanSettings): Promise<SourceCheckedView[]> {
+  const token = settings.hubToken();
+  const checked = await checkEntrySources(entry, {
+    hubEndpoint: settings.hubEndpoint,
+    ...(token ? { hubToken: token } : {}),
+    ...(settings.mirror !== undefined ? { mirror: settings.mirror } : {}),
+    hubSettings: serverHubSettings,
+  });
+  return checked.map((source) => ({ where: source.where, source: redactUrl(source.source), bytes: source.bytes ?? null, summary: source.summary }));
+}
