@@ -26,6 +26,8 @@ class FileServer {
   /** Paths served as zeros of this size, too large to hold: only a range's last megabyte is ever sent. */
   readonly virtualSizes = new Map<string, number>();
   listings = true;
+  /** Answers every GET whole (200), Range or not, as some proxies and static servers do. */
+  ignoreRange = false;
   /** When set, every request must carry this Basic login ("user:password"), as a private mirror asks. */
   requiredLogin: string | undefined;
   private server = http.createServer((request, response) => this.handle(request, response));
@@ -77,7 +79,7 @@ class FileServer {
       return;
     }
     const etag = `"${createHash("md5").update(content).digest("hex")}"`;
-    const range = /^bytes=(\d+)-$/.exec(request.headers.range ?? "");
+    const range = this.ignoreRange ? null : /^bytes=(\d+)-$/.exec(request.headers.range ?? "");
     const start = range ? Number(range[1]) : 0;
     if (start >= content.length && range) {
       // As nginx answers a range that starts at or past the end.
@@ -127,6 +129,7 @@ beforeEach(async () => {
   server.stallAfter.clear();
   server.virtualSizes.clear();
   server.listings = true;
+  server.ignoreRange = false;
   server.requiredLogin = undefined;
 });
 afterEach(async () => {
@@ -163,7 +166,7 @@ describe("fetchWeights over http", () => {
     server.cutAfter.set("/models/big.safetensors", 120_000);
     const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/models/big.safetensors` });
     expect(createHash("sha256").update(await readFile(weightsPath)).digest("hex")).toBe(createHash("sha256").update(content).digest("hex"));
-    const gets = server.requests.filter((request) => request.method === "GET");
+    const gets = server.requests.filter((request) => request.method === "GET" && request.url === "/models/big.safetensors");
     expect(gets).toHaveLength(2);
     expect(gets[0]?.range).toBeUndefined();
     // It asks only for what it lacks: from the first byte it did not get.
@@ -349,7 +352,7 @@ describe("fetchWeights over http", () => {
       fetchWeights({ ...baseOptions(), source: `${server.url}/shared/model.gguf` }),
     ]);
     expect(first).toBe(second);
-    expect(server.requests.filter((request) => request.method === "GET")).toHaveLength(1);
+    expect(server.requests.filter((request) => request.method === "GET" && request.url === "/shared/model.gguf")).toHaveLength(1);
   });
 
   it("does not fetch again what is already complete in the cache", async () => {
@@ -467,5 +470,125 @@ describe("fetchWeights from a Hugging Face hub", () => {
     await expect(fetchWeights({ ...baseOptions(), hubUrl, source: "hf://org/absent@v1" })).rejects.toThrow(
       new RegExp(`hf://org/absent@v1 at ${hubUrl} on node node-a: the hub answered 404`),
     );
+  });
+});
+
+describe("fetchWeights from a mirror: resume and published checksums", () => {
+  const sha256 = (content: Buffer | string) => createHash("sha256").update(content).digest("hex");
+  const gets = (pathname: string) => server.requests.filter((request) => request.method === "GET" && request.url === pathname);
+  const leftovers = async (directory: string): Promise<string[]> => {
+    const { readdir } = await import("node:fs/promises");
+    return (await readdir(directory, { recursive: true })).map(String).filter((name) => name.endsWith(".partial") || name.endsWith(".partial.json"));
+  };
+
+  it("resumes a download cut halfway with a Range request and ends with the sha256 the mirror publishes beside it", async () => {
+    const content = randomBytes(400_000);
+    server.files.set("/mirror/qwen.gguf", content);
+    server.files.set("/mirror/qwen.gguf.sha256", Buffer.from(`${sha256(content)}  qwen.gguf\n`));
+    server.cutAfter.set("/mirror/qwen.gguf", 200_000);
+    const progress: FetchProgress[] = [];
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/qwen.gguf`, onProgress: (step) => progress.push(step) });
+    expect(sha256(await readFile(weightsPath))).toBe(sha256(content));
+    const [first, second, ...more] = gets("/mirror/qwen.gguf");
+    expect(more).toEqual([]);
+    expect(first?.range).toBeUndefined();
+    const resumedFrom = Number(/^bytes=(\d+)-$/.exec(second?.range ?? "")?.[1]);
+    // The second request asked only for the bytes the first did not deliver.
+    expect(resumedFrom).toBeGreaterThan(0);
+    expect(resumedFrom).toBeLessThanOrEqual(200_000);
+    expect(gets("/mirror/qwen.gguf.sha256")).toHaveLength(1);
+    expect(progress.at(-1)).toEqual({ bytesDone: 400_000, bytesTotal: 400_000 });
+    expect(await leftovers(cacheDirectory)).toEqual([]);
+  });
+
+  it("refuses a file whose .sha256 differs, naming the file and both sums, and leaves nothing in the cache", async () => {
+    const content = randomBytes(50_000);
+    const published = sha256("another file");
+    server.files.set("/mirror/bad.gguf", content);
+    server.files.set("/mirror/bad.gguf.sha256", Buffer.from(`${published} *bad.gguf\n`));
+    const source = `${server.url}/mirror/bad.gguf`;
+    const failure = fetchWeights({ ...baseOptions(), source });
+    await expect(failure).rejects.toMatchObject({ code: "checksum_mismatch" });
+    await expect(failure).rejects.toThrow(new RegExp(`${source.replace(/[.]/g, "\\.")} fetched on node node-a has sha256 ${sha256(content)}, but the source published ${published}`));
+    const destination = path.join(cacheDirectory, cacheLocation(parseWeightsSource(source)));
+    await expect(stat(destination)).rejects.toThrow(/ENOENT/);
+    expect(await leftovers(cacheDirectory)).toEqual([]);
+  });
+
+  it("refuses a .sha256 that is not a checksum (an error page in its place) before fetching the file", async () => {
+    server.files.set("/mirror/page.gguf", randomBytes(1000));
+    server.files.set("/mirror/page.gguf.sha256", Buffer.from("<html>Login required</html>"));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/page.gguf` })).rejects.toThrow(/page\.gguf\.sha256 is not in sha256sum format/);
+    expect(gets("/mirror/page.gguf")).toEqual([]);
+  });
+
+  it("starts over cleanly when the server ignores Range and sends the whole file again", async () => {
+    const content = randomBytes(300_000);
+    server.ignoreRange = true;
+    server.files.set("/mirror/norange.gguf", content);
+    server.files.set("/mirror/norange.gguf.sha256", Buffer.from(`${sha256(content)}  norange.gguf\n`));
+    server.cutAfter.set("/mirror/norange.gguf", 150_000);
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/norange.gguf` });
+    // Appending the whole file to the half already there would double it; the partial was overwritten instead.
+    expect((await readFile(weightsPath)).length).toBe(300_000);
+    expect(sha256(await readFile(weightsPath))).toBe(sha256(content));
+    expect(gets("/mirror/norange.gguf")[1]?.range).toMatch(/^bytes=\d+-$/);
+  });
+
+  it("resumes from the partial on disk after the agent stopped mid-download", async () => {
+    const content = randomBytes(300_000);
+    server.files.set("/mirror/restart.gguf", content);
+    server.files.set("/mirror/restart.gguf.sha256", Buffer.from(sha256(content)));
+    server.stallAfter.set("/mirror/restart.gguf", 100_000);
+    const source = `${server.url}/mirror/restart.gguf`;
+    const stopped = new AbortController();
+    let seen = 0;
+    const first = fetchWeights({ ...baseOptions(), source, signal: stopped.signal, onProgress: (step) => (seen = step.bytesDone) });
+    first.catch(() => undefined);
+    for (let waited = 0; seen < 100_000 && waited < 200; waited += 1) await new Promise((resolve) => setTimeout(resolve, 25));
+    stopped.abort();
+    await expect(first).rejects.toMatchObject({ name: "AbortError" });
+    server.stallAfter.clear();
+    const weightsPath = await fetchWeights({ ...baseOptions(), source });
+    expect(sha256(await readFile(weightsPath))).toBe(sha256(content));
+    expect(gets("/mirror/restart.gguf").at(-1)?.range).toBe("bytes=100000-");
+  });
+
+  it("uses a folder listing's .sha256 files as the sums of their neighbours, not as files of the model", async () => {
+    const shard = randomBytes(20_000);
+    server.files.set("/mirror/folder/config.json", Buffer.from("{}"));
+    server.files.set("/mirror/folder/model.safetensors", shard);
+    server.files.set("/mirror/folder/model.safetensors.sha256", Buffer.from(`${sha256(shard)}  model.safetensors\n`));
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/folder/` });
+    expect(await readFile(path.join(weightsPath, "model.safetensors"))).toEqual(shard);
+    await expect(stat(path.join(weightsPath, "model.safetensors.sha256"))).rejects.toThrow(/ENOENT/);
+    // config.json has no sum listed beside it: none is asked for.
+    expect(gets("/mirror/folder/config.json.sha256")).toEqual([]);
+
+    server.files.set("/mirror/folder2/model.safetensors", shard);
+    server.files.set("/mirror/folder2/model.safetensors.sha256", Buffer.from(`${sha256("other")}  model.safetensors\n`));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/folder2/` })).rejects.toMatchObject({ code: "checksum_mismatch" });
+  });
+
+  it("checks the shards of a folder without a listing against the .sha256 beside each", async () => {
+    server.listings = false;
+    const shard = Buffer.from("the shard's bytes");
+    server.files.set("/mirror/indexed/model.safetensors.index.json", Buffer.from(JSON.stringify({ weight_map: { a: "model-1.safetensors" } })));
+    server.files.set("/mirror/indexed/model-1.safetensors", shard);
+    server.files.set("/mirror/indexed/model-1.safetensors.sha256", Buffer.from(`${sha256("not the shard")}  model-1.safetensors\n`));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/indexed/` })).rejects.toThrow(/model-1\.safetensors fetched on node node-a has sha256/);
+    server.files.set("/mirror/indexed/model-1.safetensors.sha256", Buffer.from(`${sha256(shard)}  model-1.safetensors\n`));
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/indexed/` });
+    expect(await readFile(path.join(weightsPath, "model-1.safetensors"), "utf8")).toBe("the shard's bytes");
+  });
+
+  it("lets a second caller of a download in progress watch its progress", async () => {
+    server.files.set("/mirror/watched.gguf", randomBytes(200_000));
+    const source = `${server.url}/mirror/watched.gguf`;
+    const watched: FetchProgress[] = [];
+    const [first, second] = await Promise.all([fetchWeights({ ...baseOptions(), source }), fetchWeights({ ...baseOptions(), source, onProgress: (step) => watched.push(step) })]);
+    expect(first).toBe(second);
+    expect(watched.at(-1)).toEqual({ bytesDone: 200_000, bytesTotal: 200_000 });
+    expect(gets("/mirror/watched.gguf")).toHaveLength(1);
   });
 });
