@@ -87,6 +87,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       settlingWindowMs: config.settlingWindowMs,
       heartbeatIntervalMs: 2000,
       gpuMemoryUtilization: config.gpuMemoryUtilization,
+      mirror: config.mirror,
     });
     let reportBackground = (_error: unknown, _during: string): void => undefined;
     gatewayKeys =

@@ -64,6 +64,8 @@ export interface FleetSettings {
    * then learn the new control secret at their next heartbeat.
    */
   readonly serverKey?: Buffer | undefined;
+  /** server.yaml's `mirror`: agents are sent `mirror:path` sources resolved against it. */
+  readonly mirror?: string | undefined;
 }
 
 export const startReplicaBodySchema = z.strictObject({
@@ -454,6 +456,7 @@ export class FleetService {
       simulation: extra.simulation,
       serverEnvironment: process.env,
       apiKey: newToken("replica"),
+      mirror: this.settings.mirror,
     });
   }
 
@@ -627,6 +630,7 @@ export class FleetService {
       simulation: row.spec.simulation,
       serverEnvironment: process.env,
       apiKey: row.spec.api_key,
+      mirror: this.settings.mirror,
     });
     const { address } = await this.agentOf(row.node);
     await this.sendStart(address, spec, true);
