@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readErrorBody } from "../protocol/error-body.js";
 import { buildControlApi } from "./control-api.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
+import type { WeightsPuller } from "./weights-puller.js";
 
 /**
  * The agent's control API answers what its router and Node's HTTP parser
@@ -14,7 +15,7 @@ let close: () => Promise<void>;
 
 beforeAll(async () => {
   // No route below reaches the supervisor: each request is refused before it.
-  const app = buildControlApi({ supervisor: {} as ReplicaSupervisor, nodeName: "node-a", credential: () => "node-credential", controlSecretHash: () => undefined, onChange: () => undefined });
+  const app = buildControlApi({ supervisor: {} as ReplicaSupervisor, puller: {} as WeightsPuller, nodeName: "node-a", credential: () => "node-credential", controlSecretHash: () => undefined, onChange: () => undefined });
   url = await app.listen({ host: "127.0.0.1", port: 0 });
   close = () => app.close();
 });
