@@ -23,6 +23,8 @@ import { registerReconcileRoutes } from "../api/routes/reconcile.js";
 import { modelStatusSource } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { throttleDemand } from "../gateway/throttle-demand.js";
+import { registerPullRoutes } from "../api/routes/pull.js";
+import { PullService } from "../services/pull-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
@@ -122,6 +124,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       modelStatus: modelStatusSource(store),
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
+        registerPullRoutes(routes, new PullService(catalog, fleet, { mirror: config.mirror, gpuMemoryUtilization: config.gpuMemoryUtilization, demandProfiles: (model) => reconciler.demandProfilesOf(model) }));
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();

@@ -417,6 +417,11 @@ export class FleetService {
     return replicaCountsOf(replicas.map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
   };
 
+  /** How to call a node's agent (its control URL and the control secret it checks). */
+  async agentAddress(nodeName: string): Promise<AgentAddress> {
+    return (await this.agentOf(nodeName)).address;
+  }
+
   private async agentOf(nodeName: string): Promise<{ node: StoredNode; address: AgentAddress; state: NodeState }> {
     const node = await findNode(this.store.db, nodeName);
     if (!node) throw this.nodeNotFound(nodeName);
