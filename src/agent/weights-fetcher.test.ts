@@ -28,6 +28,10 @@ class FileServer {
   listings = true;
   /** Answers every GET whole (200), Range or not, as some proxies and static servers do. */
   ignoreRange = false;
+  /** Paths whose 206 answers claim this total size in Content-Range, as a server whose file changed meanwhile does. */
+  readonly claimedTotals = new Map<string, number>();
+  /** Paths answered with this status, always. */
+  readonly statuses = new Map<string, number>();
   /** When set, every request must carry this Basic login ("user:password"), as a private mirror asks. */
   requiredLogin: string | undefined;
   private server = http.createServer((request, response) => this.handle(request, response));
@@ -62,6 +66,11 @@ class FileServer {
       response.writeHead(200, { "content-type": "text/html" }).end(`<html><body><a href="../">../</a><a href="?C=N;O=D">Name</a>\n${links}</body></html>`);
       return;
     }
+    const status = this.statuses.get(pathname);
+    if (status !== undefined) {
+      response.writeHead(status).end();
+      return;
+    }
     const virtualSize = this.virtualSizes.get(pathname);
     if (virtualSize !== undefined) {
       const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? "")?.[1] ?? 0);
@@ -87,7 +96,7 @@ class FileServer {
       return;
     }
     const headers: Record<string, string | number> = { etag, "accept-ranges": "bytes", "content-length": content.length - start };
-    if (range) headers["content-range"] = `bytes ${start}-${content.length - 1}/${content.length}`;
+    if (range) headers["content-range"] = `bytes ${start}-${content.length - 1}/${this.claimedTotals.get(pathname) ?? content.length}`;
     response.writeHead(range ? 206 : 200, headers);
     if (request.method === "HEAD") {
       response.end();
@@ -130,6 +139,8 @@ beforeEach(async () => {
   server.virtualSizes.clear();
   server.listings = true;
   server.ignoreRange = false;
+  server.claimedTotals.clear();
+  server.statuses.clear();
   server.requiredLogin = undefined;
 });
 afterEach(async () => {
@@ -591,4 +602,42 @@ describe("fetchWeights from a mirror: resume and published checksums", () => {
     expect(watched.at(-1)).toEqual({ bytesDone: 200_000, bytesTotal: 200_000 });
     expect(gets("/mirror/watched.gguf")).toHaveLength(1);
   });
+
+  it("starts over from zero when the resumed range belongs to a file of another size", async () => {
+    const content = randomBytes(200_000);
+    server.files.set("/mirror/changed.gguf", content);
+    server.cutAfter.set("/mirror/changed.gguf", 80_000);
+    // The resume is answered as the tail of a larger file: appending it would mix two versions.
+    server.claimedTotals.set("/mirror/changed.gguf", 250_000);
+    const fetching = fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/changed.gguf` });
+    const weightsPath = await fetching;
+    expect(sha256(await readFile(weightsPath))).toBe(sha256(content));
+    const ranges = gets("/mirror/changed.gguf").map((request) => request.range);
+    expect(ranges[0]).toBeUndefined();
+    expect(ranges[1]).toMatch(/^bytes=\d+-$/);
+    // Refused, and fetched again from the first byte.
+    expect(ranges[2]).toBeUndefined();
+  });
+
+  it("fails, naming the checksum file, when the mirror cannot serve it, rather than fetch unchecked", async () => {
+    server.files.set("/mirror/flaky-sum.gguf", randomBytes(1000));
+    server.statuses.set("/mirror/flaky-sum.gguf.sha256", 503);
+    const source = `${server.url}/mirror/flaky-sum.gguf`;
+    await expect(fetchWeights({ ...baseOptions(), source, maxAttempts: 2 })).rejects.toThrow(`could not read the checksum ${source}.sha256 on node node-a: the server answered 503`);
+    expect(gets("/mirror/flaky-sum.gguf")).toEqual([]);
+    expect(gets("/mirror/flaky-sum.gguf.sha256")).toHaveLength(2);
+  });
+
+  it("takes a 403 for the checksum file as none published, as buckets answer for a missing key", async () => {
+    server.files.set("/mirror/bucket.gguf", Buffer.from("weights"));
+    server.statuses.set("/mirror/bucket.gguf.sha256", 403);
+    expect(await readFile(await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/bucket.gguf` }), "utf8")).toBe("weights");
+  });
+
+  it("refuses a checksum file too large to be one", async () => {
+    server.files.set("/mirror/huge-sum.gguf", Buffer.from("weights"));
+    server.files.set("/mirror/huge-sum.gguf.sha256", Buffer.alloc(2 * 1024 * 1024, "a"));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/huge-sum.gguf` })).rejects.toThrow(/huge-sum\.gguf\.sha256 is 2097152 bytes, too large for a checksum file/);
+  });
 });
+
