@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readFile, rm, stat, statfs, truncate, writeFile } from "node:fs/promises";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fetchWeights, type FetchProgress } from "./weights-fetcher.js";
 import { parseWeightsSource } from "../catalog/weights-source.js";
 import { cacheLocation } from "./weights-source.js";
+import { closeServer, listenOnLoopback } from "../../test/support/loopback-server.js";
 
 interface RequestRecord {
   method: string;
@@ -38,13 +38,11 @@ class FileServer {
   url = "";
 
   async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = await listenOnLoopback(this.server);
   }
 
   async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeServer(this.server);
   }
 
   private handle(request: http.IncomingMessage, response: http.ServerResponse): void {
@@ -441,12 +439,10 @@ describe("fetchWeights from a Hugging Face hub", () => {
       }
       response.writeHead(200, { "content-length": content.length }).end(content);
     });
-    await new Promise<void>((resolve) => hub.listen(0, "127.0.0.1", resolve));
-    hubUrl = `http://127.0.0.1:${(hub.address() as AddressInfo).port}`;
+    hubUrl = await listenOnLoopback(hub);
   });
   afterAll(async () => {
-    hub.closeAllConnections();
-    await new Promise<void>((resolve) => hub.close(() => resolve()));
+    await closeServer(hub);
   });
 
   it("fetches the safetensors and small files of hf://org/name@revision, skipping duplicate formats", async () => {

@@ -106,6 +106,26 @@ class ProgressCounter {
   }
 }
 
+/**
+ * Attempt numbers from 1, pausing between them (doubling, at most 30 s).
+ * At least one, so a failure always has a problem to name.
+ */
+async function* attempts(options: FetchWeightsOptions): AsyncGenerator<number> {
+  let delay = options.retryDelayMs ?? 500;
+  for (let attempt = 1; attempt <= attemptLimit(options); attempt += 1) {
+    options.signal?.throwIfAborted();
+    if (attempt > 1) {
+      await sleep(delay, undefined, { signal: options.signal });
+      delay = Math.min(delay * 2, 30_000);
+    }
+    yield attempt;
+  }
+}
+
+function attemptLimit(options: FetchWeightsOptions): number {
+  return Math.max(1, options.maxAttempts ?? 6);
+}
+
 /** The URL of a file's `.sha256` beside it: on the path, before any query (a presigned URL's signature stays last). */
 function withChecksumSuffix(fileUrl: string): string {
   const url = new URL(fileUrl);
@@ -127,15 +147,8 @@ async function publishedChecksum(file: RemoteFile, options: FetchWeightsOptions)
   if (file.checksumUrl === undefined) return undefined;
   const where = redactUrl(file.checksumUrl);
   const fileName = decodeURIComponent(new URL(file.url).pathname.split("/").pop() ?? "");
-  const maxAttempts = Math.max(1, options.maxAttempts ?? 6);
-  let delay = options.retryDelayMs ?? 500;
   let lastProblem = "no attempt got an answer";
-  for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
-    options.signal?.throwIfAborted();
-    if (attempt > 1) {
-      await sleep(delay, undefined, { signal: options.signal });
-      delay = Math.min(delay * 2, 30_000);
-    }
+  for await (const _attempt of attempts(options)) {
     try {
       const target = withUrlCredentials(file.checksumUrl, { ...file.headers });
       const response = await request(target.url, { method: "GET", headers: target.headers, dispatcher: redirectingDispatcher, signal: options.signal });
@@ -206,16 +219,9 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     await rm(metaFile, { force: true });
     progress.set(file.relativePath, size);
   };
-  // At least one attempt, so the failure below always has a problem to name.
-  const maxAttempts = Math.max(1, options.maxAttempts ?? 6);
-  let delay = options.retryDelayMs ?? 500;
+  const maxAttempts = attemptLimit(options);
   let lastProblem = "no attempt got an answer";
-  for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
-    options.signal?.throwIfAborted();
-    if (attempt > 1) {
-      await sleep(delay, undefined, { signal: options.signal });
-      delay = Math.min(delay * 2, 30_000);
-    }
+  for await (const _attempt of attempts(options)) {
     let offset = (await sizeOf(partial)) ?? 0;
     /** The size this partial was started against, to tell a resumed range of another version of the file. */
     const sizeBefore = file.size;

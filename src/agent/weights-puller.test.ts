@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { FetchStatus } from "../protocol/agent-protocol.js";
 import { WeightsPuller } from "./weights-puller.js";
+import { closeServer, listenOnLoopback } from "../../test/support/loopback-server.js";
 
 const weights = randomBytes(64_000);
 let server: http.Server;
@@ -26,12 +26,10 @@ beforeAll(async () => {
     }
     response.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  baseUrl = await listenOnLoopback(server);
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await closeServer(server);
 });
 beforeEach(async () => {
   cacheDirectory = await mkdtemp(path.join(os.tmpdir(), "llmgw-puller-"));

@@ -1,5 +1,4 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { modelEntrySchema } from "../catalog/schema.js";
 import type { FetchStatus, Inventory } from "../protocol/agent-protocol.js";
@@ -9,6 +8,7 @@ import { storesUnderTest } from "../../test/support/postgres.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
 import { PullService } from "./pull-service.js";
+import { closeServer, listenOnLoopback } from "../../test/support/loopback-server.js";
 
 const GiB = 1024 ** 3;
 const cpuInventory: Inventory = { hostname: "cpu-host", gpus: [], memory_bytes: 64 * GiB, cpu_cores: 16, engines: ["llamacpp"], disk_free_bytes: 10 ** 12, simulated: false };
@@ -41,13 +41,11 @@ class FakeAgent {
   url = "";
 
   async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = await listenOnLoopback(this.server);
   }
 
   async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeServer(this.server);
   }
 }
 

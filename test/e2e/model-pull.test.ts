@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PullView } from "../../src/protocol/pull-views.js";
@@ -10,6 +9,7 @@ import type { NodeView } from "../../src/protocol/views.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";
 import { llmgwBin, runCli, startServerProcess, withoutLlmgwVariables, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
+import { closeServer, listenOnLoopback } from "../support/loopback-server.js";
 
 const MiB = 1024 * 1024;
 const weights = randomBytes(6 * MiB);
@@ -34,13 +34,11 @@ class Mirror {
   url = "";
 
   async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = await listenOnLoopback(this.server);
   }
 
   async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeServer(this.server);
   }
 
   private answer(request: http.IncomingMessage, response: http.ServerResponse): void {
