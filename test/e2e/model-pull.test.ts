@@ -5,7 +5,7 @@ import http from "node:http";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PullView } from "../../src/protocol/pull-views.js";
-import type { NodeView } from "../../src/protocol/views.js";
+import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";
 import { llmgwBin, runCli, startServerProcess, withoutLlmgwVariables, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
@@ -109,6 +109,8 @@ describe("ctl model pull end to end: a server, a real-fetching agent and a local
   let server: ServerProcess;
   let agent: ChildProcess | undefined;
   let agentOutput = "";
+  /** Engines run in their own process group and outlive the agent: killed here if a test stops halfway. */
+  const enginePids: number[] = [];
 
   const ctl = (...args: string[]) => runCli(["ctl", "--server", server.url, "--token", server.token, ...args]);
 
@@ -142,6 +144,7 @@ describe("ctl model pull end to end: a server, a real-fetching agent and a local
 
   afterAll(async () => {
     killGroup(agent?.pid);
+    for (const pid of enginePids) killGroup(pid);
     await server?.stop();
     await mirror?.stop();
   });
@@ -173,6 +176,28 @@ describe("ctl model pull end to end: a server, a real-fetching agent and a local
     expect(mirror.requests.length).toBe(before);
     const status = JSON.parse((await ctl("model", "pull", "tiny", "--status", "--json")).stdout) as PullView;
     expect(status.nodes).toEqual([expect.objectContaining({ node: "cpu-node", profile: "cpu", state: "cached" })]);
+  });
+
+  it("makes the model's first load on the node no download: its replica starts from the pulled weights", async () => {
+    const before = mirror.requests.length;
+    const started = await ctl("replica", "start", "tiny", "--node", "cpu-node", "--profile", "cpu", "--id", "tiny-1", "--json");
+    expect(started.code, started.stderr).toBe(0);
+    const ready = await waitFor(
+      async () => {
+        const shown = await ctl("replicas", "--json");
+        const replica = (JSON.parse(shown.stdout) as { replicas: ReplicaView[] }).replicas.find((each) => each.id === "tiny-1");
+        if (replica?.pid !== null && replica?.pid !== undefined && !enginePids.includes(replica.pid)) enginePids.push(replica.pid);
+        if (replica?.state === "failed") throw new Error(`the replica failed: ${replica.reason ?? ""}`);
+        return replica?.state === "ready" ? replica : undefined;
+      },
+      30_000,
+      "the replica to be ready",
+      250,
+    );
+    expect(ready.node).toBe("cpu-node");
+    expect(mirror.requests.slice(before)).toEqual([]);
+    const stopped = await ctl("replica", "stop", "tiny-1");
+    expect(stopped.code, stopped.stderr).toBe(0);
   });
 
   it("ends with the exact error per node when the mirror lacks the file, and exits non-zero", async () => {
