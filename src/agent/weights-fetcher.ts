@@ -202,9 +202,10 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     etag = undefined;
   }
   /** The partial is whole: it becomes the file once it matches the checksum, when one is known. */
-  const finish = async (size: number, expectedSha256: string | undefined): Promise<void> => {
+  /** `streamedSha256`: the sum taken as the bytes arrived, when they all came in one answer; else the file is read again. */
+  const finish = async (size: number, expectedSha256: string | undefined, streamedSha256?: string): Promise<void> => {
     if (expectedSha256 !== undefined) {
-      const actual = await sha256OfFile(partial);
+      const actual = streamedSha256 ?? (await sha256OfFile(partial));
       if (actual !== expectedSha256) {
         await rm(partial, { force: true });
         await rm(metaFile, { force: true });
@@ -306,9 +307,14 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     if (responseEtag !== undefined) await writeFile(metaFile, JSON.stringify({ etag: responseEtag }));
     let written = offset;
     progress.set(file.relativePath, written);
+    // A whole file is hashed as it arrives, so a 70 GB shard is not read a second time to verify it.
+    // A resumed one is hashed from disk at the end: reading its first part here would hold the answer's
+    // body back for as long as that takes, past the server's patience on a slow disk.
+    const hash = expectedSha256 !== undefined && offset === 0 ? createHash("sha256") : undefined;
     const counter = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         written += chunk.length;
+        hash?.update(chunk);
         progress.set(file.relativePath, written);
         callback(null, chunk);
       },
@@ -325,7 +331,7 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
       lastProblem = `the connection ended after ${size} of ${file.size} bytes`;
       continue;
     }
-    await finish(size, expectedSha256);
+    await finish(size, expectedSha256, hash?.digest("hex"));
     return;
   }
   throw unavailable(
