@@ -126,7 +126,10 @@ function attemptLimit(options: FetchWeightsOptions): number {
   return Math.max(1, options.maxAttempts ?? 6);
 }
 
-/** The URL of a file's `.sha256` beside it: on the path, before any query (a presigned URL's signature stays last). */
+/**
+ * The URL of a file's `.sha256` beside it: the suffix goes on the path, the query stays. A presigned
+ * URL's signature covers the file, not its sum, so such a mirror answers 403: no sum published.
+ */
 function withChecksumSuffix(fileUrl: string): string {
   const url = new URL(fileUrl);
   url.pathname = `${url.pathname}${checksumSuffix}`;
@@ -201,8 +204,10 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
   } catch {
     etag = undefined;
   }
-  /** The partial is whole: it becomes the file once it matches the checksum, when one is known. */
-  /** `streamedSha256`: the sum taken as the bytes arrived, when they all came in one answer; else the file is read again. */
+  /**
+   * The partial is whole: it becomes the file once it matches the checksum, when one is known.
+   * `streamedSha256` is the sum taken as the bytes arrived, when they all came in one answer; without it the file is read again.
+   */
   const finish = async (size: number, expectedSha256: string | undefined, streamedSha256?: string): Promise<void> => {
     if (expectedSha256 !== undefined) {
       const actual = streamedSha256 ?? (await sha256OfFile(partial));
