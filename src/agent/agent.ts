@@ -13,6 +13,7 @@ import { hashToken } from "../auth/tokens.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
 import { findMarkedProcesses } from "./find-marked-processes.js";
 import { buildControlApi } from "./control-api.js";
+import { WeightsPuller } from "./weights-puller.js";
 import { loadEngineDrivers, type DriverLookup } from "./engine-drivers.js";
 import { collectInventory, type EnginePaths } from "./inventory.js";
 import { nodeNameSchema, protocolVersion, type Inventory, type ReplicaStatus } from "../protocol/agent-protocol.js";
@@ -216,7 +217,15 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   await persist();
   supervisor.startBackgroundTasks();
 
-  const app = buildControlApi({ supervisor, nodeName: name, credential: () => credential, controlSecretHash: () => controlSecretHash, onChange: () => undefined });
+  const puller = new WeightsPuller({
+    nodeName: name,
+    cacheDirectory: path.join(agentDirectory, "weights"),
+    hubUrl: options.hubUrl ?? process.env.HF_ENDPOINT ?? "https://huggingface.co",
+    hubToken: options.hubToken ?? process.env.HF_TOKEN,
+    pretend: simulate !== undefined && !(options.simulateFetch ?? false),
+    logger,
+  });
+  const app = buildControlApi({ supervisor, puller, nodeName: name, credential: () => credential, controlSecretHash: () => controlSecretHash, onChange: () => undefined });
   try {
     await app.listen({ host: listen.host, port: listen.port });
   } catch (error) {
@@ -224,6 +233,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     // catches this, or a test, would otherwise keep an agent half-started. Engines keep running, as at close.
     closed = true;
     await app.close().catch(() => undefined);
+    puller.close();
     await supervisor.close();
     await persist();
     await stateWriter.flushed();
@@ -405,6 +415,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     if (timer) clearTimeout(timer);
     if (heartbeatSoon) clearTimeout(heartbeatSoon);
     await app.close();
+    puller.close();
     await supervisor.close();
     // The last word on disk: what the next agent adopts.
     await stateWriter.write(stateNow()).catch(() => undefined);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readErrorBody } from "../protocol/error-body.js";
 import { buildControlApi } from "./control-api.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
+import type { WeightsPuller } from "./weights-puller.js";
 
 /**
  * The agent's control API answers what its router and Node's HTTP parser
@@ -14,7 +15,7 @@ let close: () => Promise<void>;
 
 beforeAll(async () => {
   // No route below reaches the supervisor: each request is refused before it.
-  const app = buildControlApi({ supervisor: {} as ReplicaSupervisor, nodeName: "node-a", credential: () => "node-credential", controlSecretHash: () => undefined, onChange: () => undefined });
+  const app = buildControlApi({ supervisor: {} as ReplicaSupervisor, puller: {} as WeightsPuller, nodeName: "node-a", credential: () => "node-credential", controlSecretHash: () => undefined, onChange: () => undefined });
   url = await app.listen({ host: "127.0.0.1", port: 0 });
   close = () => app.close();
 });
@@ -46,4 +47,15 @@ describe("the agent's control API at its edges", () => {
     expect(answer).toMatch(/^HTTP\/1\.1 431 /);
     expect(readErrorBody(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toMatchObject({ code: "headers_too_large" });
   });
+
+  it("refuses a fetch with no source, or of another protocol version, before the puller is asked", async () => {
+    const post = (body: unknown) =>
+      fetch(`${url}/agent/v1/fetches`, { method: "POST", headers: { authorization: "Bearer node-credential", "content-type": "application/json" }, body: JSON.stringify(body) });
+    const missing = await post({ protocol: 1 });
+    expect(missing.status).toBe(400);
+    expect(readErrorBody(await missing.text())).toMatchObject({ code: "invalid_input", message: expect.stringContaining("source") });
+    const newer = await post({ protocol: 2, source: "https://mirror/x.gguf" });
+    expect(readErrorBody(await newer.text())).toMatchObject({ code: "version_unsupported", message: expect.stringContaining("agent protocol 1") });
+  });
 });
+

@@ -9,10 +9,11 @@ import { hashToken, sameSecret } from "../auth/tokens.js";
 import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
 import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
-import { protocolRefusal, protocolVersion, replicaIdSchema, startReplicaRequestSchema, terminalReplicaStates } from "../protocol/agent-protocol.js";
+import { protocolRefusal, protocolVersion, replicaIdSchema, startFetchRequestSchema, startReplicaRequestSchema, terminalReplicaStates } from "../protocol/agent-protocol.js";
 import { maxParamLength } from "../http/router-limits.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
+import type { WeightsPuller } from "./weights-puller.js";
 
 /**
  * The agent's control API, called by the server with the control secret it gave at join.
@@ -22,6 +23,8 @@ import type { ReplicaSupervisor } from "./replica-supervisor.js";
 
 export interface ControlApiOptions {
   readonly supervisor: ReplicaSupervisor;
+  /** Fetches weights into the cache ahead of any replica (`ctl model pull`). */
+  readonly puller: WeightsPuller;
   readonly nodeName: string;
   /** Undefined until the agent has joined: nothing is accepted before. */
   readonly credential: () => string | undefined;
@@ -88,6 +91,16 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
   });
 
   app.get("/agent/v1/replicas", async () => ({ protocol: protocolVersion, replicas: supervisor.list() }));
+
+  app.post("/agent/v1/fetches", async (request, reply) => {
+    const refusal = protocolRefusal(request.body, { side: "agent", place: `agent ${nodeName}`, hint: "Run the server and agents of the same llmgw release." });
+    if (refusal) throw refusal;
+    const parsed = parseWithSchema(startFetchRequestSchema, request.body ?? {}, { label: `fetch weights on ${nodeName}` });
+    const fetch = await options.puller.pull(parsed.source);
+    return reply.status(202).send({ protocol: protocolVersion, fetch });
+  });
+
+  app.get("/agent/v1/fetches", async () => ({ protocol: protocolVersion, fetches: options.puller.list() }));
 
   app.get<{ Params: { id: string } }>("/agent/v1/replicas/:id", async (request) => {
     const status = supervisor.get(request.params.id);

@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readFile, rm, stat, statfs, truncate, writeFile } from "node:fs/promises";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fetchWeights, type FetchProgress } from "./weights-fetcher.js";
 import { parseWeightsSource } from "../catalog/weights-source.js";
 import { cacheLocation } from "./weights-source.js";
+import { closeServer, listenOnLoopback } from "../../test/support/loopback-server.js";
 
 interface RequestRecord {
   method: string;
@@ -26,19 +26,23 @@ class FileServer {
   /** Paths served as zeros of this size, too large to hold: only a range's last megabyte is ever sent. */
   readonly virtualSizes = new Map<string, number>();
   listings = true;
+  /** Answers every GET whole (200), Range or not, as some proxies and static servers do. */
+  ignoreRange = false;
+  /** Paths whose 206 answers claim this total size in Content-Range, as a server whose file changed meanwhile does. */
+  readonly claimedTotals = new Map<string, number>();
+  /** Paths answered with this status, always. */
+  readonly statuses = new Map<string, number>();
   /** When set, every request must carry this Basic login ("user:password"), as a private mirror asks. */
   requiredLogin: string | undefined;
   private server = http.createServer((request, response) => this.handle(request, response));
   url = "";
 
   async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = await listenOnLoopback(this.server);
   }
 
   async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeServer(this.server);
   }
 
   private handle(request: http.IncomingMessage, response: http.ServerResponse): void {
@@ -60,6 +64,11 @@ class FileServer {
       response.writeHead(200, { "content-type": "text/html" }).end(`<html><body><a href="../">../</a><a href="?C=N;O=D">Name</a>\n${links}</body></html>`);
       return;
     }
+    const status = this.statuses.get(pathname);
+    if (status !== undefined) {
+      response.writeHead(status).end();
+      return;
+    }
     const virtualSize = this.virtualSizes.get(pathname);
     if (virtualSize !== undefined) {
       const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? "")?.[1] ?? 0);
@@ -77,7 +86,7 @@ class FileServer {
       return;
     }
     const etag = `"${createHash("md5").update(content).digest("hex")}"`;
-    const range = /^bytes=(\d+)-$/.exec(request.headers.range ?? "");
+    const range = this.ignoreRange ? null : /^bytes=(\d+)-$/.exec(request.headers.range ?? "");
     const start = range ? Number(range[1]) : 0;
     if (start >= content.length && range) {
       // As nginx answers a range that starts at or past the end.
@@ -85,7 +94,7 @@ class FileServer {
       return;
     }
     const headers: Record<string, string | number> = { etag, "accept-ranges": "bytes", "content-length": content.length - start };
-    if (range) headers["content-range"] = `bytes ${start}-${content.length - 1}/${content.length}`;
+    if (range) headers["content-range"] = `bytes ${start}-${content.length - 1}/${this.claimedTotals.get(pathname) ?? content.length}`;
     response.writeHead(range ? 206 : 200, headers);
     if (request.method === "HEAD") {
       response.end();
@@ -127,6 +136,9 @@ beforeEach(async () => {
   server.stallAfter.clear();
   server.virtualSizes.clear();
   server.listings = true;
+  server.ignoreRange = false;
+  server.claimedTotals.clear();
+  server.statuses.clear();
   server.requiredLogin = undefined;
 });
 afterEach(async () => {
@@ -163,7 +175,7 @@ describe("fetchWeights over http", () => {
     server.cutAfter.set("/models/big.safetensors", 120_000);
     const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/models/big.safetensors` });
     expect(createHash("sha256").update(await readFile(weightsPath)).digest("hex")).toBe(createHash("sha256").update(content).digest("hex"));
-    const gets = server.requests.filter((request) => request.method === "GET");
+    const gets = server.requests.filter((request) => request.method === "GET" && request.url === "/models/big.safetensors");
     expect(gets).toHaveLength(2);
     expect(gets[0]?.range).toBeUndefined();
     // It asks only for what it lacks: from the first byte it did not get.
@@ -349,7 +361,7 @@ describe("fetchWeights over http", () => {
       fetchWeights({ ...baseOptions(), source: `${server.url}/shared/model.gguf` }),
     ]);
     expect(first).toBe(second);
-    expect(server.requests.filter((request) => request.method === "GET")).toHaveLength(1);
+    expect(server.requests.filter((request) => request.method === "GET" && request.url === "/shared/model.gguf")).toHaveLength(1);
   });
 
   it("does not fetch again what is already complete in the cache", async () => {
@@ -427,12 +439,10 @@ describe("fetchWeights from a Hugging Face hub", () => {
       }
       response.writeHead(200, { "content-length": content.length }).end(content);
     });
-    await new Promise<void>((resolve) => hub.listen(0, "127.0.0.1", resolve));
-    hubUrl = `http://127.0.0.1:${(hub.address() as AddressInfo).port}`;
+    hubUrl = await listenOnLoopback(hub);
   });
   afterAll(async () => {
-    hub.closeAllConnections();
-    await new Promise<void>((resolve) => hub.close(() => resolve()));
+    await closeServer(hub);
   });
 
   it("fetches the safetensors and small files of hf://org/name@revision, skipping duplicate formats", async () => {
@@ -469,3 +479,161 @@ describe("fetchWeights from a Hugging Face hub", () => {
     );
   });
 });
+
+describe("fetchWeights from a mirror: resume and published checksums", () => {
+  const sha256 = (content: Buffer | string) => createHash("sha256").update(content).digest("hex");
+  const gets = (pathname: string) => server.requests.filter((request) => request.method === "GET" && request.url === pathname);
+  const leftovers = async (directory: string): Promise<string[]> => {
+    const { readdir } = await import("node:fs/promises");
+    return (await readdir(directory, { recursive: true })).map(String).filter((name) => name.endsWith(".partial") || name.endsWith(".partial.json"));
+  };
+
+  it("resumes a download cut halfway with a Range request and ends with the sha256 the mirror publishes beside it", async () => {
+    const content = randomBytes(400_000);
+    server.files.set("/mirror/qwen.gguf", content);
+    server.files.set("/mirror/qwen.gguf.sha256", Buffer.from(`${sha256(content)}  qwen.gguf\n`));
+    server.cutAfter.set("/mirror/qwen.gguf", 200_000);
+    const progress: FetchProgress[] = [];
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/qwen.gguf`, onProgress: (step) => progress.push(step) });
+    expect(sha256(await readFile(weightsPath))).toBe(sha256(content));
+    const [first, second, ...more] = gets("/mirror/qwen.gguf");
+    expect(more).toEqual([]);
+    expect(first?.range).toBeUndefined();
+    const resumedFrom = Number(/^bytes=(\d+)-$/.exec(second?.range ?? "")?.[1]);
+    // The second request asked only for the bytes the first did not deliver.
+    expect(resumedFrom).toBeGreaterThan(0);
+    expect(resumedFrom).toBeLessThanOrEqual(200_000);
+    expect(gets("/mirror/qwen.gguf.sha256")).toHaveLength(1);
+    expect(progress.at(-1)).toEqual({ bytesDone: 400_000, bytesTotal: 400_000 });
+    expect(await leftovers(cacheDirectory)).toEqual([]);
+  });
+
+  it("refuses a file whose .sha256 differs, naming the file and both sums, and leaves nothing in the cache", async () => {
+    const content = randomBytes(50_000);
+    const published = sha256("another file");
+    server.files.set("/mirror/bad.gguf", content);
+    server.files.set("/mirror/bad.gguf.sha256", Buffer.from(`${published} *bad.gguf\n`));
+    const source = `${server.url}/mirror/bad.gguf`;
+    const failure = fetchWeights({ ...baseOptions(), source });
+    await expect(failure).rejects.toMatchObject({ code: "checksum_mismatch" });
+    await expect(failure).rejects.toThrow(new RegExp(`${source.replace(/[.]/g, "\\.")} fetched on node node-a has sha256 ${sha256(content)}, but the source published ${published}`));
+    const destination = path.join(cacheDirectory, cacheLocation(parseWeightsSource(source)));
+    await expect(stat(destination)).rejects.toThrow(/ENOENT/);
+    expect(await leftovers(cacheDirectory)).toEqual([]);
+  });
+
+  it("refuses a .sha256 that is not a checksum (an error page in its place) before fetching the file", async () => {
+    server.files.set("/mirror/page.gguf", randomBytes(1000));
+    server.files.set("/mirror/page.gguf.sha256", Buffer.from("<html>Login required</html>"));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/page.gguf` })).rejects.toThrow(/page\.gguf\.sha256 is not in sha256sum format/);
+    expect(gets("/mirror/page.gguf")).toEqual([]);
+  });
+
+  it("starts over cleanly when the server ignores Range and sends the whole file again", async () => {
+    const content = randomBytes(300_000);
+    server.ignoreRange = true;
+    server.files.set("/mirror/norange.gguf", content);
+    server.files.set("/mirror/norange.gguf.sha256", Buffer.from(`${sha256(content)}  norange.gguf\n`));
+    server.cutAfter.set("/mirror/norange.gguf", 150_000);
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/norange.gguf` });
+    // Appending the whole file to the half already there would double it; the partial was overwritten instead.
+    expect((await readFile(weightsPath)).length).toBe(300_000);
+    expect(sha256(await readFile(weightsPath))).toBe(sha256(content));
+    expect(gets("/mirror/norange.gguf")[1]?.range).toMatch(/^bytes=\d+-$/);
+  });
+
+  it("resumes from the partial on disk after the agent stopped mid-download", async () => {
+    const content = randomBytes(300_000);
+    server.files.set("/mirror/restart.gguf", content);
+    server.files.set("/mirror/restart.gguf.sha256", Buffer.from(sha256(content)));
+    server.stallAfter.set("/mirror/restart.gguf", 100_000);
+    const source = `${server.url}/mirror/restart.gguf`;
+    const stopped = new AbortController();
+    let seen = 0;
+    const first = fetchWeights({ ...baseOptions(), source, signal: stopped.signal, onProgress: (step) => (seen = step.bytesDone) });
+    first.catch(() => undefined);
+    for (let waited = 0; seen < 100_000 && waited < 200; waited += 1) await new Promise((resolve) => setTimeout(resolve, 25));
+    stopped.abort();
+    await expect(first).rejects.toMatchObject({ name: "AbortError" });
+    server.stallAfter.clear();
+    const weightsPath = await fetchWeights({ ...baseOptions(), source });
+    expect(sha256(await readFile(weightsPath))).toBe(sha256(content));
+    expect(gets("/mirror/restart.gguf").at(-1)?.range).toBe("bytes=100000-");
+  });
+
+  it("uses a folder listing's .sha256 files as the sums of their neighbours, not as files of the model", async () => {
+    const shard = randomBytes(20_000);
+    server.files.set("/mirror/folder/config.json", Buffer.from("{}"));
+    server.files.set("/mirror/folder/model.safetensors", shard);
+    server.files.set("/mirror/folder/model.safetensors.sha256", Buffer.from(`${sha256(shard)}  model.safetensors\n`));
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/folder/` });
+    expect(await readFile(path.join(weightsPath, "model.safetensors"))).toEqual(shard);
+    await expect(stat(path.join(weightsPath, "model.safetensors.sha256"))).rejects.toThrow(/ENOENT/);
+    // config.json has no sum listed beside it: none is asked for.
+    expect(gets("/mirror/folder/config.json.sha256")).toEqual([]);
+
+    server.files.set("/mirror/folder2/model.safetensors", shard);
+    server.files.set("/mirror/folder2/model.safetensors.sha256", Buffer.from(`${sha256("other")}  model.safetensors\n`));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/folder2/` })).rejects.toMatchObject({ code: "checksum_mismatch" });
+  });
+
+  it("checks the shards of a folder without a listing against the .sha256 beside each", async () => {
+    server.listings = false;
+    const shard = Buffer.from("the shard's bytes");
+    server.files.set("/mirror/indexed/model.safetensors.index.json", Buffer.from(JSON.stringify({ weight_map: { a: "model-1.safetensors" } })));
+    server.files.set("/mirror/indexed/model-1.safetensors", shard);
+    server.files.set("/mirror/indexed/model-1.safetensors.sha256", Buffer.from(`${sha256("not the shard")}  model-1.safetensors\n`));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/indexed/` })).rejects.toThrow(/model-1\.safetensors fetched on node node-a has sha256/);
+    server.files.set("/mirror/indexed/model-1.safetensors.sha256", Buffer.from(`${sha256(shard)}  model-1.safetensors\n`));
+    const weightsPath = await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/indexed/` });
+    expect(await readFile(path.join(weightsPath, "model-1.safetensors"), "utf8")).toBe("the shard's bytes");
+  });
+
+  it("lets a second caller of a download in progress watch its progress", async () => {
+    server.files.set("/mirror/watched.gguf", randomBytes(200_000));
+    const source = `${server.url}/mirror/watched.gguf`;
+    const watched: FetchProgress[] = [];
+    const [first, second] = await Promise.all([fetchWeights({ ...baseOptions(), source }), fetchWeights({ ...baseOptions(), source, onProgress: (step) => watched.push(step) })]);
+    expect(first).toBe(second);
+    expect(watched.at(-1)).toEqual({ bytesDone: 200_000, bytesTotal: 200_000 });
+    expect(gets("/mirror/watched.gguf")).toHaveLength(1);
+  });
+
+  it("starts over from zero when the resumed range belongs to a file of another size", async () => {
+    const content = randomBytes(200_000);
+    server.files.set("/mirror/changed.gguf", content);
+    server.cutAfter.set("/mirror/changed.gguf", 80_000);
+    // The resume is answered as the tail of a larger file: appending it would mix two versions.
+    server.claimedTotals.set("/mirror/changed.gguf", 250_000);
+    const fetching = fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/changed.gguf` });
+    const weightsPath = await fetching;
+    expect(sha256(await readFile(weightsPath))).toBe(sha256(content));
+    const ranges = gets("/mirror/changed.gguf").map((request) => request.range);
+    expect(ranges[0]).toBeUndefined();
+    expect(ranges[1]).toMatch(/^bytes=\d+-$/);
+    // Refused, and fetched again from the first byte.
+    expect(ranges[2]).toBeUndefined();
+  });
+
+  it("fails, naming the checksum file, when the mirror cannot serve it, rather than fetch unchecked", async () => {
+    server.files.set("/mirror/flaky-sum.gguf", randomBytes(1000));
+    server.statuses.set("/mirror/flaky-sum.gguf.sha256", 503);
+    const source = `${server.url}/mirror/flaky-sum.gguf`;
+    await expect(fetchWeights({ ...baseOptions(), source, maxAttempts: 2 })).rejects.toThrow(`could not read the checksum ${source}.sha256 on node node-a: the server answered 503`);
+    expect(gets("/mirror/flaky-sum.gguf")).toEqual([]);
+    expect(gets("/mirror/flaky-sum.gguf.sha256")).toHaveLength(2);
+  });
+
+  it("takes a 403 for the checksum file as none published, as buckets answer for a missing key", async () => {
+    server.files.set("/mirror/bucket.gguf", Buffer.from("weights"));
+    server.statuses.set("/mirror/bucket.gguf.sha256", 403);
+    expect(await readFile(await fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/bucket.gguf` }), "utf8")).toBe("weights");
+  });
+
+  it("refuses a checksum file too large to be one", async () => {
+    server.files.set("/mirror/huge-sum.gguf", Buffer.from("weights"));
+    server.files.set("/mirror/huge-sum.gguf.sha256", Buffer.alloc(2 * 1024 * 1024, "a"));
+    await expect(fetchWeights({ ...baseOptions(), source: `${server.url}/mirror/huge-sum.gguf` })).rejects.toThrow(/huge-sum\.gguf\.sha256 is 2097152 bytes, too large for a checksum file/);
+  });
+});
+

@@ -14,9 +14,11 @@ import { DomainError } from "../errors/domain-error.js";
 import {
   cacheLocation,
   checksumFromHeaders,
+  checksumSuffix,
   companionFiles,
   parseFolderListing,
   selectHubFiles,
+  sha256FromChecksumFile,
   shardsFromIndex,
 } from "./weights-source.js";
 import { parseWeightsSource, type WeightsSource } from "../catalog/weights-source.js";
@@ -49,6 +51,8 @@ interface RemoteFile {
   readonly relativePath: string;
   size: number | undefined;
   readonly sha256: string | undefined;
+  /** Where the mirror may publish the file's sum (`<file>.sha256`); undefined when it cannot (the hub) or does not (a listing without one). */
+  readonly checksumUrl: string | undefined;
   readonly headers: Record<string, string>;
 }
 
@@ -103,6 +107,79 @@ class ProgressCounter {
 }
 
 /**
+ * Attempt numbers from 1, pausing between them (doubling, at most 30 s).
+ * At least one, so a failure always has a problem to name.
+ */
+async function* attempts(options: FetchWeightsOptions): AsyncGenerator<number> {
+  let delay = options.retryDelayMs ?? 500;
+  for (let attempt = 1; attempt <= attemptLimit(options); attempt += 1) {
+    options.signal?.throwIfAborted();
+    if (attempt > 1) {
+      await sleep(delay, undefined, { signal: options.signal });
+      delay = Math.min(delay * 2, 30_000);
+    }
+    yield attempt;
+  }
+}
+
+function attemptLimit(options: FetchWeightsOptions): number {
+  return Math.max(1, options.maxAttempts ?? 6);
+}
+
+/**
+ * The URL of a file's `.sha256` beside it: the suffix goes on the path, the query stays. A presigned
+ * URL's signature covers the file, not its sum, so such a mirror answers 403: no sum published.
+ */
+function withChecksumSuffix(fileUrl: string): string {
+  const url = new URL(fileUrl);
+  url.pathname = `${url.pathname}${checksumSuffix}`;
+  return url.toString();
+}
+
+/** A checksum file is a line per file; one larger than this is not one. */
+const maxChecksumFileBytes = 1024 * 1024;
+
+/**
+ * The sum a mirror publishes in `<file>.sha256`, or undefined when it
+ * publishes none there (404, or 401/403/410 as object stores answer for a
+ * missing key). A server error or a broken connection is asked again, as the
+ * file itself would be: skipping the check because the mirror hiccuped
+ * would let the one bad copy through unchecked.
+ */
+async function publishedChecksum(file: RemoteFile, options: FetchWeightsOptions): Promise<string | undefined> {
+  if (file.checksumUrl === undefined) return undefined;
+  const where = redactUrl(file.checksumUrl);
+  const fileName = decodeURIComponent(new URL(file.url).pathname.split("/").pop() ?? "");
+  let lastProblem = "no attempt got an answer";
+  for await (const _attempt of attempts(options)) {
+    try {
+      const target = withUrlCredentials(file.checksumUrl, { ...file.headers });
+      const response = await request(target.url, { method: "GET", headers: target.headers, dispatcher: redirectingDispatcher, signal: options.signal });
+      if (response.statusCode === 200) {
+        const length = Number(headerText(response.headers["content-length"]) ?? 0);
+        if (length > maxChecksumFileBytes) {
+          response.body.destroy();
+          throw unavailable(`${where} is ${length} bytes, too large for a checksum file`, "Publish the file's sum as `sha256sum FILE > FILE.sha256` writes it.");
+        }
+        return sha256FromChecksumFile(await response.body.text(), fileName, where);
+      }
+      await response.body.dump();
+      if ([401, 403, 404, 410].includes(response.statusCode)) return undefined;
+      lastProblem = `the server answered ${response.statusCode}`;
+      if (!isRetryableStatus(response.statusCode)) break;
+    } catch (error) {
+      options.signal?.throwIfAborted();
+      if (error instanceof DomainError) throw error;
+      lastProblem = `could not connect (${(error as Error).message})`;
+    }
+  }
+  throw unavailable(
+    `could not read the checksum ${where} on node ${options.nodeName}: ${lastProblem}`,
+    "Check the node's network to the mirror; a restart of the replica tries again.",
+  );
+}
+
+/**
  * Downloads one file to `destination` through `destination.partial`, resuming
  * with a Range request after a broken connection (a 70 GB shard must not
  * restart from zero because a proxy dropped it at 60 GB). If-Range with the
@@ -117,6 +194,8 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     return;
   }
   await mkdir(path.dirname(destination), { recursive: true });
+  // Read before the first byte, so a sum the mirror cannot serve fails the fetch before a 70 GB download.
+  const published = file.sha256 ?? (await publishedChecksum(file, options));
   const partial = `${destination}.partial`;
   const metaFile = `${destination}.partial.json`;
   let etag: string | undefined;
@@ -125,10 +204,13 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
   } catch {
     etag = undefined;
   }
-  /** The partial is whole: it becomes the file once it matches the checksum, when one is known. */
-  const finish = async (size: number, expectedSha256: string | undefined): Promise<void> => {
+  /**
+   * The partial is whole: it becomes the file once it matches the checksum, when one is known.
+   * `streamedSha256` is the sum taken as the bytes arrived, when they all came in one answer; without it the file is read again.
+   */
+  const finish = async (size: number, expectedSha256: string | undefined, streamedSha256?: string): Promise<void> => {
     if (expectedSha256 !== undefined) {
-      const actual = await sha256OfFile(partial);
+      const actual = streamedSha256 ?? (await sha256OfFile(partial));
       if (actual !== expectedSha256) {
         await rm(partial, { force: true });
         await rm(metaFile, { force: true });
@@ -143,17 +225,12 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     await rm(metaFile, { force: true });
     progress.set(file.relativePath, size);
   };
-  // At least one attempt, so the failure below always has a problem to name.
-  const maxAttempts = Math.max(1, options.maxAttempts ?? 6);
-  let delay = options.retryDelayMs ?? 500;
+  const maxAttempts = attemptLimit(options);
   let lastProblem = "no attempt got an answer";
-  for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
-    options.signal?.throwIfAborted();
-    if (attempt > 1) {
-      await sleep(delay, undefined, { signal: options.signal });
-      delay = Math.min(delay * 2, 30_000);
-    }
+  for await (const _attempt of attempts(options)) {
     let offset = (await sizeOf(partial)) ?? 0;
+    /** The size this partial was started against, to tell a resumed range of another version of the file. */
+    const sizeBefore = file.size;
     const headers: Record<string, string> = { ...file.headers };
     if (offset > 0) {
       headers.range = `bytes=${offset}-`;
@@ -178,7 +255,7 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
         // The partial already holds the whole file: the agent stopped after the last byte (while
         // checksumming or renaming). Asking again would be refused the same way at every restart.
         file.size = size;
-        await finish(size, file.sha256 ?? checksumFromHeaders(response.headers));
+        await finish(size, published ?? checksumFromHeaders(response.headers));
         return;
       }
       // The partial is longer than the file now is: start again from zero.
@@ -201,9 +278,11 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     }
     const contentRange = headerText(response.headers["content-range"]);
     if (status === 206) {
-      const start = /bytes (\d+)-/.exec(contentRange ?? "");
-      if (!start || Number(start[1]) !== offset) {
-        // A range other than the one asked for would corrupt the file if appended.
+      const range = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(contentRange ?? "");
+      const rangeTotal = range?.[3] === "*" || range === null ? undefined : Number(range[3]);
+      if (!range || Number(range[1]) !== offset || (sizeBefore !== undefined && rangeTotal !== undefined && rangeTotal !== sizeBefore)) {
+        // A range other than the one asked for, or the tail of a file of another size (it changed on the
+        // server since the partial began), would corrupt the file if appended: start again from zero.
         await response.body.dump();
         await rm(partial, { force: true });
         lastProblem = `the server sent range "${contentRange ?? ""}" for a request from byte ${offset}`;
@@ -229,13 +308,18 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
     }
     const responseEtag = headerText(response.headers.etag);
     etag = responseEtag ?? etag;
-    const expectedSha256 = file.sha256 ?? checksumFromHeaders(response.headers);
+    const expectedSha256 = published ?? checksumFromHeaders(response.headers);
     if (responseEtag !== undefined) await writeFile(metaFile, JSON.stringify({ etag: responseEtag }));
     let written = offset;
     progress.set(file.relativePath, written);
+    // A whole file is hashed as it arrives, so a 70 GB shard is not read a second time to verify it.
+    // A resumed one is hashed from disk at the end: reading its first part here would hold the answer's
+    // body back for as long as that takes, past the server's patience on a slow disk.
+    const hash = expectedSha256 !== undefined && offset === 0 ? createHash("sha256") : undefined;
     const counter = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         written += chunk.length;
+        hash?.update(chunk);
         progress.set(file.relativePath, written);
         callback(null, chunk);
       },
@@ -252,7 +336,7 @@ async function downloadFile(file: RemoteFile, destination: string, options: Fetc
       lastProblem = `the connection ended after ${size} of ${file.size} bytes`;
       continue;
     }
-    await finish(size, expectedSha256);
+    await finish(size, expectedSha256, hash?.digest("hex"));
     return;
   }
   throw unavailable(
@@ -298,8 +382,13 @@ async function listHttpFolder(folderUrl: string, options: FetchWeightsOptions): 
     const page = await reach(() => getText(url, {}, options.signal));
     if (page.status !== 200 || !/html/i.test(page.type)) return false;
     const listing = parseFolderListing(page.text, url);
+    const listed = new Set(listing.files);
     for (const name of listing.files) {
-      files.push({ url: new URL(encodeURIComponent(name), url).toString(), relativePath: prefix + name, size: undefined, sha256: undefined, headers: {} });
+      // A listed `x.sha256` beside `x` is x's checksum, read when x is fetched, not a file of the model.
+      if (name.endsWith(checksumSuffix) && listed.has(name.slice(0, -checksumSuffix.length))) continue;
+      const fileUrl = new URL(encodeURIComponent(name), url).toString();
+      const checksumUrl = listed.has(`${name}${checksumSuffix}`) ? new URL(encodeURIComponent(`${name}${checksumSuffix}`), url).toString() : undefined;
+      files.push({ url: fileUrl, relativePath: prefix + name, size: undefined, sha256: undefined, checksumUrl, headers: {} });
     }
     if (files.length > maxListedFiles) throw unavailable(`${redactUrl(folderUrl)} lists more than ${maxListedFiles} files`, "Point the source at the model's own folder.");
     if (depth < maxListingDepth) {
@@ -324,7 +413,11 @@ async function listHttpFolder(folderUrl: string, options: FetchWeightsOptions): 
       const head = await reach(() => headSize(url, {}, options.signal));
       if (head.status === 200) names.push(companion);
     }
-    for (const name of names) files.push({ url: new URL(name, folderUrl).toString(), relativePath: name, size: undefined, sha256: undefined, headers: {} });
+    // Without a listing there is no telling which files have a sum beside them: each is asked for.
+    for (const name of names) {
+      const fileUrl = new URL(name, folderUrl).toString();
+      files.push({ url: fileUrl, relativePath: name, size: undefined, sha256: undefined, checksumUrl: withChecksumSuffix(fileUrl), headers: {} });
+    }
   }
   // Sizes up front, so progress is a fraction of the whole folder from the first byte.
   for (const file of files) {
@@ -376,6 +469,8 @@ async function listHubFiles(source: Extract<WeightsSource, { kind: "hub" }>, opt
     relativePath: exact ? "" : wanted === "" ? entry.path : entry.path.slice(wanted.length + 1),
     size: entry.size,
     sha256: entry.sha256,
+    // The hub's own sums are the LFS oids of its file list; it has no .sha256 files.
+    checksumUrl: undefined,
     headers,
   }));
   return { files, singleFile: exact !== undefined };
@@ -428,8 +523,15 @@ async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefi
   }
 }
 
+/** One download in progress, and everyone watching it: a pull and a replica of one source see the same bytes. */
+interface SharedFetch {
+  readonly result: Promise<string>;
+  readonly watchers: Set<(progress: FetchProgress) => void>;
+  last: FetchProgress | undefined;
+}
+
 /** Fetches in progress by cache target: two replicas of one model share one download instead of corrupting one partial file. */
-const fetchesInFlight = new Map<string, Promise<string>>();
+const fetchesInFlight = new Map<string, SharedFetch>();
 
 /**
  * Puts a replica's weights in the cache and returns where the engine finds
@@ -442,21 +544,51 @@ export async function fetchWeights(options: FetchWeightsOptions): Promise<string
   for (let attempt = 0; key !== undefined && attempt < 3; attempt += 1) {
     const running = fetchesInFlight.get(key);
     if (!running) break;
+    const watch = options.onProgress;
+    if (watch) {
+      running.watchers.add(watch);
+      if (running.last) watch(running.last);
+    }
     try {
-      return await untilAborted(running, options.signal);
+      return await untilAborted(running.result, options.signal);
     } catch (error) {
       // The other fetch was stopped with its replica; this one goes on by itself.
       if (!(error instanceof Error && error.name === "AbortError") || options.signal?.aborted) throw error;
+    } finally {
+      if (watch) running.watchers.delete(watch);
     }
   }
-  const fetching = fetchUnshared(options);
-  if (key !== undefined) {
-    fetchesInFlight.set(key, fetching);
-    void fetching.catch(() => undefined).finally(() => {
-      if (fetchesInFlight.get(key) === fetching) fetchesInFlight.delete(key);
-    });
-  }
-  return await fetching;
+  if (key === undefined) return await fetchUnshared(options);
+  const watchers = new Set<(progress: FetchProgress) => void>(options.onProgress ? [options.onProgress] : []);
+  let shared: SharedFetch | undefined;
+  const result = fetchUnshared({
+    ...options,
+    onProgress: (progress) => {
+      if (shared) shared.last = progress;
+      for (const watch of watchers) watch(progress);
+    },
+  });
+  shared = { result, watchers, last: undefined };
+  fetchesInFlight.set(key, shared);
+  void result.catch(() => undefined).finally(() => {
+    if (fetchesInFlight.get(key) === shared) fetchesInFlight.delete(key);
+  });
+  return await result;
+}
+
+/**
+ * Where a source already sits complete in the cache, or undefined: a pull
+ * of a model fetched before answers at once, without asking the mirror.
+ */
+export async function cachedWeights(source: string, cacheDirectory: string): Promise<string | undefined> {
+  const parsed = parseWeightsSource(source);
+  if (parsed.kind === "local") return (await sizeOf(parsed.path)) === undefined ? undefined : parsed.path;
+  const target = path.join(cacheDirectory, cacheLocation(parsed));
+  if (parsed.kind === "http-file") return (await sizeOf(target)) === undefined ? undefined : target;
+  // A hub source naming one file is a file in the cache; a folder is complete only with its marker.
+  const info = await stat(target).catch(() => undefined);
+  if (info?.isFile()) return target;
+  return (await sizeOf(path.join(target, completeMarker))) === undefined ? undefined : target;
 }
 
 async function fetchUnshared(options: FetchWeightsOptions): Promise<string> {
@@ -472,7 +604,9 @@ async function fetchUnshared(options: FetchWeightsOptions): Promise<string> {
   }
   const target = path.join(options.cacheDirectory, cacheLocation(source));
   if (source.kind === "http-file") {
-    const file: RemoteFile = { url: source.url, relativePath: "", size: undefined, sha256: source.sha256, headers: {} };
+    // A pin in the source is the sum; without one, the mirror's `<file>.sha256` when it publishes one.
+    const checksumUrl = source.sha256 === undefined ? withChecksumSuffix(source.url) : undefined;
+    const file: RemoteFile = { url: source.url, relativePath: "", size: undefined, sha256: source.sha256, checksumUrl, headers: {} };
     await downloadFile(file, target, options, new ProgressCounter([file], options.onProgress));
     return target;
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseWeightsSource } from "../catalog/weights-source.js";
-import { cacheLocation, checksumFromHeaders, parseFolderListing, selectHubFiles, shardsFromIndex } from "./weights-source.js";
+import { cacheLocation, checksumFromHeaders, parseFolderListing, selectHubFiles, sha256FromChecksumFile, shardsFromIndex } from "./weights-source.js";
 
 describe("cacheLocation", () => {
   it("keeps readable, safe paths under the cache", () => {
@@ -36,5 +36,20 @@ describe("checksums and indexes", () => {
       "tokenizer.json",
     ]);
     expect(selectHubFiles(["README.md", "model.Q4_K_M.gguf"])).toEqual(["README.md", "model.Q4_K_M.gguf"]);
+  });
+
+  it("reads a .sha256 in sha256sum's formats, and picks this file's line from a list", () => {
+    const a = "a".repeat(64);
+    const b = "B".repeat(64);
+    expect(sha256FromChecksumFile(`${a}  model.gguf\n`, "model.gguf", "x")).toBe(a);
+    expect(sha256FromChecksumFile(`${b} *model.gguf`, "model.gguf", "x")).toBe("b".repeat(64));
+    expect(sha256FromChecksumFile(`${a}\n`, "model.gguf", "x")).toBe(a);
+    expect(sha256FromChecksumFile(`${a}  other.gguf\n${b}  ./sub/model.gguf\n`, "model.gguf", "x")).toBe("b".repeat(64));
+  });
+
+  it("refuses a .sha256 that is not one, or lists no sum for the file", () => {
+    expect(() => sha256FromChecksumFile("<html>404</html>", "m.gguf", "https://m/m.gguf.sha256")).toThrow(/m\.gguf\.sha256 is not in sha256sum format/);
+    expect(() => sha256FromChecksumFile("", "m.gguf", "here")).toThrow(/not in sha256sum format/);
+    expect(() => sha256FromChecksumFile(`${"a".repeat(64)}  x\n${"b".repeat(64)}  y\n`, "m.gguf", "here")).toThrow(/lists 2 sums and none for m\.gguf/);
   });
 });

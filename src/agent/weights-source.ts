@@ -141,3 +141,32 @@ export function selectHubFiles(paths: readonly string[]): string[] {
     return !/\.(bin|pt|pth|msgpack|h5|gguf|onnx|ckpt)$/.test(file);
   });
 }
+
+/** The name a mirror gives a file's checksum: sha256sum's output, beside the file. */
+export const checksumSuffix = ".sha256";
+
+/**
+ * The sum for `fileName` in a `<file>.sha256` a mirror publishes beside it,
+ * in sha256sum's format (`HEX  name`, `HEX *name`, or the bare HEX). A file
+ * listing several sums gives the line naming this file. Anything else is
+ * refused rather than skipped: a mirror that publishes sums and serves an
+ * error page in their place must not turn into a mirror that is not checked.
+ */
+export function sha256FromChecksumFile(text: string, fileName: string, where: string): string {
+  const lines = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"));
+  const entries = lines.map((line) => {
+    const match = /^([0-9a-fA-F]{64})(?:\s+\*?(.+))?$/.exec(line);
+    return match ? { sha256: (match[1] ?? "").toLowerCase(), name: match[2] } : undefined;
+  });
+  const refused = (why: string) =>
+    new DomainError("source_unavailable", `${where} ${why}`, "Publish the file's sum as `sha256sum FILE > FILE.sha256` writes it, or remove the .sha256 file.");
+  if (entries.length === 0 || entries.some((entry) => entry === undefined)) throw refused("is not in sha256sum format (64 hex digits, then the file name)");
+  const parsed = entries.filter((entry) => entry !== undefined);
+  if (parsed.length === 1) return (parsed[0] as { sha256: string }).sha256;
+  const named = parsed.find((entry) => entry.name !== undefined && path.posix.basename(entry.name) === fileName);
+  if (!named) throw refused(`lists ${parsed.length} sums and none for ${fileName}`);
+  return named.sha256;
+}

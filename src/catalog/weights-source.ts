@@ -71,6 +71,15 @@ export function parseWeightsSource(source: string, context: SourceContext = {}):
   return { kind: "local", path: path.resolve(source) };
 }
 
+/**
+ * The source as an agent is sent it: `mirror:path` joined to the server's
+ * mirror (an absolute URL or path), any other form as written. Agents do not
+ * read server.yaml, so a `mirror:` source reaching one could not be fetched.
+ */
+export function sourceForAgents(source: string, context: SourceContext): string {
+  return source.startsWith("mirror:") ? resolveMirror(source, context) : source;
+}
+
 /** `mirror:path` against the configured mirror: a URL joins, a folder on disk joins as a path. */
 function resolveMirror(source: string, context: SourceContext): string {
   const relative = source.slice("mirror:".length).replace(/^\/+/, "");

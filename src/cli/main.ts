@@ -17,6 +17,7 @@ import { registerGatewayKeysCommands } from "./ctl/gateway-keys-commands.js";
 import { registerReconcileCommands } from "./ctl/reconcile-commands.js";
 import { registerPresetCommands } from "./ctl/presets-commands.js";
 import { registerServeCommand } from "./ctl/serve-command.js";
+import { registerPullCommands } from "./ctl/pull-command.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -37,6 +38,7 @@ function buildProgram(): Command {
   registerReconcileCommands(ctl);
   registerPresetCommands(ctl);
   registerServeCommand(ctl);
+  registerPullCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

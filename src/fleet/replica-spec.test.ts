@@ -61,4 +61,23 @@ describe("buildReplicaSpec", () => {
     expect(storableReplicaSpec(spec, gatedProfile).env).toEqual({ HF_TOKEN: "$SERVER_HF_TOKEN" });
     expect(() => buildReplicaSpec({ id: "gated-2", model: gated, profile: gatedProfile, cards: [0], gpuMemoryUtilization: 0.9, serverEnvironment: {} })).toThrow(/the server has no SERVER_HF_TOKEN set/);
   });
+
+  it("sends agents mirror: sources resolved against the server's mirror, and stores them without the mirror's password", () => {
+    const mirrored = modelOf({
+      name: "mirrored",
+      adapters: [{ name: "sql", source: "mirror:adapters/sql/" }],
+      profiles: [{ engine: "llamacpp", source: "mirror:gguf/qwen-q4.gguf", memory_gb: 8 }],
+    });
+    const mirroredProfile = mirrored.profiles[0];
+    if (!mirroredProfile) throw new Error("no profile");
+    const mirror = "https://robot:s3cret@mirror.internal/models/";
+    const spec = buildReplicaSpec({ id: "m-1", model: mirrored, profile: mirroredProfile, cards: [], gpuMemoryUtilization: 0.9, serverEnvironment: {}, mirror });
+    expect(spec.source).toBe("https://robot:s3cret@mirror.internal/models/gguf/qwen-q4.gguf");
+    expect(spec.adapters).toEqual([{ name: "sql", source: "https://robot:s3cret@mirror.internal/models/adapters/sql/" }]);
+    const stored = JSON.stringify(storableReplicaSpec(spec, mirroredProfile));
+    expect(stored).not.toContain("s3cret");
+    expect(stored).toContain("mirror.internal/models/gguf/qwen-q4.gguf");
+    expect(() => buildReplicaSpec({ id: "m-2", model: mirrored, profile: mirroredProfile, cards: [], gpuMemoryUtilization: 0.9, serverEnvironment: {} })).toThrow(/no mirror is configured/);
+  });
 });
+

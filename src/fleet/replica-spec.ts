@@ -1,5 +1,7 @@
 import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
+import { redactUrl } from "../catalog/redact.js";
 import { maskSecretEnv, resolveSecretEnv } from "../catalog/secret-env.js";
+import { sourceForAgents } from "../catalog/weights-source.js";
 import type { ReplicaSpec } from "../protocol/agent-protocol.js";
 
 export interface ReplicaSpecInput {
@@ -16,6 +18,8 @@ export interface ReplicaSpecInput {
   readonly apiKey?: string | undefined;
   /** The server's environment, where a profile's secret_env values are read; a variable missing there is refused, naming it. */
   readonly serverEnvironment: Readonly<Record<string, string | undefined>>;
+  /** server.yaml's `mirror`, which `mirror:path` sources are resolved against before the agent sees them. */
+  readonly mirror?: string | undefined;
 }
 
 /**
@@ -32,7 +36,7 @@ export function buildReplicaSpec(input: ReplicaSpecInput): ReplicaSpec {
     model: model.name,
     profile: profile.name,
     engine: profile.engine,
-    source: profile.source,
+    source: sourceForAgents(profile.source, { mirror: input.mirror }),
     cards: [...input.cards],
     ...(context !== undefined ? { context } : {}),
     slots: profile.slots,
@@ -41,13 +45,24 @@ export function buildReplicaSpec(input: ReplicaSpecInput): ReplicaSpec {
     gpu_memory_utilization: input.gpuMemoryUtilization,
     args: [...profile.args],
     env: { ...profile.env, ...resolveSecretEnv(model.name, profile, input.serverEnvironment) },
-    adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: adapter.source, ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
+    adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: sourceForAgents(adapter.source, { mirror: input.mirror }), ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
     ...(input.simulation ? { simulation: input.simulation } : {}),
     ...(input.apiKey !== undefined ? { api_key: input.apiKey } : {}),
   };
 }
 
-/** A spec as it may be stored: the values secret_env brought in replaced by the server variable's name, since the database is not where secrets live. */
+/**
+ * A spec as it may be stored: the values secret_env brought in replaced by
+ * the server variable's name, and URL passwords masked (a resolved `mirror:`
+ * source carries the mirror's login from server.yaml), since the database is
+ * not where secrets live. A stored spec is never sent again as it is: a
+ * resumed start builds the spec anew from the catalog.
+ */
 export function storableReplicaSpec(spec: ReplicaSpec, profile: ResolvedProfile): ReplicaSpec {
-  return { ...spec, env: maskSecretEnv(spec.env, profile.secret_env) };
+  return {
+    ...spec,
+    source: redactUrl(spec.source),
+    adapters: spec.adapters.map((adapter) => ({ ...adapter, source: redactUrl(adapter.source) })),
+    env: maskSecretEnv(spec.env, profile.secret_env),
+  };
 }

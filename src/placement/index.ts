@@ -7,3 +7,4 @@ export { demandBytesPerCard, type ProfileMemoryInput } from "./demand-bytes-per-
 export { demandProfile } from "./demand-profile.js";
 export { defaultScoreWeights, type ScoreWeights } from "./node-scores.js";
 export type * from "./types.js";
+export { hostingProfiles, type NodeHosting } from "./hosting-profiles.js";

@@ -1,6 +1,7 @@
 import type { Scaling } from "../catalog/catalog-model.js";
 import type { EngineName, ModelClass } from "../catalog/schema.js";
 import type { ReplicaState } from "./agent-protocol.js";
+import type { PullNodeView, PullSkippedView, PullSourceView, PullView } from "./pull-views.js";
 
 /**
  * The admin API's answers as tools see them (`ctl ... --json`, the console,
@@ -331,6 +332,20 @@ export const documentedViewFields = {
     created_at: true,
   }),
   "Replica.progress": fields<ReplicaProgressView>({ fraction: true, bytes_done: true, bytes_total: true }),
+  Pull: fields<PullView>({ model: true, nodes: true, skipped: true }),
+  "Pull.nodes[]": fields<PullNodeView>({ node: true, profile: true, state: true, sources: true, reason: true }),
+  "Pull.nodes[].sources[]": fields<PullSourceView>({
+    source: true,
+    fetched_from: true,
+    state: true,
+    bytes_done: true,
+    bytes_total: true,
+    size_bytes: true,
+    already_cached: true,
+    simulated: true,
+    reason: true,
+  }),
+  "Pull.skipped[]": fields<PullSkippedView>({ node: true, reason: true }),
   // Shapes the README documents inline, under the command that prints them.
   "ctl tokens --json": fields<TokenView>({ name: true, role: true, created_at: true }),
   "ctl token create --json": fields<CreatedTokenView>({ name: true, role: true, created_at: true, token: true }),

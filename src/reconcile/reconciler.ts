@@ -84,6 +84,11 @@ export class Reconciler {
 
   private readonly facts: ModelFactsCache | undefined;
 
+  /** A model's profiles as placement takes them, with each card's bytes once its files were read: for callers that ask placement's filters outside a pass. */
+  demandProfilesOf(model: CatalogModel): DemandProfile[] {
+    return demandProfiles(model, this.facts);
+  }
+
   get isLeader(): boolean {
     return this.leader;
   }

@@ -25,6 +25,8 @@ import { readModelSource } from "../plan/read-model-source.js";
 import { throttleDemand } from "../gateway/throttle-demand.js";
 import type { PlanSettings } from "../api/routes/plan.js";
 import { checkDeclaredSources } from "./check-declared-sources.js";
+import { registerPullRoutes } from "../api/routes/pull.js";
+import { PullService } from "../services/pull-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
@@ -94,6 +96,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       settlingWindowMs: config.settlingWindowMs,
       heartbeatIntervalMs: 2000,
       gpuMemoryUtilization: config.gpuMemoryUtilization,
+      mirror: config.mirror,
     });
     let reportBackground = (_error: unknown, _during: string): void => undefined;
     gatewayKeys =
@@ -134,6 +137,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       modelStatus: modelStatusSource(store),
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
+        registerPullRoutes(routes, new PullService(catalog, fleet, { mirror: config.mirror, gpuMemoryUtilization: config.gpuMemoryUtilization, demandProfiles: (model) => reconciler.demandProfilesOf(model) }));
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();

@@ -1,6 +1,16 @@
 import type { Readable } from "node:stream";
 import { request } from "undici";
-import { agentPaths, protocolVersion, replicaAnswerSchema, type ReplicaSpec, type ReplicaStatus } from "../protocol/agent-protocol.js";
+import type { z } from "zod";
+import {
+  agentPaths,
+  fetchAnswerSchema,
+  fetchListSchema,
+  protocolVersion,
+  replicaAnswerSchema,
+  type FetchStatus,
+  type ReplicaSpec,
+  type ReplicaStatus,
+} from "../protocol/agent-protocol.js";
 import { readErrorBody } from "../protocol/error-body.js";
 import { errorCodes, type ErrorCode } from "../errors/codes.js";
 import { DomainError } from "../errors/domain-error.js";
@@ -29,7 +39,7 @@ function agentRefusal(node: AgentAddress, status: number, text: string): DomainE
   return new DomainError("agent_unreachable", `the agent of node ${node.name} at ${node.address} answered ${status}: ${text.slice(0, 300)}`, "Check the agent's log.");
 }
 
-async function call(node: AgentAddress, method: "POST" | "DELETE", path: string, body?: unknown): Promise<ReplicaStatus> {
+async function call<Answer>(node: AgentAddress, method: "GET" | "POST" | "DELETE", path: string, schema: z.ZodType<Answer>, body?: unknown): Promise<Answer> {
   let response;
   try {
     response = await request(new URL(path, node.address), {
@@ -54,17 +64,27 @@ async function call(node: AgentAddress, method: "POST" | "DELETE", path: string,
       "Something other than the agent may answer at that address: check the agent's --listen and --advertise, and any proxy in between.",
     );
   }
-  const answer = replicaAnswerSchema.safeParse(json);
+  const answer = schema.safeParse(json);
   if (!answer.success) throw new DomainError("version_unsupported", `the agent of node ${node.name} answered in a form this server cannot read: ${answer.error.message}`, "Run agents of the server's release.");
-  return answer.data.replica;
+  return answer.data;
 }
 
 export async function startReplicaOnAgent(node: AgentAddress, spec: ReplicaSpec): Promise<ReplicaStatus> {
-  return await call(node, "POST", agentPaths.replicas, { protocol: protocolVersion, replica: spec });
+  return (await call(node, "POST", agentPaths.replicas, replicaAnswerSchema, { protocol: protocolVersion, replica: spec })).replica;
 }
 
 export async function stopReplicaOnAgent(node: AgentAddress, id: string, drain: boolean): Promise<ReplicaStatus> {
-  return await call(node, "DELETE", `${agentPaths.replica(id)}${drain ? "?drain=1" : ""}`);
+  return (await call(node, "DELETE", `${agentPaths.replica(id)}${drain ? "?drain=1" : ""}`, replicaAnswerSchema)).replica;
+}
+
+/** Asks the agent to put a source (resolved: no `mirror:`) in its weights cache; answers where that stands. */
+export async function startFetchOnAgent(node: AgentAddress, source: string): Promise<FetchStatus> {
+  return (await call(node, "POST", agentPaths.fetches, fetchAnswerSchema, { protocol: protocolVersion, source })).fetch;
+}
+
+/** Every fetch the agent was asked for since it started, with its progress. */
+export async function fetchesOnAgent(node: AgentAddress): Promise<FetchStatus[]> {
+  return (await call(node, "GET", agentPaths.fetches, fetchListSchema)).fetches;
 }
 
 /** The replica's log from its agent, streamed through while `follow`. */

@@ -65,6 +65,8 @@ export interface FleetSettings {
    * then learn the new control secret at their next heartbeat.
    */
   readonly serverKey?: Buffer | undefined;
+  /** server.yaml's `mirror`: agents are sent `mirror:path` sources resolved against it. */
+  readonly mirror?: string | undefined;
 }
 
 export const startReplicaBodySchema = z.strictObject({
@@ -416,6 +418,11 @@ export class FleetService {
     return replicaCountsOf(replicas.map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
   };
 
+  /** How to call a node's agent (its control URL and the control secret it checks). */
+  async agentAddress(nodeName: string): Promise<AgentAddress> {
+    return (await this.agentOf(nodeName)).address;
+  }
+
   private async agentOf(nodeName: string): Promise<{ node: StoredNode; address: AgentAddress; state: NodeState }> {
     const node = await findNode(this.store.db, nodeName);
     if (!node) throw this.nodeNotFound(nodeName);
@@ -455,6 +462,7 @@ export class FleetService {
       simulation: extra.simulation,
       serverEnvironment: process.env,
       apiKey: newToken("replica"),
+      mirror: this.settings.mirror,
     });
   }
 
@@ -614,6 +622,7 @@ export class FleetService {
       simulation: row.spec.simulation,
       serverEnvironment: process.env,
       apiKey: row.spec.api_key,
+      mirror: this.settings.mirror,
     });
     const { address } = await this.agentOf(row.node);
     await this.sendStart(address, spec, true);
