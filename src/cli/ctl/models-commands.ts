@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command } from "commander";
-import type { ModelView } from "../../protocol/views.js";
+import type { ModelView, NodeView } from "../../protocol/views.js";
+import { comfyuiNodesNote } from "./comfyui-nodes-note.js";
 import { parseModelFile } from "../../catalog/model-file.js";
 import { modelClasses } from "../../catalog/schema.js";
 import { DomainError } from "../../errors/domain-error.js";
@@ -91,6 +92,7 @@ export function registerModelsCommands(ctl: Command): void {
       const client = apiClient(ctlOptions(command));
       const added = await client.post<ModelView>("/api/v1/models", entry);
       printModel(command, added, `Added ${added.name}.`);
+      if (!ctlOptions(command).json && added.profiles.some((profile) => profile.engine === "comfyui")) print(comfyuiNodesNote(added, (await client.get<{ nodes: NodeView[] }>("/api/v1/nodes")).nodes));
       if (options.wait) await waitForModel(client, added.name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
     });
 
