@@ -17,7 +17,8 @@ import { writeOpenAIError } from "../write-openai-error.js";
 import { fillWorkflow, type ComfyValues } from "./fill-workflow.js";
 import { KeptImages } from "./kept-images.js";
 import { readMeshRequest } from "./read-mesh-request.js";
-import { runComfyWorkflow, type ComfyEngine, type ComfyOutputFile } from "./run-comfy-workflow.js";
+import { parseJsonBody } from "./parse-json-body.js";
+import { runComfyWorkflow, uploadImage, type ComfyEngine, type ComfyOutputFile } from "./run-comfy-workflow.js";
 import { wrongTaskError } from "./wrong-task-error.js";
 
 /** The ComfyUI routes under /v1, as answerV1Request finds them. */
@@ -290,18 +291,11 @@ export class ComfyEndpoints {
 }
 
 function parseImagesRequest(raw: Buffer): z.infer<typeof imagesRequestSchema> {
-  let json: unknown;
-  try {
-    json = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new DomainError("invalid_input", "the request body is not JSON", "Send a JSON body, as OpenAI's images API takes it, with content-type: application/json.");
-  }
-  const parsed = imagesRequestSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new DomainError("invalid_input", `${issue?.path.join(".") || "(top level)"}: ${issue?.message ?? "invalid"}`, "Correct the field named; OpenAI's images API reference lists them.");
-  }
-  return parsed.data;
+  return parseJsonBody(imagesRequestSchema, raw, {
+    notJson: "the request body is not JSON",
+    notJsonHint: "Send a JSON body, as OpenAI's images API takes it, with content-type: application/json.",
+    fix: "Correct the field named; OpenAI's images API reference lists them.",
+  });
 }
 
 function upstreamFailed(model: RoutingModel, lastFailure: UpstreamError | undefined): DomainError {
@@ -325,32 +319,4 @@ function writeJson(exchange: ComfyExchange, body: unknown): void {
   const text = JSON.stringify(body);
   exchange.response.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "x-request-id": exchange.id });
   exchange.response.end(text);
-}
-
-async function uploadImage(engine: ComfyEngine, image: Buffer, filename: string): Promise<string> {
-  const form = new FormData();
-  form.set("image", new Blob([image]), filename);
-  form.set("overwrite", "true");
-  let answer: Response;
-  try {
-    answer = await fetch(`${engine.origin}/upload/image`, { method: "POST", body: form, headers: { "x-request-id": engine.requestId, ...(engine.authorization !== undefined ? { authorization: engine.authorization } : {}) } });
-  } catch (error) {
-    throw new UpstreamError(undefined, true, engine.upstream, `could not upload the input image: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  const text = await answer.text();
-  if (answer.status >= 500) throw new UpstreamError(answer.status, true, engine.upstream, `POST /upload/image answered ${answer.status}`);
-  const parsed = z.looseObject({ name: z.string().min(1), subfolder: z.string().catch("") }).safeParse(safeParse(text));
-  if (answer.status !== 200 || !parsed.success) {
-    throw new DomainError("engine_execution_failed", `ComfyUI on ${engine.upstream} refused the input image (${answer.status}): ${text.slice(0, 300)}`, "Send a PNG, JPEG or WebP image.");
-  }
-  // LoadImage names an uploaded file by its path under the input folder.
-  return parsed.data.subfolder !== "" ? `${parsed.data.subfolder}/${parsed.data.name}` : parsed.data.name;
-}
-
-function safeParse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { z } from "zod";
 import { DomainError } from "../../errors/domain-error.js";
+import { parseJsonBody } from "./parse-json-body.js";
 
 export interface MeshRequest {
   readonly image: Buffer;
@@ -28,21 +29,15 @@ const jsonRequestSchema = z.strictObject({
 export async function readMeshRequest(headers: IncomingHttpHeaders, body: Buffer): Promise<MeshRequest> {
   const contentType = headers["content-type"] ?? "";
   if (/^multipart\/form-data/i.test(contentType)) return await readMultipart(contentType, body);
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString("utf8"));
-  } catch {
-    throw new DomainError("invalid_input", "the request body is neither multipart/form-data nor JSON", 'Send the image as a form file (curl -F image=@photo.png) or as JSON {"image": "<base64>"}.');
-  }
-  const parsed = jsonRequestSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new DomainError("invalid_input", `${issue?.path.join(".") || "(top level)"}: ${issue?.message ?? "invalid"}`, 'Send {"image": "<base64>", "seed"?: N, "response_format"?: "glb" | "b64_json"}.');
-  }
-  const text = parsed.data.image.replace(/^data:[^,]*;base64,/, "");
+  const parsed = parseJsonBody(jsonRequestSchema, body, {
+    notJson: "the request body is neither multipart/form-data nor JSON",
+    notJsonHint: 'Send the image as a form file (curl -F image=@photo.png) or as JSON {"image": "<base64>"}.',
+    fix: 'Send {"image": "<base64>", "seed"?: N, "response_format"?: "glb" | "b64_json"}.',
+  });
+  const text = parsed.image.replace(/^data:[^,]*;base64,/, "");
   if (!/^[A-Za-z0-9+/=\s_-]+$/.test(text)) throw new DomainError("invalid_input", "image: not base64", "Send the image's bytes in base64, or as a data: URL.");
   const image = Buffer.from(text, "base64");
-  return { image, filename: uploadName(image), seed: parsed.data.seed, responseFormat: parsed.data.response_format ?? "glb" };
+  return { image, filename: uploadName(image), seed: parsed.seed, responseFormat: parsed.response_format ?? "glb" };
 }
 
 async function readMultipart(contentType: string, body: Buffer): Promise<MeshRequest> {

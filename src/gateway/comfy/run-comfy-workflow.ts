@@ -296,3 +296,24 @@ function contentTypeOf(filename: string): string {
   if (/\.glb$/i.test(filename)) return "model/gltf-binary";
   return "application/octet-stream";
 }
+
+/** Uploads an input image to the engine (multipart, as ComfyUI's own client does) and returns the name LoadImage knows it by. */
+export async function uploadImage(engine: ComfyEngine, image: Buffer, filename: string): Promise<string> {
+  const form = new FormData();
+  form.set("image", new Blob([image]), filename);
+  form.set("overwrite", "true");
+  let answer: Response;
+  try {
+    answer = await fetch(`${engine.origin}/upload/image`, { method: "POST", body: form, headers: headersOf(engine) });
+  } catch (error) {
+    throw new UpstreamError(undefined, true, engine.upstream, `could not upload the input image: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const text = await answer.text();
+  if (answer.status >= 500) throw new UpstreamError(answer.status, true, engine.upstream, `POST /upload/image answered ${answer.status}`);
+  const parsed = z.looseObject({ name: z.string().min(1), subfolder: z.string().catch("") }).safeParse(safeJson(text));
+  if (answer.status !== 200 || !parsed.success) {
+    throw new DomainError("engine_execution_failed", `ComfyUI on ${engine.upstream} refused the input image (${answer.status}): ${text.slice(0, 300)}`, "Send a PNG, JPEG or WebP image.");
+  }
+  // LoadImage names an uploaded file by its path under the input folder.
+  return parsed.data.subfolder !== "" ? `${parsed.data.subfolder}/${parsed.data.name}` : parsed.data.name;
+}
