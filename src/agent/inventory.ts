@@ -171,8 +171,8 @@ export async function collectInventory(options: InventoryOptions): Promise<Inven
   const installable = options.comfyui?.installCommand !== undefined;
   // A simulated node runs every engine as the simulated one: ComfyUI counts as there unless an install command is given to exercise.
   const present = options.comfyui !== undefined ? (await comfyuiPresent(options.comfyui.folder)) || (simulate !== undefined && !installable) : engines.includes("comfyui");
-  // A node that can install ComfyUI takes ComfyUI models: placement reads the engines list.
-  if (installable && !engines.includes("comfyui")) engines.push("comfyui");
+  // A node that has ComfyUI (installed earlier into DATA_DIR/ComfyUI too) or can install it takes ComfyUI models: placement reads the engines list.
+  if ((installable || present) && !engines.includes("comfyui")) engines.push("comfyui");
   return {
     hostname: options.hostname,
     gpus: simulate ? simulatedGpus(simulate, options.hostname, options.fabric) : await realGpus(options),
