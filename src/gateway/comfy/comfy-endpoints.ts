@@ -54,6 +54,11 @@ export interface ComfyExchange {
   readonly baseUrl: string;
 }
 
+/** One request as the endpoints carry it: the exchange, and a signal that fires when its client goes away. */
+interface ComfyRequest extends ComfyExchange {
+  readonly gone: AbortSignal;
+}
+
 export interface ComfyEndpointsOptions {
   readonly policy: GatewayPolicy;
   readonly state: RoutingState;
@@ -125,7 +130,8 @@ export class ComfyEndpoints {
   }
 
   /** Answers one ComfyUI route; always writes the response itself. */
-  async handle(route: ComfyRoute, exchange: ComfyExchange): Promise<void> {
+  async handle(route: ComfyRoute, received: ComfyExchange): Promise<void> {
+    const exchange: ComfyRequest = { ...received, gone: clientGone(received.response) };
     if (route.kind === "kept-image") {
       this.#serveKept(route.id, exchange);
       return;
@@ -172,7 +178,7 @@ export class ComfyEndpoints {
     return model as RoutingModel & { comfy: RoutingComfy };
   }
 
-  async #answerImages(model: RoutingModel & { comfy: RoutingComfy }, body: z.infer<typeof imagesRequestSchema>, exchange: ComfyExchange): Promise<void> {
+  async #answerImages(model: RoutingModel & { comfy: RoutingComfy }, body: z.infer<typeof imagesRequestSchema>, exchange: ComfyRequest): Promise<void> {
     const count = body.n ?? 1;
     const size = body.size === undefined || body.size === null || body.size === "auto" ? undefined : sizeOf(body.size);
     const seed = body.seed ?? randomInt(0, 2 ** 32);
@@ -182,7 +188,7 @@ export class ComfyEndpoints {
     // A workflow with no batch size runs once per image, each with its own seed.
     for (let run = 0; run < (batched ? 1 : count); run += 1) {
       const workflow = fillWorkflow(model.name, model.comfy, { ...values, seed: seed + run });
-      files.push(...(await this.#onSomeReplica(model, exchange, (engine) => runComfyWorkflow(engine, workflow, { deadlineMs: this.#deadlineMs, signal: clientGone(exchange.response), wantedKinds: ["images"] }))));
+      files.push(...(await this.#onSomeReplica(model, exchange, (engine) => runComfyWorkflow(engine, workflow, { deadlineMs: this.#deadlineMs, signal: exchange.gone, wantedKinds: ["images"] }))));
     }
     const images = files.slice(0, count);
     const created = Math.floor(Date.now() / 1000);
@@ -191,13 +197,13 @@ export class ComfyEndpoints {
     writeJson(exchange, { created, data });
   }
 
-  async #answerMesh(model: RoutingModel & { comfy: RoutingComfy }, exchange: ComfyExchange): Promise<void> {
+  async #answerMesh(model: RoutingModel & { comfy: RoutingComfy }, exchange: ComfyRequest): Promise<void> {
     const mesh = await readMeshRequest(exchange.headers, exchange.body);
     // The image is uploaded to the replica that runs the workflow: each ComfyUI has its own input folder.
     const files = await this.#onSomeReplica(model, exchange, async (engine) => {
       const uploaded = await uploadImage(engine, mesh.image, mesh.filename);
       const workflow = fillWorkflow(model.name, model.comfy, { image: uploaded, seed: mesh.seed ?? randomInt(0, 2 ** 32) });
-      return await runComfyWorkflow(engine, workflow, { deadlineMs: this.#deadlineMs, signal: clientGone(exchange.response), wantedKinds: ["3d", "meshes"] });
+      return await runComfyWorkflow(engine, workflow, { deadlineMs: this.#deadlineMs, signal: exchange.gone, wantedKinds: ["3d", "meshes"] });
     });
     const file = files[0] as ComfyOutputFile;
     if (mesh.responseFormat === "b64_json") {
@@ -214,7 +220,7 @@ export class ComfyEndpoints {
   }
 
   /** Work on one ready replica, tried on another when the first could not take it (refused, reset, 5xx before the prompt was taken). */
-  async #onSomeReplica<T>(model: RoutingModel, exchange: ComfyExchange, work: (engine: ComfyEngine) => Promise<T>): Promise<T> {
+  async #onSomeReplica<T>(model: RoutingModel, exchange: ComfyRequest, work: (engine: ComfyEngine) => Promise<T>): Promise<T> {
     const replicas = await this.#readyReplicas(model, exchange);
     const tried = new Set<string>();
     let lastFailure: UpstreamError | undefined;
@@ -254,11 +260,11 @@ export class ComfyEndpoints {
   }
 
   /** The model's ready replicas, waiting (bounded) for a first one as text requests do for an on-demand model. */
-  async #readyReplicas(model: RoutingModel, exchange: ComfyExchange): Promise<readonly RoutingReplica[]> {
+  async #readyReplicas(model: RoutingModel, exchange: ComfyRequest): Promise<readonly RoutingReplica[]> {
     let snapshot = this.options.state.current;
     if (!snapshot.hasReadyReplica(model.name)) {
       this.options.reportDemand(model.name);
-      const ready = await this.options.state.waitForReady(model.name, model.queue_timeout_ms, AbortSignal.any([clientGone(exchange.response), this.options.closing]));
+      const ready = await this.options.state.waitForReady(model.name, model.queue_timeout_ms, AbortSignal.any([exchange.gone, this.options.closing]));
       if (!ready) {
         throw new RetryLater(
           "model_loading",
