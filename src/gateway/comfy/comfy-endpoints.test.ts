@@ -141,6 +141,21 @@ describe("images through ComfyUI", () => {
     expect(failed.message).toContain("in node 31 (KSampler)");
   });
 
+  it("tries another replica when one cannot be reached, and passes on a workflow the engine refuses with its words", async () => {
+    const engine = await simComfy();
+    // Port 1 refuses connections: a replica whose engine has just died.
+    const { url } = await gatewayFor([comfyModel("flux", "flux1-schnell", ["http://127.0.0.1:1", engine.url])]);
+    for (let round = 0; round < 3; round += 1) {
+      const answer = await client(url).images.generate({ model: "flux", prompt: "a cat", size: "64x64" });
+      expect(answer.data).toHaveLength(1);
+    }
+    const broken = await simComfy({ LLMGW_SIM_FAULT: "error-500" });
+    const { url: brokenUrl } = await gatewayFor([comfyModel("flux", "flux1-schnell", [broken.url])]);
+    const failed = (await client(brokenUrl).images.generate({ model: "flux", prompt: "a cat", size: "64x64" }).catch((error: unknown) => error)) as APIError;
+    expect(failed.status).toBe(502);
+    expect(failed.message).toContain("refused the workflow (500): simulated failure (fault error-500)");
+  });
+
   it("applies a key's model scope and records each request, failed or not, for the key and model", async () => {
     const engine = await simComfy();
     const records: UsageRecord[] = [];

@@ -214,7 +214,7 @@ async function submitPrompt(engine: ComfyEngine, workflow: ComfyWorkflowNodes, c
     throw new UpstreamError(undefined, true, engine.upstream, `could not send the workflow: ${error instanceof Error ? error.message : String(error)}`);
   }
   const text = await answer.body.text();
-  if (answer.statusCode >= 500) throw new UpstreamError(answer.statusCode, UpstreamError.retryableStatus(answer.statusCode) || answer.statusCode === 500, engine.upstream, `POST /prompt answered ${answer.statusCode}: ${text.slice(0, 300)}`);
+  if (UpstreamError.retryableStatus(answer.statusCode)) throw new UpstreamError(answer.statusCode, true, engine.upstream, `POST /prompt answered ${answer.statusCode}: ${text.slice(0, 300)}`);
   if (answer.statusCode !== 200) {
     throw new DomainError("engine_execution_failed", `ComfyUI on ${engine.upstream} refused the workflow (${answer.statusCode}): ${describeRefusal(text)}`, "Check the model's workflow against the engine's nodes and files (a missing model file or custom node is named above).");
   }
@@ -309,7 +309,7 @@ export async function uploadImage(engine: ComfyEngine, image: Buffer, filename: 
     throw new UpstreamError(undefined, true, engine.upstream, `could not upload the input image: ${error instanceof Error ? error.message : String(error)}`);
   }
   const text = await answer.text();
-  if (answer.status >= 500) throw new UpstreamError(answer.status, true, engine.upstream, `POST /upload/image answered ${answer.status}`);
+  if (UpstreamError.retryableStatus(answer.status)) throw new UpstreamError(answer.status, true, engine.upstream, `POST /upload/image answered ${answer.status}`);
   const parsed = z.looseObject({ name: z.string().min(1), subfolder: z.string().catch("") }).safeParse(safeJson(text));
   if (answer.status !== 200 || !parsed.success) {
     throw new DomainError("engine_execution_failed", `ComfyUI on ${engine.upstream} refused the input image (${answer.status}): ${text.slice(0, 300)}`, "Send a PNG, JPEG or WebP image.");
