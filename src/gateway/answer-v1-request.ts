@@ -5,7 +5,7 @@ import { openAIErrorAnswer } from "./openai-error-body.js";
 import { requestIdFrom } from "./request-id-from.js";
 import { writeOpenAIError } from "./write-openai-error.js";
 import { headerText } from "./header-text.js";
-import { comfyRouteFor } from "./comfy/comfy-endpoints.js";
+import { comfyRouteFor } from "./comfy/comfy-route.js";
 
 /** Bodies OpenAI's API takes are small; long contexts of a million tokens are a few MB. */
 const gatewayBodyLimit = 32 * 1024 * 1024;

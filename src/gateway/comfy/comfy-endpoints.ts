@@ -15,34 +15,12 @@ import type { RoutingState } from "../routing-state.js";
 import { UpstreamError } from "../upstream-error.js";
 import { writeOpenAIError } from "../write-openai-error.js";
 import { fillWorkflow, type ComfyValues } from "./fill-workflow.js";
+import { keptImagesPath, type ComfyRoute } from "./comfy-route.js";
 import { KeptImages } from "./kept-images.js";
 import { readMeshRequest } from "./read-mesh-request.js";
 import { parseJsonBody } from "./parse-json-body.js";
 import { runComfyWorkflow, uploadImage, type ComfyEngine, type ComfyOutputFile } from "./run-comfy-workflow.js";
 import { wrongTaskError } from "./wrong-task-error.js";
-
-/** The ComfyUI routes under /v1, as answerV1Request finds them. */
-export type ComfyRoute =
-  | { readonly kind: "images" }
-  | { readonly kind: "run"; readonly model: string }
-  | { readonly kind: "kept-image"; readonly id: string };
-
-export function comfyRouteFor(method: string | undefined, path: string): ComfyRoute | undefined {
-  if (method === "POST" && path === "/v1/images/generations") return { kind: "images" };
-  if (method === "POST" && path.startsWith("/v1/llmgw/comfy/")) return { kind: "run", model: decodePathSegment(path.slice("/v1/llmgw/comfy/".length)) };
-  if (method === "GET" && path.startsWith(keptImagesPath)) return { kind: "kept-image", id: path.slice(keptImagesPath.length) };
-  return undefined;
-}
-
-const keptImagesPath = "/v1/llmgw/images/";
-
-function decodePathSegment(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
 
 export interface ComfyExchange {
   readonly id: string;
