@@ -16,6 +16,7 @@ import { buildControlApi } from "./control-api.js";
 import { WeightsPuller } from "./weights-puller.js";
 import { loadEngineDrivers, type DriverLookup } from "./engine-drivers.js";
 import { collectInventory, type EnginePaths } from "./inventory.js";
+import type { ComfyuiSetup } from "./prepare-comfyui.js";
 import { nodeNameSchema, protocolVersion, type Inventory, type ReplicaStatus } from "../protocol/agent-protocol.js";
 import { defaultLogRotation, type LogRotation } from "./replica-log.js";
 import { ReplicaSupervisor } from "./replica-supervisor.js";
@@ -44,6 +45,8 @@ export interface AgentOptions {
   /** With --simulate, fetch remote sources for real instead of pretending. */
   readonly simulateFetch?: boolean | undefined;
   readonly enginePaths?: EnginePaths | undefined;
+  /** A shell command that installs ComfyUI into $COMFYUI_DIR, run when a ComfyUI model is first placed on a node without it. */
+  readonly comfyuiInstall?: string | undefined;
   readonly hubUrl?: string | undefined;
   readonly hubToken?: string | undefined;
   /** Until the server's join answer says otherwise. Default 2000. */
@@ -147,6 +150,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   const driverFor = options.driverFor ?? (await loadEngineDrivers());
   const enginePaths = options.enginePaths ?? {};
+  const comfyui: ComfyuiSetup = { folder: enginePaths.comfyui ?? path.join(agentDirectory, "ComfyUI"), installCommand: options.comfyuiInstall };
   const gatherInventory = async (lastKnownGpus?: Inventory["gpus"]): Promise<Inventory> =>
     await collectInventory({
       hostname: os.hostname(),
@@ -154,6 +158,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       simulate,
       weightsDirectory: path.join(dataDirectory, "weights"),
       enginePaths,
+      comfyui,
       onWarning: (message) => logger.warn(message),
       lastKnownGpus,
     });
@@ -187,6 +192,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         }
       : undefined,
     enginePaths,
+    comfyui,
+    // ComfyUI was just installed: the next heartbeat reads the inventory again instead of in 30 s.
+    onInventoryChanged: () => {
+      lastInventoryRefresh = 0;
+    },
     engineHost: options.engineHost,
     hubUrl: options.hubUrl ?? process.env.HF_ENDPOINT ?? "https://huggingface.co",
     hubToken: options.hubToken ?? process.env.HF_TOKEN,

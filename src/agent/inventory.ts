@@ -8,6 +8,7 @@ import { engineNames, type EngineName } from "../catalog/schema.js";
 import type { HardwareSpec } from "../fleet/gpu-spec.js";
 import { nvidiaSmiQueryArguments, parseNvidiaSmi } from "../fleet/nvidia-smi.js";
 import type { GpuInventory, Inventory } from "../protocol/agent-protocol.js";
+import { comfyuiPresent, type ComfyuiSetup } from "./prepare-comfyui.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -30,6 +31,8 @@ export interface InventoryOptions {
   readonly onWarning?: ((message: string) => void) | undefined;
   /** Reported in place of the cards when nvidia-smi fails: the last ones read, or none at start. */
   readonly lastKnownGpus?: readonly GpuInventory[] | undefined;
+  /** Where ComfyUI is and how to install it; left out, only a configured --engine-path finds it. */
+  readonly comfyui?: ComfyuiSetup | undefined;
 }
 
 /** Looks a program up the way a shell would: an absolute or relative path as is, a bare name on PATH. */
@@ -164,13 +167,20 @@ export async function collectInventory(options: InventoryOptions): Promise<Inven
   await mkdir(options.weightsDirectory, { recursive: true });
   const disk = await statfs(options.weightsDirectory);
   const simulate = options.simulate;
+  const engines = simulate ? [...engineNames] : await detectEngines(options.enginePaths, options.pathEnvironment);
+  const installable = options.comfyui?.installCommand !== undefined;
+  // A simulated node runs every engine as the simulated one: ComfyUI counts as there unless an install command is given to exercise.
+  const present = options.comfyui !== undefined ? (await comfyuiPresent(options.comfyui.folder)) || (simulate !== undefined && !installable) : engines.includes("comfyui");
+  // A node that has ComfyUI (installed earlier into DATA_DIR/ComfyUI too) or can install it takes ComfyUI models: placement reads the engines list.
+  if ((installable || present) && !engines.includes("comfyui")) engines.push("comfyui");
   return {
     hostname: options.hostname,
     gpus: simulate ? simulatedGpus(simulate, options.hostname, options.fabric) : await realGpus(options),
     memory_bytes: simulate?.host?.memoryBytes ?? os.totalmem(),
     cpu_cores: simulate?.host?.cpuCores ?? os.availableParallelism(),
-    engines: simulate ? [...engineNames] : await detectEngines(options.enginePaths, options.pathEnvironment),
+    engines,
     disk_free_bytes: Number(disk.bavail) * Number(disk.bsize),
     simulated: simulate !== undefined,
+    comfyui: { present, installable },
   };
 }

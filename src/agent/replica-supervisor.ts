@@ -20,6 +20,7 @@ import { replicaSpecSchema, terminalReplicaStates } from "../protocol/agent-prot
 import { redactArgs } from "../catalog/redact.js";
 import { readLogTail, rotateLogIfLarge, type LogRotation } from "./replica-log.js";
 import { fetchWeights } from "./weights-fetcher.js";
+import { prepareComfyui, type ComfyuiSetup } from "./prepare-comfyui.js";
 import { parseWeightsSource } from "../catalog/weights-source.js";
 import { cacheLocation } from "./weights-source.js";
 
@@ -39,6 +40,10 @@ export interface ReplicaSupervisorOptions {
   readonly driverFor: (engine: EngineName) => EngineDriver;
   readonly simulation: SimulationSettings | undefined;
   readonly enginePaths: EnginePaths;
+  /** Where ComfyUI is on this node and how to install it; a ComfyUI replica is refused without it. */
+  readonly comfyui?: ComfyuiSetup | undefined;
+  /** Called when something the inventory reports changed on the node (ComfyUI installed). */
+  readonly onInventoryChanged?: (() => void) | undefined;
   /**
    * Where engines listen (--engine-host): 127.0.0.1 keeps them on this
    * machine; 0.0.0.0 or the node's address lets gateways elsewhere reach them,
@@ -382,7 +387,8 @@ export class ReplicaSupervisor {
 
   private async run(replica: Replica): Promise<void> {
     try {
-      const weightsPath = await this.fetch(replica);
+      // A ComfyUI replica's weights are its workflow's files, put where its loaders look; its `source` is only where the model comes from.
+      const weightsPath = replica.spec.engine === "comfyui" ? await this.prepareComfyui(replica) : await this.fetch(replica);
       replica.weightsPath = weightsPath;
       const adapters: { name: string; path: string; scale?: number }[] = [];
       for (const adapter of replica.spec.adapters) {
@@ -413,6 +419,26 @@ export class ReplicaSupervisor {
 
   private async fetch(replica: Replica): Promise<string> {
     return await this.fetchSource(replica, replica.spec.source, true);
+  }
+
+  private async prepareComfyui(replica: Replica): Promise<string> {
+    const simulation = this.options.simulation;
+    const folder = await prepareComfyui({
+      setup: this.options.comfyui ?? { folder: this.options.enginePaths.comfyui ?? path.join(this.options.dataDirectory, "ComfyUI"), installCommand: undefined },
+      comfy: replica.spec.comfy ?? { files: [], custom_nodes: [] },
+      nodeName: this.options.nodeName,
+      pretendFiles: simulation !== undefined && !simulation.fetch,
+      pretendCustomNodes: simulation !== undefined,
+      fetchFile: async (source) => await this.fetchSource(replica, source, true),
+      log: (line) => this.options.logger.info({ replica: replica.spec.id }, line),
+      signal: replica.abort.signal,
+    });
+    if (simulation && !simulation.fetch) {
+      replica.progress = { fraction: 1, bytes_done: 0, bytes_total: 0 };
+      this.options.onChange("progress");
+    }
+    this.options.onInventoryChanged?.();
+    return folder;
   }
 
   private async fetchSource(replica: Replica, source: string, reportProgress: boolean): Promise<string> {
@@ -505,7 +531,8 @@ export class ReplicaSupervisor {
       extraArgs: spec.args,
       extraEnv: spec.env,
       // The simulated engine needs no checkout, but ComfyUI's driver refuses to build without one.
-      enginePath: this.options.enginePaths[spec.engine] ?? (this.options.simulation && spec.engine === "comfyui" ? "/simulated/ComfyUI" : undefined),
+      // ComfyUI's is the checkout prepareComfyui found or installed.
+      enginePath: spec.engine === "comfyui" ? weightsPath : this.options.enginePaths[spec.engine],
     });
     const { argv, env } = await this.commandLine(spec, driver, launch);
     await mkdir(this.logsDirectory, { recursive: true, mode: 0o700 });

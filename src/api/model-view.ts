@@ -105,5 +105,6 @@ function profileView(profile: ResolvedProfile): ProfileView {
     args: profile.args,
     env: profile.env,
     secret_env: profile.secret_env,
+    comfy: profile.comfy ?? null,
   };
 }

@@ -11,6 +11,7 @@ import {
   type ProfileInput,
 } from "./schema.js";
 import type { ErrorDetail } from "../errors/domain-error.js";
+import type { ComfySettings } from "./comfy-schema.js";
 
 /** Where a model's definition lives: server.yaml (read at every start) or the store (added at runtime). */
 export type ModelSource = "file" | "runtime";
@@ -30,6 +31,8 @@ export interface ResolvedProfile {
   readonly env: Readonly<Record<string, string>>;
   /** Engine variable → the server's variable it is read from when a replica starts (names only, never values). */
   readonly secret_env: Readonly<Record<string, string>>;
+  /** A ComfyUI profile's workflow, files and custom nodes; undefined for every other engine. */
+  readonly comfy: ComfySettings | undefined;
 }
 
 export interface Scaling {
@@ -94,6 +97,7 @@ export function resolveProfiles(profiles: readonly ProfileInput[]): ResolvedProf
       args: profile.args ?? [],
       env: profile.env ?? {},
       secret_env: profile.secret_env ?? {},
+      comfy: profile.comfy,
     };
   });
 }
@@ -161,6 +165,12 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
     if (singleCardEngines.includes(profile.engine) && profile.gpus > 1) {
       problems.push({ path: at("gpus"), code: "invalid_profile", message: `${profile.engine} uses one card; set gpus: 1` });
     }
+    if (profile.engine === "comfyui" && profile.comfy === undefined) {
+      problems.push({ path: at("comfy"), code: "invalid_profile", message: "required for engine comfyui: the workflow (API format), where requests fill it in, and its files" });
+    }
+    if (profile.engine !== "comfyui" && profile.comfy !== undefined) {
+      problems.push({ path: at("comfy"), code: "invalid_profile", message: `a ComfyUI workflow runs on engine comfyui only, and this profile's engine is ${profile.engine}` });
+    }
     if ((entry.adapters?.length ?? 0) > 0 && !adapterEngines.includes(profile.engine)) {
       problems.push({
         path: at("engine"),
@@ -177,6 +187,32 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
       const allowed: readonly string[] = profile.engine === "llamacpp" ? ggufTypeNames : gpuQuantizations;
       if (!allowed.includes(profile.quantization)) {
         problems.push({ path: at("quantization"), code: "invalid_profile", message: `${profile.engine} takes one of ${allowed.join(", ")}` });
+      }
+    }
+  }
+  problems.push(...comfyProfilesProblems(entry));
+  return problems;
+}
+
+/**
+ * The gateway speaks one API per model (images or image to 3D, or text) and
+ * fills in one workflow whichever replica answers, so a ComfyUI model's
+ * profiles may differ in where they run and where their files come from,
+ * not in the workflow.
+ */
+function comfyProfilesProblems(entry: ModelEntry): { path: (string | number)[]; message: string; code: "invalid_profile" }[] {
+  const profiles = entry.profiles ?? [];
+  const firstComfy = profiles.findIndex((profile) => profile.engine === "comfyui");
+  if (firstComfy < 0) return [];
+  const problems: { path: (string | number)[]; message: string; code: "invalid_profile" }[] = [];
+  const first = profiles[firstComfy] as ProfileInput;
+  for (const [index, profile] of profiles.entries()) {
+    if (profile.engine !== "comfyui") {
+      problems.push({ path: ["profiles", index, "engine"], code: "invalid_profile", message: `a ComfyUI model's profiles all run engine comfyui (profile ${firstComfy} does); put the ${profile.engine} profile in a model of its own` });
+    } else if (index !== firstComfy && first.comfy !== undefined && profile.comfy !== undefined) {
+      const same = JSON.stringify([first.comfy.workflow, first.comfy.inputs, first.comfy.outputs]) === JSON.stringify([profile.comfy.workflow, profile.comfy.inputs, profile.comfy.outputs]);
+      if (!same) {
+        problems.push({ path: ["profiles", index, "comfy"], code: "invalid_profile", message: `the workflow, inputs and outputs must be those of profile ${firstComfy}: the gateway fills in one workflow whichever replica answers (profiles may differ in files and where they run)` });
       }
     }
   }

@@ -138,7 +138,10 @@ describe("the catalog as a whole", () => {
     const error = failure(() =>
       buildCatalog([
         runtime({ name: "a", profiles: [{ ...vllmProfile, gpus: 0 }] }),
-        runtime({ name: "b", profiles: [{ engine: "comfyui", source: "x", gpus: 2 }] }),
+        runtime({
+          name: "b",
+          profiles: [{ engine: "comfyui", source: "x", gpus: 2, comfy: { outputs: "images", inputs: { prompt: "6.inputs.text" }, workflow: { "6": { class_type: "CLIPTextEncode", inputs: { text: "" } } } } }],
+        }),
       ]),
     );
     expect(error.code).toBe("invalid_profile");

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { comfySchema } from "./comfy-schema.js";
 import { boundedDurationSchema } from "./duration.js";
 
 /**
@@ -95,6 +96,8 @@ export const profileSchema = z.strictObject({
    * in the catalog, the audit and the answers; the value never is.
    */
   secret_env: z.record(envNameSchema, envNameSchema).optional(),
+  /** A ComfyUI profile's workflow, where requests fill it in, and the files and custom nodes it needs (engine comfyui only). */
+  comfy: comfySchema.optional(),
 });
 export type ProfileInput = z.infer<typeof profileSchema>;
 

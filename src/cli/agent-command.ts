@@ -41,6 +41,7 @@ interface AgentCommandOptions {
   simulate?: string;
   simulateFetch?: boolean;
   enginePath?: Partial<Record<EngineName, string>>;
+  comfyuiInstall?: string;
   hfEndpoint?: string;
   startupTimeout: number;
   stopGrace: number;
@@ -71,6 +72,10 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .option("--simulate-fetch", "with --simulate, fetch weights for real instead of pretending")
     .option("--engine-path <engine=path>", "where an engine is when not on PATH (repeatable): comfyui=/opt/ComfyUI (its checkout), vllm=/opt/vllm/bin/vllm", collectEnginePath, {})
     .addOption(new Option("--hf-endpoint <url>", "Hugging Face hub or mirror for hf:// sources").env("HF_ENDPOINT").default("https://huggingface.co"))
+    .option(
+      "--comfyui-install <command>",
+      'a shell command that installs ComfyUI into $COMFYUI_DIR (--engine-path comfyui=PATH, or DATA_DIR/ComfyUI), run when the first ComfyUI model is placed here and it is missing, e.g. "git clone https://github.com/comfyanonymous/ComfyUI \"$COMFYUI_DIR\" && pip install -r \"$COMFYUI_DIR/requirements.txt\""',
+    )
     .option("--startup-timeout <seconds>", "how long an engine may take to become healthy", seconds, 1800)
     .option("--stop-grace <seconds>", "time between SIGTERM and SIGKILL when stopping an engine", seconds, 30)
     .action(async (options: AgentCommandOptions) => {
@@ -95,6 +100,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
           simulate: options.simulate,
           simulateFetch: options.simulateFetch,
           enginePaths: options.enginePath,
+          comfyuiInstall: options.comfyuiInstall,
           hubUrl: options.hfEndpoint,
           startupTimeoutMs: options.startupTimeout * 1000,
           stopGraceMs: options.stopGrace * 1000,

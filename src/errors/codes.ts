@@ -59,6 +59,10 @@ export const errorCodes = {
   queue_full: "Too many requests already wait for the model's first replica; retry after the Retry-After seconds.",
   upstream_failed: "Every replica tried (and every fallback) failed before answering: connection refused or reset, 502 or 503.",
   gateway_shutting_down: "The gateway is stopping and takes no new request; send it to another gateway.",
+  wrong_model_task: "The model does not serve this API: an images request to a text model, a chat request to a ComfyUI model; the message names the model's tasks.",
+  engine_execution_failed: "The engine accepted the work and failed while running it (a ComfyUI node raised, or refused the workflow); the message carries the engine's own words.",
+  engine_timeout: "The engine did not finish the work within the gateway's deadline; the message states the deadline.",
+  image_expired: "No kept image at that URL: it was never made here, or it is past the time the gateway keeps images (each gateway keeps its own).",
   internal: "A failure inside llmgw; the server log has the details under the request id.",
 } as const;
 

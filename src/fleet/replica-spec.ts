@@ -46,6 +46,7 @@ export function buildReplicaSpec(input: ReplicaSpecInput): ReplicaSpec {
     args: [...profile.args],
     env: { ...profile.env, ...resolveSecretEnv(model.name, profile, input.serverEnvironment) },
     adapters: (model.entry.adapters ?? []).map((adapter) => ({ name: adapter.name, source: sourceForAgents(adapter.source, { mirror: input.mirror }), ...(adapter.scale !== undefined ? { scale: adapter.scale } : {}) })),
+    ...(profile.comfy ? { comfy: { files: (profile.comfy.files ?? []).map((file) => ({ ...file, source: sourceForAgents(file.source, { mirror: input.mirror }) })), custom_nodes: (profile.comfy.custom_nodes ?? []).map((node) => ({ ...node })) } } : {}),
     ...(input.simulation ? { simulation: input.simulation } : {}),
     ...(input.apiKey !== undefined ? { api_key: input.apiKey } : {}),
   };

@@ -49,7 +49,7 @@ describe("/v1 answered in front of fastify", () => {
 
   it("answers a path or method it does not serve 404 route_not_found, naming what it serves", async () => {
     const url = await serve(openPolicy);
-    for (const [method, path] of [["POST", "/v1/images/generations"], ["GET", "/v1/chat/completions"], ["GET", "/v1"]] as const) {
+    for (const [method, path] of [["POST", "/v1/audio/speech"], ["GET", "/v1/chat/completions"], ["GET", "/v1"]] as const) {
       const answer = await fetch(`${url}${path}`, { method, ...(method === "POST" ? { body: "{}" } : {}) });
       expect(answer.status).toBe(404);
       const body = (await answer.json()) as ErrorBody;

@@ -5,6 +5,7 @@ import { openAIErrorAnswer } from "./openai-error-body.js";
 import { requestIdFrom } from "./request-id-from.js";
 import { writeOpenAIError } from "./write-openai-error.js";
 import { headerText } from "./header-text.js";
+import { comfyRouteFor } from "./comfy/comfy-route.js";
 
 /** Bodies OpenAI's API takes are small; long contexts of a million tokens are a few MB. */
 const gatewayBodyLimit = 32 * 1024 * 1024;
@@ -36,14 +37,18 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   const endpoint = request.method === "POST" ? endpoints.get(path) : undefined;
   if (endpoint !== undefined) {
     readBody(request, (body) => {
-      if (body === "too-large") {
-        const tooLarge = new DomainError("body_too_large", `the body is larger than the gateway accepts (${gatewayBodyLimit / 1024 / 1024} MiB)`, "Send a shorter prompt, or fewer inputs per request.");
-        // The rest of the body is not read: the connection cannot carry another request.
-        response.shouldKeepAlive = false;
-        writeOpenAIError(response, id, openAIErrorAnswer(tooLarge, id));
-        return;
-      }
+      if (body === "too-large") return answerTooLarge(response, id);
       void gateway.handle(endpoint, { id, headers: request.headers, body, response, log: requestLog });
+    });
+    return true;
+  }
+  const comfyRoute = comfyRouteFor(request.method, path);
+  if (comfyRoute !== undefined) {
+    // Kept images' URLs point back at the address the client used.
+    const baseUrl = `${"encrypted" in request.socket && request.socket.encrypted ? "https" : "http"}://${request.headers.host ?? "localhost"}`;
+    readBody(request, (body) => {
+      if (body === "too-large") return answerTooLarge(response, id);
+      void gateway.comfy.handle(comfyRoute, { id, headers: request.headers, body, response, log: requestLog, baseUrl });
     });
     return true;
   }
@@ -61,13 +66,20 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   }
   const notFound = new DomainError(
     "route_not_found",
-    `no OpenAI route at ${request.method ?? "?"} ${path} here; this gateway serves GET /v1/models and POST /v1/chat/completions, /v1/completions, /v1/embeddings`,
+    `no OpenAI route at ${request.method ?? "?"} ${path} here; this gateway serves GET /v1/models and POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/images/generations, /v1/llmgw/comfy/MODEL`,
     "Point the OpenAI client's base URL at this server's /v1.",
   );
   // A body sent to a wrong route is read and dropped, so the client can read the answer.
   request.resume();
   writeOpenAIError(response, id, openAIErrorAnswer(notFound, id));
   return true;
+}
+
+function answerTooLarge(response: ServerResponse, id: string): void {
+  const tooLarge = new DomainError("body_too_large", `the body is larger than the gateway accepts (${gatewayBodyLimit / 1024 / 1024} MiB)`, "Send a shorter prompt, or fewer inputs per request.");
+  // The rest of the body is not read: the connection cannot carry another request.
+  response.shouldKeepAlive = false;
+  writeOpenAIError(response, id, openAIErrorAnswer(tooLarge, id));
 }
 
 /** The body's bytes, in one buffer; "too-large" past the limit (the rest is left unread). A client that goes away mid-body gets nothing. */

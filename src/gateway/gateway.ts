@@ -19,6 +19,8 @@ import { TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "./upstream-error.js";
 import { UpstreamPools } from "./upstream-pools.js";
 import { headerText } from "./header-text.js";
+import { ComfyEndpoints, type ComfyEndpointsOptions } from "./comfy/comfy-endpoints.js";
+import { wrongTaskError } from "./comfy/wrong-task-error.js";
 
 export interface GatewayLog {
   warn(facts: Record<string, unknown>, message: string): void;
@@ -43,6 +45,8 @@ export interface GatewayOptions {
   /** Replicas tried per model before its fallbacks. */
   readonly maxAttempts?: number;
   readonly random?: () => number;
+  /** Deadlines and the kept-image budget of the ComfyUI routes (images, image to 3D). */
+  readonly comfy?: Pick<ComfyEndpointsOptions, "runDeadlineMs" | "keepImagesMs" | "keepImagesBytes">;
 }
 
 /** What the gateway reads of the request: its raw body, headers and id, and the raw response to write. */
@@ -101,11 +105,14 @@ export class Gateway {
   readonly #random: () => number;
   #active = 0;
   #idle: (() => void) | undefined;
+  /** POST /v1/images/generations and the other ComfyUI routes, with this gateway's table, policy and metrics. */
+  readonly comfy: ComfyEndpoints;
 
   constructor(private readonly options: GatewayOptions) {
     this.#maxQueue = options.maxQueuePerModel ?? 256;
     this.#maxAttempts = options.maxAttempts ?? 3;
     this.#random = options.random ?? Math.random;
+    this.comfy = new ComfyEndpoints({ ...options.comfy, policy: options.policy, state: this.state, metrics: this.metrics, reportDemand: options.reportDemand, closing: this.#closing.signal });
     this.#tokens = new TokenCounter((model, reason) => options.log.warn({ model, reason }, "tokenizer-unreadable: counting this model's prompts by estimate"));
     this.state.onSwap((snapshot) => {
       this.metrics.observeTable(snapshot);
@@ -172,6 +179,7 @@ export class Gateway {
       if (!target) {
         throw new DomainError("model_not_found", `no model named ${body.model} at this gateway`, "GET /v1/models lists the models, aliases and adapters you may use.");
       }
+      if (target.model.comfy) throw wrongTaskError(target.model, "text");
       promptTokens = this.#tokens.count(target.model, body);
       const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? (endpoint === "completions" ? completionsDefaultMaxTokens : undefined);
       const overLimit = limitProblem(target.model, promptTokens, maxTokens, endpoint);

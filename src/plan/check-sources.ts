@@ -2,6 +2,7 @@ import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { formatGiB } from "./format.js";
 import { readAdapter } from "./read-adapter.js";
+import { readFileSize } from "./read-file-size.js";
 import { readModelSource, type ReadModelSourceOptions } from "./read-model-source.js";
 
 /** One source that answered: where it is in the entry, and how large its weights are. */
@@ -21,14 +22,27 @@ export const defaultSourceCheckTimeoutMs = 10_000;
  * adapter's) whether it exists and what it holds, before anything is stored:
  * a typo in a URL is caught at the prompt, not by a replica failing on a node
  * minutes later. Every failing source is named with its place and reason in
- * one refusal. ComfyUI profiles load a workflow's files, not a model folder,
- * and are not read here.
+ * one refusal. A ComfyUI profile's weights are its workflow's files, each
+ * asked for its size; its `source` only says where the model comes from.
  */
 export async function checkEntrySources(entry: ModelEntry, options: ReadModelSourceOptions): Promise<SourceChecked[]> {
   const read = { requestTimeoutMs: defaultSourceCheckTimeoutMs, ...options };
   const checks: { where: string; source: string; run: () => Promise<SourceChecked> }[] = [];
   for (const [index, profile] of (entry.profiles ?? []).entries()) {
-    if (profile.engine === "comfyui") continue;
+    if (profile.engine === "comfyui") {
+      for (const [fileIndex, file] of (profile.comfy?.files ?? []).entries()) {
+        const where = `profiles[${index}].comfy.files[${fileIndex}].source`;
+        checks.push({
+          where,
+          source: file.source,
+          run: async () => {
+            const bytes = await readFileSize(file.source, read);
+            return { where, source: file.source, bytes, summary: `${formatGiB(bytes)} (for models/${file.to.replace(/\/+$/, "")}/)` };
+          },
+        });
+      }
+      continue;
+    }
     const where = `profiles[${index}].source`;
     checks.push({
       where,

@@ -94,6 +94,12 @@ export const inventorySchema = z.object({
   disk_free_bytes: byteCount,
   /** True when the GPUs are pretend and every engine is the simulated one (--simulate). */
   simulated: z.boolean(),
+  /**
+   * ComfyUI on this node: whether its checkout is there, and whether the agent
+   * can install it (--comfyui-install) when a ComfyUI model is first placed.
+   * Absent from agents of earlier releases.
+   */
+  comfyui: z.object({ present: z.boolean(), installable: z.boolean() }).optional(),
 });
 export type Inventory = z.infer<typeof inventorySchema>;
 
@@ -172,6 +178,13 @@ export const replicaSpecSchema = z.object({
    * and keeps it out of logs and its state file.
    */
   api_key: z.string().min(16).optional(),
+  /** A ComfyUI replica's files (linked into models/<to>/) and custom nodes (cloned into custom_nodes/ at their revision). */
+  comfy: z
+    .object({
+      files: z.array(z.object({ source: z.string().min(1), to: z.string().regex(/^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*\/?$/), name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._ +-]{0,254}$/).optional() })).max(200),
+      custom_nodes: z.array(z.object({ source: z.string().url(), revision: z.string().regex(/^[A-Za-z0-9._\/-]{1,200}$/) })).max(200),
+    })
+    .optional(),
   /** Timing hints for the simulated engine (passed as LLMGW_SIM_* variables); ignored by real engines. */
   simulation: z
     .object({

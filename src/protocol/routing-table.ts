@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { comfyOutputs } from "../catalog/comfy-schema.js";
 import { engineNames } from "../catalog/schema.js";
 
 /**
@@ -49,6 +50,18 @@ export const routingAdapterSchema = z.object({
 
 export type RoutingAdapter = z.infer<typeof routingAdapterSchema>;
 
+/**
+ * A ComfyUI model's workflow and where requests fill it in: every gateway
+ * fills it in itself, so it travels with the table. Validated in full when
+ * the model was added; read leniently here like the rest of the table.
+ */
+export const routingComfySchema = z.object({
+  workflow: z.record(z.string(), z.looseObject({ class_type: z.string(), inputs: z.record(z.string(), z.unknown()) })),
+  inputs: z.record(z.string(), z.string()),
+  outputs: z.enum(comfyOutputs),
+});
+export type RoutingComfy = z.infer<typeof routingComfySchema>;
+
 export const routingModelSchema = z.object({
   name: z.string(),
   /** Tokens one request may use (prompt + answer); null when the catalog does not say. */
@@ -67,6 +80,8 @@ export const routingModelSchema = z.object({
   tokenizer: z.string().nullable(),
   adapters: z.array(routingAdapterSchema),
   replicas: z.array(routingReplicaSchema),
+  /** Set for a ComfyUI model (images or image to 3D); null for text models. */
+  comfy: routingComfySchema.nullish(),
 });
 export type RoutingModel = z.infer<typeof routingModelSchema>;
 

@@ -1,4 +1,5 @@
 import type { Scaling } from "../catalog/catalog-model.js";
+import type { ComfySettings } from "../catalog/comfy-schema.js";
 import type { EngineName, ModelClass } from "../catalog/schema.js";
 import type { ReplicaState } from "./agent-protocol.js";
 import type { PullNodeView, PullSkippedView, PullSourceView, PullView } from "./pull-views.js";
@@ -124,6 +125,8 @@ export interface ProfileView {
   env: Readonly<Record<string, string>>;
   /** Engine variables taken from the server's environment: variable names only, never values. */
   secret_env: Readonly<Record<string, string>>;
+  /** A ComfyUI profile's workflow, inputs, outputs, files and custom nodes, as written; null for other engines. */
+  comfy: ComfySettings | null;
 }
 
 /** A model served elsewhere: the key's environment variable on the server, never the key. */
@@ -147,6 +150,8 @@ export interface NodeView {
   engines: string[];
   disk_free_bytes: number;
   simulated: boolean;
+  /** Whether ComfyUI is on the node and whether its agent can install it; null from agents that do not say. */
+  comfyui?: { present: boolean; installable: boolean } | null;
   joined_at: string;
   last_seen_at: string;
   replicas: string[];
@@ -292,6 +297,7 @@ export const documentedViewFields = {
     args: true,
     env: true,
     secret_env: true,
+    comfy: true,
   }),
   "Model.external": fields<ExternalView>({ base_url: true, api_key_env: true, model: true }),
   "Model.replicas": fields<ReplicaCounts>({ ready: true, desired: true }),
@@ -308,6 +314,7 @@ export const documentedViewFields = {
     engines: true,
     disk_free_bytes: true,
     simulated: true,
+    comfyui: true,
     joined_at: true,
     last_seen_at: true,
     replicas: true,

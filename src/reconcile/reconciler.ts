@@ -425,7 +425,8 @@ export class Reconciler {
  */
 function demandProfiles(model: CatalogModel, facts: ModelFactsCache | undefined): DemandProfile[] {
   return model.profiles.map((profile) => {
-    const read = profile.gpus > 0 ? facts?.get(profile.source) : undefined;
+    // A ComfyUI profile's source is a repository of many files, not one checkpoint to price: it is not read.
+    const read = profile.gpus > 0 && profile.engine !== "comfyui" ? facts?.get(profile.source) : undefined;
     return demandProfile(profile, read ? demandBytesPerCard(read, profile, model.entry.context) : undefined);
   });
 }

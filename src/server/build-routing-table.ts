@@ -51,6 +51,7 @@ export function buildRoutingTable(models: readonly CatalogModel[], replicas: rea
       tokenizer: firstProfile ? tokenizerLocation(firstProfile.source) : null,
       adapters: (entry.adapters ?? []).map((adapter, index) => ({ name: adapter.name, index, scale: adapter.scale ?? null })),
       replicas: byModel.get(model.name) ?? [],
+      comfy: firstProfile?.comfy ? { workflow: firstProfile.comfy.workflow, inputs: { ...firstProfile.comfy.inputs }, outputs: firstProfile.comfy.outputs } : null,
     };
   });
   return { models: routed, aliases };

@@ -51,6 +51,7 @@ export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: rea
     engines: [...inventory.engines],
     disk_free_bytes: inventory.disk_free_bytes,
     simulated: inventory.simulated,
+    comfyui: inventory.comfyui ?? null,
     joined_at: node.joined_at,
     last_seen_at: node.last_seen_at,
     replicas: holding.map((replica) => replica.id),

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command } from "commander";
-import type { ModelView } from "../../protocol/views.js";
+import type { ModelView, NodeView } from "../../protocol/views.js";
+import { comfyuiNodesNote } from "./comfyui-nodes-note.js";
 import { parseModelFile } from "../../catalog/model-file.js";
 import { modelClasses } from "../../catalog/schema.js";
 import { DomainError } from "../../errors/domain-error.js";
@@ -110,6 +111,7 @@ export function registerModelsCommands(ctl: Command): void {
       const added = await addModel(client, entry, { sourceCheck: options.sourceCheck });
       if (ctlOptions(command).json) printJson(added);
       else print(`Added ${added.name}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
+      if (!ctlOptions(command).json && added.profiles.some((profile) => profile.engine === "comfyui")) print(comfyuiNodesNote(added, (await client.get<{ nodes: NodeView[] }>("/api/v1/nodes")).nodes));
       await wait(added.name);
     });
 

@@ -77,6 +77,8 @@ export interface SimComfyContext {
   readonly log: (line: string) => void;
   /** True while an error-500 fault is set: prompts are refused as ComfyUI refuses a broken server. */
   readonly failing: () => boolean;
+  /** True while an execution-error fault is set: prompts run, then a node raises, as an out-of-memory sampler does. */
+  readonly executionFails: () => boolean;
 }
 
 export async function registerSimComfyRoutes(server: FastifyInstance, context: SimComfyContext): Promise<void> {
@@ -101,6 +103,24 @@ export async function registerSimComfyRoutes(server: FastifyInstance, context: S
       for (let step = 1; step <= steps; step += 1) {
         await new Promise((resolve) => setTimeout(resolve, stepMilliseconds));
         send(clientId, { type: "progress", data: { value: step, max: steps, prompt_id: promptId, node: sampler } });
+      }
+      if (context.executionFails()) {
+        // ComfyUI's execution.py reports a node that raised this way, on the socket and in the history.
+        const failure = {
+          prompt_id: promptId,
+          node_id: sampler ?? Object.keys(workflow)[0] ?? "",
+          node_type: (sampler !== null ? workflow[sampler]?.class_type : undefined) ?? "unknown",
+          executed: [],
+          exception_message: "Allocation on device 0 would exceed allowed memory. (out of memory) (simulated: fault execution-error)",
+          exception_type: "torch.OutOfMemoryError",
+          traceback: [],
+          current_inputs: {},
+          current_outputs: {},
+        };
+        history.set(promptId, { number: position, workflow, clientId, outputs: {}, status: { status_str: "error", completed: false, messages: [["execution_error", failure]] } });
+        send(clientId, { type: "execution_error", data: failure });
+        context.log(`POST /prompt prompt_id=${promptId} failed (fault execution-error)`);
+        return;
       }
       const width = Math.max(8, Math.min(2048, Math.round(numberInput(workflow, /EmptyLatentImage|EmptySD3LatentImage/, "width", 512))));
       const height = Math.max(8, Math.min(2048, Math.round(numberInput(workflow, /EmptyLatentImage|EmptySD3LatentImage/, "height", 512))));

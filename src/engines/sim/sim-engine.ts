@@ -399,7 +399,7 @@ class SimulatedEngine {
 
     if (parsed.engine === "comfyui") {
       void server.register(async (instance) =>
-        registerSimComfyRoutes(instance, { gate: this.#gate, log: this.log, failing: () => this.#fault.kind === "error-500" }),
+        registerSimComfyRoutes(instance, { gate: this.#gate, log: this.log, failing: () => this.#fault.kind === "error-500", executionFails: () => this.#fault.kind === "execution-error" }),
       );
     }
 

@@ -8,6 +8,8 @@ import { z } from "zod";
  * - stall: it accepts inference and health requests and never answers them;
  * - error-500: inference requests get a 500 in OpenAI's error shape;
  * - fail-load: it prints a log line and exits non-zero while "loading" (environment only);
+ * - execution-error: (ComfyUI) prompts are accepted, then fail while running, as a
+ *   node that raises does: an execution_error on the websocket and in the history;
  * - none: back to normal (admin endpoint).
  */
 export type SimFault =
@@ -16,14 +18,15 @@ export type SimFault =
   | { readonly kind: "crash-after"; readonly requests: number }
   | { readonly kind: "stall" }
   | { readonly kind: "error-500" }
-  | { readonly kind: "fail-load" };
+  | { readonly kind: "fail-load" }
+  | { readonly kind: "execution-error" };
 
-const faultPattern = /^(none|crash-now|stall|error-500|fail-load|crash-after:(\d{1,9}))$/;
+const faultPattern = /^(none|crash-now|stall|error-500|fail-load|execution-error|crash-after:(\d{1,9}))$/;
 
 export const simFaultSchema = z
   .string()
   .trim()
-  .regex(faultPattern, { message: "one of none, crash-now, crash-after:N, stall, error-500, fail-load" })
+  .regex(faultPattern, { message: "one of none, crash-now, crash-after:N, stall, error-500, fail-load, execution-error" })
   .transform((text): SimFault => {
     if (text.startsWith("crash-after:")) return { kind: "crash-after", requests: Number(text.slice("crash-after:".length)) };
     return { kind: text as Exclude<SimFault["kind"], "crash-after"> };
