@@ -23,6 +23,8 @@ import { registerReconcileRoutes } from "../api/routes/reconcile.js";
 import { modelStatusSource } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { throttleDemand } from "../gateway/throttle-demand.js";
+import { registerVersionRoutes } from "../api/routes/versions.js";
+import { VersionService } from "../services/version-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
@@ -93,10 +95,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       config.gatewayAuth === "keys" ? await KeysPolicy.start(storeKeysBackend(store), { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
     const hubToken = () => (tokenEnv ? process.env[tokenEnv] : undefined);
-    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => {
+    // The token is read at each use, so a rotated one needs no restart.
+    const hubReading = () => {
       const token = hubToken();
-      return readModelSource(source, { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) });
-    });
+      return { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) };
+    };
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => readModelSource(source, hubReading()));
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
@@ -121,6 +125,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       modelStatus: modelStatusSource(store),
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
+        registerVersionRoutes(routes, new VersionService(store, catalog, (model, inPlace, actor) => reconciler.requestRestart(model, inPlace, actor), hubReading));
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();
