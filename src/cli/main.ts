@@ -16,6 +16,7 @@ import { registerTokensCommands } from "./ctl/tokens-commands.js";
 import { registerGatewayKeysCommands } from "./ctl/gateway-keys-commands.js";
 import { registerReconcileCommands } from "./ctl/reconcile-commands.js";
 import { registerVersionCommands } from "./ctl/version-commands.js";
+import { registerAdapterCommands } from "./ctl/adapter-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -35,6 +36,7 @@ function buildProgram(): Command {
   registerGatewayKeysCommands(ctl);
   registerReconcileCommands(ctl);
   registerVersionCommands(ctl);
+  registerAdapterCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

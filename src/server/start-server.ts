@@ -25,6 +25,9 @@ import { readModelSource } from "../plan/read-model-source.js";
 import { throttleDemand } from "../gateway/throttle-demand.js";
 import { registerVersionRoutes } from "../api/routes/versions.js";
 import { VersionService } from "../services/version-service.js";
+import type { CatalogModel } from "../catalog/catalog-model.js";
+import { registerAdapterRoutes } from "../api/routes/adapters.js";
+import { AdapterService } from "../services/adapter-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
@@ -125,7 +128,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       modelStatus: modelStatusSource(store),
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
-        registerVersionRoutes(routes, new VersionService(store, catalog, (model, inPlace, actor) => reconciler.requestRestart(model, inPlace, actor), hubReading));
+        const requestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => reconciler.requestRestart(model, inPlace, actor);
+        registerVersionRoutes(routes, new VersionService(store, catalog, requestRestart, hubReading));
+        registerAdapterRoutes(routes, new AdapterService(store, catalog, fleet, requestRestart, hubReading));
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();

@@ -29,15 +29,15 @@ function agentRefusal(node: AgentAddress, status: number, text: string): DomainE
   return new DomainError("agent_unreachable", `the agent of node ${node.name} at ${node.address} answered ${status}: ${text.slice(0, 300)}`, "Check the agent's log.");
 }
 
-async function call(node: AgentAddress, method: "POST" | "DELETE", path: string, body?: unknown): Promise<ReplicaStatus> {
+async function call(node: AgentAddress, method: "POST" | "DELETE", path: string, body?: unknown, timeoutMs = 15_000): Promise<ReplicaStatus> {
   let response;
   try {
     response = await request(new URL(path, node.address), {
       method,
       headers: { authorization: `Bearer ${node.controlSecret}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
       body: body === undefined ? null : JSON.stringify(body),
-      headersTimeout: 15_000,
-      bodyTimeout: 15_000,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
     });
   } catch (error) {
     throw unreachable(node, error);
@@ -65,6 +65,17 @@ export async function startReplicaOnAgent(node: AgentAddress, spec: ReplicaSpec)
 
 export async function stopReplicaOnAgent(node: AgentAddress, id: string, drain: boolean): Promise<ReplicaStatus> {
   return await call(node, "DELETE", `${agentPaths.replica(id)}${drain ? "?drain=1" : ""}`);
+}
+
+/** A load fetches the adapter to the node first: minutes for a large one from a slow mirror. */
+const adapterChangeTimeoutMs = 600_000;
+
+export async function loadAdapterOnAgent(node: AgentAddress, id: string, adapter: { name: string; source: string }, apiKey: string | undefined): Promise<ReplicaStatus> {
+  return await call(node, "POST", agentPaths.replicaAdapters(id), { protocol: protocolVersion, adapter, ...(apiKey !== undefined ? { api_key: apiKey } : {}) }, adapterChangeTimeoutMs);
+}
+
+export async function unloadAdapterOnAgent(node: AgentAddress, id: string, adapter: string, apiKey: string | undefined): Promise<ReplicaStatus> {
+  return await call(node, "POST", agentPaths.replicaAdapterUnload(id, adapter), { protocol: protocolVersion, ...(apiKey !== undefined ? { api_key: apiKey } : {}) }, adapterChangeTimeoutMs);
 }
 
 /** The replica's log from its agent, streamed through while `follow`. */

@@ -8,12 +8,10 @@ import type { ReadModelSourceOptions } from "../plan/read-model-source.js";
 import { resolveHubRevision } from "../plan/resolve-hub-revision.js";
 import type { HistoryView, OriginView, RolloutView, UpdateCheckView } from "../protocol/version-views.js";
 import type { Store } from "../store/open-store.js";
-import { insertEvents } from "../store/reconcile-rows.js";
 import { deleteVersionChange, insertVersionChange, listVersionChanges, type VersionChangeKind } from "../store/version-rows.js";
 import type { CatalogService } from "./catalog-service.js";
-
-/** The reconciler's surge restart, as this service needs it. */
-export type RequestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => Promise<{ restart_before: string; in_place: boolean; replicas: number }>;
+import { recordModelEvent } from "./record-model-event.js";
+import { actorText, changeWithSurge, type RequestRestart } from "./change-with-surge.js";
 
 /** A commit id as the hub writes it, whole or cut to 7+ characters; anything else is a branch or tag. */
 const commitPattern = /^[0-9a-f]{7,64}$/;
@@ -27,10 +25,6 @@ function followedBranch(revision: string): string {
 function sameCommit(left: string, right: string): boolean {
   if (!commitPattern.test(left) || !commitPattern.test(right)) return left === right;
   return left.startsWith(right) || right.startsWith(left);
-}
-
-function actorText(actor: Actor): string {
-  return actor.user ? `${actor.token} (${actor.user})` : actor.token;
 }
 
 /**
@@ -59,7 +53,7 @@ export class VersionService {
   async setOrigin(name: string, origin: string, actor: Actor): Promise<OriginView> {
     await this.catalog.replaceEntry(name, "model-origin-changed", "changing its origin", actor, (entry) => ({ ...entry, origin }));
     const view = await this.origin(name);
-    await this.event(name, "model-origin-changed", `${actorText(actor)} sets the origin of ${name} to ${origin}`);
+    await recordModelEvent(this.store, name, "model-origin-changed", `${actorText(actor)} sets the origin of ${name} to ${origin}`);
     return view;
   }
 
@@ -134,21 +128,24 @@ export class VersionService {
     const proposed = await this.catalog.tryChange(name, change, (entry) => entryAtRevision(entry, to));
     await this.checkMovedSources(await this.catalog.get(name), proposed);
     let recorded: number | undefined;
-    const { model, before } = await this.catalog.replaceEntry(name, kind === "update" ? "model-updated" : "model-rolled-back", change, actor, (entry) => entryAtRevision(entry, to), async (transaction, _before, _after, at) => {
-      await insertVersionChange(transaction, { model: name, from, to, kind, actor: actor.token, actor_user: actor.user, at });
-      recorded = (await listVersionChanges(transaction, name)).at(-1)?.id;
+    const { restart } = await changeWithSurge(this.catalog, this.requestRestart, {
+      name,
+      action: kind === "update" ? "model-updated" : "model-rolled-back",
+      change,
+      actor,
+      inPlace,
+      mutate: (entry) => entryAtRevision(entry, to),
+      alongside: {
+        async write(transaction, at) {
+          await insertVersionChange(transaction, { model: name, from, to, kind, actor: actor.token, actor_user: actor.user, at });
+          recorded = (await listVersionChanges(transaction, name)).at(-1)?.id;
+        },
+        async undo(transaction) {
+          if (recorded !== undefined) await deleteVersionChange(transaction, recorded);
+        },
+      },
     });
-    let restart: Awaited<ReturnType<RequestRestart>>;
-    try {
-      restart = await this.requestRestart(model, inPlace, actorText(actor));
-    } catch (error) {
-      // No room to surge: the revision in force goes back to what runs, so the catalog never names one no replica will load.
-      await this.catalog.replaceEntry(name, "model-version-reverted", change, actor, () => before, async (transaction) => {
-        if (recorded !== undefined) await deleteVersionChange(transaction, recorded);
-      });
-      throw error;
-    }
-    await this.event(name, kind === "update" ? "model-updating" : "model-rolling-back", `${actorText(actor)} moves ${name} from ${from} to ${to}${inPlace ? " in place" : ""}: ${restart.replicas} replica${restart.replicas === 1 ? "" : "s"} to replace`);
+    await recordModelEvent(this.store, name, kind === "update" ? "model-updating" : "model-rolling-back", `${actorText(actor)} moves ${name} from ${from} to ${to}${inPlace ? " in place" : ""}: ${restart.replicas} replica${restart.replicas === 1 ? "" : "s"} to replace`);
     return { model: name, kind, from, to, changed: true, ...restart };
   }
 
@@ -157,9 +154,5 @@ export class VersionService {
     const moved = (proposed.entry.profiles ?? []).filter((profile, index) => profile.source !== current.entry.profiles?.[index]?.source);
     if (moved.length === 0) return;
     await checkEntrySources({ name: proposed.name, profiles: moved }, this.hub());
-  }
-
-  private async event(model: string, kind: string, message: string): Promise<void> {
-    await insertEvents(this.store.db, [{ at: new Date().toISOString(), kind, model, replica: null, node: null, message }]);
   }
 }
