@@ -22,7 +22,7 @@ import { readLogTail, rotateLogIfLarge, type LogRotation } from "./replica-log.j
 import { fetchWeights } from "./weights-fetcher.js";
 import { parseWeightsSource } from "../catalog/weights-source.js";
 import { cacheLocation } from "./weights-source.js";
-import { runtimeAdapterRequest } from "../engines/runtime-adapters.js";
+import { runtimeAdapterEndpoints } from "../engines/runtime-adapters.js";
 
 export interface SimulationSettings {
   /** How to run `llmgw`: [node, ...flags, path to bin/llmgw.js]; `sim-engine ...` is appended. */
@@ -223,11 +223,12 @@ export class ReplicaSupervisor {
     if (replica.state !== "ready" || replica.port === undefined) {
       throw new DomainError("replica_conflict", `replica ${id} on node ${this.options.nodeName} is ${replica.state}, not ready: adapter ${name} cannot be changed in its engine`, "Wait until it is ready, or restart the model so its new replicas start with the adapter.");
     }
-    const path = change.action === "load" ? await this.fetchSource(replica, change.adapter.source, false) : undefined;
-    const call = runtimeAdapterRequest(replica.spec.engine, path === undefined ? { action: "unload", name } : { action: "load", name, path });
-    if (call === undefined) {
+    const endpoints = runtimeAdapterEndpoints(replica.spec.engine);
+    // Asked before anything is fetched: an engine without runtime loading is refused at once.
+    if (endpoints === undefined) {
       throw new DomainError("adapter_load_failed", `replica ${id} runs ${replica.spec.engine}, which loads adapters only at start`, "Restart the model's replicas so they start with the adapters of the catalog.");
     }
+    const call = change.action === "load" ? endpoints.load(name, await this.fetchSource(replica, change.adapter.source, false)) : endpoints.unload(name);
     const key = apiKey ?? replica.spec.api_key;
     let answer: { status: number; text: string };
     try {

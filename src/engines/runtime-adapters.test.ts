@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { flagValue, loadsAdaptersAtRuntime, runtimeAdapterRequest } from "./runtime-adapters.js";
+import { flagValue, loadsAdaptersAtRuntime, runtimeAdapterEndpoints } from "./runtime-adapters.js";
 
 describe("runtime adapter loading", () => {
   it("loads into vLLM started with adapters, which the driver starts with runtime updating on", () => {
@@ -15,12 +15,12 @@ describe("runtime adapter loading", () => {
 
   it("never loads into llama-server, which takes adapters at start only", () => {
     expect(loadsAdaptersAtRuntime("llamacpp", { adapters: 2, args: [] })).toBe(false);
-    expect(runtimeAdapterRequest("llamacpp", { action: "unload", name: "x" })).toBeUndefined();
+    expect(runtimeAdapterEndpoints("llamacpp")).toBeUndefined();
   });
 
   it("asks each engine at its own path", () => {
-    expect(runtimeAdapterRequest("vllm", { action: "load", name: "sql", path: "/w/sql" })).toEqual({ path: "/v1/load_lora_adapter", body: { lora_name: "sql", lora_path: "/w/sql" } });
-    expect(runtimeAdapterRequest("sglang", { action: "unload", name: "sql" })).toEqual({ path: "/unload_lora_adapter", body: { lora_name: "sql" } });
+    expect(runtimeAdapterEndpoints("vllm")?.load("sql", "/w/sql")).toEqual({ path: "/v1/load_lora_adapter", body: { lora_name: "sql", lora_path: "/w/sql" } });
+    expect(runtimeAdapterEndpoints("sglang")?.unload("sql")).toEqual({ path: "/unload_lora_adapter", body: { lora_name: "sql" } });
   });
 
   it("reads the last value a flag is given, in either form", () => {

@@ -31,16 +31,20 @@ export function loadsAdaptersAtRuntime(engine: EngineName, startedWith: { readon
   return false;
 }
 
-/** The request that loads or unloads an adapter on a running engine; undefined for an engine that cannot. */
-export function runtimeAdapterRequest(
-  engine: EngineName,
-  change: { readonly action: "load"; readonly name: string; readonly path: string } | { readonly action: "unload"; readonly name: string },
-): { readonly path: string; readonly body: Record<string, string> } | undefined {
+/** A request to a running engine: the path to POST and its JSON body. */
+export interface EngineRequest {
+  readonly path: string;
+  readonly body: Readonly<Record<string, string>>;
+}
+
+/** How to load and unload adapters in a running engine; undefined for an engine that cannot. */
+export function runtimeAdapterEndpoints(engine: EngineName): { load(name: string, path: string): EngineRequest; unload(name: string): EngineRequest } | undefined {
   const prefix = engine === "vllm" ? "/v1" : engine === "sglang" ? "" : undefined;
   if (prefix === undefined) return undefined;
-  return change.action === "load"
-    ? { path: `${prefix}/load_lora_adapter`, body: { lora_name: change.name, lora_path: change.path } }
-    : { path: `${prefix}/unload_lora_adapter`, body: { lora_name: change.name } };
+  return {
+    load: (name, path) => ({ path: `${prefix}/load_lora_adapter`, body: { lora_name: name, lora_path: path } }),
+    unload: (name) => ({ path: `${prefix}/unload_lora_adapter`, body: { lora_name: name } }),
+  };
 }
 
 /** vLLM reads this to allow runtime loading; its value as vLLM's docs write it. */

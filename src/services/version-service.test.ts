@@ -58,7 +58,7 @@ describe.each(storesUnderTest)("model versions on $kind", (engine) => {
     const fresh = await engine.location();
     drop = fresh.drop;
     store = await openStore(fresh.location);
-    catalog = new CatalogService(store, [{ entry: { ...chat(first), name: "declared" }, source: "declared", place: "server.yaml: models[0]" }], "server.yaml");
+    catalog = new CatalogService(store, [{ entry: { ...chat(first), name: "declared" }, source: "file", place: "server.yaml: models[0]" }], "server.yaml");
     restarts = [];
     noRoom = false;
     // The reconciler's surge restart, recorded: what matters here is what the catalog holds when it is asked.
