@@ -10,7 +10,7 @@ import { startHubServer, type HubServer } from "../../src/plan/testing/hub-serve
 import type { EventView, NodeView, ReplicaView } from "../../src/protocol/views.js";
 import type { HistoryView, UpdateCheckView } from "../../src/protocol/version-views.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";
-import { freePort, llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { ctlAgainst, ctlOutput, freePort, llmgwBin, startServerProcess, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const first = "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -28,13 +28,11 @@ class Cluster {
   ) {}
 
   ctlRaw(...args: string[]) {
-    return runCli(["ctl", "--server", this.server.url, "--token", this.server.token, ...args]);
+    return ctlAgainst(this.server, args);
   }
 
-  async ctl(...args: string[]): Promise<string> {
-    const result = await this.ctlRaw(...args);
-    if (result.code !== 0) throw new Error(`ctl ${args.join(" ")} failed (${result.code}): ${result.stderr}`);
-    return result.stdout;
+  ctl(...args: string[]): Promise<string> {
+    return ctlOutput(this.server, args);
   }
 
   async get<T>(route: string): Promise<T> {
