@@ -55,7 +55,7 @@ export class AdapterService {
   constructor(
     private readonly store: Store,
     private readonly catalog: CatalogService,
-    private readonly fleet: FleetService,
+    private readonly fleet: Pick<FleetService, "liveReplicasWithSpecs" | "changeAdapterOnReplica">,
     private readonly requestRestart: RequestRestart,
     /** The server's hub settings, read at each use. */
     private readonly hub: () => ReadModelSourceOptions,
