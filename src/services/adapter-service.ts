@@ -5,6 +5,7 @@ import { flagValue, loadsAdaptersAtRuntime } from "../engines/runtime-adapters.j
 import { vllmMaxLoraRank } from "../engines/drivers/vllm.js";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { adapterRefusal, readAdapter, type AdapterBase, type AdapterFacts } from "../plan/read-adapter.js";
+import { defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
 import { readModelSource, type ReadModelSourceOptions } from "../plan/read-model-source.js";
 import type { AdapterChangeView, AdaptersView } from "../protocol/adapter-views.js";
 import type { ReplicaSpec } from "../protocol/agent-protocol.js";
@@ -60,6 +61,11 @@ export class AdapterService {
     /** The server's hub settings, read at each use. */
     private readonly hub: () => ReadModelSourceOptions,
   ) {}
+
+  /** A mirror that accepts the connection and never answers must fail the command with a reason, not hang it. */
+  private hubWithDeadline(): ReadModelSourceOptions {
+    return { requestTimeoutMs: defaultSourceCheckTimeoutMs, ...this.hub() };
+  }
 
   async list(name: string): Promise<AdaptersView> {
     return adaptersView(name, (await this.catalog.get(name)).entry);
@@ -158,7 +164,7 @@ export class AdapterService {
     if (model.profiles.length === 0) {
       throw new DomainError("invalid_profile", `${model.name} is an external model: it runs at its provider, which llmgw gives no adapters`, "Add adapters to models with profiles.");
     }
-    const facts: AdapterFacts = await readAdapter(source, this.hub());
+    const facts: AdapterFacts = await readAdapter(source, this.hubWithDeadline());
     for (const profile of model.profiles) {
       if (profile.engine !== "vllm" && profile.engine !== "sglang" && profile.engine !== "llamacpp") continue; // the catalog refuses these
       const base: AdapterBase = {
@@ -174,7 +180,7 @@ export class AdapterService {
   }
 
   private async baseModelType(profile: ResolvedProfile): Promise<string> {
-    return (await readModelSource(profile.source, this.hub())).architecture.modelType;
+    return (await readModelSource(profile.source, this.hubWithDeadline())).architecture.modelType;
   }
 
   private async surge(

@@ -3,7 +3,7 @@ import type { CatalogModel } from "../catalog/catalog-model.js";
 import { entryAtRevision, revisionedRepo } from "../catalog/entry-at-revision.js";
 import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
-import { checkEntrySources } from "../plan/check-sources.js";
+import { checkEntrySources, defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
 import type { ReadModelSourceOptions } from "../plan/read-model-source.js";
 import { resolveHubRevision } from "../plan/resolve-hub-revision.js";
 import type { HistoryView, OriginView, RolloutView, UpdateCheckView } from "../protocol/version-views.js";
@@ -44,6 +44,11 @@ export class VersionService {
     private readonly hub: () => ReadModelSourceOptions,
   ) {}
 
+  /** A hub that accepts the connection and never answers must fail the command with a reason, not hang it. */
+  private hubWithDeadline(): ReadModelSourceOptions {
+    return { requestTimeoutMs: defaultSourceCheckTimeoutMs, ...this.hub() };
+  }
+
   async origin(name: string): Promise<OriginView> {
     const { entry } = await this.catalog.get(name);
     const repo = revisionedRepo(entry);
@@ -66,7 +71,7 @@ export class VersionService {
     return Promise.all(
       followed.map(async (row): Promise<UpdateCheckView> => {
         try {
-          const latest = await resolveHubRevision(row.repository, row.branch, this.hub());
+          const latest = await resolveHubRevision(row.repository, row.branch, this.hubWithDeadline());
           return { ...row, latest, update_available: !sameCommit(latest, row.revision), error: null };
         } catch (error) {
           if (!isDomainError(error)) throw error;
@@ -79,7 +84,7 @@ export class VersionService {
   async update(name: string, to: string | undefined, inPlace: boolean, actor: Actor): Promise<RolloutView> {
     const { entry } = await this.catalog.get(name);
     const current = this.currentRevision(entry, name);
-    const target = await resolveHubRevision(current.repo, to ?? followedBranch(current.revision), this.hub());
+    const target = await resolveHubRevision(current.repo, to ?? followedBranch(current.revision), this.hubWithDeadline());
     return this.rollout(name, current.revision, target, "update", inPlace, actor);
   }
 
@@ -95,7 +100,7 @@ export class VersionService {
         `See \`llmgw ctl model history ${name}\`; move to a revision by name with \`llmgw ctl model update ${name} --to REV\`.`,
       );
     }
-    const target = await resolveHubRevision(current.repo, arrival.from, this.hub());
+    const target = await resolveHubRevision(current.repo, arrival.from, this.hubWithDeadline());
     return this.rollout(name, current.revision, target, "rollback", inPlace, actor);
   }
 
