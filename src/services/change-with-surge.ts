@@ -22,7 +22,7 @@ export interface SurgeChange {
   readonly inPlace: boolean;
   readonly mutate: (entry: ModelEntry) => ModelEntry;
   /** Written in the change's transaction (a version history row); `undo` takes it back if the restart is refused. */
-  readonly alongside?: { write(transaction: Kysely<Database>, at: string): Promise<void>; undo(transaction: Kysely<Database>): Promise<void> };
+  readonly alongside?: { write(transaction: Kysely<Database>, at: string, before: ModelEntry): Promise<void>; undo(transaction: Kysely<Database>): Promise<void> };
 }
 
 /**
@@ -37,8 +37,8 @@ export async function changeWithSurge(
   requestRestart: RequestRestart,
   change: SurgeChange,
 ): Promise<{ model: CatalogModel; before: ModelEntry; restart: Awaited<ReturnType<RequestRestart>> }> {
-  const { model, before } = await catalog.replaceEntry(change.name, change.action, change.change, change.actor, change.mutate, async (transaction, _before, _after, at) =>
-    change.alongside?.write(transaction, at),
+  const { model, before } = await catalog.replaceEntry(change.name, change.action, change.change, change.actor, change.mutate, async (transaction, before, _after, at) =>
+    change.alongside?.write(transaction, at, before),
   );
   try {
     return { model, before, restart: await requestRestart(model, change.inPlace, actorText(change.actor)) };

@@ -141,8 +141,10 @@ export class VersionService {
       inPlace,
       mutate: (entry) => entryAtRevision(entry, to),
       alongside: {
-        async write(transaction, at) {
-          await insertVersionChange(transaction, { model: name, from, to, kind, actor: actor.token, actor_user: actor.user, at });
+        async write(transaction, at, before) {
+          // The revision read under the catalog lock: another server's move since this command read it is not lost.
+          const moved = revisionedRepo(before)?.revision ?? from;
+          await insertVersionChange(transaction, { model: name, from: moved, to, kind, actor: actor.token, actor_user: actor.user, at });
           recorded = (await listVersionChanges(transaction, name)).at(-1)?.id;
         },
         async undo(transaction) {
@@ -158,6 +160,6 @@ export class VersionService {
   private async checkMovedSources(current: CatalogModel, proposed: CatalogModel): Promise<void> {
     const moved = (proposed.entry.profiles ?? []).filter((profile, index) => profile.source !== current.entry.profiles?.[index]?.source);
     if (moved.length === 0) return;
-    await checkEntrySources({ name: proposed.name, profiles: moved }, this.hub());
+    await checkEntrySources({ name: proposed.name, profiles: moved }, this.hubWithDeadline());
   }
 }
