@@ -44,6 +44,8 @@ describe.each(storesUnderTest)("adapters of a served model on $kind", (engine) =
   let refusing: string | undefined;
   let restarts: string[];
   let noRoom: boolean;
+  /** A replica that appears while the adapter loads, placed from the entry before it. */
+  let latecomer: { view: ReplicaView; spec: ReplicaSpec } | undefined;
   let adapters: AdapterService;
 
   beforeEach(async () => {
@@ -56,12 +58,14 @@ describe.each(storesUnderTest)("adapters of a served model on $kind", (engine) =
     refusing = undefined;
     restarts = [];
     noRoom = false;
+    latecomer = undefined;
     const fleet = {
       liveReplicasWithSpecs: async () => live,
       changeAdapterOnReplica: async (id: string, change: { action: "load"; adapter: { name: string } } | { action: "unload"; name: string }) => {
         const name = change.action === "load" ? change.adapter.name : change.name;
         if (id === refusing && change.action === "load") throw new DomainError("adapter_load_failed", `replica ${id}: its vllm engine refused to load adapter ${name}`, "See its log.");
         calls.push(`${change.action} ${name} on ${id}`);
+        if (latecomer !== undefined && !live.includes(latecomer)) live = [...live, latecomer];
       },
     };
     const requestRestart = async (model: CatalogModel, inPlace: boolean) => {
@@ -85,6 +89,22 @@ describe.each(storesUnderTest)("adapters of a served model on $kind", (engine) =
     expect(calls).toEqual(["load legal on r1", "load legal on r2"]);
     expect(restarts).toEqual([]);
     expect((await listAuditEvents(store.db, { model: "chat", limit: 1 }))[0]).toMatchObject({ action: "model-adapter-added", after: { adapters: [{ name: "sql" }, { name: "legal" }] } });
+  });
+
+  it("loads it into a replica that became ready meanwhile from the older entry", async () => {
+    live = [replica("r1", "ready", ["sql"])];
+    latecomer = replica("r2", "ready", ["sql"]);
+    const answer = await adapters.add("chat", { name: "legal", source: peft("legal") }, false, actor);
+    expect(calls).toEqual(["load legal on r1", "load legal on r2"]);
+    expect(answer).toMatchObject({ applied: "runtime", replicas_changed: ["r1", "r2"], warnings: [] });
+  });
+
+  it("replaces the replicas by surge when one started meanwhile from the older entry is not ready yet", async () => {
+    live = [replica("r1", "ready", ["sql"])];
+    latecomer = replica("r2", "starting", ["sql"]);
+    const answer = await adapters.add("chat", { name: "legal", source: peft("legal") }, false, actor);
+    expect(restarts).toEqual(["chat: sql,legal"]);
+    expect(answer.warnings).toEqual(["1 replica(s) started from the entry without legal are replaced by surge"]);
   });
 
   it("unloads it again from the replicas that took it when one refuses, and stores nothing", async () => {
