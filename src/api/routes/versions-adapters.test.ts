@@ -1,14 +1,12 @@
-import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { temporaryDirectory } from "../../../test/support/temporary-directory.js";
-import { hashToken, newToken } from "../../auth/tokens.js";
+import { insertApiTokens } from "../../../test/support/api-tokens.js";
 import { buildApp } from "../../server/build-app.js";
 import { AdapterService } from "../../services/adapter-service.js";
 import { CatalogService } from "../../services/catalog-service.js";
 import { VersionService } from "../../services/version-service.js";
 import { openStore, type Store } from "../../store/open-store.js";
-import { insertToken } from "../../store/token-rows.js";
 import { registerAdapterRoutes } from "./adapters.js";
 import { registerVersionRoutes } from "./versions.js";
 
@@ -16,15 +14,14 @@ import { registerVersionRoutes } from "./versions.js";
 describe("the adapters and versions routes", () => {
   let store: Store;
   let app: FastifyInstance;
-  const admin = newToken("admin");
-  const reader = newToken("read");
-  const as = (token: string) => ({ authorization: `Bearer ${token}` });
+  let admin = "";
+  let reader = "";
+  let as: (token: string) => { authorization: string };
 
   beforeAll(async () => {
     store = await openStore({ database: undefined, dataDir: temporaryDirectory("llmgw-versions-api-") });
+    ({ admin, reader, as } = await insertApiTokens(store));
     const at = new Date().toISOString();
-    await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, at);
-    await insertToken(store.db, { id: randomUUID(), name: "dashboard", role: "read", hash: hashToken(reader) }, at);
     const catalog = new CatalogService(store, [], "server.yaml");
     const noRestart = async () => ({ restart_before: at, in_place: false, replicas: 0 });
     const noFleet = { liveReplicasWithSpecs: async () => [], changeAdapterOnReplica: async () => undefined };
