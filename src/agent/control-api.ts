@@ -9,7 +9,16 @@ import { hashToken, sameSecret } from "../auth/tokens.js";
 import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
 import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
-import { protocolRefusal, protocolVersion, replicaIdSchema, startFetchRequestSchema, startReplicaRequestSchema, terminalReplicaStates } from "../protocol/agent-protocol.js";
+import {
+  protocolRefusal,
+  protocolVersion,
+  replicaIdSchema,
+  runtimeAdapterLoadSchema,
+  runtimeAdapterUnloadSchema,
+  startFetchRequestSchema,
+  startReplicaRequestSchema,
+  terminalReplicaStates,
+} from "../protocol/agent-protocol.js";
 import { maxParamLength } from "../http/router-limits.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
@@ -101,6 +110,21 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
   });
 
   app.get("/agent/v1/fetches", async () => ({ protocol: protocolVersion, fetches: options.puller.list() }));
+
+  // Adapters loaded into and unloaded from a running engine, where the engine allows it.
+  app.post<{ Params: { id: string } }>("/agent/v1/replicas/:id/adapters", async (request) => {
+    const refusal = protocolRefusal(request.body, { side: "agent", place: `agent ${nodeName}`, hint: "Run the server and agents of the same llmgw release." });
+    if (refusal) throw refusal;
+    const parsed = parseWithSchema(runtimeAdapterLoadSchema, request.body ?? {}, { label: `load adapter on ${nodeName}` });
+    return { protocol: protocolVersion, replica: await supervisor.changeAdapter(request.params.id, { action: "load", adapter: parsed.adapter }, parsed.api_key) };
+  });
+
+  app.post<{ Params: { id: string; adapter: string } }>("/agent/v1/replicas/:id/adapters/:adapter/unload", async (request) => {
+    const refusal = protocolRefusal(request.body, { side: "agent", place: `agent ${nodeName}`, hint: "Run the server and agents of the same llmgw release." });
+    if (refusal) throw refusal;
+    const parsed = parseWithSchema(runtimeAdapterUnloadSchema, request.body ?? {}, { label: `unload adapter on ${nodeName}` });
+    return { protocol: protocolVersion, replica: await supervisor.changeAdapter(request.params.id, { action: "unload", name: request.params.adapter }, parsed.api_key) };
+  });
 
   app.get<{ Params: { id: string } }>("/agent/v1/replicas/:id", async (request) => {
     const status = supervisor.get(request.params.id);

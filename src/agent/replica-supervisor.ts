@@ -23,6 +23,7 @@ import { fetchWeights } from "./weights-fetcher.js";
 import { prepareComfyui, type ComfyuiSetup } from "./prepare-comfyui.js";
 import { parseWeightsSource } from "../catalog/weights-source.js";
 import { cacheLocation } from "./weights-source.js";
+import { runtimeAdapterEndpoints } from "../engines/runtime-adapters.js";
 
 export interface SimulationSettings {
   /** How to run `llmgw`: [node, ...flags, path to bin/llmgw.js]; `sim-engine ...` is appended. */
@@ -209,6 +210,54 @@ export class ReplicaSupervisor {
   get(id: string): ReplicaStatus | undefined {
     const replica = this.replicas.get(id);
     return replica ? this.status(replica) : undefined;
+  }
+
+  /**
+   * Loads an adapter into a ready replica's running engine (fetched into the
+   * weights cache first, as at start), or unloads one, through the engine's
+   * own runtime endpoint. The engine's refusal is passed on with its words.
+   */
+  async changeAdapter(
+    id: string,
+    change: { readonly action: "load"; readonly adapter: { readonly name: string; readonly source: string } } | { readonly action: "unload"; readonly name: string },
+    apiKey: string | undefined,
+  ): Promise<ReplicaStatus> {
+    const replica = this.replicas.get(id);
+    if (!replica) throw new DomainError("replica_not_found", `no replica ${id} on node ${this.options.nodeName}`, "List the node's replicas with GET /agent/v1/replicas.");
+    const name = change.action === "load" ? change.adapter.name : change.name;
+    if (replica.state !== "ready" || replica.port === undefined) {
+      throw new DomainError("replica_conflict", `replica ${id} on node ${this.options.nodeName} is ${replica.state}, not ready: adapter ${name} cannot be changed in its engine`, "Wait until it is ready, or restart the model so its new replicas start with the adapter.");
+    }
+    const endpoints = runtimeAdapterEndpoints(replica.spec.engine);
+    // Asked before anything is fetched: an engine without runtime loading is refused at once.
+    if (endpoints === undefined) {
+      throw new DomainError("adapter_load_failed", `replica ${id} runs ${replica.spec.engine}, which loads adapters only at start`, "Restart the model's replicas so they start with the adapters of the catalog.");
+    }
+    const call = change.action === "load" ? endpoints.load(name, await this.fetchSource(replica, change.adapter.source, false)) : endpoints.unload(name);
+    const key = apiKey ?? replica.spec.api_key;
+    let answer: { status: number; text: string };
+    try {
+      const response = await request(`http://${this.probeHost}:${replica.port}${call.path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}) },
+        body: JSON.stringify(call.body),
+        // Loading reads the adapter's weights into the cards' memory: seconds for a large one.
+        headersTimeout: 120_000,
+        bodyTimeout: 120_000,
+      });
+      answer = { status: response.statusCode, text: await response.body.text() };
+    } catch (error) {
+      throw new DomainError("adapter_load_failed", `replica ${id} on node ${this.options.nodeName}: its engine did not answer the ${change.action} of adapter ${name} (${(error as Error).message})`, "See the replica's log (`llmgw ctl logs`).");
+    }
+    if (answer.status >= 300) {
+      throw new DomainError(
+        "adapter_load_failed",
+        `replica ${id} on node ${this.options.nodeName}: its ${replica.spec.engine} engine refused to ${change.action} adapter ${name} (${answer.status}: ${answer.text.slice(0, 300)})`,
+        "See the replica's log (`llmgw ctl logs`); for vLLM, check that the adapter's rank is within --max-lora-rank.",
+      );
+    }
+    this.options.logger.info({ replica: id, adapter: name }, change.action === "load" ? "adapter-loaded" : "adapter-unloaded");
+    return this.status(replica);
   }
 
   /** Whether the id names a replica this agent has, or had and kept a log for. */

@@ -18,6 +18,8 @@ import { registerReconcileCommands } from "./ctl/reconcile-commands.js";
 import { registerPresetCommands } from "./ctl/presets-commands.js";
 import { registerServeCommand } from "./ctl/serve-command.js";
 import { registerPullCommands } from "./ctl/pull-command.js";
+import { registerVersionCommands } from "./ctl/version-commands.js";
+import { registerAdapterCommands } from "./ctl/adapter-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -39,6 +41,8 @@ function buildProgram(): Command {
   registerPresetCommands(ctl);
   registerServeCommand(ctl);
   registerPullCommands(ctl);
+  registerVersionCommands(ctl);
+  registerAdapterCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

@@ -7,7 +7,11 @@
  * - GET|HEAD /ORG/NAME/resolve/REVISION/PATH with Range (downloadFile,
  *   fileDownloadInfo's "bytes=0-0" probe, WebBlob slices); a missing file is
  *   404 with X-Error-Code: EntryNotFound;
+ * - GET /api/models/ORG/NAME/revision/REVISION  (the commit a branch, tag or
+ *   sha stands for: { id, sha }), 404 with X-Error-Code: RevisionNotFound;
  * and, for mirror URLs, GET /mirror/PATH with Range.
+ * A repository is one folder served at every revision, or several commits
+ * (sha → folder) with branches naming them, where an unknown revision is 404.
  * Listens on 127.0.0.1, port 0.
  */
 import { createHash } from "node:crypto";
@@ -22,9 +26,15 @@ export interface HubServer {
   close(): Promise<void>;
 }
 
+/** A repository with history: its commits (sha → folder) and its branches (name → sha). */
+export interface HubRepositoryHistory {
+  readonly commits: Readonly<Record<string, string>>;
+  readonly branches: Readonly<Record<string, string>>;
+}
+
 export interface HubServerOptions {
-  /** "Org/Name" → local folder. */
-  readonly repositories: Readonly<Record<string, string>>;
+  /** "Org/Name" → a local folder served at every revision, or a history of commits. */
+  readonly repositories: Readonly<Record<string, string | HubRepositoryHistory>>;
   /** Folder served under /mirror/. */
   readonly mirrorRoot?: string;
   /** When set, every request must carry `Authorization: Bearer TOKEN`. */
@@ -71,8 +81,29 @@ async function sendFile(request: FastifyRequest, reply: FastifyReply, path: stri
   return reply.send(request.method === "HEAD" ? undefined : content);
 }
 
+/** The commit a revision names: a branch, a full sha, or a sha's first 7 or more characters. */
+function commitOf(history: HubRepositoryHistory, revision: string): string | undefined {
+  const branch = history.branches[revision];
+  if (branch !== undefined) return branch;
+  if (revision.length < 7) return undefined;
+  return Object.keys(history.commits).find((sha) => sha.startsWith(revision));
+}
+
+type Found = { folder: string; sha: string } | { missing: "RepoNotFound" | "RevisionNotFound" };
+
+function findRevision(options: HubServerOptions, repository: string, revision: string): Found {
+  const entry = options.repositories[repository];
+  if (entry === undefined) return { missing: "RepoNotFound" };
+  if (typeof entry === "string") return { folder: entry, sha: createHash("sha1").update(`${repository}@${revision}`).digest("hex") };
+  const sha = commitOf(entry, revision);
+  const folder = sha === undefined ? undefined : entry.commits[sha];
+  return sha === undefined || folder === undefined ? { missing: "RevisionNotFound" } : { folder, sha };
+}
+
 export async function startHubServer(options: HubServerOptions): Promise<HubServer> {
   const app = Fastify({ logger: false });
+  const notFound = (reply: FastifyReply, code: "RepoNotFound" | "RevisionNotFound") =>
+    reply.code(404).header("X-Error-Code", code).send({ error: code === "RepoNotFound" ? "Repository not found" : "Invalid rev id" });
   const requests: string[] = [];
   app.addHook("onRequest", async (request, reply) => {
     requests.push(request.url);
@@ -81,18 +112,25 @@ export async function startHubServer(options: HubServerOptions): Promise<HubServ
       await reply.code(401).send({ error: "Invalid credentials in Authorization header" });
     }
   });
+  app.get<{ Params: { org: string; name: string; revision: string } }>("/api/models/:org/:name/revision/:revision", async (request, reply) => {
+    const repository = `${request.params.org}/${request.params.name}`;
+    const found = findRevision(options, repository, request.params.revision);
+    if ("missing" in found) return notFound(reply, found.missing);
+    return { id: repository, modelId: repository, sha: found.sha };
+  });
   app.get<{ Params: { org: string; name: string; revision: string } }>("/api/models/:org/:name/tree/:revision", async (request, reply) => {
-    const folder = options.repositories[`${request.params.org}/${request.params.name}`];
-    if (!folder) return reply.code(404).header("X-Error-Code", "RepoNotFound").send({ error: "Repository not found" });
+    const found = findRevision(options, `${request.params.org}/${request.params.name}`, request.params.revision);
+    if ("missing" in found) return notFound(reply, found.missing);
+    const folder = found.folder;
     const files = await listRecursive(folder);
     return Promise.all(
       files.map(async (path) => ({ type: "file", path, size: (await stat(join(folder, path))).size, oid: createHash("sha1").update(path).digest("hex") })),
     );
   });
   const resolveHandler = async (request: FastifyRequest<{ Params: { org: string; name: string; revision: string; "*": string } }>, reply: FastifyReply) => {
-    const folder = options.repositories[`${request.params.org}/${request.params.name}`];
-    if (!folder) return reply.code(404).header("X-Error-Code", "RepoNotFound").send({ error: "Repository not found" });
-    return sendFile(request, reply, join(folder, decodeURIComponent(request.params["*"])), true);
+    const found = findRevision(options, `${request.params.org}/${request.params.name}`, request.params.revision);
+    if ("missing" in found) return notFound(reply, found.missing);
+    return sendFile(request, reply, join(found.folder, decodeURIComponent(request.params["*"])), true);
   };
   app.route({ method: ["GET", "HEAD"], url: "/:org/:name/resolve/:revision/*", handler: resolveHandler });
   if (options.mirrorRoot) {

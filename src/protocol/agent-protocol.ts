@@ -38,6 +38,8 @@ export const agentPaths = {
   replica: (id: string) => `/agent/v1/replicas/${encodeURIComponent(id)}`,
   replicaLogs: (id: string) => `/agent/v1/replicas/${encodeURIComponent(id)}/logs`,
   fetches: "/agent/v1/fetches",
+  replicaAdapters: (id: string) => `/agent/v1/replicas/${encodeURIComponent(id)}/adapters`,
+  replicaAdapterUnload: (id: string, adapter: string) => `/agent/v1/replicas/${encodeURIComponent(id)}/adapters/${encodeURIComponent(adapter)}/unload`,
 } as const;
 
 /**
@@ -285,6 +287,24 @@ export const replicaListSchema = z.object({
   replicas: z.array(replicaStatusSchema),
 });
 export type ReplicaList = z.infer<typeof replicaListSchema>;
+
+/**
+ * The server asks a ready replica's agent to load an adapter into the running
+ * engine: the agent fetches it into its cache and calls the engine's load
+ * endpoint. The replica's key travels with it, since an adopted replica's
+ * agent does not keep it.
+ */
+export const runtimeAdapterLoadSchema = z.object({
+  protocol: protocolField,
+  adapter: adapterSpecSchema,
+  api_key: z.string().min(16).optional(),
+});
+export type RuntimeAdapterLoad = z.infer<typeof runtimeAdapterLoadSchema>;
+
+export const runtimeAdapterUnloadSchema = z.object({
+  protocol: protocolField,
+  api_key: z.string().min(16).optional(),
+});
 
 export const replicaAnswerSchema = z.object({
   protocol: protocolField,

@@ -27,6 +27,11 @@ import type { PlanSettings } from "../api/routes/plan.js";
 import { checkDeclaredSources } from "./check-declared-sources.js";
 import { registerPullRoutes } from "../api/routes/pull.js";
 import { PullService } from "../services/pull-service.js";
+import { registerVersionRoutes } from "../api/routes/versions.js";
+import { VersionService } from "../services/version-service.js";
+import type { CatalogModel } from "../catalog/catalog-model.js";
+import { registerAdapterRoutes } from "../api/routes/adapters.js";
+import { AdapterService } from "../services/adapter-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
@@ -109,10 +114,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       gpuMemoryUtilization: config.gpuMemoryUtilization,
       mirror: config.mirror,
     };
-    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => {
+    // The token is read at each use, so a rotated one needs no restart.
+    const hubReading = () => {
       const token = hubToken();
-      return readModelSource(source, { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) });
-    });
+      return { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) };
+    };
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => readModelSource(source, hubReading()));
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
@@ -138,6 +145,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
         registerPullRoutes(routes, new PullService(catalog, fleet, { mirror: config.mirror, gpuMemoryUtilization: config.gpuMemoryUtilization, demandProfiles: (model) => reconciler.demandProfilesOf(model) }));
+        const requestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => reconciler.requestRestart(model, inPlace, actor);
+        registerVersionRoutes(routes, new VersionService(store, catalog, requestRestart, hubReading));
+        registerAdapterRoutes(routes, new AdapterService(store, catalog, fleet, requestRestart, hubReading));
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();

@@ -39,15 +39,15 @@ function agentRefusal(node: AgentAddress, status: number, text: string): DomainE
   return new DomainError("agent_unreachable", `the agent of node ${node.name} at ${node.address} answered ${status}: ${text.slice(0, 300)}`, "Check the agent's log.");
 }
 
-async function call<Answer>(node: AgentAddress, method: "GET" | "POST" | "DELETE", path: string, schema: z.ZodType<Answer>, body?: unknown): Promise<Answer> {
+async function call<Answer>(node: AgentAddress, method: "GET" | "POST" | "DELETE", path: string, schema: z.ZodType<Answer>, body?: unknown, timeoutMs = 15_000): Promise<Answer> {
   let response;
   try {
     response = await request(new URL(path, node.address), {
       method,
       headers: { authorization: `Bearer ${node.controlSecret}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
       body: body === undefined ? null : JSON.stringify(body),
-      headersTimeout: 15_000,
-      bodyTimeout: 15_000,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
     });
   } catch (error) {
     throw unreachable(node, error);
@@ -85,6 +85,17 @@ export async function startFetchOnAgent(node: AgentAddress, source: string): Pro
 /** Every fetch the agent was asked for since it started, with its progress. */
 export async function fetchesOnAgent(node: AgentAddress): Promise<FetchStatus[]> {
   return (await call(node, "GET", agentPaths.fetches, fetchListSchema)).fetches;
+}
+
+/** A load fetches the adapter to the node first: minutes for a large one from a slow mirror. */
+const adapterChangeTimeoutMs = 600_000;
+
+export async function loadAdapterOnAgent(node: AgentAddress, id: string, adapter: { name: string; source: string }, apiKey: string | undefined): Promise<ReplicaStatus> {
+  return (await call(node, "POST", agentPaths.replicaAdapters(id), replicaAnswerSchema, { protocol: protocolVersion, adapter, ...(apiKey !== undefined ? { api_key: apiKey } : {}) }, adapterChangeTimeoutMs)).replica;
+}
+
+export async function unloadAdapterOnAgent(node: AgentAddress, id: string, adapter: string, apiKey: string | undefined): Promise<ReplicaStatus> {
+  return (await call(node, "POST", agentPaths.replicaAdapterUnload(id, adapter), replicaAnswerSchema, { protocol: protocolVersion, ...(apiKey !== undefined ? { api_key: apiKey } : {}) }, adapterChangeTimeoutMs)).replica;
 }
 
 /** The replica's log from its agent, streamed through while `follow`. */

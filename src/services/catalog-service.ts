@@ -188,6 +188,23 @@ export class CatalogService {
   }
 
   private async update(name: string, action: string, change: string, actor: Actor, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {
+    return (await this.replaceEntry(name, action, change, actor, mutate)).model;
+  }
+
+  /**
+   * Replaces a runtime model's entry with what `mutate` makes of it, after
+   * building the catalog it would produce, with its audit event and whatever
+   * `alongside` writes (a version history row) in the same transaction.
+   * `change` completes "refused: declared in server.yaml, …".
+   */
+  async replaceEntry(
+    name: string,
+    action: string,
+    change: string,
+    actor: Actor,
+    mutate: (entry: ModelEntry) => ModelEntry,
+    alongside?: (transaction: Kysely<Database>, before: ModelEntry, after: ModelEntry, at: string) => Promise<void>,
+  ): Promise<{ model: CatalogModel; before: ModelEntry; after: ModelEntry }> {
     return this.store.withCatalogLock(async (transaction) => {
       const runtime = await listModelEntries(transaction);
       const before = this.findRuntime(runtime, name, change);
@@ -196,8 +213,16 @@ export class CatalogService {
       const at = new Date().toISOString();
       await replaceModelEntry(transaction, after, at);
       await insertAuditEvent(transaction, { at, actor: actor.token, actor_user: actor.user, action, model: name, before, after });
-      return catalog.models.find((model) => model.name === name) as CatalogModel;
+      await alongside?.(transaction, before, after, at);
+      return { model: catalog.models.find((model) => model.name === name) as CatalogModel, before, after };
     });
+  }
+
+  /** Builds the catalog a change to a runtime model would produce, writing nothing: a refusal before any side effect. */
+  async tryChange(name: string, change: string, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {
+    const runtime = await listModelEntries(this.store.db);
+    const after = mutate(this.findRuntime(runtime, name, change));
+    return this.build(runtime.map((entry) => (entry.name === name ? after : entry))).models.find((model) => model.name === name) as CatalogModel;
   }
 
   private findRuntime(runtime: readonly ModelEntry[], name: string, change: string): ModelEntry {

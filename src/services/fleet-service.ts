@@ -44,7 +44,7 @@ import {
 } from "../store/fleet-rows.js";
 import type { Store } from "../store/open-store.js";
 import { deleteReplicaIntent, insertReplicaIntent, listNodeControls, listReplicaIntents } from "../store/reconcile-rows.js";
-import { replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, type AgentAddress } from "./agent-client.js";
+import { loadAdapterOnAgent, replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, unloadAdapterOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
 import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState, type NodeControl, type ReplicaIntentView } from "./fleet-views.js";
 import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
@@ -409,6 +409,31 @@ export class FleetService {
       // Replicas started before keys (or adopted without a spec) have none.
       return [{ ...view, api_key: row.spec?.api_key }];
     });
+  }
+
+  /**
+   * A model's replicas that run or are about to (not failed, stopped, lost or
+   * withdrawn), with the spec each was started from: whether its engine takes
+   * an adapter at runtime depends on how it was started.
+   */
+  async liveReplicasWithSpecs(model: string): Promise<{ readonly view: ReplicaView; readonly spec: ReplicaSpec | null }[]> {
+    const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, { model }), this.replicaIntents()]);
+    const states = this.nodeStates(nodes);
+    const byName = new Map(nodes.map((node) => [node.name, node]));
+    return replicas.flatMap((row) => {
+      const view = replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id));
+      return ["failed", "stopped", "lost", "draining"].includes(view.state) ? [] : [{ view, spec: row.spec }];
+    });
+  }
+
+  /** Loads an adapter into a ready replica's running engine, or unloads one, through its agent, with the replica's own key. */
+  async changeAdapterOnReplica(id: string, change: { action: "load"; adapter: { name: string; source: string } } | { action: "unload"; name: string }): Promise<void> {
+    const row = await findReplica(this.store.db, id);
+    if (!row) throw this.replicaNotFound(id);
+    const { address } = await this.agentOf(row.node);
+    const apiKey = row.spec?.api_key;
+    if (change.action === "load") await loadAdapterOnAgent(address, id, change.adapter, apiKey);
+    else await unloadAdapterOnAgent(address, id, change.name, apiKey);
   }
 
   /** Ready and counted replicas per model, for the model views. */

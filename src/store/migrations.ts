@@ -211,6 +211,28 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         for (const table of ["events", "node_controls", "model_status", "replica_intents", "reconcile_lease"]) await db.schema.dropTable(table).execute();
       },
     },
+    "0007_model_versions": {
+      // Each revision a model was moved to and from, and by whom: `ctl model
+      // rollback` reads where to go back to from here, not from the audit's
+      // free-form documents.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("model_versions")
+          .addColumn("id", autoIncrementKey, (column) => (kind === "sqlite" ? column.primaryKey().autoIncrement() : column.primaryKey()))
+          .addColumn("model", "text", (column) => column.notNull())
+          .addColumn("from_revision", "text", (column) => column.notNull())
+          .addColumn("to_revision", "text", (column) => column.notNull())
+          .addColumn("kind", "text", (column) => column.notNull())
+          .addColumn("actor", "text", (column) => column.notNull())
+          .addColumn("actor_user", "text")
+          .addColumn("at", "text", (column) => column.notNull())
+          .execute();
+        await db.schema.createIndex("model_versions_model").on("model_versions").columns(["model", "id"]).execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.dropTable("model_versions").execute();
+      },
+    },
   };
 }
 

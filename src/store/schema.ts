@@ -111,6 +111,17 @@ export interface Database {
   node_controls: { node: string; cordoned: number; draining: number; updated_at: string };
   /** The reconciler's actions and refusals, newest last, kept bounded. */
   events: { id: Generated<number>; at: string; kind: string; model: string | null; replica: string | null; node: string | null; message: string };
+  /** Each revision change of a model (update or rollback), oldest first by id. */
+  model_versions: {
+    id: Generated<number>;
+    model: string;
+    from_revision: string;
+    to_revision: string;
+    kind: string;
+    actor: string;
+    actor_user: string | null;
+    at: string;
+  };
 }
 
 export type StoreKind = "sqlite" | "postgres";

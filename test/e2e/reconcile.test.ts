@@ -4,7 +4,7 @@ import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventView, ModelView, NodeView, ReplicaView } from "../../src/protocol/views.js";
-import { freePort, llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
+import { ctlAgainst, ctlOutput, freePort, llmgwBin, startServerProcess, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";
 import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
@@ -42,13 +42,11 @@ class Cluster {
   ) {}
 
   ctlRaw(...args: string[]) {
-    return runCli(["ctl", "--server", this.server.url, "--token", this.server.token, ...args]);
+    return ctlAgainst(this.server, args);
   }
 
-  async ctl(...args: string[]): Promise<string> {
-    const result = await this.ctlRaw(...args);
-    if (result.code !== 0) throw new Error(`ctl ${args.join(" ")} failed (${result.code}): ${result.stderr}`);
-    return result.stdout;
+  ctl(...args: string[]): Promise<string> {
+    return ctlOutput(this.server, args);
   }
 
   async api<T>(method: "GET" | "POST", route: string, body?: unknown): Promise<T> {

@@ -106,3 +106,15 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/** `llmgw ctl ARGS` against a running server with its admin token. */
+export function ctlAgainst(server: Pick<ServerProcess, "url" | "token">, args: readonly string[]): Promise<CliResult> {
+  return runCli(["ctl", "--server", server.url, "--token", server.token, ...args]);
+}
+
+/** The same, for a command that must succeed: its output, or an error carrying what it printed on stderr. */
+export async function ctlOutput(server: Pick<ServerProcess, "url" | "token">, args: readonly string[]): Promise<string> {
+  const result = await ctlAgainst(server, args);
+  if (result.code !== 0) throw new Error(`ctl ${args.join(" ")} failed (${result.code}): ${result.stderr}`);
+  return result.stdout;
+}

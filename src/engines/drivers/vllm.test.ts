@@ -69,6 +69,12 @@ describe("vLLM driver", () => {
       "--max-lora-rank", "64",
       "--max-loras", "2",
     ]);
+    // So that adapters added later load into the running engine (POST /v1/load_lora_adapter).
+    expect(launch.env.VLLM_ALLOW_RUNTIME_LORA_UPDATING).toBe("True");
+  });
+
+  it("leaves runtime LoRA loading off for a model without adapters", () => {
+    expect(vllmDriver.build(testLaunchInput()).env.VLLM_ALLOW_RUNTIME_LORA_UPDATING).toBeUndefined();
   });
 
   it("refuses a placement without cards", () => {

@@ -3,13 +3,14 @@ import { readEngineMetrics } from "../prometheus-text.js";
 import { launchEnvironment } from "./launch-environment.js";
 import { requireCards } from "./require-cards.js";
 import { torchPrecisionArguments } from "./torch-precision-arguments.js";
+import { vllmRuntimeLoraVariable } from "../runtime-adapters.js";
 
 /**
  * vLLM's largest LoRA rank by default is 16, and an adapter of rank 32 or 64
  * (common on the Hub) then fails the whole engine at load. 64 loads those, at
  * the cost of larger LoRA buffers; an operator can still set it in args.
  */
-const maxLoraRank = 64;
+export const vllmMaxLoraRank = 64;
 
 /** `vllm serve` (https://docs.vllm.ai/en/latest/cli/serve.html). */
 export const vllmDriver: EngineDriver = {
@@ -36,13 +37,15 @@ export const vllmDriver: EngineDriver = {
     argv.push(...torchPrecisionArguments(input.quantization));
     if (input.adapters.length > 0) {
       argv.push("--enable-lora", "--lora-modules", ...input.adapters.map((adapter) => `${adapter.name}=${adapter.path}`));
-      argv.push("--max-lora-rank", String(maxLoraRank));
+      argv.push("--max-lora-rank", String(vllmMaxLoraRank));
       // One adapter per batch is vLLM's default: requests for two adapters would take turns.
       if (input.adapters.length > 1) argv.push("--max-loras", String(input.adapters.length));
     }
     argv.push(...input.extraArgs);
     // vLLM reads VLLM_API_KEY like --api-key, and guards /v1 with it (not /health or /metrics, which the agent polls).
-    const env = { ...launchEnvironment(input), ...(input.apiKey !== undefined ? { VLLM_API_KEY: input.apiKey } : {}) };
+    // With LoRA enabled, adapters added later load into the running engine (POST /v1/load_lora_adapter) rather than by a restart.
+    const runtimeLora: Record<string, string> = input.adapters.length > 0 ? { [vllmRuntimeLoraVariable]: "True" } : {};
+    const env = { ...runtimeLora, ...launchEnvironment(input), ...(input.apiKey !== undefined ? { VLLM_API_KEY: input.apiKey } : {}) };
     return { argv, env, healthPath: "/health", metricsPath: "/metrics" };
   },
   parseMetrics(text: string): EngineMetrics {

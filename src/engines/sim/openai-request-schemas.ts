@@ -75,3 +75,7 @@ export type EmbeddingRequest = z.infer<typeof embeddingRequestSchema>;
 
 /** Our own admin input: strict. */
 export const faultRequestSchema = z.strictObject({ fault: z.string() });
+
+/** vLLM's and SGLang's runtime LoRA bodies (POST /v1/load_lora_adapter, /load_lora_adapter and their unload twins). */
+export const loadAdapterRequestSchema = z.looseObject({ lora_name: z.string().min(1), lora_path: z.string().min(1) });
+export const unloadAdapterRequestSchema = z.looseObject({ lora_name: z.string().min(1) });

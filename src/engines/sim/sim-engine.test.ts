@@ -168,6 +168,26 @@ describe("the simulated engine over HTTP", () => {
     expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen-sql: select");
   });
 
+  it("loads and unloads an adapter at runtime, as vLLM does with runtime LoRA updating on", async () => {
+    const { sim, client } = await startSim({ adapters: [{ name: "qwen-sql", path: "/a/qwen-sql" }] });
+    const post = (path: string, body: unknown) => fetch(`${sim.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const loaded = await post("/v1/load_lora_adapter", { lora_name: "qwen-legal", lora_path: "/a/qwen-legal" });
+    expect(loaded.status).toBe(200);
+    expect(await loaded.text()).toBe("Success: LoRA adapter 'qwen-legal' added successfully.");
+    const answer = await client.chat.completions.create({ model: "qwen-legal", messages: [{ role: "user", content: "sue" }] });
+    expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen-legal: sue");
+    expect((await post("/v1/load_lora_adapter", { lora_name: "qwen-legal", lora_path: "/a/qwen-legal" })).status).toBe(400);
+    expect((await post("/v1/unload_lora_adapter", { lora_name: "qwen-legal" })).status).toBe(200);
+    await expect(client.chat.completions.create({ model: "qwen-legal", messages: [{ role: "user", content: "sue" }] })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect((await post("/v1/unload_lora_adapter", { lora_name: "qwen-legal" })).status).toBe(404);
+  });
+
+  it("has no runtime LoRA endpoints when started without LoRA, as vLLM", async () => {
+    const { sim } = await startSim();
+    const response = await fetch(`${sim.url}/v1/load_lora_adapter`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ lora_name: "x", lora_path: "/x" }) });
+    expect(response.status).toBe(404);
+  });
+
   it("answers 404 for a model it does not serve, and 400 past its context, in OpenAI's error shape", async () => {
     const { client } = await startSim({ context: 64 });
     await expect(client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(

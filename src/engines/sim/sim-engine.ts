@@ -9,7 +9,10 @@ import {
   completionRequestSchema,
   embeddingRequestSchema,
   faultRequestSchema,
+  loadAdapterRequestSchema,
+  unloadAdapterRequestSchema,
 } from "./openai-request-schemas.js";
+import { vllmRuntimeLoraVariable } from "../runtime-adapters.js";
 import { parseEngineArgv, type SimEngineArguments } from "./parse-engine-argv.js";
 import { simEngineAccess } from "./sim-engine-access.js";
 import { createHash, timingSafeEqual } from "node:crypto";
@@ -118,7 +121,11 @@ export async function startSimEngine(options: SimEngineOptions): Promise<SimEngi
   }
 
   const access = simEngineAccess(options.engine, options.argv, environment);
-  const engine = new SimulatedEngine(parsed, cards, timing, fault, log, exit, access);
+  // As the real engines decide it: vLLM loads adapters at runtime only with LoRA enabled and its variable set; SGLang whenever LoRA is enabled.
+  const loraEnabled = parsed.adapters.length > 0 || options.argv.includes("--enable-lora");
+  const runtimeVariable = (environment[vllmRuntimeLoraVariable] ?? "").toLowerCase();
+  const runtimeAdapters = loraEnabled && (parsed.engine === "sglang" || (parsed.engine === "vllm" && (runtimeVariable === "true" || runtimeVariable === "1")));
+  const engine = new SimulatedEngine(parsed, cards, timing, fault, log, exit, access, runtimeAdapters);
   const address = await engine.listen();
   const port = Number(new URL(address).port);
   const adapterNames = parsed.adapters.map((adapter) => adapter.name);
@@ -147,6 +154,8 @@ class SimulatedEngine {
   #requestsBeforeCrash: number | undefined;
   #fault: SimFault = { kind: "none" };
   #exiting = false;
+  /** The adapters served now: those of the command line, plus those loaded at runtime, minus those unloaded. */
+  #adapters: { readonly name: string; readonly path: string; readonly scale?: number }[];
 
   constructor(
     readonly parsed: SimEngineArguments,
@@ -156,7 +165,10 @@ class SimulatedEngine {
     readonly log: (line: string) => void,
     readonly exit: (code: number) => void,
     readonly access: { readonly host: string; readonly apiKey: string | undefined } = { host: "127.0.0.1", apiKey: undefined },
+    /** Whether adapters load and unload while it runs (vLLM's and SGLang's load endpoints). */
+    readonly runtimeAdapters = false,
   ) {
+    this.#adapters = [...parsed.adapters];
     this.#gate = new ConcurrencyGate(parsed.concurrency);
     const capacity = (parsed.context ?? defaultContextForCapacity) * parsed.concurrency;
     this.#metrics = new SimMetrics(parsed.engine, parsed.modelName, () => ({
@@ -206,7 +218,7 @@ class SimulatedEngine {
     if (name === this.parsed.modelName) return { kind: "base" };
     const prefix = `${this.parsed.modelName}:`;
     const adapterName = name.startsWith(prefix) ? name.slice(prefix.length) : name;
-    const adapter = this.parsed.adapters.find((candidate) => candidate.name === adapterName);
+    const adapter = this.#adapters.find((candidate) => candidate.name === adapterName);
     return adapter === undefined ? undefined : { kind: "adapter", name: adapter.name };
   }
 
@@ -218,10 +230,10 @@ class SimulatedEngine {
   #answeringName(body: { model: string; lora?: { id: number; scale: number }[] | null | undefined; lora_path?: string | null | undefined }): string {
     const resolved = this.#resolveModel(body.model);
     if (resolved?.kind === "adapter") return resolved.name;
-    const byPath = this.parsed.adapters.find((adapter) => adapter.name === body.lora_path);
+    const byPath = this.#adapters.find((adapter) => adapter.name === body.lora_path);
     if (byPath !== undefined) return byPath.name;
     const applied = body.lora?.find((selection) => selection.scale > 0);
-    const byPosition = applied === undefined ? undefined : this.parsed.adapters[applied.id];
+    const byPosition = applied === undefined ? undefined : this.#adapters[applied.id];
     return byPosition?.name ?? this.parsed.modelName;
   }
 
@@ -242,6 +254,36 @@ class SimulatedEngine {
       await new Promise<never>(() => undefined);
     }
     return true;
+  }
+
+  /**
+   * Runtime LoRA loading as the engine it pretends to be answers it: vLLM
+   * with plain text ("Success: …") and 400 for a name already loaded or
+   * unknown; SGLang with JSON { success, message }.
+   */
+  #adapterRoutes(prefix: string): void {
+    const vllm = prefix === "/v1";
+    const answer = (reply: FastifyReply, status: number, message: string) =>
+      vllm ? (status === 200 ? reply.type("text/plain").send(message) : reply.code(status).send(errorBody(status, "BadRequestError", message))) : reply.code(status).send({ success: status === 200, message });
+    this.#server.post(`${prefix}/load_lora_adapter`, async (request, reply) => {
+      const body = loadAdapterRequestSchema.safeParse(request.body);
+      if (!body.success) return answer(reply, 400, `expected {"lora_name": ..., "lora_path": ...}: ${describeIssues(body.error.issues, "body")}`);
+      const name = body.data.lora_name;
+      if (name === this.parsed.modelName || this.#adapters.some((adapter) => adapter.name === name)) return answer(reply, 400, `The lora adapter '${name}' has already been loaded.`);
+      this.#adapters.push({ name, path: body.data.lora_path });
+      this.log(`POST ${prefix}/load_lora_adapter lora_name=${name} lora_path=${body.data.lora_path}`);
+      return answer(reply, 200, `Success: LoRA adapter '${name}' added successfully.`);
+    });
+    this.#server.post(`${prefix}/unload_lora_adapter`, async (request, reply) => {
+      const body = unloadAdapterRequestSchema.safeParse(request.body);
+      if (!body.success) return answer(reply, 400, `expected {"lora_name": ...}: ${describeIssues(body.error.issues, "body")}`);
+      const name = body.data.lora_name;
+      const index = this.#adapters.findIndex((adapter) => adapter.name === name);
+      if (index < 0) return answer(reply, 404, `The lora adapter '${name}' cannot be found.`);
+      this.#adapters.splice(index, 1);
+      this.log(`POST ${prefix}/unload_lora_adapter lora_name=${name}`);
+      return answer(reply, 200, `Success: LoRA adapter '${name}' removed successfully.`);
+    });
   }
 
   #checkContext(reply: FastifyReply, promptTokens: number, maxTokens: number | undefined): boolean {
@@ -425,7 +467,7 @@ class SimulatedEngine {
         object: "list",
         data: [
           { id: parsed.modelName, object: "model", created, owned_by: "llmgw-sim", root: parsed.weightsPath, parent: null, max_model_len: parsed.context ?? null },
-          ...parsed.adapters.map((adapter) => ({
+          ...this.#adapters.map((adapter) => ({
             id: adapter.name,
             object: "model",
             created,
@@ -521,6 +563,8 @@ class SimulatedEngine {
       this.#countTowardCrash(reply.raw);
       return reply;
     });
+
+    if (this.runtimeAdapters) this.#adapterRoutes(parsed.engine === "vllm" ? "/v1" : "");
 
     server.get("/sim/status", async (_request, reply) =>
       reply.send({

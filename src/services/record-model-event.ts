@@ -1,0 +1,7 @@
+import type { Store } from "../store/open-store.js";
+import { insertEvents } from "../store/reconcile-rows.js";
+
+/** An operator's change to a model, in the events beside what the reconciler does about it. */
+export async function recordModelEvent(store: Store, model: string, kind: string, message: string): Promise<void> {
+  await insertEvents(store.db, [{ at: new Date().toISOString(), kind, model, replica: null, node: null, message }]);
+}
