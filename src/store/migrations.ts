@@ -211,6 +211,36 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         for (const table of ["events", "node_controls", "model_status", "replica_intents", "reconcile_lease"]) await db.schema.dropTable(table).execute();
       },
     },
+    "0008_canaries": {
+      // One canary per model: the revision it tries, the share of traffic it
+      // gets, the gate that promotes or aborts it by itself, and where it
+      // stands. Replica intents learn their arm, so the reconciler, the
+      // routing table and the views tell a canary replica from a stable one.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("canaries")
+          .addColumn("model", "text", (column) => column.primaryKey())
+          .addColumn("revision", "text", (column) => column.notNull())
+          .addColumn("from_revision", "text")
+          .addColumn("weight", "double precision", (column) => column.notNull())
+          .addColumn("replicas", "integer", (column) => column.notNull())
+          .addColumn("max_error_rate", "double precision")
+          .addColumn("max_p95_ms", "integer")
+          .addColumn("min_requests", "integer")
+          .addColumn("window_ms", "integer")
+          .addColumn("state", "text", (column) => column.notNull())
+          .addColumn("decision", "text")
+          .addColumn("started_at", "text", (column) => column.notNull())
+          .addColumn("ended_at", "text")
+          .addColumn("actor", "text", (column) => column.notNull())
+          .execute();
+        await db.schema.alterTable("replica_intents").addColumn("arm", "text").execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.alterTable("replica_intents").dropColumn("arm").execute();
+        await db.schema.dropTable("canaries").execute();
+      },
+    },
   };
 }
 
