@@ -170,6 +170,8 @@ export interface ReplicaView {
   adopted: boolean;
   since: string;
   created_at: string;
+  /** Present on a canary replica (a trial revision beside the stable ones). */
+  arm?: "canary";
 }
 
 
@@ -271,6 +273,7 @@ export const documentedViewFields = {
   }),
   "Node.gpus[]": fields<NodeGpuView>({ index: true, uuid: true, name: true, class: true, memory_bytes: true, memory_used_bytes: true, fabric: true, replica: true }),
   Replica: fields<ReplicaView>({
+    arm: true,
     id: true,
     model: true,
     profile: true,

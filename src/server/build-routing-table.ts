@@ -12,6 +12,7 @@ export interface ReplicaForRouting {
   readonly state: string;
   readonly endpoint: string | null;
   readonly api_key: string | undefined;
+  readonly arm?: "canary";
 }
 
 /**
@@ -19,7 +20,11 @@ export interface ReplicaForRouting {
  * and the fleet, pure. Replicas that are not ready or draining, or have no
  * endpoint, are left out: the gateway never sends to what cannot answer.
  */
-export function buildRoutingTable(models: readonly CatalogModel[], replicas: readonly ReplicaForRouting[]): Omit<RoutingTable, "revision"> {
+export function buildRoutingTable(
+  models: readonly CatalogModel[],
+  replicas: readonly ReplicaForRouting[],
+  canaryWeights: ReadonlyMap<string, number> = new Map(),
+): Omit<RoutingTable, "revision"> {
   const byModel = new Map<string, RoutingReplica[]>();
   for (const replica of replicas) {
     if ((replica.state !== "ready" && replica.state !== "draining") || replica.endpoint === null) continue;
@@ -30,6 +35,7 @@ export function buildRoutingTable(models: readonly CatalogModel[], replicas: rea
       endpoint: replica.endpoint.replace(/\/$/, ""),
       state: replica.state,
       ...(replica.api_key !== undefined ? { api_key: replica.api_key } : {}),
+      ...(replica.arm === "canary" ? { arm: "canary" as const } : {}),
     });
     byModel.set(replica.model, list);
   }
@@ -51,6 +57,7 @@ export function buildRoutingTable(models: readonly CatalogModel[], replicas: rea
       tokenizer: firstProfile ? tokenizerLocation(firstProfile.source) : null,
       adapters: (entry.adapters ?? []).map((adapter, index) => ({ name: adapter.name, index, scale: adapter.scale ?? null })),
       replicas: byModel.get(model.name) ?? [],
+      ...(canaryWeights.has(model.name) ? { canary_weight: canaryWeights.get(model.name) } : {}),
     };
   });
   return { models: routed, aliases };

@@ -88,9 +88,16 @@ export function replicaViewState(row: Pick<StoredReplica, "state" | "stop_reques
 export interface ReplicaIntentView {
   readonly withdrawnAt: string | null;
   readonly withdrawReason: string | null;
+  /** "canary" for a canary replica. */
+  readonly arm?: string | null;
 }
 
 export function replicaView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): ReplicaView {
+  const view = stateInView(row, node, state, intent);
+  return intent?.arm === "canary" ? { ...view, arm: "canary" } : view;
+}
+
+function stateInView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): ReplicaView {
   const shown = replicaReport(row, node, state);
   if (intent?.withdrawnAt && holdsCards(row.status.state)) {
     // Out of routing from the moment it is withdrawn, before its engine hears of it: a client
