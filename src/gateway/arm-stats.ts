@@ -1,3 +1,4 @@
+import type { ArmCounts } from "../protocol/canary-views.js";
 import type { Arm } from "./choose-arm.js";
 
 /** Upper bounds of the latency histogram, in milliseconds; the last bucket holds everything slower. */
@@ -10,13 +11,6 @@ export interface ArmSlot {
   requests: number;
   errors: number;
   readonly latency: number[];
-}
-
-export interface ArmSummary {
-  readonly requests: number;
-  readonly errors: number;
-  /** Upper bound of the histogram bucket holding the 95th percentile; null with no request. */
-  readonly p95_ms: number | null;
 }
 
 /** Slots are 5 s: fine enough for a gate window of a minute, coarse enough that an hour is 720 slots. */
@@ -63,7 +57,7 @@ export class ArmStats {
 }
 
 /** Requests, errors and p95 over some slots (from one gateway or many). */
-export function summariseSlots(slots: readonly Pick<ArmSlot, "requests" | "errors" | "latency">[]): ArmSummary {
+export function summariseSlots(slots: readonly Pick<ArmSlot, "requests" | "errors" | "latency">[]): ArmCounts {
   let requests = 0;
   let errors = 0;
   const latency = new Array<number>(latencyBoundsMs.length + 1).fill(0);
