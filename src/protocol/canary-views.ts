@@ -1,3 +1,5 @@
+export type ArmName = "stable" | "canary";
+
 /** One arm's traffic at the gateway: requests answered, those that failed (5xx or a cut stream), and the 95th percentile of latency. */
 export interface ArmCounts {
   readonly requests: number;

@@ -17,7 +17,8 @@ export function canaryModels(
 ): { model: CatalogModel; revision: string; replicas: number }[] {
   const byName = new Map(models.map((model) => [model.name, model]));
   return canaries.flatMap((canary) => {
-    if (canary.state !== "running") return [];
+    // A promotion or abort asked for is carried out at the start of the next pass; until then the canary still runs.
+    if (canary.state !== "running" && canary.state !== "promoting" && canary.state !== "aborting") return [];
     const model = byName.get(canary.model);
     if (!model || model.entry.external) {
       unusable(canary.model);

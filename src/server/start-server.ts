@@ -17,6 +17,7 @@ import { Gateway, type GatewayLog } from "../gateway/gateway.js";
 import type { GatewayPolicy } from "../gateway/gateway-policy.js";
 import { openPolicy } from "../gateway/open-policy.js";
 import { RoutingTableSource } from "./routing-table-source.js";
+import { canaryWeights, startCanaries } from "./start-canaries.js";
 import pino from "pino";
 import { Reconciler, type ReconcilerLog } from "../reconcile/reconciler.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
@@ -100,7 +101,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
-    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"));
+    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store));
     const gateway = new Gateway({
       // gatewayKeys exists exactly when auth is keys.
       policy: options.gatewayPolicy ?? gatewayKeys ?? openPolicy,
@@ -121,6 +122,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       modelStatus: modelStatusSource(store),
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
+        startCanaries(routes, { store, catalog, fleet, reconciler, gateway });
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();

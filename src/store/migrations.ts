@@ -233,6 +233,8 @@ function migrations(kind: StoreKind): Record<string, Migration> {
           .addColumn("started_at", "text", (column) => column.notNull())
           .addColumn("ended_at", "text")
           .addColumn("actor", "text", (column) => column.notNull())
+          .addColumn("actor_user", "text")
+          .addColumn("ended_by", "text")
           .execute();
         await db.schema.alterTable("replica_intents").addColumn("arm", "text").execute();
       },

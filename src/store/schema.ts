@@ -134,7 +134,11 @@ export interface Database {
     decision: string | null;
     started_at: string;
     ended_at: string | null;
+    /** Who started it: the admin token's name, and the person at the terminal. */
     actor: string;
+    actor_user: string | null;
+    /** Who asked to promote or abort it (a token's name), or "gate" when its gate decided. */
+    ended_by: string | null;
   };
   events: { id: Generated<number>; at: string; kind: string; model: string | null; replica: string | null; node: string | null; message: string };
 }
