@@ -80,6 +80,6 @@ describe.each(storesUnderTest)("reconcile rows on $kind", (engine) => {
     await insertReplicaIntent(store.db, { id: "qwen-1", model: "qwen", managed: 1, placed_at: at(0), withdrawn_at: null, withdraw_reason: null });
     await withdrawReplicaIntent(store.db, "qwen-1", "qwen", at(5), "restarting");
     await withdrawReplicaIntent(store.db, "qwen-1", "qwen", at(9), "again");
-    expect(await listReplicaIntents(store.db)).toEqual([{ id: "qwen-1", model: "qwen", managed: 1, placed_at: at(0), withdrawn_at: at(5), withdraw_reason: "restarting" }]);
+    expect(await listReplicaIntents(store.db)).toEqual([{ id: "qwen-1", model: "qwen", managed: 1, placed_at: at(0), withdrawn_at: at(5), withdraw_reason: "restarting", arm: null }]);
   });
 });
