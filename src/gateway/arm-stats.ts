@@ -1,3 +1,4 @@
+import type { ArmSlotReport } from "../protocol/arm-counts-feed.js";
 import type { ArmCounts } from "../protocol/canary-views.js";
 import type { Arm } from "./choose-arm.js";
 
@@ -49,10 +50,16 @@ export class ArmStats {
     return (this.#slots.get(`${model}\u0000${arm}`) ?? []).filter((slot) => slot.start + armSlotMs > sinceMs).map((slot) => ({ ...slot, latency: [...slot.latency] }));
   }
 
-  /** Forgets a model's counts (a new canary starts from zero). */
-  forget(model: string): void {
-    this.#slots.delete(`${model}\u0000stable`);
-    this.#slots.delete(`${model}\u0000canary`);
+  /** Every model's and arm's slots that start at or after `sinceMs`, as a gateway reports them. */
+  report(sinceMs: number): ArmSlotReport[] {
+    const report: ArmSlotReport[] = [];
+    for (const [key, slots] of this.#slots) {
+      const [model = "", arm] = key.split("\u0000");
+      for (const slot of slots) {
+        if (slot.start >= sinceMs) report.push({ model, arm: arm === "canary" ? "canary" : "stable", start: slot.start, requests: slot.requests, errors: slot.errors, latency: [...slot.latency] });
+      }
+    }
+    return report;
   }
 }
 

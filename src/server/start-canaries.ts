@@ -1,11 +1,13 @@
 import type { FastifyInstance } from "fastify";
 import { registerCanaryRoutes } from "../api/routes/canaries.js";
+import { ArmReporter, gatewayReportId } from "../gateway/arm-reporter.js";
 import { summariseSlots } from "../gateway/arm-stats.js";
-import type { Gateway } from "../gateway/gateway.js";
+import type { Gateway, GatewayLog } from "../gateway/gateway.js";
 import type { Reconciler } from "../reconcile/reconciler.js";
 import { CanaryService } from "../services/canary-service.js";
 import type { CatalogService } from "../services/catalog-service.js";
 import type { FleetService } from "../services/fleet-service.js";
+import { listArmSlots, putArmSlots } from "../store/arm-count-rows.js";
 import { listCanaries } from "../store/canary-rows.js";
 import type { Store } from "../store/open-store.js";
 
@@ -17,19 +19,35 @@ export async function canaryWeights(store: Store): Promise<ReadonlyMap<string, n
 
 /**
  * Wires canaries into a server: the routes, and the gate, which the
- * reconciler asks at the start of each pass it leads, reading this server's
- * own gateway's counts per arm.
+ * reconciler asks at the start of each pass it leads. An arm's numbers are
+ * this server's own gateway's counts (in memory, exact to the request) plus
+ * what every other gateway reported to the store: `llmgw gateway` processes
+ * over HTTP, and the gateways of other servers sharing Postgres, which this
+ * server's own reporter below writes to as well.
  */
-export function startCanaries(app: FastifyInstance, parts: { store: Store; catalog: CatalogService; fleet: FleetService; reconciler: Reconciler; gateway: Gateway }): CanaryService {
+export function startCanaries(
+  app: FastifyInstance,
+  parts: { store: Store; catalog: CatalogService; fleet: FleetService; reconciler: Reconciler; gateway: Gateway; log: GatewayLog },
+): { stop(): Promise<void> } {
   const { store, catalog, fleet, reconciler, gateway } = parts;
+  const ownId = gatewayReportId();
   const canaries = new CanaryService({
     store,
     catalog,
     replicas: (model) => fleet.listReplicas({ model }),
-    counts: (model, arm, sinceMs) => summariseSlots(gateway.arms.slots(model, arm, sinceMs)),
+    counts: async (model, arm, sinceMs) => {
+      const reported = await listArmSlots(store.db, { model, arm, sinceMs, exceptGateway: ownId });
+      return summariseSlots([...gateway.arms.slots(model, arm, sinceMs), ...reported]);
+    },
     wake: () => reconciler.wake(),
   });
   reconciler.onPass((nowMs) => canaries.settle(nowMs));
-  registerCanaryRoutes(app, canaries);
-  return canaries;
+  registerCanaryRoutes(app, canaries, (gatewayId, slots) => putArmSlots(store.db, gatewayId, slots, Date.now()));
+  const reporter = new ArmReporter(
+    gateway.arms,
+    (slots) => putArmSlots(store.db, ownId, slots, Date.now()),
+    (error) => parts.log.warn({ err: error }, "arm-counts-unwritten: retried with the next report"),
+  );
+  reporter.start();
+  return { stop: () => reporter.stop() };
 }

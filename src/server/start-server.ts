@@ -101,6 +101,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
+    let canaryParts: { stop(): Promise<void> } | undefined;
     const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store));
     const gateway = new Gateway({
       // gatewayKeys exists exactly when auth is keys.
@@ -122,7 +123,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       modelStatus: modelStatusSource(store),
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
-        startCanaries(routes, { store, catalog, fleet, reconciler, gateway });
+        canaryParts = startCanaries(routes, { store, catalog, fleet, reconciler, gateway, log });
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();
@@ -168,6 +169,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       async close() {
         await reconciler.stop();
         await app.close();
+        await canaryParts?.stop().catch(() => undefined);
         routing.stop();
         // After the last request finished: the usage it counted is written before the store closes.
         await gatewayKeys?.close().catch((error: unknown) => app.log.error({ err: error }, "gateway: could not write the last usage counts"));

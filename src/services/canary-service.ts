@@ -31,7 +31,7 @@ export interface CanaryParts {
   readonly catalog: CatalogService;
   readonly replicas: (model: string) => Promise<ReplicaView[]>;
   /** An arm's counts since a time: this server's gateway's own, with what other gateways reported. */
-  readonly counts: (model: string, arm: ArmName, sinceMs: number) => ArmCounts;
+  readonly counts: (model: string, arm: ArmName, sinceMs: number) => Promise<ArmCounts>;
   /** Asks the reconciler for a pass soon (it acts on a requested promotion or abort at the start of its pass). */
   readonly wake: () => void;
   readonly now?: () => number;
@@ -175,7 +175,7 @@ export class CanaryService {
       else if (row.state === "aborting") await this.abort(row, row.decision ?? "aborted by hand", { token: row.ended_by ?? "unknown", user: null }, nowMs);
       else if (row.state === "running" && row.min_requests !== null && row.window_ms !== null) {
         const startedMs = Date.parse(row.started_at);
-        const counts = this.parts.counts(row.model, "canary", Math.max(startedMs, nowMs - row.window_ms));
+        const counts = await this.parts.counts(row.model, "canary", Math.max(startedMs, nowMs - row.window_ms));
         const verdict = canaryVerdict({ maxErrorRate: row.max_error_rate, maxP95Ms: row.max_p95_ms, minRequests: row.min_requests, windowMs: row.window_ms }, counts, nowMs - startedMs);
         if (verdict.decision === "promote") await this.promote({ ...row, ended_by: "gate" }, `promoted by its gate: ${verdict.reason}`, gateActor, nowMs);
         if (verdict.decision === "abort") await this.abort({ ...row, ended_by: "gate" }, `aborted by its gate: ${verdict.reason}`, gateActor, nowMs);
@@ -202,7 +202,7 @@ export class CanaryService {
     const kept = await makeCanaryReplicasStable(store.db, row.model, at);
     await updateModelStatus(store.db, row.model, { restart_before: at, restart_in_place: 0 }, at);
     await updateCanary(store.db, row.model, { state: "promoted", decision, ended_at: at, ended_by: row.ended_by });
-    const numbers = this.numbers(row);
+    const numbers = await this.numbers(row);
     await insertEvents(store.db, [
       { at, kind: "canary-promoted", model: row.model, replica: null, node: null, message: `the canary of ${row.model} at revision ${row.revision} was ${decision} (${numbers})` },
       {
@@ -224,7 +224,7 @@ export class CanaryService {
     await updateCanary(store.db, row.model, { state: "aborted", decision, ended_at: at, ended_by: row.ended_by });
     await insertAuditEvent(store.db, { at, actor: actor.token, actor_user: actor.user, action: "model-canary-aborted", model: row.model, before: canaryRecord(row), after: canaryRecord(after) });
     await insertEvents(store.db, [
-      { at, kind: "canary-aborted", model: row.model, replica: null, node: null, message: `the canary of ${row.model} at revision ${row.revision} was ${decision} (${this.numbers(row)})` },
+      { at, kind: "canary-aborted", model: row.model, replica: null, node: null, message: `the canary of ${row.model} at revision ${row.revision} was ${decision} (${await this.numbers(row)})` },
     ]);
   }
 
@@ -241,20 +241,20 @@ export class CanaryService {
   }
 
   /** Both arms' numbers since the canary started, for events. */
-  private numbers(row: CanaryRow): string {
+  private async numbers(row: CanaryRow): Promise<string> {
     const since = Date.parse(row.started_at);
-    const describe = (arm: ArmName) => {
-      const counts = this.parts.counts(row.model, arm, since);
+    const describe = async (arm: ArmName) => {
+      const counts = await this.parts.counts(row.model, arm, since);
       return `${arm} ${counts.errors}/${counts.requests} errors${counts.p95_ms === null ? "" : `, p95 ${counts.p95_ms} ms`}`;
     };
-    return `${describe("canary")}; ${describe("stable")}`;
+    return `${await describe("canary")}; ${await describe("stable")}`;
   }
 
   private async view(row: CanaryRow): Promise<CanaryView> {
     const since = Date.parse(row.started_at);
     const replicas = await this.parts.replicas(row.model);
-    const arm = (name: ArmName): ArmView => {
-      const counts = this.parts.counts(row.model, name, since);
+    const arm = async (name: ArmName): Promise<ArmView> => {
+      const counts = await this.parts.counts(row.model, name, since);
       const ready = replicas.filter((replica) => replica.state === "ready" && (replica.arm === "canary") === (name === "canary")).length;
       return { ...counts, error_rate: counts.requests === 0 ? null : counts.errors / counts.requests, ready_replicas: ready };
     };
@@ -273,7 +273,7 @@ export class CanaryService {
         row.min_requests === null || row.window_ms === null
           ? null
           : { max_error_rate: row.max_error_rate, max_p95_ms: row.max_p95_ms, min_requests: row.min_requests, window: formatDuration(row.window_ms) },
-      arms: { stable: arm("stable"), canary: arm("canary") },
+      arms: { stable: await arm("stable"), canary: await arm("canary") },
     };
   }
 }

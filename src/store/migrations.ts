@@ -237,8 +237,22 @@ function migrations(kind: StoreKind): Record<string, Migration> {
           .addColumn("ended_by", "text")
           .execute();
         await db.schema.alterTable("replica_intents").addColumn("arm", "text").execute();
+        // Per-arm counts each gateway reports, one row per gateway, model, arm and 5-second slot,
+        // replaced by the gateway's later report of the same slot; kept an hour.
+        await db.schema
+          .createTable("arm_counts")
+          .addColumn("gateway", "text", (column) => column.notNull())
+          .addColumn("model", "text", (column) => column.notNull())
+          .addColumn("arm", "text", (column) => column.notNull())
+          .addColumn("slot_start", "text", (column) => column.notNull())
+          .addColumn("requests", "integer", (column) => column.notNull())
+          .addColumn("errors", "integer", (column) => column.notNull())
+          .addColumn("latency", "text", (column) => column.notNull())
+          .addPrimaryKeyConstraint("arm_counts_key", ["gateway", "model", "arm", "slot_start"])
+          .execute();
       },
       async down(db: Kysely<unknown>) {
+        await db.schema.dropTable("arm_counts").execute();
         await db.schema.alterTable("replica_intents").dropColumn("arm").execute();
         await db.schema.dropTable("canaries").execute();
       },

@@ -140,6 +140,8 @@ export interface Database {
     /** Who asked to promote or abort it (a token's name), or "gate" when its gate decided. */
     ended_by: string | null;
   };
+  /** Requests, errors and a latency histogram (JSON array of counts) per gateway, model, arm and 5-second slot. */
+  arm_counts: { gateway: string; model: string; arm: string; slot_start: string; requests: number; errors: number; latency: string };
   events: { id: Generated<number>; at: string; kind: string; model: string | null; replica: string | null; node: string | null; message: string };
 }
 

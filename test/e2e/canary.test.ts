@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,7 +7,8 @@ import type { RoutingTable } from "../../src/protocol/routing-table.js";
 import type { AuditEvent } from "../../src/store/audit-rows.js";
 import type { EventView } from "../../src/protocol/views.js";
 import { modelYaml, startCluster, type Cluster } from "../support/cluster.js";
-import { waitFor } from "../support/fake-engine.js";
+import { killGroup, waitFor } from "../support/fake-engine.js";
+import { llmgwBin } from "../support/processes.js";
 
 interface Answer {
   readonly arm: string | null;
@@ -148,6 +150,39 @@ describe("canaries with a server and two simulated agents as real processes", ()
     }
   }, 60_000);
 
+  it("counts what an extra `llmgw gateway` answers per arm, reported to the server", async () => {
+    const gateway: ChildProcess = spawn(process.execPath, [llmgwBin, "gateway", "--server", cluster.server.url, "--listen", "127.0.0.1:0", "--auth", "open"], {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LLMGW_TOKEN: cluster.server.token, LLMGW_SERVER: undefined },
+    });
+    let output = "";
+    gateway.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    gateway.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      const url = await waitFor(async () => /listening on (http:\/\/[\d.:]+)/.exec(output)?.[1], 30_000, "the extra gateway to listen");
+      const before = await canary();
+      const extra = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30_000 });
+      // The extra gateway follows the routing table: wait for it to split too before counting.
+      await waitFor(async () => (await ask(extra)).arm !== null, 20_000, "the extra gateway to route by arm");
+      const answers = [await ask(extra), ...(await askMany(extra, 59))];
+      const onCanary = answers.filter((answer) => answer.arm === "canary").length;
+      const after = await waitFor(
+        async () => {
+          const view = await canary();
+          return view.arms.stable.requests + view.arms.canary.requests - (before.arms.stable.requests + before.arms.canary.requests) >= 61 ? view : undefined;
+        },
+        20_000,
+        "the extra gateway's counts in the canary's numbers",
+      );
+      // Its requests (the first probe included) are in the server's numbers, each on the arm that answered it.
+      expect(after.arms.canary.requests - before.arms.canary.requests).toBeGreaterThanOrEqual(onCanary);
+      expect(after.arms.stable.requests + after.arms.canary.requests - before.arms.stable.requests - before.arms.canary.requests).toBe(61);
+    } finally {
+      killGroup(gateway.pid);
+    }
+  }, 60_000);
+
   it("refuses a second canary, a bad weight and an ending with no canary, saying what to do", async () => {
     const second = await cluster.ctlRaw("model", "canary", "tiny", "--to", "v3", "--weight", "5");
     expect(second.code).not.toBe(0);
@@ -157,6 +192,15 @@ describe("canaries with a server and two simulated agents as real processes", ()
     await expect(cluster.api("POST", "/api/v1/models/tiny/canary", { to: "v3/x", weight: 5 })).rejects.toThrow(/400.*to: a revision/);
     await expect(cluster.api("POST", "/api/v1/models/nothing/canary", { to: "v3", weight: 5 })).rejects.toThrow(/404.*model_not_found/);
     await expect(cluster.api("POST", "/api/v1/models/tiny/canary/gate", { min_requests: 5 })).rejects.toThrow(/400.*a gate needs a limit/);
+    // A model whose weights come from a path has no revision to move to; one at the revision already, and an external one, are refused too.
+    const idle = { min: 0, max: 0 };
+    await cluster.api("POST", "/api/v1/models", { name: "plain", scaling: idle, profiles: [{ engine: "vllm", source: "/models/plain", gpu_class: "h100", gpus: 1 }] });
+    await cluster.api("POST", "/api/v1/models", { name: "other", scaling: idle, profiles: [{ engine: "vllm", source: "hf://example/other@main", gpu_class: "h100", gpus: 1 }] });
+    await cluster.api("POST", "/api/v1/models", { name: "remote", external: { base_url: "http://127.0.0.1:9/v1" } });
+    await expect(cluster.api("POST", "/api/v1/models/plain/canary", { to: "v2", weight: 5 })).rejects.toThrow(/400.*plain does not follow a hub repository, so it has no revision v2 to move to/);
+    await expect(cluster.api("POST", "/api/v1/models/other/canary", { to: "main", weight: 5 })).rejects.toThrow(/400.*other already runs revision main/);
+    await expect(cluster.api("POST", "/api/v1/models/remote/canary", { to: "v2", weight: 5 })).rejects.toThrow(/400.*remote is an external model: it has no replicas to try a revision on/);
+    for (const name of ["plain", "other", "remote"]) await fetch(`${cluster.server.url}/api/v1/models/${name}`, { method: "DELETE", headers: { authorization: `Bearer ${cluster.server.token}` } });
     const noCanary = await cluster.ctlRaw("model", "abort", "nothing");
     expect(noCanary.code).not.toBe(0);
     expect(noCanary.stderr).toContain("nothing has no canary to abort");

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { parseDuration } from "../../catalog/duration.js";
+import { armCountsReportSchema, type ArmSlotReport } from "../../protocol/arm-counts-feed.js";
 import type { CanaryService } from "../../services/canary-service.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";
@@ -31,7 +32,14 @@ const gateBody = z
   });
 
 /** Canaries: start one, list them with each arm's live numbers, set a gate, promote or abort by hand. */
-export function registerCanaryRoutes(app: FastifyInstance, canaries: CanaryService): void {
+export function registerCanaryRoutes(app: FastifyInstance, canaries: CanaryService, putArmSlots: (gateway: string, slots: readonly ArmSlotReport[]) => Promise<void>): void {
+  // What `llmgw gateway` processes counted per arm, for the canaries' numbers and gates. Admin only, like the usage feed.
+  app.post("/api/v1/gateway/arms", { config: { access: "admin" } }, async (request) => {
+    const report = parseBody(armCountsReportSchema, request.body);
+    await putArmSlots(report.gateway, report.slots);
+    return { slots: report.slots.length };
+  });
+
   app.post("/api/v1/models/:name/canary", { config: { access: "admin" } }, async (request) => {
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
