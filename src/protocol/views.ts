@@ -170,8 +170,8 @@ export interface ReplicaView {
   adopted: boolean;
   since: string;
   created_at: string;
-  /** Present on a canary replica (a trial revision beside the stable ones). */
-  arm?: "canary";
+  /** "canary" for a canary's replica (a trial revision beside the stable ones), else "stable". */
+  arm: "stable" | "canary";
 }
 
 

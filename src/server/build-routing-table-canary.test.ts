@@ -24,3 +24,17 @@ describe("buildRoutingTable with canaries", () => {
     expect(routedLlama && "canary_weight" in routedLlama).toBe(false);
   });
 });
+
+describe("buildRoutingTable after a canary ended", () => {
+  it("routes nothing to a canary replica once its model has no canary weight", () => {
+    const table = buildRoutingTable(
+      [qwen],
+      [
+        { id: "q1", model: "qwen", node: "a", state: "ready", endpoint: "http://10.0.0.1:41001", api_key: undefined, arm: "stable" },
+        { id: "q2", model: "qwen", node: "b", state: "ready", endpoint: "http://10.0.0.2:41001", api_key: undefined, arm: "canary" },
+      ],
+      new Map(),
+    );
+    expect(table.models[0]?.replicas.map((replica) => replica.id)).toEqual(["q1"]);
+  });
+});

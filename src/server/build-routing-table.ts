@@ -12,7 +12,7 @@ export interface ReplicaForRouting {
   readonly state: string;
   readonly endpoint: string | null;
   readonly api_key: string | undefined;
-  readonly arm?: "canary";
+  readonly arm?: "stable" | "canary";
 }
 
 /**
@@ -28,6 +28,9 @@ export function buildRoutingTable(
   const byModel = new Map<string, RoutingReplica[]>();
   for (const replica of replicas) {
     if ((replica.state !== "ready" && replica.state !== "draining") || replica.endpoint === null) continue;
+    // A canary's replica serves only while its canary runs: once aborted, not one more request reaches it,
+    // even in the moment before the reconciler withdraws it.
+    if (replica.arm === "canary" && !canaryWeights.has(replica.model)) continue;
     const list = byModel.get(replica.model) ?? [];
     list.push({
       id: replica.id,

@@ -93,11 +93,10 @@ export interface ReplicaIntentView {
 }
 
 export function replicaView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): ReplicaView {
-  const view = stateInView(row, node, state, intent);
-  return intent?.arm === "canary" ? { ...view, arm: "canary" } : view;
+  return { ...stateInView(row, node, state, intent), arm: intent?.arm === "canary" ? "canary" : "stable" };
 }
 
-function stateInView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): ReplicaView {
+function stateInView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): Omit<ReplicaView, "arm"> {
   const shown = replicaReport(row, node, state);
   if (intent?.withdrawnAt && holdsCards(row.status.state)) {
     // Out of routing from the moment it is withdrawn, before its engine hears of it: a client
@@ -109,7 +108,7 @@ function stateInView(row: StoredReplica, node: StoredNode | undefined, state: No
   return shown;
 }
 
-function replicaReport(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): ReplicaView {
+function replicaReport(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): Omit<ReplicaView, "arm"> {
   const { status } = row;
   const gone = !holdsCards(status.state);
   const stopPending = stopPendingOf(row);

@@ -104,7 +104,7 @@ describe("canaries with a server and two simulated agents as real processes", ()
     await canaryServing(10);
     // The stable count is not reduced: two stable replicas and one canary.
     const replicas = (await cluster.replicas("tiny")).filter((replica) => replica.state === "ready");
-    expect(replicas.filter((replica) => replica.arm === undefined)).toHaveLength(2);
+    expect(replicas.filter((replica) => replica.arm === "stable")).toHaveLength(2);
     expect(replicas.filter((replica) => replica.arm === "canary")).toHaveLength(1);
 
     // 400 requests with no sticky key: the canary count is Binomial(400, 0.10), mean 40, standard
