@@ -106,6 +106,7 @@ describe("canaries with a server and two simulated agents as real processes", ()
     const replicas = (await cluster.replicas("tiny")).filter((replica) => replica.state === "ready");
     expect(replicas.filter((replica) => replica.arm === "stable")).toHaveLength(2);
     expect(replicas.filter((replica) => replica.arm === "canary")).toHaveLength(1);
+    expect(await cluster.ctl("replicas", "--model", "tiny")).toContain("tiny (canary)");
 
     // 400 requests with no sticky key: the canary count is Binomial(400, 0.10), mean 40, standard
     // deviation 6. Four standard deviations either side (16..64) fail a correct split about once in
