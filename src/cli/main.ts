@@ -20,6 +20,7 @@ import { registerServeCommand } from "./ctl/serve-command.js";
 import { registerPullCommands } from "./ctl/pull-command.js";
 import { registerVersionCommands } from "./ctl/version-commands.js";
 import { registerAdapterCommands } from "./ctl/adapter-commands.js";
+import { registerCanaryCommands } from "./ctl/canary-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -43,6 +44,7 @@ function buildProgram(): Command {
   registerPullCommands(ctl);
   registerVersionCommands(ctl);
   registerAdapterCommands(ctl);
+  registerCanaryCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

@@ -44,6 +44,8 @@ export const errorCodes = {
   node_cordoned: "The node is cordoned or draining: nothing new is placed there until `ctl node uncordon`.",
   no_room: "A rolling restart has no room to start a replica beside the old one; --in-place stops each first.",
   node_not_found: "No node of that name has joined the server.",
+  canary_running: "The model already has a canary running; promote or abort it before starting another.",
+  canary_not_found: "The model has no canary running to set a gate on, promote or abort.",
   agent_unreachable: "The server could not reach a node agent at the control address it reported.",
   does_not_fit: "No candidate fits the model at the requested context; the message says what is short and by how much.",
   architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",

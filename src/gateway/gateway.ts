@@ -3,6 +3,8 @@ import type { Socket } from "node:net";
 import { DomainError } from "../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
 import { chooseReplica } from "./choose-replica.js";
+import { ArmStats } from "./arm-stats.js";
+import { armOf, chooseArm, sameArmFirst, stickyKeyOf } from "./choose-arm.js";
 import { hashText } from "./hash-text.js";
 import { GatewayMetrics } from "./gateway-metrics.js";
 import type { GatewayCaller, GatewayPolicy } from "./gateway-policy.js";
@@ -95,6 +97,8 @@ interface Outcome {
 export class Gateway {
   readonly state = new RoutingState();
   readonly metrics = new GatewayMetrics();
+  /** Requests, errors and latency per arm of models with a canary, for the canary's gate. */
+  readonly arms = new ArmStats();
   readonly #pools = new UpstreamPools();
   readonly #tokens: TokenCounter;
   readonly #inFlight = new Map<string, number>();
@@ -321,18 +325,24 @@ export class Gateway {
     const prefixHash = model.routing === "prefix" ? hashText(prefixText(attempt.body, prefixLength)) : undefined;
     const tried = new Set<string>();
     let lastFailure: UpstreamError | undefined;
+    const arm = model.canary_weight === undefined ? undefined : chooseArm(model.canary_weight, stickyKeyOf(attempt.body.user, attempt.exchange.headers["x-session-id"]), this.#random);
     for (let count = 0; count < this.#maxAttempts; count += 1) {
+      const left = replicas.filter((candidate) => !tried.has(candidate.id));
       const replica = chooseReplica({
-        candidates: replicas.filter((candidate) => !tried.has(candidate.id)),
+        candidates: arm === undefined ? left : sameArmFirst(left, arm),
         inFlight: this.#inFlight,
         prefixHash,
         random: this.#random,
       });
       if (!replica) break;
       tried.add(replica.id);
+      if (arm !== undefined) attempt.exchange.response.setHeader("x-llmgw-arm", armOf(replica));
       try {
-        return await this.#toReplica(attempt, replica);
+        const outcome = await this.#toReplica(attempt, replica);
+        if (arm !== undefined) this.#countArm(model.name, replica, attempt, outcome.status >= 500 || (outcome.failed && outcome.status < 400));
+        return outcome;
       } catch (error) {
+        if (arm !== undefined) this.#countArm(model.name, replica, attempt, true);
         if (!(error instanceof UpstreamError) || !error.retryable) throw error;
         lastFailure = error;
         this.metrics.retries.inc({ model: model.name });
@@ -340,6 +350,10 @@ export class Gateway {
       }
     }
     throw lastFailure ?? new UpstreamError(undefined, true, model.name, "no ready replica left to try");
+  }
+
+  #countArm(model: string, replica: RoutingReplica, attempt: Attempt, error: boolean): void {
+    this.arms.record(model, armOf(replica), performance.now() - attempt.arrivedAt, error, Date.now());
   }
 
   async #toReplica(attempt: Attempt, replica: RoutingReplica): Promise<Outcome> {

@@ -9,6 +9,7 @@ import { registerGatewayRoutes } from "./register-gateway-routes.js";
 import { requestIdFrom } from "./request-id-from.js";
 import { reportDemandOverHttp } from "./report-demand-over-http.js";
 import { RoutingFollower } from "./routing-follower.js";
+import { reportArmsOverHttp } from "./report-arms-over-http.js";
 
 export interface StandaloneGatewayOptions {
   readonly server: string;
@@ -52,6 +53,7 @@ export async function startGateway(options: StandaloneGatewayOptions): Promise<R
   built = app;
   const follower = new RoutingFollower({ server: options.server, token: options.token, onTable: (table) => gateway.swap(table), log });
   await follower.start();
+  const arms = reportArmsOverHttp(gateway.arms, options.server, options.token, log);
   app.get("/healthz", async () => ({ status: "ok", routing_revision: gateway.state.current.revision }));
   registerGatewayRoutes(app, gateway);
   let url: string;
@@ -67,6 +69,7 @@ export async function startGateway(options: StandaloneGatewayOptions): Promise<R
     app,
     async close() {
       await app.close();
+      await arms.stop();
       await follower.stop();
     },
   };

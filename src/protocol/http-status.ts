@@ -41,6 +41,8 @@ export const statusForCode: Record<ErrorCode, number> = {
   node_cordoned: 409,
   no_room: 409,
   node_not_found: 404,
+  canary_running: 409,
+  canary_not_found: 404,
   agent_unreachable: 502,
   body_too_large: 413,
   uri_too_long: 414,

@@ -30,6 +30,8 @@ export const routingReplicaSchema = z.object({
   state: z.enum(["ready", "draining"]),
   /** Presented to the engine as a bearer token; absent for engines started without one. */
   api_key: z.string().optional(),
+  /** "canary" on a canary's replica: it gets the model's canary share of requests, the others the rest. */
+  arm: z.literal("canary").optional(),
 });
 export type RoutingReplica = z.infer<typeof routingReplicaSchema>;
 
@@ -82,6 +84,8 @@ export const routingModelSchema = z.object({
   replicas: z.array(routingReplicaSchema),
   /** Set for a ComfyUI model (images or image to 3D); null for text models. */
   comfy: routingComfySchema.nullish(),
+  /** Percent of requests (0-100) sent to the canary replicas while a canary runs; absent otherwise. */
+  canary_weight: z.number().min(0).max(100).optional(),
 });
 export type RoutingModel = z.infer<typeof routingModelSchema>;
 

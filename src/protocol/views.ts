@@ -198,6 +198,8 @@ export interface ReplicaView {
   adopted: boolean;
   since: string;
   created_at: string;
+  /** "canary" for a canary's replica (a trial revision beside the stable ones), else "stable". */
+  arm: "stable" | "canary";
 }
 
 
@@ -323,6 +325,7 @@ export const documentedViewFields = {
   }),
   "Node.gpus[]": fields<NodeGpuView>({ index: true, uuid: true, name: true, class: true, memory_bytes: true, memory_used_bytes: true, fabric: true, replica: true }),
   Replica: fields<ReplicaView>({
+    arm: true,
     id: true,
     model: true,
     profile: true,

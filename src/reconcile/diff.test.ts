@@ -224,3 +224,38 @@ describe("backoffMs", () => {
     expect(backoffMs(0, 10_000, 300_000)).toBe(0);
   });
 });
+
+describe("diff with a canary", () => {
+  const nodes = [node("gpu-1"), node("gpu-2")];
+  const desired = (overrides: Partial<DesiredModel> = {}) => model("qwen", { min: 2, max: 2, placement: { state: "placed", reason: null }, ...overrides });
+  const running = (id: string, nodeName: string, card: number, overrides: Partial<ObservedReplica> = {}) => replica(id, "qwen", nodeName, [card], overrides);
+  const stable = [running("qwen-a", "gpu-1", 0), running("qwen-b", "gpu-2", 0)];
+  const canaryArm = desired({ min: 1, max: 1, canary: { revision: "v2" }, placement: undefined });
+
+  it("starts the canary's replicas at its revision beside the stable ones, whose count is not reduced", () => {
+    const actions = diff({ models: [desired(), canaryArm] }, { nowMs: now, nodes, replicas: stable }, settings);
+    expect(starts(actions)).toEqual([expect.objectContaining({ model: "qwen", canary: { revision: "v2" }, reason: "canary at v2" })]);
+    expect(actions.filter((action) => action.kind === "withdraw")).toEqual([]);
+  });
+
+  it("counts a canary replica toward its arm only: nothing more starts, and no stable replica is given up", () => {
+    const replicas = [...stable, running("qwen-c", "gpu-1", 1, { arm: "canary" })];
+    expect(diff({ models: [desired(), canaryArm] }, { nowMs: now, nodes, replicas }, settings)).toEqual([]);
+  });
+
+  it("withdraws the canary's replicas once no canary is wanted (aborted), and leaves stable alone", () => {
+    const replicas = [...stable, running("qwen-c", "gpu-1", 1, { arm: "canary" })];
+    const actions = diff({ models: [desired()] }, { nowMs: now, nodes, replicas }, settings);
+    expect(actions).toEqual([{ kind: "withdraw", id: "qwen-c", model: "qwen", node: "gpu-1", reason: "the canary of qwen has ended" }]);
+  });
+
+  it("after a promotion, rolls the old stable replicas only as replicas at the new revision serve", () => {
+    // The canary replica became stable, placed at the promotion; the two older ones are outdated.
+    const replicas = [...stable, running("qwen-c", "gpu-1", 1, { placedAtMs: now - 1000 })];
+    const actions = diff({ models: [desired({ restartBeforeMs: now - 1000 })] }, { nowMs: now, nodes, replicas }, settings);
+    // One ready at the new revision of the two wanted: one new starts, one old goes (2 old + 1 new ready, 2 wanted).
+    expect(starts(actions)).toHaveLength(1);
+    expect(starts(actions)[0]?.canary).toBeUndefined();
+    expect(actions.filter((action) => action.kind === "withdraw")).toHaveLength(1);
+  });
+});

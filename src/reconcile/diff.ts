@@ -9,6 +9,16 @@ import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from ".
 
 const classRank: Record<ModelClass, number> = { critical: 0, standard: 1, opportunistic: 2 };
 
+/**
+ * The name a model's replicas are counted and placed under: the model's own
+ * for the stable arm, another for its canary, so a canary replica never
+ * counts toward the stable replicas (and the stable count is not reduced).
+ * A space cannot appear in a model name, so the two cannot collide.
+ */
+export function armGroup(model: string, canary: boolean): string {
+  return canary ? `${model} (canary)` : model;
+}
+
 /** Gone and not coming back by itself: its cards are free. */
 const isTerminal = (replica: ObservedReplica) => replica.state === "failed" || replica.state === "stopped";
 const isReady = (replica: ObservedReplica) => replica.state === "ready";
@@ -30,7 +40,8 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   const now = observed.nowMs;
   const actions: Action[] = [];
   const nodes = new Map(observed.nodes.map((node) => [node.name, node]));
-  const models = new Map(desired.models.map((model) => [model.name, model]));
+  const models = new Map(desired.models.filter((model) => !model.canary).map((model) => [model.name, model]));
+  const groups = new Map(desired.models.map((model) => [armGroup(model.name, model.canary !== undefined), model]));
   const withdrawn = new Set<string>();
 
   for (const replica of observed.replicas) {
@@ -54,6 +65,12 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       withdrawn.add(replica.id);
       continue;
     }
+    if (replica.arm === "canary" && !groups.has(armGroup(replica.model, true))) {
+      // Aborted or promoted away: a canary replica nobody wants any more leaves routing, then stops.
+      actions.push({ kind: "withdraw", id: replica.id, model: replica.model, node: replica.node, reason: `the canary of ${replica.model} has ended` });
+      withdrawn.add(replica.id);
+      continue;
+    }
     if (replica.managed && (node === undefined || node.state === "lost" || replica.state === "lost")) {
       actions.push({ kind: "abandon", id: replica.id, model: replica.model, node: replica.node, reason: `node ${replica.node} is lost` });
       withdrawn.add(replica.id);
@@ -72,12 +89,14 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   // Grouped once: a per-model scan of every replica is quadratic at thousands of models.
   const replicasOf = new Map<string, ObservedReplica[]>();
   for (const replica of observed.replicas) {
-    const list = replicasOf.get(replica.model);
+    const group = armGroup(replica.model, replica.arm === "canary");
+    const list = replicasOf.get(group);
     if (list) list.push(replica);
-    else replicasOf.set(replica.model, [replica]);
+    else replicasOf.set(group, [replica]);
   }
   for (const model of desired.models) {
-    const ofModel = replicasOf.get(model.name) ?? [];
+    const group = armGroup(model.name, model.canary !== undefined);
+    const ofModel = replicasOf.get(group) ?? [];
     const live = ofModel.filter((replica) => !isTerminal(replica) && !withdrawn.has(replica.id) && replica.state !== "lost");
     const outdated = live.filter(
       (replica) => replica.managed && (nodes.get(replica.node)?.draining === true || (model.restartBeforeMs !== undefined && replica.placedAtMs < model.restartBeforeMs)),
@@ -85,9 +104,10 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     const current = live.filter((replica) => !outdated.includes(replica));
     const readyCurrent = current.filter(isReady).length;
     const inFlight = live.reduce((sum, replica) => sum + (replica.inFlight ?? 0), 0);
-    if (inFlight > 0) actions.push({ kind: "demand-seen", model: model.name });
+    // Demand and load are the model's, told by its stable arm; a canary's count is fixed.
+    if (inFlight > 0 && !model.canary) actions.push({ kind: "demand-seen", model: model.name });
     const { count, busy } = desiredCount(model, { ready: live.filter(isReady).length, live: live.length, inFlight }, now, settings.scaleDownCooldownMs);
-    if (busy) actions.push({ kind: "busy", model: model.name });
+    if (busy && !model.canary) actions.push({ kind: "busy", model: model.name });
     const withdrawing = ofModel.some((replica) => withdrawn.has(replica.id) && !isTerminal(replica));
 
     // Too many: give up managed replicas (never one started by hand).
@@ -123,12 +143,15 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     if (need > 0 && model.backoffUntilMs !== undefined && now < model.backoffUntilMs) continue;
     if (need > 0 && model.profiles.length > 0) {
       demands.push({
-        demand: { model: model.name, modelClass: model.modelClass, count: need, profiles: model.profiles },
+        demand: { model: group, modelClass: model.modelClass, count: need, profiles: model.profiles },
         model,
         belowMin: current.length < model.min,
         withdrawing,
         evacuees: outdated.filter((replica) => nodes.get(replica.node)?.draining === true),
       });
+    } else if (model.canary) {
+      // The model's placement state is its stable arm's.
+      continue;
     } else if (need <= 0 && count > 0 && model.placement?.state !== "placed") {
       actions.push({ kind: "placement", model: model.name, state: "placed", reason: null });
     } else if (count === 0 && model.placement !== undefined && model.placement.state !== "waiting") {
@@ -140,15 +163,27 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   demands.sort((a, b) => classRank[a.model.modelClass] - classRank[b.model.modelClass] || Number(b.belowMin) - Number(a.belowMin) || a.model.name.localeCompare(b.model.name));
   const result = placeReplicas(snapshot, demands.map((entry) => entry.demand));
   for (const placement of result.placements) {
-    actions.push({ kind: "start", model: placement.model, profile: placement.profile, node: placement.node, cards: placement.cards, reason: "placed" });
+    const owner = groups.get(placement.model);
+    const canary = owner?.canary;
+    actions.push({
+      kind: "start",
+      model: owner?.name ?? placement.model,
+      profile: placement.profile,
+      node: placement.node,
+      cards: placement.cards,
+      reason: canary ? `canary at ${canary.revision}` : "placed",
+      ...(canary ? { canary } : {}),
+    });
   }
   const preempted = new Set<string>();
   // Where each model stands, for the class rules: within a class only a model below its minimum takes, and only what another grew into.
   const heldCount = new Map<string, number>();
   for (const replica of held) heldCount.set(replica.model, (heldCount.get(replica.model) ?? 0) + 1);
-  const standings = new Map<string, ModelStanding>(desired.models.map((model) => [model.name, { modelClass: model.modelClass, min: model.min, replicas: heldCount.get(model.name) ?? 0 }]));
+  const standings = new Map<string, ModelStanding>([...models.values()].map((model) => [model.name, { modelClass: model.modelClass, min: model.min, replicas: heldCount.get(model.name) ?? 0 }]));
   for (const { demand, model, withdrawing, evacuees } of demands) {
     const refusal = result.refusals.find((candidate) => candidate.model === demand.model);
+    // A canary is a trial: it preempts nothing, and waits for room without changing the model's state.
+    if (model.canary) continue;
     if (!refusal) {
       if (model.placement?.state !== "placed") actions.push({ kind: "placement", model: model.name, state: "placed", reason: null });
       continue;

@@ -27,12 +27,14 @@ import { placeReplicas } from "./placement-functions.js";
 import { DomainError } from "../errors/domain-error.js";
 import { demandBytesPerCard, demandProfile, type DemandProfile } from "../placement/index.js";
 import { ModelFactsCache, type ModelFactsReader } from "./model-facts-cache.js";
+import { listCanaries } from "../store/canary-rows.js";
+import { canaryModels } from "./canary-models.js";
 import type { Action, DesiredModel, Observed, ObservedNode, ObservedReplica } from "./types.js";
 
 /** What the reconciler needs of the fleet: the views, and starts and stops through the agents. */
 export interface ReconcilerFleet {
   listNodes(): Promise<NodeView[]>;
-  startPlaced(placement: { model: string; profile: string; node: string; cards: readonly number[] }): Promise<string>;
+  startPlaced(placement: { model: string; profile: string; node: string; cards: readonly number[]; canary?: { readonly revision: string } }): Promise<string>;
   resumeStart(id: string): Promise<void>;
   stopReplica(id: string, drain: boolean): Promise<unknown>;
 }
@@ -69,6 +71,8 @@ export class Reconciler {
   private readonly busyAt = new Map<string, number>();
   private readonly starting = new Set<string>();
   private lastPassAt = 0;
+  /** Runs first in every pass this server leads (the canary gate), so what it decides is acted on in the same pass. */
+  private passHook: ((nowMs: number) => Promise<void>) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -104,6 +108,10 @@ export class Reconciler {
     await this.running;
     if (this.leader) await releaseLease(this.store.db, this.holder).catch(() => undefined);
     this.leader = false;
+  }
+
+  onPass(hook: (nowMs: number) => Promise<void>): void {
+    this.passHook = hook;
   }
 
   /** Something changed (a catalog change, a heartbeat): look again soon. The pass reads everything anew; the wake-up carries nothing. */
@@ -143,12 +151,13 @@ export class Reconciler {
 
   /** Reads what should run and what runs, in one go, as the pure functions take it. */
   private async observe(nowMs: number) {
-    const [models, statuses, nodes, rows, intents] = await Promise.all([
+    const [models, statuses, nodes, rows, intents, canaries] = await Promise.all([
       this.catalog.list(),
       listModelStatus(this.store.db),
       this.fleet.listNodes(),
       listReplicas(this.store.db),
       listReplicaIntents(this.store.db),
+      listCanaries(this.store.db),
     ]);
     const intentOf = new Map(intents.map((intent) => [intent.id, intent]));
     const nodeOf = new Map(nodes.map((node) => [node.name, node]));
@@ -188,11 +197,12 @@ export class Reconciler {
           reason: status?.reason ?? null,
           memoryBytes: profile ? demandProfile(profile, undefined).memoryBytes : 0,
           cpuCores: profile?.cpu_cores ?? 0,
+          ...(intent?.arm === "canary" ? { arm: "canary" as const } : {}),
         };
       }),
     };
 
-    return { models, statuses, rows, intents, observed };
+    return { models, statuses, rows, intents, observed, canaries };
   }
 
   private async passOnce(): Promise<void> {
@@ -207,8 +217,9 @@ export class Reconciler {
     }
     if (!this.leader) this.log.info({ holder: this.holder }, "reconcile-lease-taken");
     this.leader = true;
+    if (this.passHook) await this.passHook(nowMs).catch((error: unknown) => this.log.warn({ error: (error as Error).message }, "reconcile-pass-hook-failed"));
 
-    const { models, statuses, rows, intents, observed } = await this.observe(nowMs);
+    const { models, statuses, rows, intents, observed, canaries } = await this.observe(nowMs);
     const events: NewEvent[] = [];
     const at = new Date(nowMs).toISOString();
     const event = (kind: string, message: string, facts: { model?: string; replica?: string; node?: string } = {}) =>
@@ -242,7 +253,15 @@ export class Reconciler {
       }
     }
 
-    const desired = { models: models.filter((model) => !model.entry.external).map((model) => this.desiredModel(model, statusOf.get(model.name))) };
+    const stable = models.filter((model) => !model.entry.external).map((model) => this.desiredModel(model, statusOf.get(model.name)));
+    const trials = canaryModels(models, canaries, (model) => this.log.warn({ model }, "canary-revision-unusable")).map(({ model, revision, replicas }) => ({
+      ...this.desiredModel(model, undefined),
+      min: replicas,
+      max: replicas,
+      targetInFlight: undefined,
+      canary: { revision },
+    }));
+    const desired = { models: [...stable, ...trials] };
     const actions = diff(desired, observed, this.settings);
     // Each action's events are written right after it, so whoever sees its effect finds its event too.
     await insertEvents(this.store.db, events.splice(0));

@@ -24,6 +24,8 @@ export interface DesiredModel {
   readonly busyAtMs: number | undefined;
   /** What the model view says now, so a refusal is reported once, not every pass. */
   readonly placement: { readonly state: string; readonly reason: string | null } | undefined;
+  /** Set for a model's canary arm: its replicas run `revision` beside the stable ones and are counted apart from them. */
+  readonly canary?: { readonly revision: string };
 }
 
 export interface ObservedNode extends SnapshotNode {
@@ -49,6 +51,8 @@ export interface ObservedReplica {
   readonly reason: string | null;
   readonly memoryBytes: number;
   readonly cpuCores: number;
+  /** A canary replica (a trial revision beside the stable ones); undefined for a stable one. */
+  readonly arm?: "canary";
 }
 
 export interface Observed {
@@ -72,7 +76,16 @@ export type Action =
   | { readonly kind: "stop"; readonly id: string; readonly model: string; readonly node: string }
   /** Recorded, but its agent never confirmed it: send the same start again (the agent answers a repeat with what runs). */
   | { readonly kind: "resume"; readonly id: string; readonly model: string; readonly node: string }
-  | { readonly kind: "start"; readonly model: string; readonly profile: string; readonly node: string; readonly cards: readonly number[]; readonly reason: string }
+  | {
+      readonly kind: "start";
+      readonly model: string;
+      readonly profile: string;
+      readonly node: string;
+      readonly cards: readonly number[];
+      readonly reason: string;
+      /** A canary replica, started at the canary's revision. */
+      readonly canary?: { readonly revision: string };
+    }
   | { readonly kind: "placement"; readonly model: string; readonly state: "placed" | "unplaceable" | "waiting"; readonly reason: string | null }
   | { readonly kind: "restart-finished"; readonly model: string }
   /** Requests in flight count as demand: an on-demand model in use does not idle out. */

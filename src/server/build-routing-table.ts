@@ -12,6 +12,7 @@ export interface ReplicaForRouting {
   readonly state: string;
   readonly endpoint: string | null;
   readonly api_key: string | undefined;
+  readonly arm?: "stable" | "canary";
 }
 
 /**
@@ -19,10 +20,17 @@ export interface ReplicaForRouting {
  * and the fleet, pure. Replicas that are not ready or draining, or have no
  * endpoint, are left out: the gateway never sends to what cannot answer.
  */
-export function buildRoutingTable(models: readonly CatalogModel[], replicas: readonly ReplicaForRouting[]): Omit<RoutingTable, "revision"> {
+export function buildRoutingTable(
+  models: readonly CatalogModel[],
+  replicas: readonly ReplicaForRouting[],
+  canaryWeights: ReadonlyMap<string, number> = new Map(),
+): Omit<RoutingTable, "revision"> {
   const byModel = new Map<string, RoutingReplica[]>();
   for (const replica of replicas) {
     if ((replica.state !== "ready" && replica.state !== "draining") || replica.endpoint === null) continue;
+    // A canary's replica serves only while its canary runs: once aborted, not one more request reaches it,
+    // even in the moment before the reconciler withdraws it.
+    if (replica.arm === "canary" && !canaryWeights.has(replica.model)) continue;
     const list = byModel.get(replica.model) ?? [];
     list.push({
       id: replica.id,
@@ -30,6 +38,7 @@ export function buildRoutingTable(models: readonly CatalogModel[], replicas: rea
       endpoint: replica.endpoint.replace(/\/$/, ""),
       state: replica.state,
       ...(replica.api_key !== undefined ? { api_key: replica.api_key } : {}),
+      ...(replica.arm === "canary" ? { arm: "canary" as const } : {}),
     });
     byModel.set(replica.model, list);
   }
@@ -52,6 +61,7 @@ export function buildRoutingTable(models: readonly CatalogModel[], replicas: rea
       adapters: (entry.adapters ?? []).map((adapter, index) => ({ name: adapter.name, index, scale: adapter.scale ?? null })),
       replicas: byModel.get(model.name) ?? [],
       comfy: firstProfile?.comfy ? { workflow: firstProfile.comfy.workflow, inputs: { ...firstProfile.comfy.inputs }, outputs: firstProfile.comfy.outputs } : null,
+      ...(canaryWeights.has(model.name) ? { canary_weight: canaryWeights.get(model.name) } : {}),
     };
   });
   return { models: routed, aliases };

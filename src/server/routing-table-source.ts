@@ -26,6 +26,8 @@ export class RoutingTableSource {
     private readonly fleet: FleetService | undefined,
     private readonly onFailure: (error: unknown) => void,
     private readonly intervalMs = 500,
+    /** The traffic share of each model's running canary, in percent. */
+    private readonly canaryWeights: () => Promise<ReadonlyMap<string, number>> = async () => new Map(),
   ) {
     this.#table = { revision: Date.now(), models: [], aliases: {} };
   }
@@ -78,8 +80,8 @@ export class RoutingTableSource {
 
   async #build(): Promise<void> {
     try {
-      const [models, replicas] = await Promise.all([this.catalog.list(), this.fleet?.routingReplicas() ?? Promise.resolve([])]);
-      const content = buildRoutingTable(models, replicas);
+      const [models, replicas, weights] = await Promise.all([this.catalog.list(), this.fleet?.routingReplicas() ?? Promise.resolve([]), this.canaryWeights()]);
+      const content = buildRoutingTable(models, replicas, weights);
       const { revision: _revision, ...held } = this.#table;
       if (isDeepStrictEqual(held, content)) return;
       this.#table = { revision: Math.max(this.#table.revision + 1, Date.now()), ...content };

@@ -17,6 +17,7 @@ import { Gateway, type GatewayLog } from "../gateway/gateway.js";
 import type { GatewayPolicy } from "../gateway/gateway-policy.js";
 import { openPolicy } from "../gateway/open-policy.js";
 import { RoutingTableSource } from "./routing-table-source.js";
+import { canaryWeights, startCanaries } from "./start-canaries.js";
 import pino from "pino";
 import { Reconciler, type ReconcilerLog } from "../reconcile/reconciler.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
@@ -123,7 +124,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
-    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"));
+    let canaryParts: { stop(): Promise<void> } | undefined;
+    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store));
     const gateway = new Gateway({
       // gatewayKeys exists exactly when auth is keys.
       policy: options.gatewayPolicy ?? gatewayKeys ?? openPolicy,
@@ -148,6 +150,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         const requestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => reconciler.requestRestart(model, inPlace, actor);
         registerVersionRoutes(routes, new VersionService(store, catalog, requestRestart, hubReading));
         registerAdapterRoutes(routes, new AdapterService(store, catalog, fleet, requestRestart, hubReading));
+        canaryParts = startCanaries(routes, { store, catalog, fleet, reconciler, gateway, log });
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();
@@ -191,6 +194,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       async close() {
         await reconciler.stop();
         await app.close();
+        await canaryParts?.stop().catch(() => undefined);
         routing.stop();
         // After the last request finished: the usage it counted is written before the store closes.
         await gatewayKeys?.close().catch((error: unknown) => app.log.error({ err: error }, "gateway: could not write the last usage counts"));

@@ -47,7 +47,9 @@ import { deleteReplicaIntent, insertReplicaIntent, listNodeControls, listReplica
 import { loadAdapterOnAgent, replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, unloadAdapterOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
 import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState, type NodeControl, type ReplicaIntentView } from "./fleet-views.js";
-import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
+import { resolveModel, type CatalogModel, type ResolvedProfile } from "../catalog/catalog-model.js";
+import { entryAtRevision } from "../catalog/entry-at-revision.js";
+import { findCanary } from "../store/canary-rows.js";
 import { checkNode, demandProfile, type Snapshot } from "../placement/index.js";
 import { heldReplica } from "./held-replica.js";
 import { heartbeatDiff } from "./heartbeat-diff.js";
@@ -352,7 +354,7 @@ export class FleetService {
 
   /** Withdrawals the reconciler has made, by replica id. */
   private async replicaIntents(): Promise<Map<string, ReplicaIntentView>> {
-    return new Map((await listReplicaIntents(this.store.db)).map((intent) => [intent.id, { withdrawnAt: intent.withdrawn_at, withdrawReason: intent.withdraw_reason }]));
+    return new Map((await listReplicaIntents(this.store.db)).map((intent) => [intent.id, { withdrawnAt: intent.withdrawn_at, withdrawReason: intent.withdraw_reason, arm: intent.arm }]));
   }
 
   /** The fleet as the planner reads it (GET /api/v1/plan without --gpus): a card is free when no live replica holds it. */
@@ -455,8 +457,10 @@ export class FleetService {
     return { node, address: { name: node.name, address: node.address, controlSecret: this.controlSecretOf(node) }, state };
   }
 
-  private async profileOf(modelName: string, profileName: string | undefined): Promise<{ model: CatalogModel; profile: ResolvedProfile }> {
-    const model = await this.catalog.get(modelName);
+  /** The model's profile, at `revision` when given (a canary's replicas run the model at another revision). */
+  private async profileOf(modelName: string, profileName: string | undefined, revision?: string): Promise<{ model: CatalogModel; profile: ResolvedProfile }> {
+    const inForce = await this.catalog.get(modelName);
+    const model = revision === undefined || inForce.entry.external ? inForce : resolveModel(entryAtRevision(inForce.entry, revision), inForce.source);
     if (model.entry.external) {
       throw new DomainError("invalid_profile", `${model.name} is an external model: it runs at its provider, not on a node`, "Start a model that has profiles.");
     }
@@ -498,11 +502,11 @@ export class FleetService {
    * runs), never an engine nobody knows of. The stored spec holds the names
    * secret_env reads, never their values.
    */
-  private async launch(address: AgentAddress, spec: ReplicaSpec, profile: ResolvedProfile, managed: boolean): Promise<void> {
+  private async launch(address: AgentAddress, spec: ReplicaSpec, profile: ResolvedProfile, managed: boolean, arm: "canary" | null = null): Promise<void> {
     const at = this.iso();
     const pending: ReplicaStatus = { id: spec.id, model: spec.model, profile: spec.profile, engine: spec.engine, cards: spec.cards, state: "fetching", since: at };
     await upsertReplica(this.store.db, { id: spec.id, node: address.name, status: pending, pending: true, spec: storableReplicaSpec(spec, profile), stop_requested: false, created_at: at, updated_at: at });
-    await insertReplicaIntent(this.store.db, { id: spec.id, model: spec.model, managed: managed ? 1 : 0, placed_at: at, withdrawn_at: null, withdraw_reason: null });
+    await insertReplicaIntent(this.store.db, { id: spec.id, model: spec.model, managed: managed ? 1 : 0, placed_at: at, withdrawn_at: null, withdraw_reason: null, arm });
     await this.sendStart(address, spec, managed);
   }
 
@@ -623,11 +627,14 @@ export class FleetService {
    * its id once recorded and sent; an agent's refusal leaves the row failed,
    * with the reason, for the reconciler's backoff.
    */
-  async startPlaced(placement: { model: string; profile: string; node: string; cards: readonly number[] }, simulation?: StartReplicaBody["simulation"]): Promise<string> {
-    const { model, profile } = await this.profileOf(placement.model, placement.profile);
+  async startPlaced(
+    placement: { model: string; profile: string; node: string; cards: readonly number[]; canary?: { readonly revision: string } },
+    simulation?: StartReplicaBody["simulation"],
+  ): Promise<string> {
+    const { model, profile } = await this.profileOf(placement.model, placement.profile, placement.canary?.revision);
     const { address } = await this.agentOf(placement.node);
     const id = this.newReplicaId(model.name);
-    await this.launch(address, this.replicaSpec(id, model, profile, placement.cards, simulation ? { simulation } : {}), profile, true);
+    await this.launch(address, this.replicaSpec(id, model, profile, placement.cards, simulation ? { simulation } : {}), profile, true, placement.canary ? "canary" : null);
     return id;
   }
 
@@ -635,7 +642,10 @@ export class FleetService {
   async resumeStart(id: string): Promise<void> {
     const row = await findReplica(this.store.db, id);
     if (!row?.pending || row.spec === null) return;
-    const { model, profile } = await this.profileOf(row.model, row.profile);
+    // A canary replica is sent again at its canary's revision, not the stable one.
+    const intent = (await listReplicaIntents(this.store.db)).find((candidate) => candidate.id === id);
+    const canary = intent?.arm === "canary" ? await findCanary(this.store.db, row.model) : undefined;
+    const { model, profile } = await this.profileOf(row.model, row.profile, canary?.revision);
     // The stored spec holds secret_env's variable names; the values are read again from the server's environment.
     const spec = buildReplicaSpec({
       id,

@@ -89,9 +89,15 @@ export function replicaViewState(row: Pick<StoredReplica, "state" | "stop_reques
 export interface ReplicaIntentView {
   readonly withdrawnAt: string | null;
   readonly withdrawReason: string | null;
+  /** "canary" for a canary replica. */
+  readonly arm?: string | null;
 }
 
 export function replicaView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): ReplicaView {
+  return { ...stateInView(row, node, state, intent), arm: intent?.arm === "canary" ? "canary" : "stable" };
+}
+
+function stateInView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): Omit<ReplicaView, "arm"> {
   const shown = replicaReport(row, node, state);
   if (intent?.withdrawnAt && holdsCards(row.status.state)) {
     // Out of routing from the moment it is withdrawn, before its engine hears of it: a client
@@ -103,7 +109,7 @@ export function replicaView(row: StoredReplica, node: StoredNode | undefined, st
   return shown;
 }
 
-function replicaReport(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): ReplicaView {
+function replicaReport(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined): Omit<ReplicaView, "arm"> {
   const { status } = row;
   const gone = !holdsCards(status.state);
   const stopPending = stopPendingOf(row);

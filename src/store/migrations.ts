@@ -233,6 +233,52 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         await db.schema.dropTable("model_versions").execute();
       },
     },
+    "0008_canaries": {
+      // One canary per model: the revision it tries, the share of traffic it
+      // gets, the gate that promotes or aborts it by itself, and where it
+      // stands. Replica intents learn their arm, so the reconciler, the
+      // routing table and the views tell a canary replica from a stable one.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("canaries")
+          .addColumn("model", "text", (column) => column.primaryKey())
+          .addColumn("revision", "text", (column) => column.notNull())
+          .addColumn("from_revision", "text")
+          .addColumn("weight", "double precision", (column) => column.notNull())
+          .addColumn("replicas", "integer", (column) => column.notNull())
+          .addColumn("max_error_rate", "double precision")
+          .addColumn("max_p95_ms", "integer")
+          .addColumn("min_requests", "integer")
+          .addColumn("window_ms", "integer")
+          .addColumn("state", "text", (column) => column.notNull())
+          .addColumn("decision", "text")
+          .addColumn("started_at", "text", (column) => column.notNull())
+          .addColumn("ended_at", "text")
+          .addColumn("actor", "text", (column) => column.notNull())
+          .addColumn("actor_user", "text")
+          .addColumn("ended_by", "text")
+          .execute();
+        await db.schema.alterTable("replica_intents").addColumn("arm", "text").execute();
+        // Per-arm counts each gateway reports, one row per gateway, model, arm and 5-second slot,
+        // replaced by the gateway's later report of the same slot; kept an hour.
+        await db.schema
+          .createTable("arm_counts")
+          .addColumn("gateway", "text", (column) => column.notNull())
+          .addColumn("model", "text", (column) => column.notNull())
+          .addColumn("arm", "text", (column) => column.notNull())
+          .addColumn("slot_start", "text", (column) => column.notNull())
+          .addColumn("requests", "integer", (column) => column.notNull())
+          .addColumn("errors", "integer", (column) => column.notNull())
+          .addColumn("latency", "text", (column) => column.notNull())
+          .addPrimaryKeyConstraint("arm_counts_key", ["gateway", "model", "arm", "slot_start"])
+          .execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.dropTable("arm_counts").execute();
+        await db.schema.alterTable("replica_intents").dropColumn("arm").execute();
+        await db.schema.dropTable("canaries").execute();
+      },
+    },
   };
 }
 

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { storesUnderTest } from "../../test/support/postgres.js";
+import { findCanary, listCanaries, makeCanaryReplicasStable, putCanary, updateCanary, type CanaryRow } from "./canary-rows.js";
 import { openStore, type Store } from "./open-store.js";
 import {
   findModelStatus,
@@ -15,9 +16,28 @@ import {
   withdrawReplicaIntent,
 } from "./reconcile-rows.js";
 
+const canaryRow: CanaryRow = {
+  model: "qwen",
+  revision: "v2",
+  from_revision: "main",
+  weight: 12.5,
+  replicas: 1,
+  max_error_rate: null,
+  max_p95_ms: null,
+  min_requests: null,
+  window_ms: null,
+  state: "running",
+  decision: null,
+  started_at: "2026-01-01T00:00:00.000Z",
+  ended_at: null,
+  actor: "admin",
+  actor_user: "alice",
+  ended_by: null,
+};
+
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, seconds)).toISOString();
 
-/** The reconciler's rows, the same contract on SQLite and Postgres. */
+/** The reconciler's rows and canaries, the same contract on SQLite and Postgres. */
 describe.each(storesUnderTest)("reconcile rows on $kind", (engine) => {
   let store: Store;
   let drop: () => Promise<void>;
@@ -80,6 +100,28 @@ describe.each(storesUnderTest)("reconcile rows on $kind", (engine) => {
     await insertReplicaIntent(store.db, { id: "qwen-1", model: "qwen", managed: 1, placed_at: at(0), withdrawn_at: null, withdraw_reason: null });
     await withdrawReplicaIntent(store.db, "qwen-1", "qwen", at(5), "restarting");
     await withdrawReplicaIntent(store.db, "qwen-1", "qwen", at(9), "again");
-    expect(await listReplicaIntents(store.db)).toEqual([{ id: "qwen-1", model: "qwen", managed: 1, placed_at: at(0), withdrawn_at: at(5), withdraw_reason: "restarting" }]);
+    expect(await listReplicaIntents(store.db)).toEqual([{ id: "qwen-1", model: "qwen", managed: 1, placed_at: at(0), withdrawn_at: at(5), withdraw_reason: "restarting", arm: null }]);
+  });
+
+  it("keeps one canary per model, fractions intact, and a new one replaces the ended one", async () => {
+    await putCanary(store.db, canaryRow);
+    await updateCanary(store.db, "qwen", { max_error_rate: 0.05, min_requests: 20, window_ms: 300_000 });
+    expect(await findCanary(store.db, "qwen")).toEqual({ ...canaryRow, max_error_rate: 0.05, min_requests: 20, window_ms: 300_000 });
+    await updateCanary(store.db, "qwen", { state: "aborted", ended_at: "2026-01-01T00:05:00.000Z" });
+    await putCanary(store.db, { ...canaryRow, revision: "v3" });
+    expect((await listCanaries(store.db)).map((canary) => [canary.revision, canary.state])).toEqual([["v3", "running"]]);
+  });
+
+  it("turns a promoted canary's live replicas into stable ones placed now, and leaves withdrawn ones as they are", async () => {
+    const placed = "2026-01-01T00:00:00.000Z";
+    await insertReplicaIntent(store.db, { id: "stable-1", model: "qwen", managed: 1, placed_at: placed, withdrawn_at: null, withdraw_reason: null });
+    await insertReplicaIntent(store.db, { id: "canary-1", model: "qwen", managed: 1, placed_at: placed, withdrawn_at: null, withdraw_reason: null, arm: "canary" });
+    await insertReplicaIntent(store.db, { id: "canary-2", model: "qwen", managed: 1, placed_at: placed, withdrawn_at: null, withdraw_reason: null, arm: "canary" });
+    await withdrawReplicaIntent(store.db, "canary-2", "qwen", "2026-01-01T00:01:00.000Z", "failed");
+    expect(await makeCanaryReplicasStable(store.db, "qwen", "2026-01-01T00:02:00.000Z")).toBe(1);
+    const intents = new Map((await listReplicaIntents(store.db)).map((intent) => [intent.id, intent]));
+    expect(intents.get("stable-1")).toMatchObject({ arm: null, placed_at: placed });
+    expect(intents.get("canary-1")).toMatchObject({ arm: null, placed_at: "2026-01-01T00:02:00.000Z" });
+    expect(intents.get("canary-2")).toMatchObject({ arm: "canary" });
   });
 });

@@ -1,7 +1,8 @@
-import type { Kysely } from "kysely";
+import type { Insertable, Kysely, Selectable } from "kysely";
 import type { Database } from "./schema.js";
 
-export type ReplicaIntentRow = Database["replica_intents"];
+export type ReplicaIntentRow = Selectable<Database["replica_intents"]>;
+export type NewReplicaIntent = Insertable<Database["replica_intents"]>;
 export type ModelStatusRow = Database["model_status"];
 export type NodeControlRow = Database["node_controls"];
 export type EventRow = Omit<Database["events"], "id"> & { id: number };
@@ -66,7 +67,7 @@ export async function listReplicaIntents(db: Kysely<Database>): Promise<ReplicaI
   return await db.selectFrom("replica_intents").selectAll().execute();
 }
 
-export async function insertReplicaIntent(db: Kysely<Database>, row: ReplicaIntentRow): Promise<void> {
+export async function insertReplicaIntent(db: Kysely<Database>, row: NewReplicaIntent): Promise<void> {
   await db.insertInto("replica_intents").values(row).onConflict((conflict) => conflict.column("id").doNothing()).execute();
 }
 

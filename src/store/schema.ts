@@ -1,4 +1,4 @@
-import type { Generated } from "kysely";
+import type { ColumnType, Generated } from "kysely";
 
 /**
  * The tables, as both SQLite and Postgres hold them. Times are ISO-8601 text
@@ -92,7 +92,16 @@ export interface Database {
    * replace; `withdrawn_at` takes a replica out of routing before its engine
    * is told to drain.
    */
-  replica_intents: { id: string; model: string; managed: number; placed_at: string; withdrawn_at: string | null; withdraw_reason: string | null };
+  replica_intents: {
+    id: string;
+    model: string;
+    managed: number;
+    placed_at: string;
+    withdrawn_at: string | null;
+    withdraw_reason: string | null;
+    /** "canary" for a canary replica; null (or absent on insert) for a stable one. */
+    arm: ColumnType<string | null, string | null | undefined, string | null>;
+  };
   /** What the reconciler knows of a model beyond its entry: last demand, why it is not placed, its failures and backoff, a restart in progress. */
   model_status: {
     model: string;
@@ -110,6 +119,29 @@ export interface Database {
   /** What operators asked of a node: cordoned (nothing new placed there), draining (its replicas move away). */
   node_controls: { node: string; cordoned: number; draining: number; updated_at: string };
   /** The reconciler's actions and refusals, newest last, kept bounded. */
+  /** A model's canary: started, then promoted or aborted (the row stays, for `ctl model canaries`, until the next canary). */
+  canaries: {
+    model: string;
+    revision: string;
+    from_revision: string | null;
+    weight: number;
+    replicas: number;
+    max_error_rate: number | null;
+    max_p95_ms: number | null;
+    min_requests: number | null;
+    window_ms: number | null;
+    state: string;
+    decision: string | null;
+    started_at: string;
+    ended_at: string | null;
+    /** Who started it: the admin token's name, and the person at the terminal. */
+    actor: string;
+    actor_user: string | null;
+    /** Who asked to promote or abort it (a token's name), or "gate" when its gate decided. */
+    ended_by: string | null;
+  };
+  /** Requests, errors and a latency histogram (JSON array of counts) per gateway, model, arm and 5-second slot. */
+  arm_counts: { gateway: string; model: string; arm: string; slot_start: string; requests: number; errors: number; latency: string };
   events: { id: Generated<number>; at: string; kind: string; model: string | null; replica: string | null; node: string | null; message: string };
   /** Each revision change of a model (update or rollback), oldest first by id. */
   model_versions: {

@@ -52,6 +52,7 @@ const replica: ReplicaView = {
   adopted: false,
   since: now,
   created_at: now,
+  arm: "stable",
 };
 
 describe("ctl nodes", () => {

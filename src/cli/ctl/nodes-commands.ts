@@ -99,7 +99,8 @@ export function registerNodesCommands(ctl: Command): void {
         ["ID", "MODEL", "PROFILE", "NODE", "GPUS", "ENGINE", "STATE", "ENDPOINT"],
         result.replicas.map((replica) => [
           replica.id,
-          replica.model,
+          // A canary's replica is told apart where people read the model.
+          replica.arm === "canary" ? `${replica.model} (canary)` : replica.model,
           replica.profile,
           replica.node,
           replica.gpus.join(",") || "cpu",
