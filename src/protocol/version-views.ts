@@ -27,7 +27,7 @@ export interface UpdateCheckView {
 
 export interface VersionChangeView {
   readonly at: string;
-  readonly kind: "update" | "rollback";
+  readonly kind: "update" | "rollback" | "canary-promote";
   readonly from: string;
   readonly to: string;
   readonly actor: string;

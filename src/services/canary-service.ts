@@ -8,6 +8,7 @@ import type { ArmCounts, ArmName, ArmView, CanaryState, CanaryView } from "../pr
 import type { ReplicaView } from "../protocol/views.js";
 import { canaryVerdict } from "../reconcile/canary-verdict.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
+import { insertVersionChange } from "../store/version-rows.js";
 import { findCanary, listCanaries, makeCanaryReplicasStable, putCanary, updateCanary, type CanaryRow } from "../store/canary-rows.js";
 import type { Store } from "../store/open-store.js";
 import { insertEvents, updateModelStatus } from "../store/reconcile-rows.js";
@@ -193,7 +194,11 @@ export class CanaryService {
     const { store, catalog } = this.parts;
     const at = new Date(nowMs).toISOString();
     try {
-      await catalog.atRevision(row.model, row.revision, "model-canary-promoted", actor);
+      // A version history row with the move, so `ctl model rollback` after a promotion goes back to what stable ran.
+      await catalog.replaceEntry(row.model, "model-canary-promoted", `moving it to revision ${row.revision}`, actor, (entry) => entryAtRevision(entry, row.revision), async (transaction, before) => {
+        const from = revisionedRepo(before)?.revision ?? row.from_revision ?? "unknown";
+        await insertVersionChange(transaction, { model: row.model, from, to: row.revision, kind: "canary-promote", actor: actor.token, actor_user: actor.user, at });
+      });
     } catch (error) {
       // The entry can no longer move (changed or removed since): stable keeps serving, the canary ends.
       await this.abort(row, `could not be promoted, so it was aborted: ${(error as Error).message}`, actor, nowMs);

@@ -2,7 +2,6 @@ import type { Kysely } from "kysely";
 import { buildCatalog, type Catalog, type PlacedEntry } from "../catalog/build-catalog.js";
 import { resolveProfiles, type CatalogModel } from "../catalog/catalog-model.js";
 import type { Actor } from "../catalog/actor.js";
-import { entryAtRevision } from "../catalog/entry-at-revision.js";
 import type { ModelClass, ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import { DeclaredInFile, ModelNotFound } from "../errors/model-errors.js";
@@ -186,11 +185,6 @@ export class CatalogService {
       const { target: _previous, ...rest } = entry;
       return inFlight === null ? rest : { ...rest, target: { in_flight: inFlight } };
     });
-  }
-
-  /** The model's entry at another revision of its repository (its origin and the profiles loading from it), audited as `action`. */
-  atRevision(name: string, revision: string, action: string, actor: Actor): Promise<CatalogModel> {
-    return this.update(name, action, `moving it to revision ${revision}`, actor, (entry) => entryAtRevision(entry, revision));
   }
 
   private async update(name: string, action: string, change: string, actor: Actor, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {

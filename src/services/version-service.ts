@@ -126,7 +126,7 @@ export class VersionService {
     return { repo: repo.repo, revision: repo.revision };
   }
 
-  private async rollout(name: string, from: string, to: string, kind: VersionChangeKind, inPlace: boolean, actor: Actor): Promise<RolloutView> {
+  private async rollout(name: string, from: string, to: string, kind: Exclude<VersionChangeKind, "canary-promote">, inPlace: boolean, actor: Actor): Promise<RolloutView> {
     if (sameCommit(from, to)) return { model: name, kind, from, to, changed: false, restart_before: null, in_place: inPlace, replicas: 0 };
     const change = kind === "update" ? "updating it" : "rolling it back";
     // Refusals first, writing nothing: declared in the file, a catalog the change would break, sources that do not answer.

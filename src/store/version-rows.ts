@@ -1,7 +1,8 @@
 import type { Kysely } from "kysely";
 import type { Database } from "./schema.js";
 
-export type VersionChangeKind = "update" | "rollback";
+/** How a model moved: `ctl model update`, `ctl model rollback`, or a canary promoted (by hand or by its gate). */
+export type VersionChangeKind = "update" | "rollback" | "canary-promote";
 
 export interface VersionChange {
   readonly id: number;
@@ -36,7 +37,7 @@ export async function listVersionChanges(db: Kysely<Database>, model: string): P
     model: row.model,
     from: row.from_revision,
     to: row.to_revision,
-    kind: row.kind === "rollback" ? "rollback" : "update",
+    kind: row.kind === "rollback" || row.kind === "canary-promote" ? row.kind : "update",
     actor: row.actor,
     actor_user: row.actor_user,
     at: row.at,

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { HistoryView } from "../../src/protocol/version-views.js";
 import type { CanaryView } from "../../src/protocol/canary-views.js";
 import type { RoutingTable } from "../../src/protocol/routing-table.js";
 import type { AuditEvent } from "../../src/store/audit-rows.js";
@@ -195,9 +196,9 @@ describe("canaries with a server and two simulated agents as real processes", ()
     await expect(cluster.api("POST", "/api/v1/models/tiny/canary/gate", { min_requests: 5 })).rejects.toThrow(/400.*a gate needs a limit/);
     // A model whose weights come from a path has no revision to move to; one at the revision already, and an external one, are refused too.
     const idle = { min: 0, max: 0 };
-    await cluster.api("POST", "/api/v1/models", { name: "plain", scaling: idle, profiles: [{ engine: "vllm", source: "/models/plain", gpu_class: "h100", gpus: 1 }] });
-    await cluster.api("POST", "/api/v1/models", { name: "other", scaling: idle, profiles: [{ engine: "vllm", source: "hf://example/other@main", gpu_class: "h100", gpus: 1 }] });
-    await cluster.api("POST", "/api/v1/models", { name: "remote", external: { base_url: "http://127.0.0.1:9/v1" } });
+    await cluster.api("POST", "/api/v1/models?source_check=false", { name: "plain", scaling: idle, profiles: [{ engine: "vllm", source: "/models/plain", gpu_class: "h100", gpus: 1 }] });
+    await cluster.api("POST", "/api/v1/models?source_check=false", { name: "other", scaling: idle, profiles: [{ engine: "vllm", source: "hf://example/other@main", gpu_class: "h100", gpus: 1 }] });
+    await cluster.api("POST", "/api/v1/models?source_check=false", { name: "remote", external: { base_url: "http://127.0.0.1:9/v1" } });
     await expect(cluster.api("POST", "/api/v1/models/plain/canary", { to: "v2", weight: 5 })).rejects.toThrow(/400.*plain does not follow a hub repository, so it has no revision v2 to move to/);
     await expect(cluster.api("POST", "/api/v1/models/other/canary", { to: "main", weight: 5 })).rejects.toThrow(/400.*other already runs revision main/);
     await expect(cluster.api("POST", "/api/v1/models/remote/canary", { to: "v2", weight: 5 })).rejects.toThrow(/400.*remote is an external model: it has no replicas to try a revision on/);
@@ -238,6 +239,9 @@ describe("canaries with a server and two simulated agents as real processes", ()
     expect(audit.events.map((event) => event.action)).toContain("model-canary-started");
     const kinds = (await cluster.api<{ events: EventView[] }>("GET", "/api/v1/events?model=tiny&limit=1000")).events.map((event) => event.kind);
     expect(kinds).toEqual(expect.arrayContaining(["canary-started", "canary-promoted", "model-restarting"]));
+    // The promotion is a move in the version history, so `ctl model rollback` goes back to what stable ran.
+    const history = JSON.parse(await cluster.ctl("model", "history", "tiny", "--json")) as HistoryView;
+    expect(history.changes.at(-1)).toMatchObject({ kind: "canary-promote", from: "main", to: "v2" });
   }, 120_000);
 
   it("aborts a failing canary by its gate: clients see errors only from the canary's share before, and none after", async () => {
