@@ -82,7 +82,7 @@ export function checkGpusChange(change: GpusChange): { entry: ModelEntry; profil
   if (shortfall !== undefined) {
     throw new DomainError(
       "does_not_fit",
-      `${gpus} cards per replica would not hold ${where}${entry.context !== undefined ? ` at its ${entry.context}-token context` : ""}: ${shortfall}`,
+      `${gpus} ${gpus === 1 ? "card" : "cards"} per replica would not hold ${where}${entry.context !== undefined ? ` at its ${entry.context}-token context` : ""}: ${shortfall}`,
       `Give it more cards, a shorter context (\`llmgw ctl model context ${model.name} N\`), or plan it with \`llmgw ctl model plan ${profile.source}\`.`,
     );
   }
