@@ -20,6 +20,8 @@ import { RoutingTableSource } from "./routing-table-source.js";
 import pino from "pino";
 import { Reconciler, type ReconcilerLog } from "../reconcile/reconciler.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
+import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
+import { ModelChangeService } from "../services/model-change-service.js";
 import { modelStatusSource } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { throttleDemand } from "../gateway/throttle-demand.js";
@@ -93,10 +95,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       config.gatewayAuth === "keys" ? await KeysPolicy.start(storeKeysBackend(store), { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
     const { tokenEnv } = config.huggingface;
     const hubToken = () => (tokenEnv ? process.env[tokenEnv] : undefined);
-    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => {
+    const readFacts = (source: string) => {
       const token = hubToken();
       return readModelSource(source, { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) });
-    });
+    };
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, readFacts);
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
@@ -121,6 +124,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       modelStatus: modelStatusSource(store),
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
+        registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, reconciler, readFacts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();

@@ -178,6 +178,17 @@ export class CatalogService {
     });
   }
 
+  /**
+   * Replaces a runtime model's entry with what `mutate` makes of the entry in
+   * force, under the catalog lock, with its audit event (before and after).
+   * For changes whose checks live outside the catalog (context and cards,
+   * checked against the planner's facts and the fleet): `mutate` runs them
+   * again on the entry it is given, so a change made meanwhile is checked too.
+   */
+  change(name: string, action: string, change: string, actor: Actor, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {
+    return this.update(name, action, change, actor, mutate);
+  }
+
   private async update(name: string, action: string, change: string, actor: Actor, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {
     return this.store.withCatalogLock(async (transaction) => {
       const runtime = await listModelEntries(transaction);
