@@ -15,6 +15,7 @@ import { registerNodesCommands } from "./ctl/nodes-commands.js";
 import { registerTokensCommands } from "./ctl/tokens-commands.js";
 import { registerGatewayKeysCommands } from "./ctl/gateway-keys-commands.js";
 import { registerReconcileCommands } from "./ctl/reconcile-commands.js";
+import { registerModelChangeCommands } from "./ctl/model-change-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -33,6 +34,7 @@ function buildProgram(): Command {
   registerTokensCommands(ctl);
   registerGatewayKeysCommands(ctl);
   registerReconcileCommands(ctl);
+  registerModelChangeCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }
