@@ -53,7 +53,7 @@ describe("checkContextChange", () => {
     expect(checkContextChange({ model: big, tokens: 16384, slots: undefined, facts, fleet, gpuMemoryUtilization: 0.9 }).context).toBe(16384);
     const error = refusalOf(() => checkContextChange({ model: big, tokens: 131072, slots: undefined, facts, fleet, gpuMemoryUtilization: 0.9 }));
     expect(error.code).toBe("does_not_fit");
-    expect(error.message).toBe("a 131072-token context does not fit the cards big runs on; nothing was changed");
+    expect(error.message).toMatch(/^a 131072-token context does not fit the cards big runs on: profile pair .* short; nothing was changed$/);
     expect(error.details).toHaveLength(1);
     // 131072 tokens × 80 layers × 8 KV heads × 128 × 2 (K and V) × 2 bytes, halved over two cards: 20 GiB; 0.90 of an 80 GiB card is 72 GiB.
     const match = /^profile pair \(vllm, 2 cards\): each of its 2 cards would need (\d+\.\d) GiB \((\d+\.\d) GiB weights, (\d+\.\d) GiB runtime overhead, 20\.0 GiB KV cache for 131072 tokens\); the largest h100 card has 72\.0 GiB usable \(0\.90 of 80\.0 GiB\): (\d+\.\d) GiB short$/.exec(

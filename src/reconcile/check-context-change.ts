@@ -5,6 +5,9 @@ import type { Fleet } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { cardShortfall } from "./card-shortfall.js";
 
+/** One profile's reason, folded into the message (the CLI lists details only when there are several). */
+const only = (details: readonly ErrorDetail[]) => (details.length === 1 ? `: ${details[0]?.message ?? ""}` : "");
+
 export interface ContextChange {
   readonly model: CatalogModel;
   /** Tokens one request may use from now on. */
@@ -57,7 +60,7 @@ export function checkContextChange(change: ContextChange): ModelEntry {
     const trained = Math.min(...resolved.map((profile) => change.facts.get(profile.source)?.architecture.trainedContext ?? Number.POSITIVE_INFINITY));
     throw new DomainError(
       "context_too_long",
-      `${tokens} tokens is more than ${model.name} was trained for (${trained}); nothing was changed`,
+      `${tokens} tokens is more than ${model.name} was trained for (${trained})${only(tooLong)}; nothing was changed`,
       `Ask for ${trained} tokens or fewer: past its trained context a model's answers degrade, and vLLM refuses to start.`,
       tooLong,
     );
@@ -72,7 +75,7 @@ export function checkContextChange(change: ContextChange): ModelEntry {
   if (short.length > 0) {
     throw new DomainError(
       "does_not_fit",
-      `a ${tokens}-token context${slots !== undefined ? ` with ${slots} slots` : ""} does not fit the cards ${model.name} runs on; nothing was changed`,
+      `a ${tokens}-token context${slots !== undefined ? ` with ${slots} slots` : ""} does not fit the cards ${model.name} runs on${only(short)}; nothing was changed`,
       `Ask for a shorter context (\`llmgw ctl model plan SOURCE --context N\` shows the largest that fits), fewer slots, or more cards per replica (\`llmgw ctl model gpus ${model.name} N\`).`,
       short,
     );

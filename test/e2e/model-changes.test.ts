@@ -48,10 +48,9 @@ describe("changing a served model's context and cards", () => {
 
   it("refuses a context longer than the model was trained for, and one the cards would not hold, with the figures", async () => {
     const tooLong = await refused("model", "context", "chat", "64k");
-    expect(tooLong).toContain("65536 tokens is more than chat was trained for (32768); nothing was changed");
-    expect(tooLong).toContain("was trained for 32768 tokens (config.json");
+    expect(tooLong).toMatch(/65536 tokens is more than chat was trained for \(32768\): \S+ was trained for 32768 tokens \(config\.json of .*\); nothing was changed/);
     const tooBig = await refused("model", "context", "big", "128k");
-    expect(tooBig).toContain("a 131072-token context does not fit the cards big runs on; nothing was changed");
+    expect(tooBig).toContain("a 131072-token context does not fit the cards big runs on: profile vllm");
     expect(tooBig).toMatch(/profile vllm \(vllm, 2 cards\): each of its 2 cards would need \d+\.\d GiB \(.* 20\.0 GiB KV cache for 131072 tokens\); the largest h100 card has 72\.0 GiB usable \(0\.90 of 80\.0 GiB\)/);
     expect((await cluster.model("chat")).context).toBe(8192);
   });
