@@ -99,7 +99,7 @@ describe("changing a served model's context and cards", () => {
     const { served, errors } = await stream.stop();
     expect(errors).toEqual([]);
     expect(served).toBeGreaterThan(5);
-    expect(output).toContain("chat: cards per replica vllm 1 card → vllm 2 cards");
+    expect(output).toContain("chat/vllm: 1 card → 2 cards per replica");
     expect(output).toContain("vllm (vllm): --tensor-parallel-size 1 → 2");
     const [replica] = await cluster.readyReplicas("chat", 1);
     expect(replica?.gpus).toHaveLength(2);

@@ -12,19 +12,29 @@ interface ChangeOptions {
   timeout?: string;
 }
 
-function settingsLine(change: ModelChangeView["change"], settings: ModelChangeSettings): string {
-  if (change === "context") {
-    const slots = settings.profiles.filter((profile) => profile.engine === "llamacpp").map((profile) => `${profile.slots} slots (${profile.name})`);
-    return `${settings.context ?? "engine default"} tokens${slots.length > 0 ? `, ${slots.join(", ")}` : ""}`;
-  }
-  return settings.profiles.map((profile) => `${profile.name} ${profile.gpus} card${profile.gpus === 1 ? "" : "s"}`).join(", ");
+const cards = (count: number) => `${count} card${count === 1 ? "" : "s"}`;
+
+function contextLine(settings: ModelChangeSettings): string {
+  const slots = settings.profiles.filter((profile) => profile.engine === "llamacpp").map((profile) => `${profile.slots} slots (${profile.name})`);
+  return `${settings.context ?? "engine default"} tokens${slots.length > 0 ? `, ${slots.join(", ")}` : ""}`;
+}
+
+/** "qwen/h100: 1 card → 2 cards per replica", for each profile whose count changed (all of them, as in force, when none did). */
+function cardsLines(view: ModelChangeView): string[] {
+  const lines = view.after.profiles.flatMap((profile) => {
+    const before = view.before.profiles.find((candidate) => candidate.name === profile.name)?.gpus;
+    return before === undefined || before === profile.gpus ? [] : [`${view.model}/${profile.name}: ${cards(before)} → ${cards(profile.gpus)} per replica`];
+  });
+  return lines.length > 0 ? lines : view.after.profiles.map((profile) => `${view.model}/${profile.name}: ${cards(profile.gpus)} per replica`);
 }
 
 /** What is in force now, what each profile's engine will be started with, and the roll. */
 export function describeModelChange(view: ModelChangeView): string {
-  const what = view.change === "context" ? "context" : "cards per replica";
-  if (view.restart_before === null) return `${view.model}: ${what} already ${settingsLine(view.change, view.after)}; nothing changed, nothing restarts.`;
-  const lines = [`${view.model}: ${what} ${settingsLine(view.change, view.before)} → ${settingsLine(view.change, view.after)}`];
+  if (view.restart_before === null) {
+    const inForce = view.change === "context" ? [`${view.model}: context already ${contextLine(view.after)}`] : cardsLines(view).map((line) => `${line} already`);
+    return [...inForce, "Nothing changed; nothing restarts."].join("\n");
+  }
+  const lines = view.change === "context" ? [`${view.model}: context ${contextLine(view.before)} → ${contextLine(view.after)}`] : cardsLines(view);
   for (const profile of view.profiles) {
     if (profile.arguments.length === 0) continue;
     const flags = profile.arguments.map((argument) => `${argument.flag} ${argument.before ?? "(none)"} → ${argument.after ?? "(none)"}`);
