@@ -1,18 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { buildCatalog } from "../catalog/build-catalog.js";
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import { modelEntrySchema } from "../catalog/schema.js";
+import { catalogModelOf as modelOf } from "../catalog/testing/catalog-model-of.js";
 import { parseHardwareSpec } from "../fleet/gpu-spec.js";
 import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { fixtureFacts } from "../plan/testing/fixtures.js";
 import { refusalOf } from "../../test/support/refusal.js";
 import { checkGpusChange } from "./check-gpus-change.js";
-
-function modelOf(entry: unknown): CatalogModel {
-  const model = buildCatalog([{ entry: modelEntrySchema.parse(entry), source: "runtime", place: "test" }]).models[0];
-  if (!model) throw new Error("no model built");
-  return model;
-}
 
 const qwen = fixtureFacts("Qwen2.5-7B-Instruct");
 const llama70 = fixtureFacts("Llama-3.3-70B-Instruct");

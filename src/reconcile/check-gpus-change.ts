@@ -1,4 +1,5 @@
 import { resolveProfiles, type CatalogModel } from "../catalog/catalog-model.js";
+import { profilePosition } from "../catalog/profile-position.js";
 import { gpuOnlyEngines, singleCardEngines, type ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import type { Fleet } from "../fleet/pools.js";
@@ -29,15 +30,7 @@ export function checkGpusChange(change: GpusChange): { entry: ModelEntry; profil
   const { model, gpus } = change;
   const entry = model.entry;
   const profiles = entry.profiles ?? [];
-  const names = model.profiles.map((profile) => profile.name);
-  const index = change.profile === undefined ? 0 : names.indexOf(change.profile);
-  if (profiles.length === 0 || index < 0) {
-    throw new DomainError(
-      "profile_not_found",
-      change.profile === undefined ? `model "${model.name}" has no profiles (it is external)` : `model "${model.name}" has no profile "${change.profile}"`,
-      names.length > 0 ? `Its profiles are: ${names.join(", ")}.` : "External models run at their provider; they have no cards to set.",
-    );
-  }
+  const index = profilePosition(entry, change.profile, "cards");
   const after: ModelEntry = { ...entry, profiles: profiles.map((profile, position) => (position === index ? { ...profile, gpus } : profile)) };
   const profile = resolveProfiles(after.profiles ?? [])[index];
   if (profile === undefined) throw new Error("a profile found by index vanished");

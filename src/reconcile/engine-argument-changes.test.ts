@@ -1,14 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { buildCatalog } from "../catalog/build-catalog.js";
-import type { CatalogModel } from "../catalog/catalog-model.js";
 import { modelEntrySchema, type ModelEntry } from "../catalog/schema.js";
+import { catalogModelOf as modelOf } from "../catalog/testing/catalog-model-of.js";
 import { argumentChanges, engineArgumentChanges } from "./engine-argument-changes.js";
-
-function modelOf(entry: unknown): CatalogModel {
-  const model = buildCatalog([{ entry: modelEntrySchema.parse(entry), source: "runtime", place: "test" }]).models[0];
-  if (!model) throw new Error("no model built");
-  return model;
-}
 
 const entry: ModelEntry = modelEntrySchema.parse({
   name: "chat",
