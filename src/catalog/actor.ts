@@ -3,3 +3,8 @@ export interface Actor {
   readonly token: string;
   readonly user: string | null;
 }
+
+/** The actor as events and messages name it: "admin (alice)", or the token's name alone. */
+export function describeActor(actor: Actor): string {
+  return actor.user ? `${actor.token} (${actor.user})` : actor.token;
+}

@@ -21,6 +21,7 @@ import { registerPullCommands } from "./ctl/pull-command.js";
 import { registerVersionCommands } from "./ctl/version-commands.js";
 import { registerAdapterCommands } from "./ctl/adapter-commands.js";
 import { registerCanaryCommands } from "./ctl/canary-commands.js";
+import { registerModelChangeCommands } from "./ctl/model-change-commands.js";
 
 function buildProgram(): Command {
   const program = new Command("llmgw")
@@ -45,6 +46,7 @@ function buildProgram(): Command {
   registerVersionCommands(ctl);
   registerAdapterCommands(ctl);
   registerCanaryCommands(ctl);
+  registerModelChangeCommands(ctl);
   registerSimEngineCommand(program);
   return program;
 }

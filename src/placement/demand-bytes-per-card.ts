@@ -34,6 +34,16 @@ function plannedQuantization(facts: ModelFacts, profile: ProfileMemoryInput): Qu
   return undefined;
 }
 
+/** What the busiest card of one replica holds, part by part, as the planner prices it. */
+export interface CardBytes {
+  readonly weights: number;
+  readonly overhead: number;
+  readonly kvCache: number;
+  /** Tokens the KV cache is sized for: the context, times the slots for llama.cpp. */
+  readonly kvTokens: number;
+  readonly total: number;
+}
+
 /**
  * Bytes each card of one replica must hold: weights on the busiest card,
  * the engine's runtime overhead, and the KV cache for the model's context,
@@ -47,6 +57,11 @@ function plannedQuantization(facts: ModelFacts, profile: ProfileMemoryInput): Qu
  * checks the card count alone.
  */
 export function demandBytesPerCard(facts: ModelFacts, profile: ProfileMemoryInput, context: number | undefined): number | undefined {
+  return demandCardBytes(facts, profile, context)?.total;
+}
+
+/** demandBytesPerCard part by part, for a refusal that says what each card would need. */
+export function demandCardBytes(facts: ModelFacts, profile: ProfileMemoryInput, context: number | undefined): CardBytes | undefined {
   if (profile.gpus <= 0 || profile.engine === "comfyui") return undefined;
   const quantization = plannedQuantization(facts, profile);
   if (quantization === undefined) return undefined;
@@ -63,5 +78,6 @@ export function demandBytesPerCard(facts: ModelFacts, profile: ProfileMemoryInpu
     cards: profile.gpus,
     kvLayout,
   };
-  return Math.ceil(bytesNeededPerCard(budget, tokens));
+  const total = Math.ceil(bytesNeededPerCard(budget, tokens));
+  return { weights, overhead: budget.overheadBytesPerCard, kvCache: total - weights - budget.overheadBytesPerCard, kvTokens: tokens, total };
 }

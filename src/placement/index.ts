@@ -3,7 +3,7 @@ export { placeReplicas, type PlacementOptions } from "./place-replicas.js";
 export { checkNode, type NodeCheck, type NodeCheckOptions } from "./check-node.js";
 export { choosePreemptions, type PreemptionChoice, type PreemptionOptions } from "./choose-preemptions.js";
 export { replicasItMayTake, classRank, type ModelStanding } from "./preemption-rules.js";
-export { demandBytesPerCard, type ProfileMemoryInput } from "./demand-bytes-per-card.js";
+export { demandBytesPerCard, demandCardBytes, type CardBytes, type ProfileMemoryInput } from "./demand-bytes-per-card.js";
 export { demandProfile } from "./demand-profile.js";
 export { defaultScoreWeights, type ScoreWeights } from "./node-scores.js";
 export type * from "./types.js";

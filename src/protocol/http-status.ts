@@ -64,6 +64,7 @@ export const statusForCode: Record<ErrorCode, number> = {
   upstream_failed: 502,
   gateway_shutting_down: 503,
   does_not_fit: 422,
+  heads_not_divisible: 400,
   architecture_field_missing: 422,
   // One status for every unreadable source (a missing local file, a 404 on the
   // mirror, a hub outage): the message says which file failed and why.

@@ -402,21 +402,8 @@ export class Reconciler {
   async requestRestart(model: CatalogModel, inPlace: boolean, actor: string): Promise<{ restart_before: string; in_place: boolean; replicas: number }> {
     const nowMs = this.now();
     const { observed } = await this.observe(nowMs);
-    const replicas = observed.replicas.filter(
-      (replica) => replica.model === model.name && replica.managed && replica.withdrawnAtMs === undefined && replica.state !== "failed" && replica.state !== "stopped" && replica.state !== "lost",
-    );
-    if (!inPlace && replicas.length > 0) {
-      const classes = new Map((await this.catalog.list()).map((candidate) => [candidate.name, candidate.class]));
-      const snapshot = fleetSnapshot(observed, (name) => classes.get(name) ?? "opportunistic");
-      const result = placeReplicas(snapshot, [{ model: model.name, modelClass: model.class, count: 1, profiles: demandProfiles(model, this.facts) }]);
-      if (result.placements.length === 0) {
-        throw new DomainError(
-          "no_room",
-          `no room to start a replica of ${model.name} beside the ones it replaces: ${result.refusals[0]?.reason ?? "no node fits"}`,
-          `Run \`llmgw ctl restart --model ${model.name} --in-place\` to stop each replica before its replacement starts (it serves from one replica fewer meanwhile), or free cards first.`,
-        );
-      }
-    }
+    const replicas = observed.replicas.filter((replica) => replacedByRestart(replica, model.name));
+    if (!inPlace && replicas.length > 0) await this.refuseWithoutRoom(model, observed, `llmgw ctl restart --model ${model.name} --in-place`);
     const at = new Date(nowMs).toISOString();
     await updateModelStatus(this.store.db, model.name, { restart_before: at, restart_in_place: inPlace ? 1 : 0 }, at);
     await insertEvents(this.store.db, [
@@ -424,6 +411,27 @@ export class Reconciler {
     ]);
     this.wake();
     return { restart_before: at, in_place: inPlace, replicas: replicas.length };
+  }
+
+  /**
+   * Refuses (no_room) when one replica of `model` as given could not be
+   * placed beside the replicas running now, naming `inPlaceCommand` as the
+   * way out. A change that restarts by surge asks this with the model as it
+   * will be, before writing anything, so a refusal leaves the catalog as it was.
+   */
+  async refuseWithoutRoom(model: CatalogModel, observed: Observed | undefined, inPlaceCommand: string): Promise<void> {
+    const seen = observed ?? (await this.observe(this.now())).observed;
+    if (!seen.replicas.some((replica) => replacedByRestart(replica, model.name))) return;
+    const classes = new Map((await this.catalog.list()).map((candidate) => [candidate.name, candidate.class]));
+    const snapshot = fleetSnapshot(seen, (name) => classes.get(name) ?? "opportunistic");
+    const result = placeReplicas(snapshot, [{ model: model.name, modelClass: model.class, count: 1, profiles: demandProfiles(model, this.facts) }]);
+    if (result.placements.length === 0) {
+      throw new DomainError(
+        "no_room",
+        `no room to start a replica of ${model.name} beside the ones it replaces: ${result.refusals[0]?.reason ?? "no node fits"}`,
+        `Run \`${inPlaceCommand}\` to stop each replica before its replacement starts (it serves from one replica fewer meanwhile), or free cards first.`,
+      );
+    }
   }
 
   /** Cordons, uncordons or drains a node (stored on the node; the next pass acts on it). */
@@ -435,6 +443,11 @@ export class Reconciler {
     await insertEvents(this.store.db, [{ at, kind, model: null, replica: null, node, message: `${actor} ${what}` }]);
     this.wake();
   }
+}
+
+/** A replica a restart of `model` replaces: the reconciler's own, live, not already leaving. */
+function replacedByRestart(replica: ObservedReplica, model: string): boolean {
+  return replica.model === model && replica.managed && replica.withdrawnAtMs === undefined && replica.state !== "failed" && replica.state !== "stopped" && replica.state !== "lost";
 }
 
 /**

@@ -21,6 +21,8 @@ import { canaryWeights, startCanaries } from "./start-canaries.js";
 import pino from "pino";
 import { Reconciler, type ReconcilerLog } from "../reconcile/reconciler.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
+import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
+import { ModelChangeService } from "../services/model-change-service.js";
 import { modelStatusSource } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { throttleDemand } from "../gateway/throttle-demand.js";
@@ -120,7 +122,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       const token = hubToken();
       return { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) };
     };
-    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, (source) => readModelSource(source, hubReading()));
+    const readFacts = (source: string) => readModelSource(source, hubReading());
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, readFacts);
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
@@ -151,6 +154,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         registerVersionRoutes(routes, new VersionService(store, catalog, requestRestart, hubReading));
         registerAdapterRoutes(routes, new AdapterService(store, catalog, fleet, requestRestart, hubReading));
         canaryParts = startCanaries(routes, { store, catalog, fleet, reconciler, gateway, log });
+        registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, reconciler, readFacts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
           if (request.method !== "GET") reconciler.wake();

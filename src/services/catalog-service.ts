@@ -1,9 +1,10 @@
 import type { Kysely } from "kysely";
 import { buildCatalog, type Catalog, type PlacedEntry } from "../catalog/build-catalog.js";
-import { resolveProfiles, type CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/catalog-model.js";
 import type { Actor } from "../catalog/actor.js";
 import type { ModelClass, ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
+import { profilePosition } from "../catalog/profile-position.js";
 import { DeclaredInFile, ModelNotFound } from "../errors/model-errors.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import { deleteModelEntry, insertModelEntry, listModelEntries, readCatalogRevision, replaceModelEntry } from "../store/model-rows.js";
@@ -143,15 +144,7 @@ export class CatalogService {
   resources(name: string, change: ResourcesChange, actor: Actor): Promise<CatalogModel> {
     return this.update(name, "model-resources-changed", "changing its resources", actor, (entry) => {
       const profiles = entry.profiles ?? [];
-      const resolved = resolveProfiles(profiles).map((profile) => profile.name);
-      const index = change.profile === undefined ? 0 : resolved.indexOf(change.profile);
-      if (profiles.length === 0 || index < 0) {
-        throw new DomainError(
-          "profile_not_found",
-          change.profile === undefined ? `model "${name}" has no profiles (it is external)` : `model "${name}" has no profile "${change.profile}"`,
-          resolved.length > 0 ? `Its profiles are: ${resolved.join(", ")}.` : "External models run elsewhere; they have no resources to set.",
-        );
-      }
+      const index = profilePosition(entry, change.profile, "resources");
       return {
         ...entry,
         profiles: profiles.map((profile, position) =>
@@ -185,6 +178,17 @@ export class CatalogService {
       const { target: _previous, ...rest } = entry;
       return inFlight === null ? rest : { ...rest, target: { in_flight: inFlight } };
     });
+  }
+
+  /**
+   * Replaces a runtime model's entry with what `mutate` makes of the entry in
+   * force, under the catalog lock, with its audit event (before and after).
+   * For changes whose checks live outside the catalog (context and cards,
+   * checked against the planner's facts and the fleet): `mutate` runs them
+   * again on the entry it is given, so a change made meanwhile is checked too.
+   */
+  change(name: string, action: string, change: string, actor: Actor, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {
+    return this.update(name, action, change, actor, mutate);
   }
 
   private async update(name: string, action: string, change: string, actor: Actor, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {

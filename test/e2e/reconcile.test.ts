@@ -7,7 +7,7 @@ import { llmgwBin, startServerProcess, type ServerProcess } from "../support/pro
 import { temporaryDirectory } from "../support/temporary-directory.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";
 import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
-import { chat, modelYaml, serverYaml, startCluster, type Cluster } from "../support/cluster.js";
+import { chat, modelYaml, serverYaml, startCluster, steadyStream, type Cluster } from "../support/cluster.js";
 
 describe("the reconciler with a server and two simulated agents as real processes", () => {
   let cluster: Cluster;
@@ -144,29 +144,13 @@ describe("the reconciler with a server and two simulated agents as real processe
 
   it("restarts a model under a steady stream of requests without failing one", async () => {
     const [old] = await cluster.readyReplicas("tiny", 1);
-    let failures = 0;
-    let served = 0;
-    let streaming = true;
-    const errors: string[] = [];
     // A client of the gateway, which follows the replicas as they move: the old one leaves its routing table before it drains.
-    const stream = (async () => {
-      while (streaming) {
-        try {
-          await chat(cluster.server.url);
-          served += 1;
-        } catch (error) {
-          failures += 1;
-          errors.push((error as Error).message);
-        }
-      }
-    })();
+    const stream = steadyStream(cluster.server.url, "tiny");
     const output = await cluster.ctl("restart", "--model", "tiny", "--wait");
-    streaming = false;
-    await stream;
+    const { served, errors } = await stream.stop();
     expect(output).toContain("Restarting tiny: 1 replica to replace.");
     expect(output).toContain("tiny is ready: 1 replica serving.");
     expect(errors).toEqual([]);
-    expect(failures).toBe(0);
     expect(served).toBeGreaterThan(5);
     const [replacement] = await cluster.readyReplicas("tiny", 1);
     expect(replacement?.id).not.toBe(old?.id);

@@ -8,10 +8,11 @@ import { temporaryDirectory } from "./temporary-directory.js";
 import { killGroup, waitFor } from "./fake-engine.js";
 
 /**
- * A cluster as real processes for end-to-end tests: a server with short
- * reconcile pacing, simulated agents started and killed at will, and the
- * helpers the scenarios share (ctl, the admin API, the gateway).
+ * A cluster as real processes for end-to-end tests of the reconciler and of
+ * the changes that roll replicas: a server with an open gateway on loopback,
+ * and simulated agents started and killed at will.
  */
+
 // Short pacing so each scenario takes seconds: the same keys an operator sets in server.yaml.
 export const serverYaml = `gateway:
   auth: open
@@ -114,13 +115,14 @@ export class Cluster {
   }
 }
 
-export async function startCluster(prefix: string, nodes: readonly string[]): Promise<Cluster> {
+/** Starts a server and one agent per node, each with 2 H100s and a 16-core 64 GiB host unless `simulate` names its hardware. */
+export async function startCluster(prefix: string, nodes: readonly string[], simulate: Readonly<Record<string, string>> = {}): Promise<Cluster> {
   const directory = temporaryDirectory(prefix);
   writeFileSync(path.join(directory, "server.yaml"), serverYaml);
   const cluster = new Cluster(directory, await freePort());
   cluster.server = await startServerProcess({ cwd: directory, dataDir: path.join(directory, "server-data"), args: ["-c", "server.yaml", "--listen", `127.0.0.1:${cluster.port}`] });
   cluster.joinToken = (JSON.parse(await cluster.ctl("node", "token", "--json")) as { token: string }).token;
-  for (const node of nodes) cluster.startAgent(node);
+  for (const node of nodes) cluster.startAgent(node, simulate[node]);
   await waitFor(async () => {
     const list = (await cluster.api<{ nodes: NodeView[] }>("GET", "/api/v1/nodes")).nodes;
     return list.length === nodes.length && list.every((node) => node.state === "ready");
@@ -133,4 +135,28 @@ export async function chat(endpoint: string, model = "tiny"): Promise<string> {
   const client = new OpenAI({ baseURL: `${endpoint}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30_000 });
   const answer = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Say hello." }], max_tokens: 4 });
   return answer.choices[0]?.message.content ?? "";
+}
+
+/** Chat completions one after another through the gateway until stopped: what a steady client sees while replicas roll. */
+export function steadyStream(endpoint: string, model: string): { stop(): Promise<{ served: number; errors: string[] }> } {
+  let streaming = true;
+  let served = 0;
+  const errors: string[] = [];
+  const running = (async () => {
+    while (streaming) {
+      try {
+        await chat(endpoint, model);
+        served += 1;
+      } catch (error) {
+        errors.push((error as Error).message);
+      }
+    }
+  })();
+  return {
+    async stop() {
+      streaming = false;
+      await running;
+      return { served, errors };
+    },
+  };
 }

@@ -7,6 +7,7 @@ import { redactOutputLine, secretValuesOf } from "../../catalog/redact.js";
 import type { ReplicaView } from "../../protocol/views.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
+import { describeActor } from "../../catalog/actor.js";
 import { maskedLines } from "../masked-lines.js";
 import { flagSchema, isSet, logsQuerySchema } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
@@ -50,7 +51,7 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
 
   app.post("/api/v1/node-tokens", { config: { access: "admin" } }, async (request, reply) => {
     const actor = requireActor(request);
-    return reply.status(201).send(await fleet.createJoinToken(actor.user ? `${actor.token} (${actor.user})` : actor.token));
+    return reply.status(201).send(await fleet.createJoinToken(describeActor(actor)));
   });
 
   app.get("/api/v1/nodes", { config: { access: "read" } }, async () => ({ nodes: await fleet.listNodes() }));

@@ -10,6 +10,7 @@ import type { FleetService } from "../../services/fleet-service.js";
 import { listEvents, readLease, type EventFilter } from "../../store/reconcile-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { requireActor } from "../access.js";
+import { describeActor } from "../../catalog/actor.js";
 import { flagSchema, isSet } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 
@@ -91,7 +92,7 @@ export function registerReconcileRoutes(app: FastifyInstance, parts: { store: St
     if (model.entry.external) {
       throw new DomainError("invalid_profile", `${name} is an external model: it has no replicas to restart`, "Restart models with profiles.");
     }
-    return { model: name, ...(await reconciler.requestRestart(model, body.in_place ?? false, actor.user ? `${actor.token} (${actor.user})` : actor.token)) };
+    return { model: name, ...(await reconciler.requestRestart(model, body.in_place ?? false, describeActor(actor))) };
   });
 
   for (const [action, change] of [
@@ -103,7 +104,7 @@ export function registerReconcileRoutes(app: FastifyInstance, parts: { store: St
       const actor = requireActor(request);
       const { name } = nameParams.parse(request.params);
       await fleet.getNode(name);
-      await reconciler.controlNode(name, change, actor.user ? `${actor.token} (${actor.user})` : actor.token);
+      await reconciler.controlNode(name, change, describeActor(actor));
       return await fleet.getNode(name);
     });
   }

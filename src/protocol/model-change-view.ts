@@ -1,0 +1,40 @@
+import type { EngineName } from "../catalog/schema.js";
+
+/** One engine flag whose value a change alters; null where the flag is absent (a flag without a value is ""). */
+export interface ArgumentChange {
+  readonly flag: string;
+  readonly before: string | null;
+  readonly after: string | null;
+}
+
+/** The engine arguments one profile's replicas start with after the change, against before. */
+export interface ProfileArgumentChanges {
+  readonly profile: string;
+  readonly engine: EngineName;
+  readonly arguments: readonly ArgumentChange[];
+}
+
+/** What a change touches, read from the model as it was and as it is. */
+export interface ModelChangeSettings {
+  /** Tokens one request may use; null when the catalog sets none (the engine's own default). */
+  readonly context: number | null;
+  readonly profiles: readonly { readonly name: string; readonly engine: EngineName; readonly gpus: number; readonly slots: number }[];
+}
+
+/**
+ * The answer of POST /api/v1/models/{name}/context and /gpus: the settings
+ * before and after, each profile's engine arguments that changed, and the
+ * rolling restart it started (none when nothing changed).
+ */
+export interface ModelChangeView {
+  readonly model: string;
+  readonly change: "context" | "gpus";
+  readonly before: ModelChangeSettings;
+  readonly after: ModelChangeSettings;
+  readonly profiles: readonly ProfileArgumentChanges[];
+  /** Replicas the rolling restart replaces. */
+  readonly replicas: number;
+  readonly in_place: boolean;
+  /** Replicas started before this time are replaced; null when nothing changed and nothing restarts. */
+  readonly restart_before: string | null;
+}

@@ -1,0 +1,151 @@
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import type { FastifyInstance } from "fastify";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { hashToken, newToken } from "../auth/tokens.js";
+import type { PlacedEntry } from "../catalog/build-catalog.js";
+import { defaultReconcileSettings } from "../catalog/reconcile-settings.js";
+import type { ModelEntry } from "../catalog/schema.js";
+import type { InventoryNode } from "../fleet/pools.js";
+import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
+import { readModelSource } from "../plan/read-model-source.js";
+import { fixtureFacts } from "../plan/testing/fixtures.js";
+import { Reconciler } from "../reconcile/reconciler.js";
+import { buildApp } from "../server/build-app.js";
+import { listAuditEvents } from "../store/audit-rows.js";
+import { openStore, type Store } from "../store/open-store.js";
+import { listEvents } from "../store/reconcile-rows.js";
+import { insertToken } from "../store/token-rows.js";
+import { storesUnderTest } from "../../test/support/postgres.js";
+import { refusal } from "../../test/support/refusal.js";
+import { CatalogService } from "./catalog-service.js";
+import { FleetService } from "./fleet-service.js";
+import { ModelChangeService } from "./model-change-service.js";
+
+const operator = { token: "admin", user: "alice" };
+const declared: PlacedEntry[] = [{ entry: { name: "pinned", context: 4096, profiles: [{ engine: "vllm", source: "/models/qwen", gpu_class: "h100" }] }, source: "file", place: "server.yaml models[0] (pinned)" }];
+const chat: ModelEntry = {
+  name: "chat",
+  context: 8192,
+  profiles: [
+    { name: "h100", engine: "vllm", source: "/models/qwen", gpu_class: "h100" },
+    { name: "cpu", engine: "llamacpp", source: "/models/qwen.gguf", slots: 2 },
+  ],
+};
+/** One node with four H100s: the fleet the checks read, as the fleet service reports it. */
+const fourH100: InventoryNode = {
+  name: "gpu-1",
+  state: "ready",
+  gpus: [0, 1, 2, 3].map((index) => ({ index, class: "h100", memoryBytes: 80 * 1024 ** 3, fabric: "nvl0", free: true })),
+  memoryBytes: 256 * 1024 ** 3,
+  cpuCores: 32,
+};
+
+describe.each(storesUnderTest)("changing a model's context and cards over $kind", (engine) => {
+  let store: Store;
+  let catalog: CatalogService;
+  let changes: ModelChangeService;
+  let drop: () => Promise<void>;
+  let nodes: InventoryNode[];
+
+  beforeEach(async () => {
+    const { location, drop: dropStore } = await engine.location();
+    drop = dropStore;
+    store = await openStore(location);
+    catalog = new CatalogService(store, declared, "server.yaml");
+    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 });
+    // The planner's reader, except for the two fixture paths, whose facts are the fixtures' own.
+    const readFacts = async (source: string) => (source.startsWith("/models/qwen") ? fixtureFacts("Qwen2.5-7B-Instruct") : await readModelSource(source, { hubEndpoint: "http://127.0.0.1:9" }));
+    const reconciler = new Reconciler(store, catalog, fleet, defaultReconcileSettings, { info: () => undefined, warn: () => undefined }, Date.now, readFacts);
+    nodes = [fourH100];
+    changes = new ModelChangeService({ store, catalog, inventoryNodes: async () => nodes, reconciler, readFacts, gpuMemoryUtilization: 0.9 });
+    await catalog.add(chat, operator);
+  });
+  afterEach(async () => {
+    await store.close();
+    await drop();
+  });
+
+  it("changes the context and the llama.cpp slots together, with an audit event and a reconciler event of before and after", async () => {
+    const view = await changes.context("chat", { tokens: 16384, slots: 4 }, operator);
+    expect(view.before).toEqual({ context: 8192, profiles: [{ name: "h100", engine: "vllm", gpus: 1, slots: 1 }, { name: "cpu", engine: "llamacpp", gpus: 0, slots: 2 }] });
+    expect(view.after).toEqual({ context: 16384, profiles: [{ name: "h100", engine: "vllm", gpus: 1, slots: 1 }, { name: "cpu", engine: "llamacpp", gpus: 0, slots: 4 }] });
+    expect(view.profiles[1]?.arguments).toEqual([
+      { flag: "--ctx-size", before: "16384", after: "65536" },
+      { flag: "--parallel", before: "2", after: "4" },
+    ]);
+    expect(view).toMatchObject({ replicas: 0, in_place: false, restart_before: expect.any(String) });
+    const [audit] = await listAuditEvents(store.db, { model: "chat", limit: 1 });
+    expect(audit).toMatchObject({ action: "model-context-changed", actor: "admin", actor_user: "alice", before: { context: 8192 }, after: { context: 16384 } });
+    const kinds = (await listEvents(store.db, { model: "chat", limit: 10 })).map((event) => [event.kind, event.message]);
+    expect(kinds).toEqual([
+      ["model-context-changed", "admin (alice) changes chat: context 8192 → 16384 tokens, 4 slots per llama.cpp replica"],
+      ["model-restarting", "admin (alice) restarts chat: 0 replicas to replace"],
+    ]);
+  });
+
+  it("changes nothing and restarts nothing when the settings are already in force", async () => {
+    const view = await changes.gpus("chat", { gpus: 1 }, operator);
+    expect(view).toMatchObject({ replicas: 0, restart_before: null });
+    expect(view.profiles.every((profile) => profile.arguments.length === 0)).toBe(true);
+    expect((await listAuditEvents(store.db, { model: "chat", limit: 10 })).map((event) => event.action)).toEqual(["model-added"]);
+  });
+
+  it("sets the cards of a named profile", async () => {
+    const view = await changes.gpus("chat", { gpus: 4, profile: "h100" }, operator);
+    expect(view.profiles[0]?.arguments).toEqual([{ flag: "--tensor-parallel-size", before: "1", after: "4" }]);
+    expect((await catalog.get("chat")).profiles[0]?.gpus).toBe(4);
+  });
+
+  it("refuses a model declared in server.yaml before reading its files", async () => {
+    const error = await refusal(() => changes.context("pinned", { tokens: 8192 }, operator));
+    expect(error.code).toBe("declared_in_file");
+    expect(error.message).toBe('model "pinned" is declared in server.yaml; changing its context would be undone when the server next starts');
+  });
+
+  it("refuses a change it cannot check because the model's files cannot be read, and changes nothing", async () => {
+    await catalog.add({ name: "elsewhere", profiles: [{ engine: "vllm", source: path.join("/nonexistent", randomUUID()), gpu_class: "h100" }] }, operator);
+    const error = await refusal(() => changes.gpus("elsewhere", { gpus: 2 }, operator));
+    expect(error.code).toBe("source_unreadable");
+    expect(error.message).toMatch(/^cannot check the change against elsewhere\/vllm's files: .*; nothing was changed$/);
+    expect((await catalog.get("elsewhere")).profiles[0]?.gpus).toBe(1);
+  });
+
+  it("refuses cards when no node of the profile's class has joined", async () => {
+    nodes = [];
+    const error = await refusal(() => changes.gpus("chat", { gpus: 2 }, operator));
+    expect(error.code).toBe("cards_missing");
+    expect(error.message).toBe("no node of the fleet has h100 cards, so chat/h100 cannot be checked or placed on 2");
+  });
+
+  describe("over HTTP", () => {
+    let app: FastifyInstance;
+    const admin = newToken("admin");
+    const post = (url: string, payload: unknown) => app.inject({ method: "POST", url, headers: { authorization: `Bearer ${admin}` }, payload: payload as Record<string, unknown> });
+
+    beforeEach(async () => {
+      await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, new Date().toISOString());
+      app = await buildApp({ store, catalog, adminTokenHint: "see admin-token", registerMore: (routes) => registerModelChangeRoutes(routes, changes) });
+    });
+    afterEach(async () => {
+      await app.close();
+    });
+
+    it("answers the change, and refuses a body it does not understand, naming the field", async () => {
+      const done = await post("/api/v1/models/chat/context", { context: 12288 });
+      expect(done.statusCode).toBe(200);
+      expect(done.json()).toMatchObject({ model: "chat", change: "context", after: { context: 12288 } });
+      const zero = await post("/api/v1/models/chat/context", { context: 0 });
+      expect(zero.statusCode).toBe(400);
+      expect(zero.json().error).toMatchObject({ code: "invalid_input", message: expect.stringContaining("context") });
+      const misspelt = await post("/api/v1/models/chat/gpus", { gpu: 2 });
+      expect(misspelt.statusCode).toBe(400);
+      expect(misspelt.json().error.code).toBe("unknown_key");
+      const heads = await post("/api/v1/models/chat/gpus", { gpus: 3 });
+      expect(heads.statusCode).toBe(400);
+      expect(heads.json().error.code).toBe("heads_not_divisible");
+      const missing = await post("/api/v1/models/nothing/gpus", { gpus: 2 });
+      expect(missing.statusCode).toBe(404);
+    });
+  });
+});

@@ -1,0 +1,152 @@
+import { isDeepStrictEqual } from "node:util";
+import { describeActor, type Actor } from "../catalog/actor.js";
+import { resolveModel, type CatalogModel, type ResolvedProfile } from "../catalog/catalog-model.js";
+import type { ModelEntry } from "../catalog/schema.js";
+import { DomainError, isDomainError } from "../errors/domain-error.js";
+import { DeclaredInFile } from "../errors/model-errors.js";
+import { fleetFromNodes, type Fleet, type InventoryNode } from "../fleet/pools.js";
+import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelChangeSettings, ModelChangeView } from "../protocol/model-change-view.js";
+import { checkContextChange } from "../reconcile/check-context-change.js";
+import { checkGpusChange } from "../reconcile/check-gpus-change.js";
+import { engineArgumentChanges } from "../reconcile/engine-argument-changes.js";
+import type { ModelFactsReader } from "../reconcile/model-facts-cache.js";
+import type { Reconciler } from "../reconcile/reconciler.js";
+import type { Store } from "../store/open-store.js";
+import { insertEvents } from "../store/reconcile-rows.js";
+import type { CatalogService } from "./catalog-service.js";
+
+export interface ModelChangeParts {
+  readonly store: Store;
+  readonly catalog: CatalogService;
+  readonly inventoryNodes: () => Promise<readonly InventoryNode[]>;
+  readonly reconciler: Pick<Reconciler, "requestRestart" | "refuseWithoutRoom">;
+  /** Reads a source's config and weights headers (the planner's reader). */
+  readonly readFacts: ModelFactsReader;
+  readonly gpuMemoryUtilization: number;
+}
+
+export interface ContextRequest {
+  readonly tokens: number;
+  readonly slots?: number | undefined;
+  readonly inPlace?: boolean | undefined;
+}
+
+export interface GpusRequest {
+  readonly gpus: number;
+  readonly profile?: string | undefined;
+  readonly inPlace?: boolean | undefined;
+}
+
+function settingsOf(model: CatalogModel): ModelChangeSettings {
+  return { context: model.entry.context ?? null, profiles: model.profiles.map((profile) => ({ name: profile.name, engine: profile.engine, gpus: profile.gpus, slots: profile.slots })) };
+}
+
+/** ComfyUI has no architecture the planner reads; every other engine's source is checked. */
+const needsFacts = (profile: ResolvedProfile) => profile.engine !== "comfyui";
+
+/**
+ * Changes a served model's context or its cards per replica, checking first:
+ * it reads the model's own files (the planner's facts) and the live fleet,
+ * asks the pure checks, refuses a surge with no room beside the running
+ * replicas before anything is written, then writes the entry with its audit
+ * event, records what changed in the events, and rolls the replicas.
+ */
+export class ModelChangeService {
+  constructor(private readonly parts: ModelChangeParts) {}
+
+  async context(name: string, request: ContextRequest, actor: Actor): Promise<ModelChangeView> {
+    const model = await this.runtimeModel(name, "changing its context");
+    const facts = await this.readFacts(model, model.profiles.filter(needsFacts));
+    const fleet = await this.fleet();
+    const check = (current: CatalogModel) =>
+      checkContextChange({ model: current, tokens: request.tokens, slots: request.slots, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization });
+    const slotsText = request.slots !== undefined ? `, ${request.slots} slots per llama.cpp replica` : "";
+    return await this.apply(model, "context", check(model), request.inPlace ?? false, actor, {
+      action: "model-context-changed",
+      change: "changing its context",
+      describe: (before) => `context ${before.entry.context ?? "engine default"} → ${request.tokens} tokens${slotsText}`,
+      mutate: (entry) => check(resolveModel(entry, "runtime")),
+      inPlaceCommand: `llmgw ctl model context ${name} ${request.tokens}${request.slots !== undefined ? ` --slots ${request.slots}` : ""} --in-place`,
+    });
+  }
+
+  async gpus(name: string, request: GpusRequest, actor: Actor): Promise<ModelChangeView> {
+    const model = await this.runtimeModel(name, "changing its cards");
+    const target = request.profile === undefined ? model.profiles[0] : model.profiles.find((profile) => profile.name === request.profile);
+    const facts = target && needsFacts(target) ? (await this.readFacts(model, [target])).get(target.source) : undefined;
+    const fleet = await this.fleet();
+    const check = (current: CatalogModel) =>
+      checkGpusChange({ model: current, profile: request.profile, gpus: request.gpus, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization });
+    const { entry, profile } = check(model);
+    const before = model.profiles.find((candidate) => candidate.name === profile)?.gpus;
+    return await this.apply(model, "gpus", entry, request.inPlace ?? false, actor, {
+      action: "model-gpus-changed",
+      change: "changing its cards",
+      describe: () => `profile ${profile}: ${before ?? "?"} → ${request.gpus} cards per replica`,
+      mutate: (current) => check(resolveModel(current, "runtime")).entry,
+      inPlaceCommand: `llmgw ctl model gpus ${name} ${request.gpus}${request.profile !== undefined ? ` --profile ${request.profile}` : ""} --in-place`,
+    });
+  }
+
+  private async apply(
+    model: CatalogModel,
+    change: ModelChangeView["change"],
+    checked: ModelEntry,
+    inPlace: boolean,
+    actor: Actor,
+    how: { action: string; change: string; describe: (before: CatalogModel) => string; mutate: (entry: ModelEntry) => ModelEntry; inPlaceCommand: string },
+  ): Promise<ModelChangeView> {
+    // Compared as in force: `gpus: 1` written out where the default was already 1 changes nothing to restart for.
+    if (isDeepStrictEqual(settingsOf(resolveModel(checked, model.source)), settingsOf(model))) {
+      return { model: model.name, change, before: settingsOf(model), after: settingsOf(model), profiles: engineArgumentChanges(model, model, this.parts.gpuMemoryUtilization), replicas: 0, in_place: inPlace, restart_before: null };
+    }
+    // Asked with the model as it will be, before anything is written: a refusal changes nothing.
+    if (!inPlace) await this.parts.reconciler.refuseWithoutRoom(resolveModel(checked, model.source), undefined, how.inPlaceCommand);
+    const after = await this.parts.catalog.change(model.name, how.action, how.change, actor, how.mutate);
+    const by = describeActor(actor);
+    const at = new Date().toISOString();
+    await insertEvents(this.parts.store.db, [{ at, kind: how.action, model: model.name, replica: null, node: null, message: `${by} changes ${model.name}: ${how.describe(model)}` }]);
+    const restart = await this.parts.reconciler.requestRestart(after, inPlace, by);
+    return {
+      model: model.name,
+      change,
+      before: settingsOf(model),
+      after: settingsOf(after),
+      profiles: engineArgumentChanges(model, after, this.parts.gpuMemoryUtilization),
+      replicas: restart.replicas,
+      in_place: restart.in_place,
+      restart_before: restart.restart_before,
+    };
+  }
+
+  private async runtimeModel(name: string, change: string): Promise<CatalogModel> {
+    const model = await this.parts.catalog.get(name);
+    // Refused before the model's files are read: the file would undo the change at the next start.
+    if (model.source === "file") throw new DeclaredInFile(name, change, this.parts.catalog.declaredIn);
+    return model;
+  }
+
+  private async fleet(): Promise<Fleet> {
+    return fleetFromNodes(await this.parts.inventoryNodes());
+  }
+
+  /** The planner's facts of each profile's source, read now: the change is checked against the model's own files, or refused. */
+  private async readFacts(model: CatalogModel, profiles: readonly ResolvedProfile[]): Promise<Map<string, ModelFacts>> {
+    const facts = new Map<string, ModelFacts>();
+    for (const profile of profiles) {
+      if (facts.has(profile.source)) continue;
+      try {
+        facts.set(profile.source, await this.parts.readFacts(profile.source));
+      } catch (error) {
+        const reason = isDomainError(error) ? error.message : (error as Error).message;
+        throw new DomainError(
+          isDomainError(error) ? error.code : "source_unreadable",
+          `cannot check the change against ${model.name}/${profile.name}'s files: ${reason}; nothing was changed`,
+          `The trained context, the heads and the memory are read from the model's own files; make ${profile.source} readable by the server (\`llmgw ctl model plan ${profile.source}\` shows what it reads).`,
+        );
+      }
+    }
+    return facts;
+  }
+}
