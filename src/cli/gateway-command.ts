@@ -7,7 +7,7 @@ import { KeysPolicy } from "../gateway/keys-policy.js";
 import { openPolicy } from "../gateway/open-policy.js";
 import { startGateway } from "../gateway/start-gateway.js";
 import { startGatewayCluster, WorkerStartFailed } from "../gateway/gateway-cluster.js";
-import { IpcSharedLimits } from "../gateway/ipc-shared-limits.js";
+import { IpcSharedLimits, type PrimaryChannel } from "../gateway/ipc-shared-limits.js";
 import { print } from "./output.js";
 
 interface GatewayCommandOptions {
@@ -74,6 +74,7 @@ export function registerGatewayCommand(program: Command): void {
           listen: options.listen,
           policy: keys ?? openPolicy,
           logger: { level: options.logLevel },
+          ...(cluster.isWorker ? { primary: primaryChannel } : {}),
         });
       } catch (error) {
         await keys?.close().catch(() => undefined);
@@ -114,8 +115,8 @@ function warnIfOpen(options: GatewayCommandOptions): void {
   }
 }
 
-const primaryChannel = {
-  send: (message: unknown) => void process.send?.(message),
+const primaryChannel: PrimaryChannel = {
+  send: (message) => void process.send?.(message),
   onMessage: (listener: (message: unknown) => void) => void process.on("message", listener),
   get connected() {
     return process.connected;

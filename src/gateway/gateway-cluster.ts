@@ -1,5 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
-import { limitsBatchSchema } from "../protocol/gateway-worker-messages.js";
+import { AggregatorRegistry } from "prom-client";
+import { limitsBatchSchema, metricsRequestSchema, type MetricsAnswer } from "../protocol/gateway-worker-messages.js";
 import { KeyLimitsKeeper } from "./key-limits-keeper.js";
 
 export interface GatewayClusterOptions {
@@ -36,24 +37,37 @@ const minimumLifetimeMs = 5000;
  * one process tops out near one core while the machine has more.
  *
  * What must hold across workers lives here: the keys' rate-limit windows
- * (KeyLimitsKeeper; the workers charge them over IPC in batches). Each worker
+ * (KeyLimitsKeeper; the workers charge them over IPC in batches), and the
+ * gathering of every worker's metrics for the one that is scraped. Each worker
  * follows the routing table and reads the keys from the server on its own,
  * and writes the usage it counted in its own batches: usage rows are
  * increments the server adds up, so N writers count the same totals.
  */
 export async function startGatewayCluster(options: GatewayClusterOptions): Promise<RunningGatewayCluster> {
   const keeper = new KeyLimitsKeeper();
+  const metrics = new AggregatorRegistry();
   let closing = false;
   const startedAt = new Map<Worker, number>();
 
   const fork = (): Worker => {
     const worker = cluster.fork(options.workerEnvironment);
     startedAt.set(worker, Date.now());
+    // The worker may be gone by the time an answer is ready; what it asked for is gone with it.
+    const answer = (message: object) => {
+      if (worker.isConnected()) worker.send(message);
+    };
     worker.on("message", (message: unknown) => {
       const batch = limitsBatchSchema.safeParse(message);
-      if (!batch.success) return;
-      // The worker may be gone by the time the answer is ready; its requests are gone with it.
-      if (worker.isConnected()) worker.send(keeper.answer(batch.data));
+      if (batch.success) {
+        answer(keeper.answer(batch.data));
+        return;
+      }
+      const scrape = metricsRequestSchema.safeParse(message);
+      if (!scrape.success) return;
+      metrics.clusterMetrics().then(
+        (text) => answer({ type: "llmgw-metrics", id: scrape.data.id, text, error: null } satisfies MetricsAnswer),
+        (error: unknown) => answer({ type: "llmgw-metrics", id: scrape.data.id, text: null, error: (error as Error).message } satisfies MetricsAnswer),
+      );
     });
     return worker;
   };

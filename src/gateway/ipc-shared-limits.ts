@@ -1,11 +1,11 @@
-import { limitsVerdictsSchema, type LimitsBatch } from "../protocol/gateway-worker-messages.js";
+import { limitsVerdictsSchema, type LimitsBatch, type MetricsRequest } from "../protocol/gateway-worker-messages.js";
 import type { LimitedKey } from "./charge-key-limits.js";
 import { GatewayRefusal } from "./gateway-policy.js";
 import type { SharedKeyLimits } from "./shared-key-limits.js";
 
 /** The worker's end of the channel to its primary (process.send and process.on("message") in a cluster worker). */
 export interface PrimaryChannel {
-  send(message: LimitsBatch): void;
+  send(message: LimitsBatch | MetricsRequest): void;
   onMessage(listener: (message: unknown) => void): void;
   /** True while the primary can be reached. */
   readonly connected: boolean;

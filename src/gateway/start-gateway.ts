@@ -9,6 +9,8 @@ import { registerGatewayRoutes } from "./register-gateway-routes.js";
 import { requestIdFrom } from "./request-id-from.js";
 import { reportDemandOverHttp } from "./report-demand-over-http.js";
 import { RoutingFollower } from "./routing-follower.js";
+import { ClusterMetrics } from "./cluster-metrics.js";
+import type { PrimaryChannel } from "./ipc-shared-limits.js";
 
 export interface StandaloneGatewayOptions {
   readonly server: string;
@@ -16,6 +18,8 @@ export interface StandaloneGatewayOptions {
   readonly listen: string;
   readonly policy: GatewayPolicy;
   readonly logger?: LoggerOptions | false;
+  /** Set in a worker of `--workers N`: /metrics answers for all the workers, through the primary. */
+  readonly primary?: PrimaryChannel;
 }
 
 export interface RunningGateway {
@@ -53,7 +57,8 @@ export async function startGateway(options: StandaloneGatewayOptions): Promise<R
   const follower = new RoutingFollower({ server: options.server, token: options.token, onTable: (table) => gateway.swap(table), log });
   await follower.start();
   app.get("/healthz", async () => ({ status: "ok", routing_revision: gateway.state.current.revision }));
-  registerGatewayRoutes(app, gateway);
+  const workersMetrics = options.primary ? new ClusterMetrics(options.primary, gateway.metrics.registry) : undefined;
+  registerGatewayRoutes(app, gateway, workersMetrics && (() => workersMetrics.text()));
   let url: string;
   try {
     url = await app.listen({ host: listen.host, port: listen.port });

@@ -4,7 +4,8 @@ import { z } from "zod";
  * What the workers of one `llmgw gateway --workers N` exchange with their
  * primary over the cluster's IPC channel: charges against the keys' rate
  * limits, sent in batches (every request a worker read in one turn of its
- * event loop goes in one message), and the primary's answers. Both sides
+ * event loop goes in one message), and the primary's answers; and the
+ * metrics of all workers, for whichever worker was scraped. Both sides
  * check what they receive, as they would from any other process.
  */
 const limitsCharge = z.object({
@@ -42,3 +43,16 @@ export const limitsVerdictsSchema = z.object({
   verdicts: z.array(limitsVerdict),
 });
 export type LimitsVerdicts = z.infer<typeof limitsVerdictsSchema>;
+
+/** A worker asks for the metrics of all workers (its /metrics was scraped): the primary gathers them from every worker. */
+export const metricsRequestSchema = z.object({ type: z.literal("llmgw-metrics-request"), id: z.number().int().nonnegative() });
+export type MetricsRequest = z.infer<typeof metricsRequestSchema>;
+
+/** The workers' metrics summed in Prometheus text, or why they could not be gathered. */
+export const metricsAnswerSchema = z.object({
+  type: z.literal("llmgw-metrics"),
+  id: z.number().int().nonnegative(),
+  text: z.string().nullable(),
+  error: z.string().nullable(),
+});
+export type MetricsAnswer = z.infer<typeof metricsAnswerSchema>;

@@ -96,6 +96,15 @@ describe("a gateway with several workers", () => {
       // Six in total: the first six, whichever worker took them; every one after is refused.
       expect(outcomes).toEqual([...Array<string>(6).fill("hi"), ...Array<string>(6).fill("429")]);
 
+      // A scrape reaches one worker, which answers for all: two scrapes (two workers) read the same totals.
+      for (let scrape = 0; scrape < 2; scrape += 1) {
+        const agent = new Agent({ connections: 1 });
+        const text = await (await undiciFetch(`${gateway.url}/metrics`, { dispatcher: agent })).text();
+        await agent.close();
+        expect(text).toContain('llmgw_gateway_requests_total{model="fake",status="200"} 6');
+        expect(text).toContain('llmgw_gateway_requests_total{model="fake",status="429"} 6');
+      }
+
       gateway.child.kill("SIGTERM");
       expect(await exited(gateway.child)).toBe(0);
       // Each worker sent what it counted before it exited: no batch waits for a timer.
