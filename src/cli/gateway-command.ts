@@ -78,6 +78,8 @@ export function registerGatewayCommand(program: Command): void {
         });
       } catch (error) {
         await keys?.close().catch(() => undefined);
+        // A worker's open channel to its primary would keep it running after its error is printed; the primary sees it exit.
+        if (cluster.isWorker) setImmediate(() => process.disconnect());
         if (error instanceof DomainError) throw error;
         throw new DomainError(
           "server_unreachable",

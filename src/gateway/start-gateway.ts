@@ -64,6 +64,8 @@ export async function startGateway(options: StandaloneGatewayOptions): Promise<R
     url = await app.listen({ host: listen.host, port: listen.port });
   } catch (error) {
     await app.close();
+    // Its long poll would keep a gateway that cannot listen running, saying nothing more.
+    await follower.stop();
     throw listenFailure(`${listen.host}:${listen.port}`, "--listen", error);
   }
   return {

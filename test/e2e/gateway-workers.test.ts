@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer as createNetServer } from "node:net";
 import type { Server } from "node:http";
-import { writeFileSync } from "node:fs";
 import path from "node:path";
 import OpenAI, { RateLimitError } from "openai";
 import { Agent, fetch as undiciFetch } from "undici";
@@ -18,6 +19,21 @@ import { temporaryDirectory } from "../support/temporary-directory.js";
  * consecutive calls land on different workers: a limit kept per worker would
  * let twice as many through.
  */
+/** The pids of a process's children, from /proc (the workers of a gateway's primary). */
+function childrenOf(pid: number): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 describe("a gateway with several workers", () => {
   let provider: Server;
   let server: ServerProcess;
@@ -132,6 +148,43 @@ describe("a gateway with several workers", () => {
       await expect(client.models.list()).rejects.toThrow(/Connection error|ECONNREFUSED|fetch failed/);
     } finally {
       killGroup(gateway.child.pid);
+    }
+  }, 60_000);
+
+  it("starts another worker when one dies, and keeps answering meanwhile", async () => {
+    const key = await createKey("steady");
+    const gateway = await startWorkers("2");
+    try {
+      // A worker that dies within 5 s of its start is not restarted (that would repeat): wait that out first.
+      await new Promise((resolve) => setTimeout(resolve, 5500));
+      const workers = childrenOf(gateway.child.pid as number);
+      expect(workers).toHaveLength(2);
+      process.kill(workers[0] as number, "SIGKILL");
+      await waitFor(() => /exited \(SIGKILL\); starting another/.test(gateway.output()), 10_000, "the primary to start another worker");
+      await waitFor(() => childrenOf(gateway.child.pid as number).length === 2, 30_000, "the new worker to run");
+      const client = freshConnections(gateway.url, key);
+      for (let call = 0; call < 4; call += 1) {
+        const answer = await client.chat.completions.create({ model: "fake", messages: [{ role: "user", content: "still there?" }] });
+        expect(answer.choices[0]?.message.content).toBe("hi");
+      }
+    } finally {
+      killGroup(gateway.child.pid);
+    }
+  }, 60_000);
+
+  it("exits with the workers' own error when they cannot listen (one process alike)", async () => {
+    const taken = createNetServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      for (const workers of ["2", "1"]) {
+        const run = await runCli(["gateway", "--server", server.url, "--token", server.token, "--listen", `127.0.0.1:${port}`, "--workers", workers]);
+        expect(run.code).toBe(1);
+        expect(run.stderr).toContain(`cannot listen on 127.0.0.1:${port}: another process already listens there`);
+        expect(run.stdout).not.toContain("listening on");
+      }
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
     }
   }, 60_000);
 
