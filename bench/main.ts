@@ -166,7 +166,7 @@ const placement = runs("placement") ? placementTiming() : undefined;
 const adminApi = runs("admin") ? await adminApiBench() : undefined;
 let gateway: GatewayOverheadResults | undefined;
 if (runs("gateway")) {
-  process.stderr.write("Gateway overhead (about 90 s)...\n");
+  process.stderr.write("Gateway overhead (about 4 minutes)...\n");
   gateway = await runGatewayOverhead(defaultGatewayOverheadSettings, (line) => process.stderr.write(`${line}\n`));
 }
 const markdown = [

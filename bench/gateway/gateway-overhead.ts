@@ -1,12 +1,19 @@
 /**
  * Gateway overhead (`npm run bench`, or alone: `npm run bench -- gateway`).
  *
- * One backend (fixed-chat-backend.ts, its own process) and three ways to
+ * One backend (fixed-chat-backend.ts, its own process) and the ways to
  * reach it, measured with the same load in one run on this machine:
- *   direct  the client calls the backend itself;
- *   llmgw   through `llmgw server`'s /v1 (a gateway key on every call, an
- *           external model whose base_url is the backend);
- *   nginx   through Debian's nginx, one worker, as a plain reverse proxy.
+ *   direct    the client calls the backend itself;
+ *   llmgw     through `llmgw server`'s /v1 (a gateway key on every call, an
+ *             external model whose base_url is the backend): one process;
+ *   llmgw-w2  through `llmgw gateway --workers 2` following that server
+ *             (the same key): a primary and two workers sharing the port;
+ *   nginx     through Debian's nginx, one worker, as a plain reverse proxy;
+ *   nginx-w2  the same with two workers (a master, two workers, reuseport).
+ * Throughput is what each side reached on this machine, whose two cores
+ * the load tool and the backend share with the proxy; CPU per request is
+ * counted over all the side's processes, so requests per CPU-second compare
+ * the proxies per core whatever the machine leaves them.
  * Fixed rates (500 and 2,000 requests/s, open loop, latency from when each
  * request was due) and the saturation point (wrk, closed loop), streaming
  * and not. Everything on loopback; every process started here is stopped here.
@@ -19,7 +26,7 @@ import { startProcess, type StartedProcess } from "./child-process.js";
 import { freePort, startNginx } from "./nginx-proxy.js";
 import { runFixedRate, summarise, type FixedRateResult, type FixedRateRun } from "./open-loop-load.js";
 import { runWrk, type SaturationResult } from "./wrk-saturation.js";
-import { processCpuMs } from "./process-cpu.js";
+import { processTreeCpuMs } from "./process-cpu.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // LLMGW_BENCH_LLMGW points at another build's bin/llmgw.js, to measure a candidate change against this one.
@@ -28,14 +35,14 @@ const llmgwBin = process.env.LLMGW_BENCH_LLMGW ?? path.resolve(here, "..", "..",
 // LLMGW_BENCH_BASELINE points at another build's bin/llmgw.js, measured as the side "baseline" in the same run (a before/after of a change).
 const baselineBin = process.env.LLMGW_BENCH_BASELINE;
 
-type SideName = "direct" | "llmgw" | "baseline" | "nginx";
+type SideName = "direct" | "llmgw" | "llmgw-w2" | "baseline" | "nginx" | "nginx-w2";
 
 interface Side {
   readonly name: SideName;
   readonly origin: string;
   readonly path: string;
   readonly headers: Record<string, string>;
-  /** The process whose CPU is counted: the proxy's, or the backend's for direct. */
+  /** The process whose CPU is counted, with its children: the proxy's, or the backend's for direct. */
   readonly pid: number;
 }
 
@@ -66,7 +73,7 @@ export interface GatewayOverheadResults {
 const bodyFor = (stream: boolean) =>
   JSON.stringify({ model: "bench", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
 
-async function startLlmgw(folder: string, backendPort: number, bin = llmgwBin, name: SideName = "llmgw"): Promise<{ process: StartedProcess; side: Side }> {
+async function startLlmgw(folder: string, backendPort: number, bin = llmgwBin, name: SideName = "llmgw"): Promise<{ process: StartedProcess; side: Side; adminToken: string }> {
   folder = path.join(folder, name);
   mkdirSync(folder, { recursive: true });
   const config = path.join(folder, "server.yaml");
@@ -83,11 +90,21 @@ async function startLlmgw(folder: string, backendPort: number, bin = llmgwBin, n
     return {
       process: server,
       side: { name, origin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, pid: server.child.pid as number },
+      adminToken: admin,
     };
   } catch (error) {
     await server.stop();
     throw error;
   }
+}
+
+/** `llmgw gateway --workers N` following a running llmgw server; the server's gateway key works here too. */
+async function startLlmgwWorkers(server: Side, adminToken: string, workers: number): Promise<{ process: StartedProcess; side: Side }> {
+  const port = await freePort();
+  const gateway = await startProcess(process.execPath, [llmgwBin, "gateway", "--server", server.origin, "--listen", `127.0.0.1:${port}`, "--workers", String(workers)], /listening on (http:\/\/\S+) with/, {
+    env: { ...process.env, LLMGW_TOKEN: adminToken },
+  });
+  return { process: gateway, side: { ...server, name: `llmgw-w${workers}` as SideName, origin: `http://127.0.0.1:${port}`, pid: gateway.child.pid as number } };
 }
 
 /** One request through the side, as the load will send it: a side that cannot answer it is left out, with the reason. */
@@ -116,6 +133,13 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
       const llmgw = await startLlmgw(folder, backendPort);
       processes.push(llmgw.process);
       sides.push(llmgw.side);
+      try {
+        const workers = await startLlmgwWorkers(llmgw.side, llmgw.adminToken, 2);
+        processes.push(workers.process);
+        sides.push(workers.side);
+      } catch (error) {
+        skipped["llmgw-w2"] = (error as Error).message.split("\n")[0];
+      }
     } catch (error) {
       skipped.llmgw = (error as Error).message.split("\n")[0];
     }
@@ -128,9 +152,11 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
         skipped.baseline = (error as Error).message.split("\n")[0];
       }
     }
-    const nginx = await startNginx(folder, backendPort);
-    processes.push(nginx);
-    sides.push({ name: "nginx", origin: `http://127.0.0.1:${nginx.port}`, path: "/v1/chat/completions", headers: json, pid: nginx.child.pid as number });
+    for (const workers of [1, 2]) {
+      const nginx = await startNginx(path.join(folder, `nginx-w${workers}`), backendPort, workers);
+      processes.push(nginx);
+      sides.push({ name: workers === 1 ? "nginx" : "nginx-w2", origin: `http://127.0.0.1:${nginx.port}`, path: "/v1/chat/completions", headers: json, pid: nginx.child.pid as number });
+    }
 
     const usable: Side[] = [];
     for (const side of sides) {
@@ -164,9 +190,9 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
       const ceilings = new Map<SideName, { result: SaturationResult; cpuUs: number }[]>(usable.map((side) => [side.name, []]));
       for (let round = 0; round < settings.rounds; round += 1) {
         for (const side of usable) {
-          const cpuBefore = processCpuMs(side.pid);
+          const cpuBefore = processTreeCpuMs(side.pid);
           const result = await runWrk(folder, `${side.origin}${side.path}`, body, side.headers, { connections: settings.saturationConnections, durationS: settings.saturationSPerRound });
-          ceilings.get(side.name)?.push({ result, cpuUs: ((processCpuMs(side.pid) - cpuBefore) * 1000) / Math.max(1, result.requests) });
+          ceilings.get(side.name)?.push({ result, cpuUs: ((processTreeCpuMs(side.pid) - cpuBefore) * 1000) / Math.max(1, result.requests) });
         }
       }
       for (const side of usable) {
@@ -208,10 +234,12 @@ export function renderGatewayOverhead(results: GatewayOverheadResults): string {
   }
   lines.push(
     "",
-    "CPU µs/request: what the side's own process spent per answer at saturation (the backend's for direct; the proxies' exclude the backend). On a shared machine it moves far less than throughput does: 1,000,000 / it is the side's ceiling per core.",
+    "CPU µs/request: what the side's processes spent per answer at saturation, all of them (nginx's master and workers, the gateway's primary and workers; the backend's for direct). " +
+      "Requests per CPU-second (1,000,000 / that) is the side's ceiling per core: on a shared machine it moves far less than throughput does. " +
+      "× nginx compares with nginx's one worker; per core × nginx is nginx's CPU per request over the side's.",
     "",
-    "| side | body | max requests/s | × direct | × nginx | p99 at max (ms) | CPU µs/request | per core × nginx | errors |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| side | body | max requests/s | × direct | × nginx | p99 at max (ms) | CPU µs/request | requests per CPU-second | per core × nginx | errors |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   );
   for (const row of results.saturation) {
     const of = (side: SideName) => results.saturation.find((other) => other.side === side && other.stream === row.stream)?.result.requestsPerSecond;
@@ -219,7 +247,7 @@ export function renderGatewayOverhead(results: GatewayOverheadResults): string {
     const nginxCpu = results.saturation.find((other) => other.side === "nginx" && other.stream === row.stream)?.cpu_us_per_request;
     const perCore = row.side === "direct" || !nginxCpu ? "" : `${(nginxCpu / row.cpu_us_per_request).toFixed(2)}×`;
     lines.push(
-      `| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.result.requestsPerSecond.toFixed(0)} | ${ratio(of("direct"))} | ${ratio(of("nginx"))} | ${ms(row.result.p99Ms)} | ${row.cpu_us_per_request.toFixed(0)} | ${perCore} | ${row.result.errors} |`,
+      `| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.result.requestsPerSecond.toFixed(0)} | ${ratio(of("direct"))} | ${ratio(of("nginx"))} | ${ms(row.result.p99Ms)} | ${row.cpu_us_per_request.toFixed(0)} | ${(1_000_000 / row.cpu_us_per_request).toFixed(0)} | ${perCore} | ${row.result.errors} |`,
     );
   }
   for (const [side, reason] of Object.entries(results.skipped)) lines.push("", `Left out: ${side} — ${reason}`);

@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { startProcess, type StartedProcess } from "./child-process.js";
@@ -16,17 +16,19 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Debian's nginx as a plain reverse proxy in front of `upstreamPort`: one
- * process (no master, one worker's work), keep-alive to the upstream, no buffering (so SSE passes as it
- * comes), no access log. Everything it writes stays in `folder`.
+ * Debian's nginx as a plain reverse proxy in front of `upstreamPort`:
+ * keep-alive to the upstream, no buffering (so SSE passes as it comes), no
+ * access log. With one worker, one process (no master) does everything; with
+ * more, a master and its workers (count their CPU together). Everything it
+ * writes stays in `folder`.
  */
-export async function startNginx(folder: string, upstreamPort: number): Promise<StartedProcess & { port: number }> {
+export async function startNginx(folder: string, upstreamPort: number, workers = 1): Promise<StartedProcess & { port: number }> {
   const port = await freePort();
+  mkdirSync(folder, { recursive: true });
   const config = `
-worker_processes 1;
+worker_processes ${workers};
 daemon off;
-# One process does everything (no master), so its CPU time is the proxy's whole cost.
-master_process off;
+master_process ${workers === 1 ? "off" : "on"};
 pid ${folder}/nginx.pid;
 error_log ${folder}/nginx-error.log warn;
 events { worker_connections 4096; }
@@ -43,7 +45,7 @@ http {
     keepalive 128;
   }
   server {
-    listen 127.0.0.1:${port};
+    listen 127.0.0.1:${port}${workers > 1 ? " reuseport" : ""};
     location / {
       proxy_pass http://backend;
       proxy_http_version 1.1;

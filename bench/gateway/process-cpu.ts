@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** Linux's clock tick for /proc times; 100 on every kernel this bench runs on (getconf CLK_TCK). */
 const ticksPerSecond = 100;
@@ -10,10 +10,36 @@ const ticksPerSecond = 100;
  * request hardly does: it is the per-core comparison that survives the noise.
  */
 export function processCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // The command name (field 2) may hold spaces; the fields after its closing parenthesis are fixed.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(pid);
   const userTicks = Number(fields[11]);
   const systemTicks = Number(fields[12]);
   return ((userTicks + systemTicks) * 1000) / ticksPerSecond;
+}
+
+/**
+ * The same for a process and its children: nginx's master and its workers,
+ * or a gateway's primary and its workers, are one proxy, and a comparison per
+ * core must count all the processes it runs on.
+ */
+export function processTreeCpuMs(pid: number): number {
+  let total = processCpuMs(pid);
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let fields: string[];
+    try {
+      fields = statFields(Number(entry));
+    } catch {
+      // Gone between the listing and the read.
+      continue;
+    }
+    // Field 4 (the parent's pid) is the second after the name.
+    if (Number(fields[1]) === pid) total += processCpuMs(Number(entry));
+  }
+  return total;
+}
+
+/** /proc/PID/stat's fields after the command name, which may hold spaces: the fields after its closing parenthesis are fixed. */
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 }

@@ -1,9 +1,13 @@
+import cluster from "node:cluster";
+import { availableParallelism } from "node:os";
 import type { Command } from "commander";
 import { DomainError } from "../errors/domain-error.js";
 import { httpKeysBackend } from "../gateway/keys-backend.js";
 import { KeysPolicy } from "../gateway/keys-policy.js";
 import { openPolicy } from "../gateway/open-policy.js";
 import { startGateway } from "../gateway/start-gateway.js";
+import { startGatewayCluster, WorkerStartFailed } from "../gateway/gateway-cluster.js";
+import { IpcSharedLimits, type PrimaryChannel } from "../gateway/ipc-shared-limits.js";
 import { print } from "./output.js";
 
 interface GatewayCommandOptions {
@@ -12,6 +16,20 @@ interface GatewayCommandOptions {
   token?: string;
   auth: string;
   logLevel: string;
+  workers: string;
+}
+
+/** More workers than this is a typo, not a machine: each is a whole Node process. */
+const maxWorkers = 256;
+
+/** --workers N|auto: how many gateway processes share the port (auto: one per core this process may use). */
+export function parseWorkers(text: string): number {
+  if (text === "auto") return availableParallelism();
+  const count = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isInteger(count) || count < 1 || count > maxWorkers) {
+    throw new DomainError("config_invalid", `--workers ${text}: expected a whole number from 1 to ${maxWorkers}, or auto`, "Use --workers auto (one per core), or a number such as --workers 2.");
+  }
+  return count;
 }
 
 export function registerGatewayCommand(program: Command): void {
@@ -23,14 +41,22 @@ export function registerGatewayCommand(program: Command): void {
     .option("--token <token>", "an admin token: the routing table carries the replicas' keys (env LLMGW_TOKEN)")
     .option("--auth <mode>", "keys (gateway API keys) or open (no key; loopback demos only)", "keys")
     .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
+    .option("--workers <n>", "gateway processes sharing the port: a number, or auto (one per core); rate limits hold across them", "1")
     .action(async (options: GatewayCommandOptions) => {
       const server = options.server ?? process.env.LLMGW_SERVER;
       const token = options.token ?? process.env.LLMGW_TOKEN;
       if (!server) throw new DomainError("config_invalid", "--server is missing: the gateway follows a server's routing table", "Give --server http://HOST:PORT (or set LLMGW_SERVER).");
       if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN); `llmgw ctl token create NAME --role admin` makes one.");
       if (options.auth !== "keys" && options.auth !== "open") throw new DomainError("config_invalid", `--auth ${options.auth}: expected keys or open`, "Use --auth keys, or --auth open on loopback.");
+      const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);
       // Kept out of the environment engines or anything else this process starts would inherit.
       delete process.env.LLMGW_TOKEN;
+      if (workers > 1) {
+        await runPrimary(workers, server, token, options);
+        return;
+      }
+      // A worker of `--workers N`: its rate limits are kept by the primary, which also prints the listening line.
+      const sharedLimits = cluster.isWorker ? new IpcSharedLimits(primaryChannel) : undefined;
       let running;
       let keys: KeysPolicy | undefined;
       try {
@@ -39,6 +65,7 @@ export function registerGatewayCommand(program: Command): void {
           options.auth === "keys"
             ? await KeysPolicy.start(httpKeysBackend(server, token), {
                 onBackgroundError: (error, during) => process.stderr.write(`gateway: failed ${during} (${(error as Error).message}); retrying on the next round\n`),
+                ...(sharedLimits ? { sharedLimits } : {}),
               })
             : undefined;
         running = await startGateway({
@@ -47,9 +74,12 @@ export function registerGatewayCommand(program: Command): void {
           listen: options.listen,
           policy: keys ?? openPolicy,
           logger: { level: options.logLevel },
+          ...(cluster.isWorker ? { primary: primaryChannel } : {}),
         });
       } catch (error) {
         await keys?.close().catch(() => undefined);
+        // A worker's open channel to its primary would keep it running after its error is printed; the primary sees it exit.
+        if (cluster.isWorker) setImmediate(() => process.disconnect());
         if (error instanceof DomainError) throw error;
         throw new DomainError(
           "server_unreachable",
@@ -57,16 +87,61 @@ export function registerGatewayCommand(program: Command): void {
           "Check --server, and that --token is an admin token of that server.",
         );
       }
-      if (options.auth === "open" && !/^(127\.|localhost|::1|\[::1\])/.test(options.listen)) {
-        process.stderr.write(`\nWARNING: this gateway is OPEN (--auth open) on ${options.listen}, which is not loopback: anyone who reaches it can use every model.\n\n`);
+      if (!cluster.isWorker) {
+        warnIfOpen(options);
+        print(`llmgw gateway listening on ${running.url} (OpenAI-compatible at ${running.url}/v1, metrics at ${running.url}/metrics), following ${server}`);
       }
-      print(`llmgw gateway listening on ${running.url} (OpenAI-compatible at ${running.url}/v1, metrics at ${running.url}/metrics), following ${server}`);
       // The usage counted since the last batch is sent after the last answer, before exiting.
-      const stop = () => void running.close().then(async () => {
-        await keys?.close().catch((error: unknown) => process.stderr.write(`gateway: could not send the last usage counts: ${(error as Error).message}\n`));
-        process.exit(0);
-      });
+      let stopping: Promise<void> | undefined;
+      const stop = () => {
+        stopping ??= running.close().then(async () => {
+          await keys?.close().catch((error: unknown) => process.stderr.write(`gateway: could not send the last usage counts: ${(error as Error).message}\n`));
+          process.exit(0);
+        });
+      };
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
+      if (cluster.isWorker) {
+        // A primary that is gone no longer hands this worker connections nor checks its limits.
+        process.once("disconnect", () => {
+          sharedLimits?.abandon("the gateway's primary process is gone");
+          stop();
+        });
+      }
     });
+}
+
+function warnIfOpen(options: GatewayCommandOptions): void {
+  if (options.auth === "open" && !/^(127\.|localhost|::1|\[::1\])/.test(options.listen)) {
+    process.stderr.write(`\nWARNING: this gateway is OPEN (--auth open) on ${options.listen}, which is not loopback: anyone who reaches it can use every model.\n\n`);
+  }
+}
+
+const primaryChannel: PrimaryChannel = {
+  send: (message) => void process.send?.(message),
+  onMessage: (listener: (message: unknown) => void) => void process.on("message", listener),
+  get connected() {
+    return process.connected;
+  },
+};
+
+/** `--workers N` with N > 1: this process forks the workers, keeps their rate limits, and drains them all on SIGTERM. */
+async function runPrimary(workers: number, server: string, token: string, options: GatewayCommandOptions): Promise<void> {
+  let running;
+  try {
+    running = await startGatewayCluster({ workers, workerEnvironment: { LLMGW_TOKEN: token }, note: (line) => process.stderr.write(`${line}\n`) });
+  } catch (error) {
+    if (!(error instanceof WorkerStartFailed)) throw error;
+    // The worker printed why; the primary adds nothing but the exit code.
+    process.exitCode = error.exitCode || 1;
+    return;
+  }
+  warnIfOpen(options);
+  print(`llmgw gateway listening on ${running.url} with ${workers} workers (OpenAI-compatible at ${running.url}/v1, metrics at ${running.url}/metrics), following ${server}`);
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= running.close().then(() => process.exit(0));
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
 }

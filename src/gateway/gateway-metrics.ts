@@ -92,11 +92,14 @@ export class GatewayMetrics {
     help: "Replicas in the routing table, by model and state",
     labelNames: ["model", "state"] as const,
     registers: [this.registry],
+    // Every worker of one gateway follows the same table: summed over workers, the count would be N times the fleet.
+    aggregator: "max",
   });
   readonly tableRevision = new Gauge({
     name: "llmgw_gateway_routing_revision",
     help: "The revision of the routing table this gateway serves from",
     registers: [this.registry],
+    aggregator: "max",
   });
 
   readonly #byModel = new Map<string, ModelCounts>();

@@ -48,8 +48,11 @@ export interface GatewayPolicy {
    * Before any engine sees the request: throws GatewayRefusal 403 when the
    * caller may not use `name`, 429 when its request or token rate is spent.
    * `estimatedTokens` is the prompt plus max_tokens as the gateway counted them.
+   * A promise when the decision is taken in another process (the limits of
+   * several gateway workers); undefined when taken here, so the common case
+   * costs no promise.
    */
-  admit(caller: GatewayCaller, name: string, estimatedTokens: number): void;
+  admit(caller: GatewayCaller, name: string, estimatedTokens: number): Promise<void> | void;
   /** After the answer: counts tokens (against the rate limit, and into usage). */
   record(usage: UsageRecord): void;
 }

@@ -188,7 +188,8 @@ export class Gateway {
       const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? (endpoint === "completions" ? completionsDefaultMaxTokens : undefined);
       const overLimit = limitProblem(target.model, promptTokens, maxTokens, endpoint);
       if (overLimit) throw overLimit;
-      this.options.policy.admit(caller, body.model, promptTokens + (maxTokens ?? 0));
+      const admitting = this.options.policy.admit(caller, body.model, promptTokens + (maxTokens ?? 0));
+      if (admitting) await admitting;
       const outcome = await this.#serve(endpoint, exchange, body, target, { arrivedAt, promptTokens, maxTokens });
       this.#finish(caller, outcome, promptTokens, arrivedAt);
     } catch (error) {

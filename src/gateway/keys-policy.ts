@@ -3,6 +3,8 @@ import type { GatewayKey as GatewayKeyRow } from "../protocol/gateway-keys-feed.
 import type { KeysBackend } from "./keys-backend.js";
 import { GatewayRefusal, type GatewayCaller, type GatewayPolicy, type UsageRecord } from "./gateway-policy.js";
 import { SlidingWindow } from "./sliding-window.js";
+import { chargeKeyLimits, type KeyLimits } from "./charge-key-limits.js";
+import type { SharedKeyLimits } from "./shared-key-limits.js";
 import { UsageLedger } from "./usage-ledger.js";
 
 export interface KeysPolicyOptions {
@@ -17,6 +19,12 @@ export interface KeysPolicyOptions {
   readonly now?: () => number;
   /** Refresh and flush failures off the request path: logged, never thrown at a client. */
   readonly onBackgroundError?: (error: unknown, during: "refreshing gateway keys" | "writing usage") => void;
+  /**
+   * Where the rpm/tpm windows are kept when not in this process: a gateway
+   * worker charges its primary, so all workers together keep a key's limit.
+   * Keys without limits never leave the process.
+   */
+  readonly sharedLimits?: SharedKeyLimits;
 }
 
 export const defaultKeyRefreshMs = 2000;
@@ -26,12 +34,6 @@ interface KeyEntry {
   readonly row: GatewayKeyRow;
   readonly expiresAtMs: number | null;
   readonly limits: KeyLimits;
-}
-
-/** Per key name, so a refresh of the key table keeps what the key has spent. */
-interface KeyLimits {
-  readonly requests: SlidingWindow;
-  readonly tokens: SlidingWindow;
 }
 
 /**
@@ -63,8 +65,9 @@ const adminTokenPrefix = /^llmgw_(admin|read)_/;
  * Gateway API keys: who may call, which models, how fast. Keys live in
  * memory and are refreshed off the request path, so authenticating costs a
  * hash and a map lookup and never waits on the store. Limits are sliding
- * 60-second windows (see SlidingWindow) kept per process: with several
- * servers behind a balancer, each enforces the limit on its own share.
+ * 60-second windows (see SlidingWindow) kept per process (or, for the
+ * workers of one gateway, in their primary): with several servers behind a
+ * balancer, each enforces the limit on its own share.
  */
 export class KeysPolicy implements GatewayPolicy {
   private keysByHash = new Map<string, KeyEntry>();
@@ -74,12 +77,14 @@ export class KeysPolicy implements GatewayPolicy {
   private timers: NodeJS.Timeout[] = [];
   private refreshing: Promise<void> | undefined;
   private readonly hashes = new Map<string, string>();
+  private readonly shared: SharedKeyLimits | undefined;
 
   private constructor(
     private readonly backend: KeysBackend,
     options: KeysPolicyOptions,
   ) {
     this.now = options.now ?? Date.now;
+    this.shared = options.sharedLimits;
     this.ledger = new UsageLedger((increments) => backend.writeUsage(increments), this.now);
   }
 
@@ -137,8 +142,8 @@ export class KeysPolicy implements GatewayPolicy {
     return new KeyCaller(row.name, row.models, entry);
   }
 
-  admit(caller: GatewayCaller, name: string, estimatedTokens: number): void {
-    if (!(caller instanceof KeyCaller)) return;
+  admit(caller: GatewayCaller, name: string, estimatedTokens: number): Promise<void> | undefined {
+    if (!(caller instanceof KeyCaller)) return undefined;
     const { row, limits } = caller.entry;
     if (caller.allowedModels !== null && !caller.allowedModels.includes(name)) {
       throw new GatewayRefusal(
@@ -148,42 +153,20 @@ export class KeysPolicy implements GatewayPolicy {
         `API key "${row.name}" may not use "${name}"; it may use: ${caller.allowedModels.join(", ") || "no model"}. An administrator can make a key for this model with \`llmgw ctl key create NAME --models ${name}\`.`,
       );
     }
-    const now = this.now();
-    const countsRequest = !caller.countedRequest;
-    if (row.rpm !== null && countsRequest) {
-      const wait = limits.requests.secondsUntilFits(1, row.rpm, now);
-      if (wait > 0) {
-        throw new GatewayRefusal(429, "requests", "rate_limit_exceeded", `API key "${row.name}" has used its ${row.rpm} requests per minute. Try again in ${wait}s.`, wait);
-      }
-    }
     const tokens = Math.max(0, estimatedTokens);
-    if (row.tpm !== null) {
-      if (tokens > row.tpm) {
-        // Waiting never helps this one, so it gets no Retry-After.
-        throw new GatewayRefusal(
-          429,
-          "tokens",
-          "request_too_large",
-          `This request needs about ${tokens} tokens (prompt plus max_tokens), more than API key "${row.name}" may use in a whole minute (${row.tpm}). Send a shorter prompt or a lower max_tokens, or ask an administrator for a higher --tpm.`,
-        );
-      }
-      const wait = limits.tokens.secondsUntilFits(tokens, row.tpm, now);
-      if (wait > 0) {
-        throw new GatewayRefusal(
-          429,
-          "tokens",
-          "rate_limit_exceeded",
-          `API key "${row.name}" has used its ${row.tpm} tokens per minute (this request needs about ${tokens}). Try again in ${wait}s.`,
-          wait,
-        );
-      }
+    const countsRequest = !caller.countedRequest;
+    const shared = this.shared;
+    if (shared !== undefined && (row.rpm !== null || row.tpm !== null)) {
+      // Another process keeps the windows (several workers share them): the request waits for its answer.
+      return shared.charge(row, tokens, countsRequest).then(() => {
+        if (countsRequest) caller.countedRequest = true;
+        caller.chargedTokens += tokens;
+      });
     }
-    if (countsRequest) {
-      limits.requests.add(1, now);
-      caller.countedRequest = true;
-    }
-    limits.tokens.add(tokens, now);
+    chargeKeyLimits(limits, row, tokens, countsRequest, this.now());
+    if (countsRequest) caller.countedRequest = true;
     caller.chargedTokens += tokens;
+    return undefined;
   }
 
   record(usage: UsageRecord): void {
@@ -192,7 +175,9 @@ export class KeysPolicy implements GatewayPolicy {
     const actual = usage.promptTokens + usage.completionTokens;
     if (caller instanceof KeyCaller) {
       // The estimate counted at admit gives way to what the engine reported.
-      caller.entry.limits.tokens.add(actual - caller.chargedTokens, this.now());
+      const correction = actual - caller.chargedTokens;
+      if (this.shared === undefined) caller.entry.limits.tokens.add(correction, this.now());
+      else if (caller.entry.row.tpm !== null && correction !== 0) this.shared.correct(caller.key, correction);
       caller.chargedTokens = actual;
     }
     this.ledger.count(caller.key, usage.model, { errors: usage.error ? 1 : 0, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens });

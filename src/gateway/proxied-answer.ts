@@ -59,7 +59,9 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
   #committed = false;
   /** A JSON answer's last chunk, held until the next arrives, so a one-chunk answer leaves as one write with its headers and end. */
   #held: Buffer | undefined;
-  #tail = "";
+  /** The JSON answer's last chunks, at least usageTailLength bytes of them when there are: read for usage once, at the end. */
+  readonly #tail: Buffer[] = [];
+  #tailLength = 0;
   #clientGone = false;
   #settled = false;
   #corked = false;
@@ -127,7 +129,9 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
       }
       return;
     }
-    this.#tail = (this.#tail + chunk.toString("latin1")).slice(-usageTailLength);
+    this.#tail.push(chunk);
+    this.#tailLength += chunk.length;
+    while (this.#tailLength - (this.#tail[0] as Buffer).length >= usageTailLength) this.#tailLength -= (this.#tail.shift() as Buffer).length;
     if (this.#held !== undefined) this.#write(controller, this.#held);
     this.#held = chunk;
   }
@@ -144,7 +148,7 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
       response.end(this.#held);
       this.#held = undefined;
       const ok = this.#status < 400;
-      this.#succeed({ status: this.#status, usage: ok ? usageIn(this.#tail) : undefined, failed: !ok });
+      this.#succeed({ status: this.#status, usage: ok ? usageIn(this.#tailText()) : undefined, failed: !ok });
       return;
     }
     const rest = filter.end();
@@ -181,16 +185,22 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
   #commit(): void {
     this.#committed = true;
     const headers = this.#headers;
-    const outgoing: Record<string, string> = { "x-request-id": this.options.requestId, "x-llmgw-model": this.options.answeringName };
+    // Name, value, name, value: no object built per answer for node to walk key by key.
+    const outgoing: string[] = ["x-request-id", this.options.requestId, "x-llmgw-model", this.options.answeringName];
     for (const name of passedResponseHeaders) {
       const value = headerText(headers[name]);
-      if (value !== undefined) outgoing[name] = value;
+      if (value !== undefined) outgoing.push(name, value);
     }
-    if (this.options.closing()) outgoing.connection = "close";
+    if (this.options.closing()) outgoing.push("connection", "close");
     const length = headerText(headers["content-length"]);
-    if (!this.#filter && length !== undefined) outgoing["content-length"] = length;
+    if (!this.#filter && length !== undefined) outgoing.push("content-length", length);
     this.options.response.writeHead(this.#status, outgoing);
     this.options.onFirstByte(this.#filter !== undefined);
+  }
+
+  #tailText(): string {
+    const tail = this.#tail.length === 1 ? (this.#tail[0] as Buffer) : Buffer.concat(this.#tail, this.#tailLength);
+    return tail.toString("latin1", Math.max(0, tail.length - usageTailLength));
   }
 
   /** Writes with backpressure: a slow client pauses the upstream instead of filling memory. */

@@ -5,9 +5,10 @@ import type { Gateway } from "./gateway.js";
  * The gateway's parts that live on a fastify app: its Prometheus metrics at
  * /metrics, and its place in the app's shutdown. /v1 itself is answered
  * before fastify, on the same server (gatewayServerFactory): an app built
- * without that factory has no /v1.
+ * without that factory has no /v1. `allMetrics` gives the metrics of every
+ * worker of one gateway, when this process is one of them.
  */
-export function registerGatewayRoutes(app: FastifyInstance, gateway: Gateway): void {
+export function registerGatewayRoutes(app: FastifyInstance, gateway: Gateway, allMetrics?: () => Promise<string>): void {
   // Closing: queued requests are answered at once, those being answered finish, then the pools close.
   let gatewayClosed: Promise<void> | undefined;
   app.addHook("preClose", async () => {
@@ -17,7 +18,8 @@ export function registerGatewayRoutes(app: FastifyInstance, gateway: Gateway): v
     await gatewayClosed;
   });
   app.get("/metrics", { config: { access: "public" } }, async (_request, reply) => {
-    const text = await gateway.metrics.registry.metrics();
+    // A worker of several answers for all of them (allMetrics); a single gateway for itself.
+    const text = allMetrics ? await allMetrics() : await gateway.metrics.registry.metrics();
     return reply.type(gateway.metrics.registry.contentType).send(text);
   });
 }

@@ -10,6 +10,8 @@ import { requestIdFrom } from "./request-id-from.js";
 import { reportDemandOverHttp } from "./report-demand-over-http.js";
 import { RoutingFollower } from "./routing-follower.js";
 import { reportArmsOverHttp } from "./report-arms-over-http.js";
+import { ClusterMetrics } from "./cluster-metrics.js";
+import type { PrimaryChannel } from "./ipc-shared-limits.js";
 
 export interface StandaloneGatewayOptions {
   readonly server: string;
@@ -17,6 +19,8 @@ export interface StandaloneGatewayOptions {
   readonly listen: string;
   readonly policy: GatewayPolicy;
   readonly logger?: LoggerOptions | false;
+  /** Set in a worker of `--workers N`: /metrics answers for all the workers, through the primary. */
+  readonly primary?: PrimaryChannel;
 }
 
 export interface RunningGateway {
@@ -53,16 +57,20 @@ export async function startGateway(options: StandaloneGatewayOptions): Promise<R
   built = app;
   const follower = new RoutingFollower({ server: options.server, token: options.token, onTable: (table) => gateway.swap(table), log });
   await follower.start();
-  const arms = reportArmsOverHttp(gateway.arms, options.server, options.token, log);
   app.get("/healthz", async () => ({ status: "ok", routing_revision: gateway.state.current.revision }));
-  registerGatewayRoutes(app, gateway);
+  const workersMetrics = options.primary ? new ClusterMetrics(options.primary, gateway.metrics.registry) : undefined;
+  registerGatewayRoutes(app, gateway, workersMetrics && (() => workersMetrics.text()));
   let url: string;
   try {
     url = await app.listen({ host: listen.host, port: listen.port });
   } catch (error) {
     await app.close();
+    // Its long poll would keep a gateway that cannot listen running, saying nothing more.
+    await follower.stop();
     throw listenFailure(`${listen.host}:${listen.port}`, "--listen", error);
   }
+  // Started once listening: a gateway that cannot listen has nothing to report, and its timer would keep it running.
+  const arms = reportArmsOverHttp(gateway.arms, options.server, options.token, log);
   return {
     url,
     gateway,

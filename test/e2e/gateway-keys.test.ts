@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import OpenAI, { AuthenticationError, PermissionDeniedError, RateLimitError } from "openai";
@@ -7,37 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killGroup, waitFor } from "../support/fake-engine.js";
 import { llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
+import { fakeOpenAIProvider, fakeProviderUsage, listenOnLoopback } from "../support/fake-openai-provider.js";
 
 /**
  * Gateway keys end to end: a real `llmgw server` process, `llmgw ctl` for
  * keys and usage, the official openai client on /v1, and a local fake
  * provider behind two external models, which reports its own token usage.
  */
-const promptTokens = 11;
-const completionTokens = 7;
-
-function fakeProvider(): Server {
-  return createServer((request, response) => {
-    let text = "";
-    request.on("data", (chunk: Buffer) => (text += chunk.toString()));
-    request.on("end", () => {
-      const body = JSON.parse(text) as { model: string; stream?: boolean; stream_options?: { include_usage?: boolean } };
-      const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
-      const base = { id: "chatcmpl-fake", created: 1, model: body.model };
-      if (!body.stream) {
-        response.writeHead(200, { "content-type": "application/json" });
-        response.end(JSON.stringify({ ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }], usage }));
-        return;
-      }
-      response.writeHead(200, { "content-type": "text/event-stream" });
-      const event = (value: unknown) => response.write(`data: ${JSON.stringify(value)}\n\n`);
-      event({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta: { role: "assistant", content: "hi" }, finish_reason: null }] });
-      event({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] });
-      if (body.stream_options?.include_usage) event({ ...base, object: "chat.completion.chunk", choices: [], usage });
-      response.end("data: [DONE]\n\n");
-    });
-  });
-}
+const { promptTokens, completionTokens } = fakeProviderUsage;
 
 describe("gateway keys through llmgw server, ctl and the openai client", () => {
   let provider: Server;
@@ -55,10 +32,8 @@ describe("gateway keys through llmgw server, ctl and the openai client", () => {
   }
 
   beforeAll(async () => {
-    provider = fakeProvider();
-    await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve));
-    const address = provider.address();
-    const port = typeof address === "object" && address ? address.port : 0;
+    provider = fakeOpenAIProvider();
+    const port = await listenOnLoopback(provider);
     const folder = temporaryDirectory("llmgw-gateway-keys-");
     const config = path.join(folder, "server.yaml");
     writeFileSync(
