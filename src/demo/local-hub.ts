@@ -101,7 +101,8 @@ function findRevision(options: HubServerOptions, repository: string, revision: s
 }
 
 export async function startHubServer(options: HubServerOptions): Promise<HubServer> {
-  const app = Fastify({ logger: false });
+  // A client that keeps its connection open (a server's pooled reader) must not hold up close: the demo and the tests stop it at once.
+  const app = Fastify({ logger: false, forceCloseConnections: true });
   const notFound = (reply: FastifyReply, code: "RepoNotFound" | "RevisionNotFound") =>
     reply.code(404).header("X-Error-Code", code).send({ error: code === "RepoNotFound" ? "Repository not found" : "Invalid rev id" });
   const requests: string[] = [];

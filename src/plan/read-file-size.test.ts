@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DomainError } from "../errors/domain-error.js";
 import type { ModelEntry } from "../catalog/schema.js";
 import { checkEntrySources } from "./check-sources.js";
 import { readFileSize } from "./read-file-size.js";
@@ -57,7 +58,12 @@ describe("the size of one ComfyUI file", () => {
       name: "flux",
       profiles: [{ engine: "comfyui", source: "hf://black-forest-labs/FLUX.1-schnell@main", comfy: { workflow, outputs: "images", inputs: { prompt: "6.inputs.text" }, files: files.map((file) => ({ source: `${base}/files/${file}`, to: "checkpoints/" })) } }],
     });
-    await expect(checkEntrySources(entry(["model.safetensors", "gone.safetensors"]), {})).rejects.toThrow(/flux\.profiles\[0\]\.comfy\.files\[1\]\.source: .*gone\.safetensors: 404/);
+    const refused = await checkEntrySources(entry(["model.safetensors", "gone.safetensors"]), {}).then(
+      () => undefined,
+      (error: unknown) => error as DomainError,
+    );
+    expect(refused?.message).toBe("flux: a source does not answer as a model: flux.profiles[0].comfy.files[1].source");
+    expect(refused?.details).toEqual([{ where: "flux.profiles[0].comfy.files[1].source", message: expect.stringMatching(/gone\.safetensors.*404/) }]);
     const checked = await checkEntrySources(entry(["model.safetensors"]), {});
     expect(checked.map((check) => [check.where, check.bytes])).toEqual([["profiles[0].comfy.files[0].source", 5000]]);
   });

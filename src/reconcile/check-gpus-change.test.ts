@@ -6,6 +6,9 @@ import { fixtureFacts } from "../plan/testing/fixtures.js";
 import { refusalOf } from "../../test/support/refusal.js";
 import { checkGpusChange } from "./check-gpus-change.js";
 
+/** The least a ComfyUI profile is: a workflow and where a prompt goes into it. */
+const oneNodeWorkflow = { outputs: "images" as const, inputs: { prompt: "6.inputs.text" }, workflow: { "6": { class_type: "CLIPTextEncode", inputs: { text: "" } } } };
+
 const qwen = fixtureFacts("Qwen2.5-7B-Instruct");
 const llama70 = fixtureFacts("Llama-3.3-70B-Instruct");
 const fleet = fleetFromHardwareSpec(parseHardwareSpec("2xH100-80GB@nvl0,8xL40S-48GB@pcie"));
@@ -56,7 +59,7 @@ describe("checkGpusChange", () => {
   });
 
   it("refuses more than one card for ComfyUI, and no card for a GPU-only engine", () => {
-    const image = modelOf({ name: "sdxl", profiles: [{ engine: "comfyui", source: "/models/sdxl", gpu_class: "l40s", gpus: 1 }] });
+    const image = modelOf({ name: "sdxl", profiles: [{ engine: "comfyui", source: "/models/sdxl", gpu_class: "l40s", gpus: 1, comfy: oneNodeWorkflow }] });
     const error = refusalOf(() => checkGpusChange({ model: image, profile: undefined, gpus: 2, facts: undefined, ...settings }));
     expect(error.code).toBe("invalid_profile");
     expect(error.message).toBe("sdxl/comfyui runs comfyui, which uses one card: it cannot take 2");

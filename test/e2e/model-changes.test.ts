@@ -32,7 +32,7 @@ describe("changing a served model's context and cards", () => {
     await cluster.addModel("chat", model("chat", "context: 8192\n", `engine: vllm, source: "${qwen}", gpu_class: h100, gpus: 1`), "--wait");
     // Kept in the catalog only (max 0): each refusal is about the numbers, not about room.
     await cluster.addModel("big", model("big", "context: 16384\nscaling: { min: 0, max: 0 }\n", `engine: vllm, source: "${llama70}", gpu_class: h100, gpus: 2`));
-    await cluster.addModel("image", model("image", "scaling: { min: 0, max: 0 }\n", `engine: comfyui, source: "hf://example/sdxl@main", gpu_class: h100, gpus: 1`));
+    await cluster.addModel("image", model("image", "scaling: { min: 0, max: 0 }\n", `engine: comfyui, source: "hf://example/sdxl@main", gpu_class: h100, gpus: 1, comfy: { outputs: images, inputs: { prompt: "6.inputs.text" }, workflow: { "6": { class_type: CLIPTextEncode, inputs: { text: "" } } } }`));
   }, 120_000);
 
   afterAll(async () => {
