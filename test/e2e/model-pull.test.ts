@@ -49,6 +49,14 @@ class Mirror {
       response.writeHead(404).end("not found");
       return;
     }
+    // A bounded range (a reader after a file's header: the server's source check) is answered whole, as nginx does, and never cut.
+    const bounded = /^bytes=(\d+)-(\d+)$/.exec(request.headers.range ?? "");
+    if (bounded) {
+      const [from, to] = [Number(bounded[1]), Math.min(Number(bounded[2]), content.length - 1)];
+      response.writeHead(206, { "accept-ranges": "bytes", "content-length": to - from + 1, "content-range": `bytes ${from}-${to}/${content.length}`, etag: `"${content.length}"` });
+      response.end(request.method === "HEAD" ? undefined : content.subarray(from, to + 1));
+      return;
+    }
     const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? "")?.[1] ?? 0);
     const headers: Record<string, string | number> = { "accept-ranges": "bytes", "content-length": content.length - start, etag: `"${content.length}"` };
     if (start > 0) headers["content-range"] = `bytes ${start}-${content.length - 1}/${content.length}`;
