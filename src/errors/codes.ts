@@ -45,6 +45,7 @@ export const errorCodes = {
   no_room: "A rolling restart has no room to start a replica beside the old one; --in-place stops each first.",
   node_not_found: "No node of that name has joined the server.",
   agent_unreachable: "The server could not reach a node agent at the control address it reported.",
+  comfy_workflow_source: "The source is a ComfyUI preset's repository: such a model is a workflow and its files, not one checkpoint to plan; add it with `ctl model add PRESET`.",
   does_not_fit: "No candidate fits the model at the requested context; the message says what is short and by how much.",
   architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",
   source_unreadable: "A model source (HF id, mirror URL, local folder or GGUF file) could not be read; the message says which file and why.",

@@ -57,6 +57,7 @@ export const statusForCode: Record<ErrorCode, number> = {
   queue_full: 429,
   upstream_failed: 502,
   gateway_shutting_down: 503,
+  comfy_workflow_source: 400,
   does_not_fit: 422,
   architecture_field_missing: 422,
   // One status for every unreadable source (a missing local file, a 404 on the
