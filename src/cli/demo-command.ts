@@ -85,6 +85,12 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
     `  ${llmgw} ctl replicas`,
     `  ${llmgw} ctl model presets         # every preset: what it needs, its licence, where it would run`,
     `  ${llmgw} ctl model add qwen2.5-14b-instruct   # add one; the reconciler places it`,
+    `  ${llmgw} ctl model serve Qwen/Qwen2.5-14B-Instruct --name chat-14b   # plan a source, take the best fit, wait until it answers`,
+    // Not added at start: each ComfyUI model holds a card, and the demo starts as fast without them.
+    `  ${llmgw} ctl model add flux1-schnell   # text to image through ComfyUI (simulated here), then:`,
+    `    curl -s ${demo.url}/v1/images/generations -H 'content-type: application/json' -d '{"model": "flux1-schnell", "prompt": "a red fox in the snow", "size": "256x256"}'`,
+    `  ${llmgw} ctl model add hunyuan3d-2     # image to 3D mesh, then:`,
+    `    curl -s -F image=@chair.png ${demo.url}/v1/llmgw/comfy/hunyuan3d-2 -o chair.glb`,
     `  ${llmgw} ctl model plan meta-llama/Llama-3.3-70B-Instruct   # does a 70B fit this fleet? (read from the demo's stand-in hub)`,
     `  ${llmgw} ctl scale qwen2.5-7b-instruct --min 2   # a second replica is placed by itself`,
     `  ${llmgw} ctl events --follow       # what the reconciler does: placed, started, ready, draining, stopped`,

@@ -15,7 +15,8 @@
  * Listens on 127.0.0.1, port 0.
  */
 import { createHash } from "node:crypto";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { readdir, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 
@@ -69,16 +70,16 @@ async function sendFile(request: FastifyRequest, reply: FastifyReply, path: stri
   const etag = `"${createHash("sha1").update(path).digest("hex")}"`;
   reply.header("ETag", etag).header("Accept-Ranges", "bytes");
   const range = /^bytes=(\d+)-(\d*)$/.exec(String(request.headers.range ?? ""));
-  const content = request.method === "HEAD" ? Buffer.alloc(0) : await readFile(path);
+  // Streamed, never read whole: the demo's ComfyUI files are sparse files of their published size (gigabytes).
   if (range) {
     const start = Number(range[1]);
     const end = Math.min(range[2] ? Number(range[2]) : size - 1, size - 1);
     if (start >= size) return reply.code(416).header("Content-Range", `bytes */${size}`).send();
-    reply.code(206).header("Content-Range", `bytes ${start}-${end}/${size}`).header("Content-Type", "application/octet-stream");
-    return reply.send(request.method === "HEAD" ? undefined : content.subarray(start, end + 1));
+    reply.code(206).header("Content-Range", `bytes ${start}-${end}/${size}`).header("Content-Type", "application/octet-stream").header("Content-Length", end - start + 1);
+    return reply.send(request.method === "HEAD" ? undefined : createReadStream(path, { start, end }));
   }
   reply.header("Content-Type", "application/octet-stream").header("Content-Length", size);
-  return reply.send(request.method === "HEAD" ? undefined : content);
+  return reply.send(request.method === "HEAD" ? undefined : createReadStream(path));
 }
 
 /** The commit a revision names: a branch, a full sha, or a sha's first 7 or more characters. */

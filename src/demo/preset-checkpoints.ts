@@ -1,3 +1,4 @@
+import { mkdir, open } from "node:fs/promises";
 import path from "node:path";
 import { architectureFromConfig } from "../plan/architecture.js";
 import { checkpointTensors, syntheticGgufParts, writeBytes, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
@@ -32,6 +33,24 @@ export const presetCheckpoints: readonly PresetCheckpoint[] = [
   { repository: "Qwen/Qwen3-Embedding-0.6B-GGUF", config: qwen3Embedding06bConfig, gguf: { stem: "Qwen3-Embedding-0.6B-Q8_0", quantization: "Q8_0", fileType: 7, parts: 1 } },
 ];
 
+/**
+ * A file a ComfyUI preset's workflow loads, as the hub lists it: its
+ * repository, its path there, and its size as published (the hub shows
+ * three digits, so these are the listed gigabytes). The demo's agents
+ * pretend their fetches, so only the size is ever read: the file is written
+ * sparse, taking no disk, and the source check's HEAD reads its length.
+ */
+export interface PresetComfyFile {
+  readonly repository: string;
+  readonly path: string;
+  readonly bytes: number;
+}
+
+export const presetComfyFiles: readonly PresetComfyFile[] = [
+  { repository: "Comfy-Org/flux1-schnell", path: "flux1-schnell-fp8.safetensors", bytes: 17.2e9 },
+  { repository: "tencent/Hunyuan3D-2", path: "hunyuan3d-dit-v2-0/model.fp16.safetensors", bytes: 4.93e9 },
+];
+
 /** The file names a GGUF checkpoint is published under: one file, or `stem-00001-of-0000n.gguf` and the rest. */
 export function ggufFileNames(gguf: NonNullable<PresetCheckpoint["gguf"]>): string[] {
   if (gguf.parts === 1) return [`${gguf.stem}.gguf`];
@@ -40,7 +59,7 @@ export function ggufFileNames(gguf: NonNullable<PresetCheckpoint["gguf"]>): stri
 }
 
 /**
- * Writes every preset checkpoint under `root/Org/Name/` and returns the
+ * Writes every preset checkpoint and ComfyUI file under `root/Org/Name/` and returns the
  * repositories for the stand-in hub ("Org/Name" → folder).
  */
 export async function writePresetCheckpoints(root: string): Promise<Record<string, string>> {
@@ -56,6 +75,18 @@ export async function writePresetCheckpoints(root: string): Promise<Record<strin
       await writeSyntheticCheckpoint(folder, checkpoint.config, checkpointTensors(architecture), checkpoint.shards ?? 1);
     }
     repositories[checkpoint.repository] = folder;
+  }
+  for (const file of presetComfyFiles) {
+    const folder = path.join(root, ...file.repository.split("/"));
+    const target = path.join(folder, ...file.path.split("/"));
+    await mkdir(path.dirname(target), { recursive: true });
+    const handle = await open(target, "w");
+    try {
+      await handle.truncate(file.bytes);
+    } finally {
+      await handle.close();
+    }
+    repositories[file.repository] = folder;
   }
   return repositories;
 }

@@ -8,10 +8,11 @@ import { DomainError } from "../errors/domain-error.js";
 import type { Snapshot } from "../placement/index.js";
 import { bf16Tolerance, calibrationTable, ggufTolerance } from "../plan/calibration.js";
 import type { ModelFacts } from "../plan/model-facts.js";
+import { readFileSize } from "../plan/read-file-size.js";
 import { readModelSource } from "../plan/read-model-source.js";
-import { plannerReads, presetView } from "../services/preset-view.js";
+import { plannerReads, presetView, type FileSizes } from "../services/preset-view.js";
 import { startHubServer, type HubServer } from "./local-hub.js";
-import { presetCheckpoints, writePresetCheckpoints } from "./preset-checkpoints.js";
+import { presetCheckpoints, presetComfyFiles, writePresetCheckpoints } from "./preset-checkpoints.js";
 import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 
 const GiB = 1024 ** 3;
@@ -19,6 +20,8 @@ const presets = loadPresets(shippedPresetsFolder);
 // ComfyUI profiles are a workflow and its files, which the planner does not read; their presets are tested with the comfyui engine.
 const sources = (preset: Preset) => (preset.model.profiles ?? []).filter(plannerReads).map((profile) => profile.source);
 const planned = presets.filter((preset) => sources(preset).length > 0);
+const comfyFileSources = (preset: Preset) => (preset.model.profiles ?? []).flatMap((profile) => (profile.comfy?.files ?? []).map((file) => file.source));
+const comfyPresets = presets.filter((preset) => comfyFileSources(preset).length > 0);
 
 /** The demo's two machines, as placement sees them with nothing running. */
 function demoFleet(): Snapshot {
@@ -26,8 +29,8 @@ function demoFleet(): Snapshot {
     Array.from({ length: count }, (_, index) => ({ index, gpuClass, memoryBytes: memoryGiB * GiB, fabric }));
   return {
     nodes: [
-      { name: "gpu-node-1", schedulable: true, engines: ["vllm", "llamacpp"], cards: cards(2, "h100", 80, "nvl0"), memoryBytes: 256 * GiB, cpuCores: 32 },
-      { name: "gpu-node-2", schedulable: true, engines: ["vllm", "llamacpp"], cards: cards(4, "l40s", 48, "pcie"), memoryBytes: 512 * GiB, cpuCores: 64 },
+      { name: "gpu-node-1", schedulable: true, engines: ["vllm", "llamacpp", "comfyui"], cards: cards(2, "h100", 80, "nvl0"), memoryBytes: 256 * GiB, cpuCores: 32 },
+      { name: "gpu-node-2", schedulable: true, engines: ["vllm", "llamacpp", "comfyui"], cards: cards(4, "l40s", 48, "pcie"), memoryBytes: 512 * GiB, cpuCores: 64 },
     ],
     replicas: [],
   };
@@ -71,17 +74,24 @@ describe("the shipped presets", () => {
       const parsed = parseWeightsSource(source);
       expect(parsed.kind === "hub" && served.has(parsed.repo), source).toBe(true);
     }
+    const files = new Set(presetComfyFiles.map((file) => `${file.repository}/${file.path}`));
+    for (const source of presets.flatMap(comfyFileSources)) {
+      const parsed = parseWeightsSource(source);
+      expect(parsed.kind === "hub" && files.has(`${parsed.repo}/${parsed.path}`), source).toBe(true);
+    }
   });
 });
 
 describe("the shipped presets, planned from their sources", () => {
   let hub: HubServer;
   const facts = new Map<string, ModelFacts>();
+  const fileSizes = new Map<string, number>() as Map<string, number> & FileSizes;
 
   beforeAll(async () => {
     const repositories = await writePresetCheckpoints(temporaryDirectory("llmgw-presets-"));
     hub = await startHubServer({ repositories });
     for (const source of new Set(presets.flatMap(sources))) facts.set(source, await readModelSource(source, { hubEndpoint: hub.url }));
+    for (const source of new Set(presets.flatMap(comfyFileSources))) fileSizes.set(source, await readFileSize(source, { hubEndpoint: hub.url }));
   });
 
   afterAll(async () => {
@@ -104,7 +114,7 @@ describe("the shipped presets, planned from their sources", () => {
   });
 
   it.each(planned.map((preset) => [preset.name, preset] as const))("%s: every profile priced, and placed on the demo's fleet", (_name, preset) => {
-    const view = presetView(preset, { facts, snapshot: demoFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    const view = presetView(preset, { facts, snapshot: demoFleet(), fileSizes, addedAs: [], gpuMemoryUtilization: 0.9 });
     for (const profile of view.profiles.filter(plannerReads)) {
       expect(profile.unreadable, profile.name).toBeNull();
       expect(profile.weights_bytes, profile.name).toBeGreaterThan(0);
@@ -122,14 +132,14 @@ describe("the shipped presets, planned from their sources", () => {
 
   it("puts the 70B model on two H100s, and on four L40S when the H100s are taken", () => {
     const preset = presets.find((candidate) => candidate.name === "llama-3.3-70b-instruct") as Preset;
-    const free = presetView(preset, { facts, snapshot: demoFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    const free = presetView(preset, { facts, snapshot: demoFleet(), fileSizes, addedAs: [], gpuMemoryUtilization: 0.9 });
     expect(free.runs_on).toEqual({ profile: "gpu-2", node: "gpu-node-1", cards: [0, 1], gpu_class: "h100" });
     const fleet = demoFleet();
     const busy: Snapshot = {
       ...fleet,
       replicas: [{ id: "other-1", model: "other", profile: "gpu", node: "gpu-node-1", cards: [0], memoryBytes: 0, cpuCores: 0, modelClass: "critical" }],
     };
-    expect(presetView(preset, { facts, snapshot: busy, addedAs: [], gpuMemoryUtilization: 0.9 }).runs_on).toEqual({
+    expect(presetView(preset, { facts, snapshot: busy, fileSizes, addedAs: [], gpuMemoryUtilization: 0.9 }).runs_on).toEqual({
       profile: "gpu-4",
       node: "gpu-node-2",
       cards: [0, 1, 2, 3],
@@ -138,16 +148,46 @@ describe("the shipped presets, planned from their sources", () => {
   });
 
   it("says why a GPU-only preset cannot run on a fleet of CPUs, and runs a chat preset there on its CPU profile", () => {
-    const large = presetView(presets.find((candidate) => candidate.name === "llama-3.3-70b-instruct") as Preset, { facts, snapshot: cpuOnlyFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    const large = presetView(presets.find((candidate) => candidate.name === "llama-3.3-70b-instruct") as Preset, { facts, snapshot: cpuOnlyFleet(), fileSizes, addedAs: [], gpuMemoryUtilization: 0.9 });
     expect(large.runs_on).toBeNull();
     expect(large.why_not).toBe("profile gpu-2: 0 of 1 node: 1 has no vllm installed; profile gpu-4: 0 of 1 node: 1 has no vllm installed");
-    const small = presetView(presets.find((candidate) => candidate.name === "qwen2.5-7b-instruct") as Preset, { facts, snapshot: cpuOnlyFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    const small = presetView(presets.find((candidate) => candidate.name === "qwen2.5-7b-instruct") as Preset, { facts, snapshot: cpuOnlyFleet(), fileSizes, addedAs: [], gpuMemoryUtilization: 0.9 });
     expect(small.runs_on).toEqual({ profile: "cpu", node: "cpu-node", cards: [], gpu_class: null });
+  });
+
+  it("sizes the ComfyUI presets by the files their workflows load, as the hub publishes them", () => {
+    expect(comfyPresets.map((preset) => preset.name).sort()).toEqual(["flux1-schnell", "hunyuan3d-2"]);
+    for (const preset of comfyPresets) {
+      const published = presetComfyFiles.filter((file) => comfyFileSources(preset).some((source) => source.endsWith(`/${file.path}`))).reduce((sum, file) => sum + file.bytes, 0);
+      const view = presetView(preset, { facts, fileSizes, snapshot: demoFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+      expect(view.profiles[0], preset.name).toMatchObject({ engine: "comfyui", weights_bytes: published, bytes_per_card: published, unreadable: null });
+      expect(view.runs_on, preset.name).toMatchObject({ profile: "gpu", cards: [expect.any(Number)] });
+    }
+  });
+
+  it("says a ComfyUI preset does not fit a card smaller than its files, and why", () => {
+    const flux = presets.find((candidate) => candidate.name === "flux1-schnell") as Preset;
+    const small: Snapshot = {
+      nodes: [{ name: "small-node", schedulable: true, engines: ["comfyui"], cards: [{ index: 0, gpuClass: "rtx4080", memoryBytes: 16 * GiB, fabric: "pcie" }], memoryBytes: 64 * GiB, cpuCores: 16 }],
+      replicas: [],
+    };
+    const view = presetView(flux, { facts, fileSizes, snapshot: small, addedAs: [], gpuMemoryUtilization: 0.9 });
+    expect(view.runs_on).toBeNull();
+    expect(view.why_not).toBe("0 of 1 node: 1 has 14.4 GiB usable per card and needs 16.0 GiB");
+    const noComfy: Snapshot = { ...demoFleet(), nodes: demoFleet().nodes.map((node) => ({ ...node, engines: ["vllm", "llamacpp"] })) };
+    expect(presetView(flux, { facts, fileSizes, snapshot: noComfy, addedAs: [], gpuMemoryUtilization: 0.9 }).why_not).toContain("comfyui");
+  });
+
+  it("says a ComfyUI file cannot be read, naming it, and leaves the size unknown", () => {
+    const flux = presets.find((candidate) => candidate.name === "flux1-schnell") as Preset;
+    const source = comfyFileSources(flux)[0] as string;
+    const view = presetView(flux, { facts, fileSizes: new Map([[source, { unreadable: "404: no such file" }]]), snapshot: demoFleet(), addedAs: [], gpuMemoryUtilization: 0.9 });
+    expect(view.profiles[0]).toMatchObject({ weights_bytes: null, bytes_per_card: null, unreadable: `${source}: 404: no such file` });
   });
 
   it("says a preset's source cannot be read, and still lists the preset", () => {
     const preset = presets.find((candidate) => candidate.name === "qwen2.5-7b-instruct") as Preset;
-    const view = presetView(preset, { facts: new Map([["hf://Qwen/Qwen2.5-7B-Instruct", { unreadable: "hub unreachable" }]]), snapshot: demoFleet(), addedAs: ["chat"], gpuMemoryUtilization: 0.9 });
+    const view = presetView(preset, { facts: new Map([["hf://Qwen/Qwen2.5-7B-Instruct", { unreadable: "hub unreachable" }]]), fileSizes, snapshot: demoFleet(), addedAs: ["chat"], gpuMemoryUtilization: 0.9 });
     expect(view.profiles[0]).toMatchObject({ unreadable: "hub unreachable", weights_bytes: null, bytes_per_card: null });
     expect(view.added_as).toEqual(["chat"]);
   });

@@ -48,6 +48,7 @@ export const errorCodes = {
   canary_not_found: "The model has no canary running to set a gate on, promote or abort.",
   agent_unreachable: "The server could not reach a node agent at the control address it reported.",
   heads_not_divisible: "Tensor parallel over that many cards cannot split the model's attention: the count must divide the attention heads and divide (or be a multiple of) the KV heads; the message names both.",
+  comfy_workflow_source: "The source is a ComfyUI preset's repository: such a model is a workflow and its files, not one checkpoint to plan; add it with `ctl model add PRESET`.",
   does_not_fit: "No candidate fits the model at the requested context; the message says what is short and by how much.",
   architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",
   source_unreadable: "A model source (HF id, mirror URL, local folder or GGUF file) could not be read; the message says which file and why.",

@@ -63,6 +63,7 @@ export const statusForCode: Record<ErrorCode, number> = {
   queue_full: 429,
   upstream_failed: 502,
   gateway_shutting_down: 503,
+  comfy_workflow_source: 400,
   does_not_fit: 422,
   heads_not_divisible: 400,
   architecture_field_missing: 422,

@@ -387,7 +387,7 @@ export interface PresetProfileView {
   gpu_class: string | null;
   gpus: number;
   quantization: string | null;
-  /** The weights' size as the planner counted them from the checkpoint's own headers; null when the source could not be read. */
+  /** The weights' size as the planner counted them from the checkpoint's own headers (a ComfyUI profile: the sum of its workflow's files); null when a source could not be read. */
   weights_bytes: number | null;
   /** GPU profiles: what each card must hold (weights, runtime, KV cache at the preset's context). */
   bytes_per_card: number | null;

@@ -18,6 +18,8 @@ export interface PresetFleet {
 export interface PresetSettings {
   /** Reads a source's config and weight headers through the server's hub endpoint, token and mirror. */
   readonly readFacts: (source: string) => Promise<ModelFacts>;
+  /** The size of one file a ComfyUI workflow loads, asked the way the source check asks it. */
+  readonly readFileSize: (source: string) => Promise<number>;
   readonly gpuMemoryUtilization: number;
 }
 
@@ -30,6 +32,7 @@ export interface PresetSettings {
  */
 export class PresetService {
   private readonly facts = new Map<string, Promise<ModelFacts>>();
+  private readonly fileSizes = new Map<string, Promise<number>>();
 
   constructor(
     private readonly presets: () => readonly Preset[],
@@ -41,21 +44,18 @@ export class PresetService {
   async list(): Promise<PresetView[]> {
     const presets = this.presets();
     const sources = [...new Set(presets.flatMap((preset) => (preset.model.profiles ?? []).filter(plannerReads).map((profile) => profile.source)))];
-    const read = await Promise.all(
-      sources.map(async (source) => {
-        try {
-          return [source, await this.read(source)] as const;
-        } catch (error) {
-          return [source, { unreadable: error instanceof Error ? error.message : String(error) }] as const;
-        }
-      }),
-    );
+    const comfyFiles = [...new Set(presets.flatMap((preset) => (preset.model.profiles ?? []).flatMap((profile) => (profile.comfy?.files ?? []).map((file) => file.source))))];
+    const [read, sized] = await Promise.all([
+      Promise.all(sources.map((source) => readOrWhy(source, () => cachedRead(this.facts, source, this.settings.readFacts)))),
+      Promise.all(comfyFiles.map((source) => readOrWhy(source, () => cachedRead(this.fileSizes, source, this.settings.readFileSize)))),
+    ]);
     const [models, nodes, replicas] = await Promise.all([this.catalog.list(), this.fleet?.listNodes() ?? [], this.fleet?.listReplicas() ?? []]);
     const snapshot = snapshotFromViews(nodes, replicas, models);
     const facts: SourceFacts = new Map<string, ModelFacts | { readonly unreadable: string }>(read);
     return presets.map((preset) =>
       presetView(preset, {
         facts,
+        fileSizes: new Map(sized),
         snapshot,
         addedAs: models.filter((model) => model.entry.preset === preset.name).map((model) => model.name),
         gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
@@ -108,14 +108,24 @@ export class PresetService {
     }
     return preset;
   }
+}
 
-  private read(source: string): Promise<ModelFacts> {
-    let reading = this.facts.get(source);
-    if (!reading) {
-      reading = this.settings.readFacts(source);
-      this.facts.set(source, reading);
-      reading.catch(() => this.facts.delete(source));
-    }
-    return reading;
+/** One read per source, kept once it succeeds; a failed one is forgotten so the next listing tries again. */
+function cachedRead<T>(cache: Map<string, Promise<T>>, source: string, read: (source: string) => Promise<T>): Promise<T> {
+  let reading = cache.get(source);
+  if (!reading) {
+    reading = read(source);
+    cache.set(source, reading);
+    reading.catch(() => cache.delete(source));
+  }
+  return reading;
+}
+
+/** A read's answer, or why it failed, so one unreadable source does not hide the other presets. */
+async function readOrWhy<T>(source: string, read: () => Promise<T>): Promise<readonly [string, T | { readonly unreadable: string }]> {
+  try {
+    return [source, await read()] as const;
+  } catch (error) {
+    return [source, { unreadable: error instanceof Error ? error.message : String(error) }] as const;
   }
 }

@@ -1,4 +1,4 @@
-import { resolveModel } from "../catalog/catalog-model.js";
+import { resolveModel, type ResolvedProfile } from "../catalog/catalog-model.js";
 import type { Preset } from "../catalog/presets/preset-schema.js";
 import { demandBytesPerCard, demandProfile, placeReplicas, type Snapshot } from "../placement/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
@@ -16,8 +16,45 @@ export function plannerReads(profile: { readonly engine: string }): boolean {
 /** What the planner read of each source: its facts, or why it could not read them. */
 export type SourceFacts = ReadonlyMap<string, ModelFacts | { readonly unreadable: string }>;
 
+/** The size of each ComfyUI file the presets load, or why it could not be read. */
+export type FileSizes = ReadonlyMap<string, number | { readonly unreadable: string }>;
+
+/**
+ * A ComfyUI profile's size: the sum of its workflow's files. That sum is
+ * also what its card must hold: ComfyUI's default (normal VRAM) mode keeps
+ * every loaded model of the workflow on the card, and a card that cannot
+ * hold them makes it offload to host memory, many times slower; the
+ * activations on top are small beside them at the presets' image sizes.
+ * Unknown (with the first reason) when any file could not be read.
+ */
+function comfyFilesBytes(files: readonly { readonly source: string }[], sizes: FileSizes): { bytes: number | null; unreadable: string | null } {
+  let bytes = 0;
+  for (const file of files) {
+    const size = sizes.get(file.source);
+    if (size === undefined) return { bytes: null, unreadable: null };
+    if (typeof size !== "number") return { bytes: null, unreadable: `${file.source}: ${size.unreadable}` };
+    bytes += size;
+  }
+  return { bytes, unreadable: null };
+}
+
+/** What a profile's view says whoever reads its weights. */
+function profileBasics(profile: ResolvedProfile) {
+  return {
+    name: profile.name,
+    engine: profile.engine,
+    source: profile.source,
+    gpu_class: profile.gpu_class ?? null,
+    gpus: profile.gpus,
+    quantization: profile.quantization ?? null,
+    memory_bytes: profile.memory_gb !== undefined ? Math.round(profile.memory_gb * 1024 ** 3) : null,
+    cpu_cores: profile.cpu_cores ?? null,
+  } satisfies Partial<PresetProfileView>;
+}
+
 export interface PresetViewInput {
   readonly facts: SourceFacts;
+  readonly fileSizes: FileSizes;
   /** The live fleet, with what its replicas hold. */
   readonly snapshot: Snapshot;
   /** Catalog models added from this preset. */
@@ -38,19 +75,16 @@ export function presetView(preset: Preset, input: PresetViewInput): PresetView {
     const read = plannerReads(profile) ? input.facts.get(profile.source) : undefined;
     const facts = read && "architecture" in read ? read : undefined;
     const onCpu = profile.gpus === 0;
+    if (profile.engine === "comfyui") {
+      const files = comfyFilesBytes(profile.comfy?.files ?? [], input.fileSizes);
+      return { ...profileBasics(profile), weights_bytes: files.bytes, bytes_per_card: onCpu ? null : files.bytes, planned_memory_bytes: onCpu ? files.bytes : null, unreadable: files.unreadable };
+    }
     return {
-      name: profile.name,
-      engine: profile.engine,
-      source: profile.source,
-      gpu_class: profile.gpu_class ?? null,
-      gpus: profile.gpus,
-      quantization: profile.quantization ?? null,
+      ...profileBasics(profile),
       weights_bytes: facts ? facts.checkpoint.bytes : null,
       bytes_per_card: facts && !onCpu ? (demandBytesPerCard(facts, profile, context) ?? null) : null,
       // A CPU replica holds what one llama.cpp rank would: the weights, the runtime and every slot's KV cache.
       planned_memory_bytes: facts && onCpu && profile.engine === "llamacpp" ? (demandBytesPerCard(facts, { ...profile, gpus: 1 }, context) ?? null) : null,
-      memory_bytes: profile.memory_gb !== undefined ? Math.round(profile.memory_gb * 1024 ** 3) : null,
-      cpu_cores: profile.cpu_cores ?? null,
       unreadable: read && "unreadable" in read ? read.unreadable : null,
     };
   });

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { modelNameSchema } from "../../catalog/schema.js";
 import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
+import { readFileSize } from "../../plan/read-file-size.js";
 import { readModelSource } from "../../plan/read-model-source.js";
 import { PresetService, type PresetFleet } from "../../services/preset-service.js";
 import type { CatalogService } from "../../services/catalog-service.js";
@@ -28,6 +29,11 @@ export function registerPresetRoutes(app: FastifyInstance, catalog: CatalogServi
     readFacts: (source) => {
       const hubToken = plan.hubToken();
       return readModelSource(source, { hubEndpoint: plan.hubEndpoint, ...(hubToken ? { hubToken } : {}) });
+    },
+    // The source check's own reader: the size `ctl model add` will print is the one listed.
+    readFileSize: (source) => {
+      const hubToken = plan.hubToken();
+      return readFileSize(source, { hubEndpoint: plan.hubEndpoint, ...(hubToken ? { hubToken } : {}), ...(plan.mirror !== undefined ? { mirror: plan.mirror } : {}) });
     },
     gpuMemoryUtilization: plan.gpuMemoryUtilization,
   });

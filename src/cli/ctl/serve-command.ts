@@ -2,6 +2,8 @@ import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { stringify } from "yaml";
 import { parseDuration } from "../../catalog/duration.js";
+import { comfyPresetForSource } from "../../catalog/presets/comfy-preset-for-source.js";
+import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
 import { modelClasses, type ModelClass } from "../../catalog/schema.js";
 import { DomainError } from "../../errors/domain-error.js";
 import { formatContext, formatGiB, renderPlanTable, type Plan, type PlanCandidate } from "../../plan/index.js";
@@ -59,6 +61,15 @@ export function registerServeCommand(ctl: Command): void {
     .action(async (written: string, options: ServeOptions, command: Command) => {
       // A relative path means this shell's folder: the server, and later the agents, would read it against their own.
       const source = /^\.\.?\//.test(written) ? path.resolve(written) : written;
+      // A ComfyUI model is a workflow and its files: there is no one checkpoint in its repository to plan.
+      const comfyPreset = comfyPresetForSource(source, shippedPresets());
+      if (comfyPreset) {
+        throw new DomainError(
+          "comfy_workflow_source",
+          `${source} is the ComfyUI preset ${comfyPreset.name}'s model: a workflow and the files it loads, not one checkpoint to plan; nothing was added`,
+          `Add it as the preset: \`llmgw ctl model add ${comfyPreset.name}\` (\`llmgw ctl model presets\` says whether it fits).`,
+        );
+      }
       const json = ctlOptions(command).json === true;
       const client = apiClient(ctlOptions(command));
       const query = new URLSearchParams({ source });
