@@ -1,15 +1,15 @@
 import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
 import { redactUrl } from "../catalog/redact.js";
-import { engineNames, type EngineName } from "../catalog/schema.js";
 import { sourceForAgents } from "../catalog/weights-source.js";
 import { DomainError } from "../errors/domain-error.js";
-import { hostingProfiles, type DemandProfile, type Snapshot } from "../placement/index.js";
+import { hostingProfiles, type DemandProfile } from "../placement/index.js";
 import type { FetchStatus } from "../protocol/agent-protocol.js";
 import type { PullNodeView, PullSkippedView, PullSourceView, PullView } from "../protocol/pull-views.js";
 import type { NodeView } from "../protocol/views.js";
 import { fetchesOnAgent, startFetchOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
 import type { FleetService } from "./fleet-service.js";
+import { snapshotFromViews } from "./snapshot-from-views.js";
 
 export interface PullSettings {
   /** server.yaml's `mirror`, which `mirror:path` sources resolve against before an agent is asked. */
@@ -30,26 +30,7 @@ interface PullTarget {
   readonly sources: readonly PullSource[];
 }
 
-const isEngine = (engine: string): engine is EngineName => (engineNames as readonly string[]).includes(engine);
 
-/** The fleet as placement's filters read it; a node that takes nothing new (lost, settling, cordoned, draining) says why. */
-function snapshotOf(nodes: readonly NodeView[]): Snapshot {
-  return {
-    nodes: nodes.map((node) => {
-      const unschedulable = node.state !== "ready" ? node.state : node.draining ? "draining" : node.cordoned ? "cordoned" : undefined;
-      return {
-        name: node.name,
-        schedulable: unschedulable === undefined,
-        ...(unschedulable !== undefined ? { unschedulableReason: unschedulable } : {}),
-        engines: node.engines.filter(isEngine),
-        cards: node.gpus.map((gpu) => ({ index: gpu.index, gpuClass: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric })),
-        memoryBytes: node.memory_bytes,
-        cpuCores: node.cpu_cores,
-      };
-    }),
-    replicas: [],
-  };
-}
 
 function sourceView(source: PullSource, status: FetchStatus | undefined, unknownReason: string): PullSourceView {
   return {
@@ -135,7 +116,8 @@ export class PullService {
     const allNodes = await this.fleet.listNodes();
     if (nodeName !== undefined) await this.fleet.getNode(nodeName);
     const nodes = nodeName === undefined ? allNodes : allNodes.filter((node) => node.name === nodeName);
-    const hosting = hostingProfiles(snapshotOf(nodes), this.settings.demandProfiles(model), this.settings.gpuMemoryUtilization);
+    // No replicas: the whole node, as if nothing ran there. A pull readies a node for the model, whatever holds its cards today.
+    const hosting = hostingProfiles(snapshotFromViews(nodes, [], []), this.settings.demandProfiles(model), this.settings.gpuMemoryUtilization);
     const targets: PullTarget[] = [];
     const skipped: PullSkippedView[] = [];
     hosting.forEach((host, index) => {
