@@ -19,6 +19,19 @@ describe("ArmStats", () => {
     expect(summariseSlots(stats.slots("m", "stable", 998 * armSlotMs)).requests).toBe(2);
   });
 
+  it("never counts an earlier canary's requests for one that began in the same slot", () => {
+    const stats = new ArmStats();
+    // A failing canary ends at 1 s; the next begins at 2 s, inside the same 5 s slot.
+    for (let index = 0; index < 10; index += 1) stats.record("m", "canary", 1, true, 1000);
+    stats.startEpoch("m", 2000);
+    for (let index = 0; index < 4; index += 1) stats.record("m", "canary", 1, false, 3000);
+    stats.record("m", "stable", 1, false, 3000);
+    expect(summariseSlots(stats.slots("m", "canary", 2000, 2000))).toEqual({ requests: 4, errors: 0, p95_ms: 5 });
+    expect(summariseSlots(stats.slots("m", "stable", 2000, 2000)).requests).toBe(1);
+    // Without the canary's start, the shared slot's older errors would be read.
+    expect(summariseSlots(stats.slots("m", "canary", 2000)).errors).toBe(10);
+  });
+
   it("has no p95 without requests", () => {
     expect(summariseSlots([])).toEqual({ requests: 0, errors: 0, p95_ms: null });
   });

@@ -26,12 +26,25 @@ const slotsKept = 720;
  */
 export class ArmStats {
   readonly #slots = new Map<string, ArmSlot[]>();
+  /** Per model and arm, when its current canary began here: no slot spans two canaries. */
+  readonly #epochs = new Map<string, number>();
+
+  /**
+   * A canary began for `model`: both arms start new slots now, so the counts
+   * of a canary started seconds after another ended never hold the earlier
+   * one's requests (a gate would otherwise abort a good canary on its
+   * predecessor's errors).
+   */
+  startEpoch(model: string, nowMs: number): void {
+    this.#epochs.set(`${model}\u0000canary`, nowMs);
+    this.#epochs.set(`${model}\u0000stable`, nowMs);
+  }
 
   record(model: string, arm: Arm, latencyMs: number, error: boolean, nowMs: number): void {
     const key = `${model}\u0000${arm}`;
     let slots = this.#slots.get(key);
     if (!slots) this.#slots.set(key, (slots = []));
-    const start = nowMs - (nowMs % armSlotMs);
+    const start = Math.max(nowMs - (nowMs % armSlotMs), this.#epochs.get(key) ?? 0);
     let slot = slots[slots.length - 1];
     if (slot?.start !== start) {
       slot = { start, requests: 0, errors: 0, latency: new Array<number>(latencyBoundsMs.length + 1).fill(0) };
@@ -45,9 +58,11 @@ export class ArmStats {
     slot.latency[index] = (slot.latency[index] ?? 0) + 1;
   }
 
-  /** The slots of one model's arm that start at or after `sinceMs`, copied. */
-  slots(model: string, arm: Arm, sinceMs: number): ArmSlot[] {
-    return (this.#slots.get(`${model}\u0000${arm}`) ?? []).filter((slot) => slot.start + armSlotMs > sinceMs).map((slot) => ({ ...slot, latency: [...slot.latency] }));
+  /** The slots of one model's arm that end after `sinceMs` and start at or after `notBeforeMs` (the canary's start), copied. */
+  slots(model: string, arm: Arm, sinceMs: number, notBeforeMs = 0): ArmSlot[] {
+    return (this.#slots.get(`${model}\u0000${arm}`) ?? [])
+      .filter((slot) => slot.start + armSlotMs > sinceMs && slot.start >= notBeforeMs)
+      .map((slot) => ({ ...slot, latency: [...slot.latency] }));
   }
 
   /** Every model's and arm's slots that start at or after `sinceMs`, as a gateway reports them. */

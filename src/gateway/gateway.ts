@@ -142,6 +142,10 @@ export class Gateway {
   }
 
   swap(table: RoutingTable): void {
+    // A canary that appears in this table begins now here: its counts start in slots of their own.
+    for (const model of table.models) {
+      if (model.canary_weight !== undefined && this.state.current.model(model.name)?.canary_weight === undefined) this.arms.startEpoch(model.name, Date.now());
+    }
     this.state.swap(table);
   }
 

@@ -35,9 +35,9 @@ export function startCanaries(
     store,
     catalog,
     replicas: (model) => fleet.listReplicas({ model }),
-    counts: async (model, arm, sinceMs) => {
-      const reported = await listArmSlots(store.db, { model, arm, sinceMs, exceptGateway: ownId });
-      return summariseSlots([...gateway.arms.slots(model, arm, sinceMs), ...reported]);
+    counts: async (model, arm, sinceMs, notBeforeMs) => {
+      const reported = await listArmSlots(store.db, { model, arm, sinceMs, notBeforeMs, exceptGateway: ownId });
+      return summariseSlots([...gateway.arms.slots(model, arm, sinceMs, notBeforeMs), ...reported]);
     },
     wake: () => reconciler.wake(),
   });

@@ -32,7 +32,8 @@ export interface CanaryParts {
   readonly catalog: CatalogService;
   readonly replicas: (model: string) => Promise<ReplicaView[]>;
   /** An arm's counts since a time: this server's gateway's own, with what other gateways reported. */
-  readonly counts: (model: string, arm: ArmName, sinceMs: number) => Promise<ArmCounts>;
+  /** Counts over slots ending after `sinceMs` that began at or after `notBeforeMs` (the canary's start). */
+  readonly counts: (model: string, arm: ArmName, sinceMs: number, notBeforeMs: number) => Promise<ArmCounts>;
   /** Asks the reconciler for a pass soon (it acts on a requested promotion or abort at the start of its pass). */
   readonly wake: () => void;
   readonly now?: () => number;
@@ -176,7 +177,7 @@ export class CanaryService {
       else if (row.state === "aborting") await this.abort(row, row.decision ?? "aborted by hand", { token: row.ended_by ?? "unknown", user: null }, nowMs);
       else if (row.state === "running" && row.min_requests !== null && row.window_ms !== null) {
         const startedMs = Date.parse(row.started_at);
-        const counts = await this.parts.counts(row.model, "canary", Math.max(startedMs, nowMs - row.window_ms));
+        const counts = await this.parts.counts(row.model, "canary", Math.max(startedMs, nowMs - row.window_ms), startedMs);
         const verdict = canaryVerdict({ maxErrorRate: row.max_error_rate, maxP95Ms: row.max_p95_ms, minRequests: row.min_requests, windowMs: row.window_ms }, counts, nowMs - startedMs);
         if (verdict.decision === "promote") await this.promote({ ...row, ended_by: "gate" }, `promoted by its gate: ${verdict.reason}`, gateActor, nowMs);
         if (verdict.decision === "abort") await this.abort({ ...row, ended_by: "gate" }, `aborted by its gate: ${verdict.reason}`, gateActor, nowMs);
@@ -249,7 +250,7 @@ export class CanaryService {
   private async numbers(row: CanaryRow): Promise<string> {
     const since = Date.parse(row.started_at);
     const describe = async (arm: ArmName) => {
-      const counts = await this.parts.counts(row.model, arm, since);
+      const counts = await this.parts.counts(row.model, arm, since, since);
       return `${arm} ${counts.errors}/${counts.requests} errors${counts.p95_ms === null ? "" : `, p95 ${counts.p95_ms} ms`}`;
     };
     return `${await describe("canary")}; ${await describe("stable")}`;
@@ -259,7 +260,7 @@ export class CanaryService {
     const since = Date.parse(row.started_at);
     const replicas = await this.parts.replicas(row.model);
     const arm = async (name: ArmName): Promise<ArmView> => {
-      const counts = await this.parts.counts(row.model, name, since);
+      const counts = await this.parts.counts(row.model, name, since, since);
       const ready = replicas.filter((replica) => replica.state === "ready" && (replica.arm === "canary") === (name === "canary")).length;
       return { ...counts, error_rate: counts.requests === 0 ? null : counts.errors / counts.requests, ready_replicas: ready };
     };

@@ -29,7 +29,7 @@ export async function putArmSlots(db: Kysely<Database>, gateway: string, slots: 
 /** Every gateway's slots for one model's arm since a time, except `exceptGateway`'s (counted in memory by the caller). */
 export async function listArmSlots(
   db: Kysely<Database>,
-  filter: { model: string; arm: string; sinceMs: number; exceptGateway: string },
+  filter: { model: string; arm: string; sinceMs: number; notBeforeMs: number; exceptGateway: string },
 ): Promise<{ requests: number; errors: number; latency: number[] }[]> {
   const rows = await db
     .selectFrom("arm_counts")
@@ -39,6 +39,8 @@ export async function listArmSlots(
     .where("gateway", "!=", filter.exceptGateway)
     // A slot that started up to 5 s before `since` holds requests after it.
     .where("slot_start", ">", new Date(filter.sinceMs - 5000).toISOString())
+    // A slot that started before the canary holds an earlier canary's requests.
+    .where("slot_start", ">=", new Date(filter.notBeforeMs).toISOString())
     .execute();
   return rows.map((row) => ({ requests: Number(row.requests), errors: Number(row.errors), latency: parseLatency(row.latency) }));
 }

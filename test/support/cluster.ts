@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import OpenAI from "openai";
+import { findMarkedProcesses } from "../../src/agent/find-marked-processes.js";
 import type { EventView, ModelView, NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { ctlAgainst, ctlOutput, freePort, llmgwBin, startServerProcess, type ServerProcess } from "./processes.js";
 import { temporaryDirectory } from "./temporary-directory.js";
@@ -111,6 +112,21 @@ export class Cluster {
   async close(): Promise<void> {
     for (const child of this.agents.values()) killGroup(child.pid);
     for (const pid of this.enginePids) killGroup(pid);
+    // Engines started since the last replica list (a canary's, a surge's) are found by the marker every engine
+    // carries, naming its agent's folder: killing an agent leaves its engines running by design.
+    for (const name of this.agents.keys()) {
+      const folder = path.join(this.directory, name);
+      const marked = existsSync(folder) ? await findMarkedProcesses(realpathSync(folder)) : undefined;
+      for (const engine of marked ?? []) {
+        killGroup(engine.pid);
+        // A forked child of an engine is not a group leader: kill it by its own pid too.
+        try {
+          process.kill(engine.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+    }
     await this.server?.stop();
   }
 }
