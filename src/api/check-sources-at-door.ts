@@ -4,7 +4,7 @@ import { redactUrl } from "../catalog/redact.js";
 import { checkEntrySources } from "../plan/check-sources.js";
 import { serverHubSettings } from "../plan/model-files.js";
 import type { SourceCheckedView } from "../protocol/views.js";
-import type { PlanSettings } from "./routes/plan.js";
+import { serverReadOptions, type PlanSettings } from "./routes/plan.js";
 
 /**
  * `?source_check=false`: the caller knows the server cannot read the source
@@ -23,12 +23,6 @@ export const sourceCheckQuery = z.strictObject({
  * minutes later. Answers what it read, for the person to see the sizes.
  */
 export async function checkSourcesAtDoor(entry: ModelEntry, settings: PlanSettings): Promise<SourceCheckedView[]> {
-  const token = settings.hubToken();
-  const checked = await checkEntrySources(entry, {
-    hubEndpoint: settings.hubEndpoint,
-    ...(token ? { hubToken: token } : {}),
-    ...(settings.mirror !== undefined ? { mirror: settings.mirror } : {}),
-    hubSettings: serverHubSettings,
-  });
+  const checked = await checkEntrySources(entry, { ...serverReadOptions(settings), hubSettings: serverHubSettings });
   return checked.map((source) => ({ where: source.where, source: redactUrl(source.source), bytes: source.bytes ?? null, summary: source.summary }));
 }

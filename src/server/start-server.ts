@@ -26,7 +26,7 @@ import { ModelChangeService } from "../services/model-change-service.js";
 import { modelStatusSource } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { throttleDemand } from "../gateway/throttle-demand.js";
-import type { PlanSettings } from "../api/routes/plan.js";
+import { serverReadOptions, type PlanSettings } from "../api/routes/plan.js";
 import { checkDeclaredSources } from "./check-declared-sources.js";
 import { registerPullRoutes } from "../api/routes/pull.js";
 import { PullService } from "../services/pull-service.js";
@@ -117,11 +117,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       gpuMemoryUtilization: config.gpuMemoryUtilization,
       mirror: config.mirror,
     };
-    // The token is read at each use, so a rotated one needs no restart.
-    const hubReading = () => {
-      const token = hubToken();
-      return { hubEndpoint: config.huggingface.endpoint, ...(token ? { hubToken: token } : {}), ...(config.mirror !== undefined ? { mirror: config.mirror } : {}) };
-    };
+    const hubReading = () => serverReadOptions(sourceSettings);
     const readFacts = (source: string) => readModelSource(source, hubReading());
     const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, readFacts);
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { parseQuery } from "../parse-body.js";
 import type { InventoryNode } from "../../fleet/pools.js";
-import { planSource } from "../../plan/index.js";
+import { planSource, type ReadModelSourceOptions } from "../../plan/index.js";
 import { parseTokenCount } from "../../plan/format.js";
 
 /** The live fleet, as the planner reads it; empty until nodes join. */
@@ -17,6 +17,17 @@ export interface PlanSettings {
   readonly gpuMemoryUtilization: number;
   /** server.yaml's `mirror`, which `mirror:path` sources resolve against. */
   readonly mirror?: string | undefined;
+}
+
+/**
+ * What a reader of models on the server is given: the hub endpoint, the token
+ * as the environment holds it now (so a rotated token needs no restart), and
+ * the mirror. One place, so the plan, the source check, the presets, the
+ * reconciler and the version and adapter checks read a source alike.
+ */
+export function serverReadOptions(settings: PlanSettings): ReadModelSourceOptions {
+  const hubToken = settings.hubToken();
+  return { hubEndpoint: settings.hubEndpoint, ...(hubToken ? { hubToken } : {}), ...(settings.mirror !== undefined ? { mirror: settings.mirror } : {}) };
 }
 
 const planQuery = z.strictObject({

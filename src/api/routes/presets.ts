@@ -6,7 +6,7 @@ import { readFileSize } from "../../plan/read-file-size.js";
 import { readModelSource } from "../../plan/read-model-source.js";
 import { PresetService, type PresetFleet } from "../../services/preset-service.js";
 import type { CatalogService } from "../../services/catalog-service.js";
-import type { PlanSettings } from "./plan.js";
+import { serverReadOptions, type PlanSettings } from "./plan.js";
 import { requireActor } from "../access.js";
 import { modelView } from "../model-view.js";
 import { parseBody, parseQuery } from "../parse-body.js";
@@ -26,15 +26,9 @@ const addBody = z.strictObject({ name: modelNameSchema.optional() });
 export function registerPresetRoutes(app: FastifyInstance, catalog: CatalogService, fleet: PresetFleet | undefined, plan: PlanSettings): void {
   const presets = new PresetService(shippedPresets, catalog, fleet, {
     // The plan's own reader and settings: a preset needs what `ctl model plan` says of its source.
-    readFacts: (source) => {
-      const hubToken = plan.hubToken();
-      return readModelSource(source, { hubEndpoint: plan.hubEndpoint, ...(hubToken ? { hubToken } : {}) });
-    },
+    readFacts: (source) => readModelSource(source, serverReadOptions(plan)),
     // The source check's own reader: the size `ctl model add` will print is the one listed.
-    readFileSize: (source) => {
-      const hubToken = plan.hubToken();
-      return readFileSize(source, { hubEndpoint: plan.hubEndpoint, ...(hubToken ? { hubToken } : {}), ...(plan.mirror !== undefined ? { mirror: plan.mirror } : {}) });
-    },
+    readFileSize: (source) => readFileSize(source, serverReadOptions(plan)),
     gpuMemoryUtilization: plan.gpuMemoryUtilization,
   });
   const readOnlyRefusal = {
