@@ -192,6 +192,13 @@ describe("canaries with a server and two simulated agents as real processes", ()
     expect(second.stderr).toContain("llmgw ctl model promote tiny");
     await expect(cluster.api("POST", "/api/v1/models/tiny/canary", { to: "v3", weight: 0 })).rejects.toThrow(/400.*weight: a percentage above 0 and at most 100/);
     await expect(cluster.api("POST", "/api/v1/models/tiny/canary", { to: "v3/x", weight: 5 })).rejects.toThrow(/400.*to: a revision/);
+    // A gateway's per-arm report is outside input: a malformed one is refused whole, naming the field, and counts nothing.
+    const before = (await canary()).arms.canary.requests;
+    await expect(
+      cluster.api("POST", "/api/v1/gateway/arms", { gateway: "g-1", slots: [{ model: "tiny", arm: "blue", start: 0, requests: 5, errors: 0, latency: [] }] }),
+    ).rejects.toThrow(/400.*slots\[0\]\.arm/);
+    await expect(cluster.api("POST", "/api/v1/gateway/arms", { gateway: "g-1", slots: [{ model: "tiny", arm: "canary", start: 0, requests: -1, errors: 0, latency: [] }] })).rejects.toThrow(/400/);
+    expect((await canary()).arms.canary.requests).toBe(before);
     await expect(cluster.api("POST", "/api/v1/models/nothing/canary", { to: "v3", weight: 5 })).rejects.toThrow(/404.*model_not_found/);
     await expect(cluster.api("POST", "/api/v1/models/tiny/canary/gate", { min_requests: 5 })).rejects.toThrow(/400.*a gate needs a limit/);
     // A model whose weights come from a path has no revision to move to; one at the revision already, and an external one, are refused too.
