@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
-import type { Dispatcher } from "undici";
+import type { UpstreamController, UpstreamHandler } from "./upstream-dispatcher.js";
 import type { GatewayLog } from "./gateway.js";
 import { SseUsageFilter } from "./sse-usage-filter.js";
 import { UpstreamError } from "./upstream-error.js";
@@ -46,11 +46,11 @@ export interface ProxiedAnswerOptions {
  * After that nothing is retried: a cut JSON answer cuts the connection (it
  * must not look whole), a cut stream ends with an SSE error event.
  */
-export class ProxiedAnswer implements Dispatcher.DispatchHandler {
+export class ProxiedAnswer implements UpstreamHandler {
   readonly done: Promise<ProxiedOutcome>;
   #resolve!: (outcome: ProxiedOutcome) => void;
   #reject!: (error: UpstreamError) => void;
-  #controller: Dispatcher.DispatchController | undefined;
+  #controller: UpstreamController | undefined;
   #status = 0;
   #headers: IncomingHttpHeaders = {};
   /** A status the client is not given (502/503, a refused provider key): the body is read and dropped, then `done` rejects. */
@@ -89,12 +89,12 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
     this.#controller?.resume();
   };
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onRequestStart(controller: UpstreamController): void {
     this.#controller = controller;
     if (this.#clientGone) controller.abort(new Error("the client closed its connection"));
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onResponseStart(_controller: UpstreamController, statusCode: number, headers: IncomingHttpHeaders): void {
     this.#status = statusCode;
     this.#headers = headers;
     const { upstream, refusedKeyVariable } = this.options;
@@ -112,7 +112,7 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(controller: UpstreamController, chunk: Buffer): void {
     if (this.#refusal || this.#clientGone) return;
     if (!this.#committed) this.#commit();
     const filter = this.#filter;
@@ -161,7 +161,7 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
     this.#succeed({ status: this.#status, usage: filter.usage, failed: this.#status >= 400 });
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+  onResponseError(_controller: UpstreamController, error: Error): void {
     if (this.#refusal) {
       this.#fail(this.#refusal);
       return;
@@ -204,7 +204,7 @@ export class ProxiedAnswer implements Dispatcher.DispatchHandler {
   }
 
   /** Writes with backpressure: a slow client pauses the upstream instead of filling memory. */
-  #write(controller: Dispatcher.DispatchController, chunk: Buffer | string): void {
+  #write(controller: UpstreamController, chunk: Buffer | string): void {
     const response = this.options.response;
     if (response.destroyed) return;
     if (!response.write(chunk)) {
