@@ -1,9 +1,11 @@
+import path from "node:path";
 import type { Command } from "commander";
 import { request } from "undici";
 import { z } from "zod";
 import { shippedPresets } from "../catalog/presets/shipped-presets.js";
 import { demoChatModel } from "../demo/demo-catalog.js";
 import { runDemo, type RunningDemo } from "../demo/run-demo.js";
+import { imageToMeshLine } from "./image-to-mesh-line.js";
 import { printedLlmgwCommand } from "./invocation.js";
 import { print, renderTable } from "./output.js";
 
@@ -90,7 +92,9 @@ function summary(demo: RunningDemo, checks: readonly string[]): string {
     `  ${llmgw} ctl model add flux1-schnell   # text to image through ComfyUI (simulated here), then:`,
     `    curl -s ${demo.url}/v1/images/generations -H 'content-type: application/json' -d '{"model": "flux1-schnell", "prompt": "a red fox in the snow", "size": "256x256"}'`,
     `  ${llmgw} ctl model add hunyuan3d-2     # image to 3D mesh, then:`,
-    `    curl -s -F image=@chair.png ${demo.url}/v1/llmgw/comfy/hunyuan3d-2 -o chair.glb`,
+    // The mesh goes beside the image, in the demo's folder: the line then works pasted in any folder
+    // (one the user cannot write to included) and never overwrites a chair.glb of theirs.
+    `    ${imageToMeshLine(demo.url, "hunyuan3d-2", demo.sampleImage, path.join(demo.dataDir, "chair.glb"))}`,
     `  ${llmgw} ctl model plan meta-llama/Llama-3.3-70B-Instruct   # does a 70B fit this fleet? (read from the demo's stand-in hub)`,
     `  ${llmgw} ctl scale qwen2.5-7b-instruct --min 2   # a second replica is placed by itself`,
     `  ${llmgw} ctl events --follow       # what the reconciler does: placed, started, ready, draining, stopped`,

@@ -15,6 +15,7 @@ import { shippedPresets } from "../catalog/presets/shipped-presets.js";
 import { demoNodes, demoPresets } from "./demo-catalog.js";
 import { startHubServer, type HubServer } from "./local-hub.js";
 import { writePresetCheckpoints } from "./preset-checkpoints.js";
+import { writeSampleImage } from "./write-sample-image.js";
 
 export interface DemoOptions {
   /** Where the server listens; when the default port is taken a free one is used instead. */
@@ -30,6 +31,8 @@ export interface RunningDemo {
   readonly token: string;
   readonly dataDir: string;
   readonly modelsDir: string;
+  /** An image in the data folder, absolute, for the printed image-to-3D line to upload. */
+  readonly sampleImage: string;
   readonly nodes: readonly NodeView[];
   readonly replicas: readonly ReplicaView[];
   /** Stops replicas, agents and server, in that order, and removes a temporary data folder. */
@@ -108,6 +111,7 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
   };
 
   try {
+    const sampleImage = await writeSampleImage(dataDir);
     // The demo has no internet, yet its models are presets with real hf:// sources: a stand-in hub
     // serves each source's real config.json and file layout with header-only weights, and the
     // server reads the hub there, so the planner and placement work on the real numbers.
@@ -165,7 +169,7 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       return replicas.every((replica) => gateway.state.current.hasReadyReplica(replica.model)) ? true : undefined;
     }, () => agentFailure(agents, dataDir));
     startingDone();
-    return { url: server.url, token, dataDir, modelsDir, nodes, replicas, stop };
+    return { url: server.url, token, dataDir, modelsDir, sampleImage, nodes, replicas, stop };
   } catch (error) {
     if (interrupted) {
       // The interrupt handler is stopping everything and will exit; do not report its own unwinding as a failure.

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, statSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { quoteForShell } from "./quote-for-shell.js";
 
 /**
  * Files that hold secrets or what leads to them (the database, the admin
@@ -63,8 +64,4 @@ export async function writePrivateFile(file: string, text: string): Promise<void
     await rm(temporary, { force: true });
     throw error;
   }
-}
-
-function quoteForShell(text: string): string {
-  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
 }

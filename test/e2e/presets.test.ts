@@ -1,12 +1,16 @@
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadPresets } from "../../src/catalog/presets/load-presets.js";
 import type { Preset } from "../../src/catalog/presets/preset-schema.js";
-import { simulatedPng } from "../../src/engines/sim/sim-images.js";
 import { shippedPresetsFolder } from "../../src/catalog/presets/shipped-presets.js";
 import type { ModelView, PresetView, ReplicaView } from "../../src/protocol/views.js";
 import { startDemoProcess, stopDemo, type DemoProcess } from "../support/demo-process.js";
 import { runCli, type CliResult } from "../support/processes.js";
+import { temporaryDirectory } from "../support/temporary-directory.js";
 
 describe("presets in the demo, through llmgw ctl", () => {
   let demo: DemoProcess;
@@ -159,18 +163,30 @@ describe("presets in the demo, through llmgw ctl", () => {
     expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([256, 128]);
   }, 120_000);
 
-  it("adds hunyuan3d-2, and turns an image into a mesh through the demo's /v1/llmgw/comfy", async () => {
+  it("adds hunyuan3d-2, and the demo's printed curl line, pasted as printed in any folder, turns its image into a mesh through /v1/llmgw/comfy", async () => {
     const added = await ctl("model", "add", "hunyuan3d-2");
     expect(added).toContain("Added hunyuan3d-2 from preset hunyuan3d-2.");
     expect(added).toContain("4.6 GiB (for models/checkpoints/)");
     const replica = await readyAndRouted("hunyuan3d-2");
     expect([replica.engine, replica.gpus.length]).toEqual(["comfyui", 1]);
+
+    // The line as the demo printed it: an image it wrote, and the mesh written beside it, both absolute.
+    const line = demo.output().split("\n").map((each) => each.trim()).find((each) => each.startsWith("curl ") && each.includes("/v1/llmgw/comfy/")) ?? "";
+    const [, image = "", endpoint, meshFile = ""] = /^curl -s -F image=@(\/\S+) (\S+) -o (\/\S+)$/.exec(line) ?? [];
+    expect(endpoint, line).toBe(`${demo.url}/v1/llmgw/comfy/hunyuan3d-2`);
+    const png = readFileSync(image);
+    expect([png.subarray(0, 8).toString("hex"), png.subarray(12, 16).toString("latin1")]).toEqual(["89504e470d0a1a0a", "IHDR"]);
+
+    // The gateway answers the printed image with a mesh, as a mesh.
     const form = new FormData();
-    form.set("image", new Blob([simulatedPng(48, 48, 3)], { type: "image/png" }), "chair.png");
-    const answer = await fetch(`${demo.url}/v1/llmgw/comfy/hunyuan3d-2`, { method: "POST", body: form });
+    form.set("image", new Blob([png], { type: "image/png" }), path.basename(image));
+    const answer = await fetch(endpoint as string, { method: "POST", body: form });
     expect(answer.status).toBe(200);
     expect(answer.headers.get("content-type")).toBe("model/gltf-binary");
-    const glb = Buffer.from(await answer.arrayBuffer());
+
+    // Pasted into a shell whose folder is not the demo's.
+    await promisify(execFile)("sh", ["-c", line], { cwd: temporaryDirectory("llmgw-pasted-"), timeout: 60_000 });
+    const glb = readFileSync(meshFile);
     // glTF binary: the magic "glTF", version 2, and the whole file's length in the header.
     expect([glb.subarray(0, 4).toString("latin1"), glb.readUInt32LE(4), glb.readUInt32LE(8)]).toEqual(["glTF", 2, glb.length]);
   }, 120_000);
