@@ -8,7 +8,7 @@ import { headerText } from "./header-text.js";
 import { comfyRouteFor } from "./comfy/comfy-route.js";
 
 /** Bodies OpenAI's API takes are small; long contexts of a million tokens are a few MB. */
-const gatewayBodyLimit = 32 * 1024 * 1024;
+export const gatewayBodyLimit = 32 * 1024 * 1024;
 
 const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
   ["/v1/chat/completions", "chat/completions"],

@@ -102,6 +102,18 @@ export class GatewayMetrics {
     aggregator: "max",
   });
 
+  /** Connections handed to node's HTTP server since the last scrape: a plain number, added to the counter at each scrape. */
+  handOffs = 0;
+  readonly frontHandOffs = new Counter({
+    name: "llmgw_gateway_front_handoffs_total",
+    help: "Connections the gateway's front gave to the general HTTP server, for a request that is not an OpenAI POST with a known length (GET /v1/models, the admin API, a chunked body, Expect: 100-continue)",
+    registers: [this.registry],
+    collect: () => {
+      this.frontHandOffs.inc(this.handOffs);
+      this.handOffs = 0;
+    },
+  });
+
   readonly #byModel = new Map<string, ModelCounts>();
 
   /** The model's children and counts, cached: names come from the catalog (or "unknown"), so the cache is bounded as the labels are. */

@@ -11,6 +11,7 @@ import { GatewayRefusal, type GatewayPolicy, type UsageRecord } from "./gateway-
 import { openPolicy } from "./open-policy.js";
 import { registerGatewayRoutes } from "./register-gateway-routes.js";
 import { gatewayServerFactory } from "./gateway-server-factory.js";
+import { routingModel } from "./testing/routing-model.js";
 
 const replicaKey = "llmgw_replica_test-key-0123456789abcdef";
 
@@ -26,21 +27,7 @@ async function simEngine(engine: "vllm" | "llamacpp", argv: string[], environmen
 }
 
 function model(name: string, replicas: { id: string; endpoint: string }[], extra: Partial<RoutingModel> = {}): RoutingModel {
-  return {
-    name,
-    context: null,
-    max_output: null,
-    fallbacks: [],
-    on_demand: false,
-    queue_timeout_ms: 30_000,
-    routing: "least",
-    engine: "vllm",
-    external: null,
-    tokenizer: null,
-    adapters: [],
-    replicas: replicas.map((replica) => ({ ...replica, node: "node-1", state: "ready" as const, api_key: replicaKey })),
-    ...extra,
-  };
+  return routingModel(name, { replicas: replicas.map((replica) => ({ ...replica, node: "node-1", state: "ready" as const, api_key: replicaKey })), ...extra });
 }
 
 let revision = 1;

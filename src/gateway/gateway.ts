@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type { Socket } from "node:net";
 import { DomainError } from "../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
@@ -23,6 +23,7 @@ import { UpstreamPools } from "./upstream-pools.js";
 import { headerText } from "./header-text.js";
 import { ComfyEndpoints, type ComfyEndpointsOptions } from "./comfy/comfy-endpoints.js";
 import { wrongTaskError } from "./comfy/wrong-task-error.js";
+import type { V1Response } from "./v1-response.js";
 
 export interface GatewayLog {
   warn(facts: Record<string, unknown>, message: string): void;
@@ -56,7 +57,7 @@ export interface GatewayExchange {
   readonly id: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
-  readonly response: ServerResponse;
+  readonly response: V1Response;
   /** Warnings about this request: the request id is on every line. */
   readonly log: GatewayLog;
 }
@@ -435,6 +436,11 @@ export class Gateway {
     }
   }
 
+  /** Aborted when the gateway starts closing: its front stops reading new requests then. */
+  get closingSignal(): AbortSignal {
+    return this.#closing.signal;
+  }
+
   /** Stops taking requests: queued ones are answered 503 at once, those being answered finish; then the pools close. */
   async close(): Promise<void> {
     this.#closing.abort();
@@ -501,7 +507,7 @@ function isJsonSpace(byte: number): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
-function endConnectionAfter(response: ServerResponse, socket: Socket | null): void {
+function endConnectionAfter(response: V1Response, socket: Socket | null): void {
   const end = () => socket?.end();
   if (response.writableFinished) end();
   else response.once("finish", end);

@@ -73,9 +73,14 @@ export class Http1ResponseReader {
     return this.#state === State.Done && !this.#closeAfter && !this.#leftover;
   }
 
-  /** Reads the next bytes of the connection. Throws MalformedResponseError on a broken answer. */
-  push(chunk: Buffer): void {
+  /**
+   * Reads the next bytes of the connection, and returns how many of them
+   * belong to this answer: all of them, unless it ended within them.
+   * Throws MalformedResponseError on a broken answer.
+   */
+  push(chunk: Buffer): number {
     let bytes = chunk;
+    const carried = this.#pending?.length ?? 0;
     if (this.#pending !== undefined) {
       bytes = Buffer.concat([this.#pending, chunk]);
       this.#pending = undefined;
@@ -85,7 +90,7 @@ export class Http1ResponseReader {
       switch (this.#state) {
         case State.Head: {
           const end = bytes.indexOf(headEnd, at);
-          if (end < 0) return this.#keep(bytes, at, maxHeadBytes, "a response head");
+          if (end < 0) return this.#keep(bytes, at, maxHeadBytes, "a response head", chunk);
           if (end - at > maxHeadBytes) throw new MalformedResponseError(`the response head is over ${maxHeadBytes} bytes`);
           const head = bytes.toString("latin1", at, end);
           at = end + 4;
@@ -103,7 +108,7 @@ export class Http1ResponseReader {
         }
         case State.ChunkLine: {
           const end = bytes.indexOf(crlf, at);
-          if (end < 0) return this.#keep(bytes, at, maxChunkLineBytes, "a chunk size line");
+          if (end < 0) return this.#keep(bytes, at, maxChunkLineBytes, "a chunk size line", chunk);
           this.#readChunkLine(bytes.toString("latin1", at, end));
           at = end + 2;
           break;
@@ -118,7 +123,7 @@ export class Http1ResponseReader {
           break;
         }
         case State.ChunkDataEnd: {
-          if (bytes.length - at < 2) return this.#keep(bytes, at, 2, "a chunk's end");
+          if (bytes.length - at < 2) return this.#keep(bytes, at, 2, "a chunk's end", chunk);
           if (bytes[at] !== 0x0d || bytes[at + 1] !== 0x0a) throw new MalformedResponseError("a chunk's data is not followed by CRLF");
           at += 2;
           this.#state = State.ChunkLine;
@@ -126,7 +131,7 @@ export class Http1ResponseReader {
         }
         case State.Trailers: {
           const end = bytes.indexOf(crlf, at);
-          if (end < 0) return this.#keep(bytes, at, maxHeadBytes, "the trailers");
+          if (end < 0) return this.#keep(bytes, at, maxHeadBytes, "the trailers", chunk);
           // Trailer fields are read past, not used: the gateway passes no trailers on.
           const empty = end === at;
           at = end + 2;
@@ -135,13 +140,14 @@ export class Http1ResponseReader {
         }
         case State.UntilClose:
           this.events.onBody(at === 0 ? bytes : bytes.subarray(at));
-          return;
+          return chunk.length;
         case State.Done:
           // Bytes after a whole answer were never asked for: the connection is not reused.
           this.#leftover = true;
-          return;
+          return at - carried;
       }
     }
+    return chunk.length;
   }
 
   /**
@@ -157,9 +163,11 @@ export class Http1ResponseReader {
     return this.#state === State.Done ? "ended" : "cut";
   }
 
-  #keep(bytes: Buffer, at: number, limit: number, what: string): void {
+  /** Holds an unfinished line for the next read; all of `chunk` is this answer's. */
+  #keep(bytes: Buffer, at: number, limit: number, what: string, chunk: Buffer): number {
     if (bytes.length - at > limit) throw new MalformedResponseError(`${what} is over ${limit} bytes`);
     this.#pending = at === 0 ? bytes : Buffer.from(bytes.subarray(at));
+    return chunk.length;
   }
 
   #readHead(head: string): void {

@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
+import type { V1Response } from "./v1-response.js";
 import type { UpstreamController, UpstreamHandler } from "./upstream-dispatcher.js";
 import type { GatewayLog } from "./gateway.js";
 import { SseUsageFilter } from "./sse-usage-filter.js";
@@ -20,7 +21,7 @@ export interface ProxiedOutcome {
 }
 
 export interface ProxiedAnswerOptions {
-  readonly response: ServerResponse;
+  readonly response: V1Response;
   readonly requestId: string;
   /** Sent as x-llmgw-model: who answered, after aliases and fallbacks. */
   readonly answeringName: string;

@@ -1,4 +1,4 @@
-import type { ServerResponse } from "node:http";
+import type { V1Response } from "./v1-response.js";
 import type { OpenAIErrorAnswer } from "./openai-error-body.js";
 
 /**
@@ -7,7 +7,7 @@ import type { OpenAIErrorAnswer } from "./openai-error-body.js";
  * it, so the connection is cut instead: the client sees a failure, never a
  * truncated answer that looks whole.
  */
-export function writeOpenAIError(response: ServerResponse, requestId: string, answer: OpenAIErrorAnswer): void {
+export function writeOpenAIError(response: V1Response, requestId: string, answer: OpenAIErrorAnswer): void {
   if (response.headersSent) {
     response.destroy();
     return;

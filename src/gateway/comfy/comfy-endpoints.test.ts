@@ -10,6 +10,7 @@ import { simulatedPng } from "../../engines/sim/sim-images.js";
 import { startSimEngine, type SimEngineHandle } from "../../engines/sim/sim-engine.js";
 import type { RoutingModel, RoutingTable } from "../../protocol/routing-table.js";
 import { Gateway } from "../gateway.js";
+import { routingModel } from "../testing/routing-model.js";
 import type { GatewayPolicy, UsageRecord } from "../gateway-policy.js";
 import { GatewayRefusal } from "../gateway-policy.js";
 import { gatewayServerFactory } from "../gateway-server-factory.js";
@@ -38,21 +39,12 @@ let revision = 1;
 function comfyModel(name: string, presetName: string, endpoints: string[]): RoutingModel {
   const comfy = preset(presetName).profiles?.[0]?.comfy;
   if (!comfy) throw new Error(`${presetName} has no comfy block`);
-  return {
-    name,
-    context: null,
-    max_output: null,
-    fallbacks: [],
-    on_demand: false,
+  return routingModel(name, {
     queue_timeout_ms: 2000,
-    routing: "least",
     engine: "comfyui",
-    external: null,
-    tokenizer: null,
-    adapters: [],
     replicas: endpoints.map((endpoint, index) => ({ id: `${name}-${index}`, node: "node-1", endpoint, state: "ready" as const })),
     comfy: { workflow: comfy.workflow, inputs: { ...comfy.inputs }, outputs: comfy.outputs },
-  };
+  });
 }
 
 const chatModel = (name: string): RoutingModel => ({ ...comfyModel(name, "flux1-schnell", []), engine: "vllm", comfy: null });

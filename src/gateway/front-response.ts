@@ -1,0 +1,176 @@
+import { EventEmitter } from "node:events";
+import { STATUS_CODES, type OutgoingHttpHeaders } from "node:http";
+import type { Socket } from "node:net";
+import type { V1Response } from "./v1-response.js";
+
+/** What the front's connection learns of an answer: that it has left (keep the connection or not), or that it was cut. */
+export interface FrontResponseOwner {
+  answered(keepAlive: boolean): void;
+}
+
+/** Bodies up to this size leave in one write with their head; larger ones go as they are, beside it. */
+const inlineBytes = 16 * 1024;
+/** A header value: visible characters, spaces and tabs, and obs-text; no line break or other control character. */
+const headerValue = /^[\t\x20-\x7e\x80-\xff]*$/;
+const nonAscii = /[^\x00-\x7f]/;
+
+let dateSecond = -1;
+let dateText = "";
+
+/** The Date header, made once a second as node's own server does. */
+function httpDate(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = new Date(now).toUTCString();
+  }
+  return dateText;
+}
+
+/**
+ * One answer the gateway's front writes straight to the client's socket:
+ * the part of node's ServerResponse the gateway uses (V1Response), without
+ * its stream machinery. A body with a content-length goes as it is, any
+ * other in chunks. "close" is emitted once: when the client goes away before
+ * the answer has left, or after it has.
+ */
+export class FrontResponse extends EventEmitter implements V1Response {
+  shouldKeepAlive: boolean;
+  headersSent = false;
+  writableFinished = false;
+  #chunked = false;
+  #extraHeaders: string[] | undefined;
+  #closed = false;
+  /** The head, written with the first body bytes. */
+  #head: string | undefined;
+  #headAscii = true;
+
+  constructor(
+    readonly socket: Socket,
+    keepAlive: boolean,
+    private readonly keepAliveSeconds: number,
+    private readonly owner: FrontResponseOwner,
+  ) {
+    super();
+    this.shouldKeepAlive = keepAlive;
+  }
+
+  get destroyed(): boolean {
+    return this.socket.destroyed;
+  }
+
+  setHeader(name: string, value: string): this {
+    (this.#extraHeaders ??= []).push(name, value);
+    return this;
+  }
+
+  writeHead(status: number, headers: OutgoingHttpHeaders | string[]): this {
+    if (this.headersSent) throw new Error("the answer's head has already been written");
+    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Unknown"}\r\ndate: ${httpDate()}\r\n`;
+    let length = false;
+    const add = (name: string, value: string) => {
+      const lower = name.toLowerCase();
+      if (lower === "content-length") length = true;
+      else if (lower === "connection") {
+        if (value.toLowerCase().includes("close")) this.shouldKeepAlive = false;
+        return;
+      } else if (lower === "transfer-encoding") return;
+      // A line break in a header would end the head early and forge the rest of the answer.
+      if (!headerValue.test(value)) throw new Error(`the answer's header ${name} has a line break or a control character in its value`);
+      head += `${name}: ${value}\r\n`;
+    };
+    if (Array.isArray(headers)) {
+      for (let index = 0; index + 1 < headers.length; index += 2) add(headers[index] as string, headers[index + 1] as string);
+    } else {
+      for (const name in headers) {
+        const value = headers[name];
+        if (value !== undefined) add(name, String(value));
+      }
+    }
+    const extra = this.#extraHeaders;
+    if (extra) for (let index = 0; index + 1 < extra.length; index += 2) add(extra[index] as string, extra[index + 1] as string);
+    // 1xx, 204 and 304 answers have no body at all, so neither a length nor chunks.
+    const bodiless = status < 200 || status === 204 || status === 304;
+    if (!length && !bodiless) {
+      this.#chunked = true;
+      head += "transfer-encoding: chunked\r\n";
+    }
+    head += this.shouldKeepAlive ? `connection: keep-alive\r\nkeep-alive: timeout=${this.keepAliveSeconds}\r\n\r\n` : "connection: close\r\n\r\n";
+    // Held until the first body bytes or the end: head and body leave in one write, one packet.
+    this.headersSent = true;
+    this.#head = head;
+    this.#headAscii = !nonAscii.test(head);
+    return this;
+  }
+
+  write(chunk: Buffer | string): boolean {
+    if (!this.headersSent) this.writeHead(200, []);
+    if (this.socket.destroyed || this.writableFinished) return false;
+    return this.#send(chunk, false);
+  }
+
+  end(chunk?: Buffer | string): this {
+    if (this.writableFinished) return this;
+    if (!this.headersSent) {
+      const length = chunk === undefined ? 0 : typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
+      this.writeHead(200, ["content-length", String(length)]);
+    }
+    const socket = this.socket;
+    if (!socket.destroyed) this.#send(chunk, true);
+    this.writableFinished = true;
+    this.emit("finish");
+    this.owner.answered(this.shouldKeepAlive && !socket.destroyed);
+    this.emitClose();
+    return this;
+  }
+
+  /**
+   * Writes the held head (if any), the chunk in its framing, and on the last
+   * call the chunked terminator, in one socket write when they fit one
+   * string: each write is a system call, the largest cost per request left.
+   */
+  #send(chunk: Buffer | string | undefined, last: boolean): boolean {
+    const socket = this.socket;
+    const head = this.#head ?? "";
+    this.#head = undefined;
+    const terminator = last && this.#chunked ? "0\r\n\r\n" : "";
+    const length = chunk === undefined ? 0 : typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
+    if (length === 0) return head.length + terminator.length === 0 ? true : socket.write(head + terminator, "latin1");
+    const opening = this.#chunked ? `${head}${length.toString(16)}\r\n` : head;
+    const closing = this.#chunked ? `\r\n${terminator}` : "";
+    if (typeof chunk === "string") {
+      // Text is UTF-8 on the wire; the head joins it only when it is plain ASCII, the same bytes either way.
+      if (this.#headAscii || head.length === 0) return socket.write(opening + chunk + closing, "utf8");
+    } else if ((chunk as Buffer).length <= inlineBytes) {
+      // latin1 maps each byte to one character and back: the body's bytes leave unchanged.
+      return socket.write(opening + (chunk as Buffer).toString("latin1") + closing, "latin1");
+    }
+    socket.cork();
+    socket.write(opening, "latin1");
+    socket.write(chunk as Buffer | string);
+    const more = closing.length > 0 ? socket.write(closing, "latin1") : socket.writableLength < socket.writableHighWaterMark;
+    socket.uncork();
+    return more;
+  }
+
+  cork(): void {
+    this.socket.cork();
+  }
+
+  uncork(): void {
+    this.socket.uncork();
+  }
+
+  destroy(): this {
+    this.socket.destroy();
+    return this;
+  }
+
+  /** @internal The answer has left, or the connection is gone: "close", once. */
+  emitClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.emit("close");
+  }
+}
