@@ -11,6 +11,7 @@ import { isProcessAlive } from "../../src/agent/engine-process.js";
 import { llmgwBin, runCli } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 import { startDemoProcess, stopDemo, type DemoProcess } from "../support/demo-process.js";
+import { pasteInShell, pathWithLlmgw } from "../support/paste-in-shell.js";
 
 /** Engines still running (a zombie is not running: it only waits for a parent to reap it). */
 async function running(pids: readonly number[]): Promise<number[]> {
@@ -99,6 +100,38 @@ describe("llmgw demo, as a newcomer runs it", () => {
     expect(nodeOutput).toContain("Simulated answer");
     const pythonLine = lines.find((line) => line.trimStart().startsWith("python3 -c"))?.trim() as string;
     expect(pythonLine).toContain(`base_url='${url}/v1'`);
+  });
+
+  it("prints each thing to try above its lines, and the ctl lines that only read run pasted as printed, after its export line", async () => {
+    const lines = output.split("\n");
+    const start = lines.indexOf("Try, in another terminal:");
+    const tryLines = lines.slice(start + 1, lines.indexOf("", start));
+    expect(tryLines.length).toBeGreaterThan(10);
+    for (const line of tryLines) expect(line).toMatch(/^( {2}[A-Z][^#]*:| {4}\S.*)$/);
+    const commands = tryLines.filter((line) => line.startsWith("    ")).map((line) => line.trim());
+    expect(commands[0]).toBe(`export LLMGW_SERVER=${url} LLMGW_TOKEN=${token}`);
+    const reading = commands.filter((command) => /^llmgw ctl (nodes|models|replicas|logs|model presets|model plan) /.test(`${command} `));
+    expect(reading.map((command) => command.split(" ").slice(0, 3).join(" "))).toEqual([
+      "llmgw ctl nodes",
+      "llmgw ctl models",
+      "llmgw ctl replicas",
+      "llmgw ctl logs",
+      "llmgw ctl model",
+      "llmgw ctl model",
+    ]);
+    const searchPath = pathWithLlmgw();
+    const elsewhere = temporaryDirectory("llmgw-demo-paste-");
+    const outputs: string[] = [];
+    for (const command of reading) {
+      const result = await pasteInShell(`${commands[0]}\n${command}`, elsewhere, searchPath);
+      expect(result.stderr, command).toBe("");
+      expect(result.code, command).toBe(0);
+      outputs.push(result.stdout);
+    }
+    expect(outputs[0]).toContain("gpu-node-2");
+    expect(outputs[2]).toContain("qwen2.5-7b-instruct");
+    // Planned against the demo's own fleet: its L40S cards are among the candidates.
+    expect(outputs[5]).toContain("l40s-48G");
   });
 
   it("plans every fixture model against its live fleet, with the cards its replicas hold taken", async () => {

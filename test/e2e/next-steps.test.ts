@@ -1,27 +1,11 @@
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { llmgwBin, runCli, runToCompletion, startServerProcess, withoutLlmgwVariables, type CliResult, type ServerProcess } from "../support/processes.js";
+import { pasteInShell as shell, pathWithLlmgw } from "../support/paste-in-shell.js";
+import { llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 
 const repositoryRoot = path.resolve(path.dirname(llmgwBin), "..");
-
-/**
- * A folder holding an `llmgw` that runs this checkout's bin, so that a
- * printed command can be pasted into a shell exactly as a user would.
- */
-function pathWithLlmgw(): string {
-  const directory = temporaryDirectory("llmgw-path-");
-  const shim = path.join(directory, "llmgw");
-  writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${llmgwBin}" "$@"\n`);
-  chmodSync(shim, 0o755);
-  return `${directory}:${path.dirname(process.execPath)}:${process.env.PATH ?? ""}`;
-}
-
-/** Runs a printed command line in a shell, in `cwd`, with none of the developer's LLMGW_ settings. */
-function shell(commandLine: string, cwd: string, searchPath: string): Promise<CliResult> {
-  return runToCompletion("sh", ["-c", commandLine], { cwd, env: { ...withoutLlmgwVariables(process.env), PATH: searchPath } });
-}
 
 describe("every printed next step runs as printed", () => {
   let searchPath: string;

@@ -16,7 +16,12 @@ export interface DemoProcess {
  * printed its summary and the server and token to use.
  */
 export async function startDemoProcess(readyWithinMs = 120_000): Promise<DemoProcess> {
-  const demo = spawn(process.execPath, [llmgwBin, "demo", "--listen", "127.0.0.1:0"], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  // As someone who installed llmgw runs it: not marked as started by npx (as it is
+  // when vitest itself was), so its printed lines say bare `llmgw`, which a test
+  // pastes into a shell whose PATH holds this checkout's llmgw.
+  const environment = { ...process.env };
+  delete environment.npm_command;
+  const demo = spawn(process.execPath, [llmgwBin, "demo", "--listen", "127.0.0.1:0"], { detached: true, stdio: ["ignore", "pipe", "pipe"], env: environment });
   let output = "";
   demo.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   demo.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));

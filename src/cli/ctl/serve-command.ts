@@ -8,7 +8,7 @@ import { modelClasses, type ModelClass } from "../../catalog/schema.js";
 import { DomainError } from "../../errors/domain-error.js";
 import { formatContext, formatGiB, renderPlanTable, type Plan, type PlanCandidate } from "../../plan/index.js";
 import { chooseServeEntry } from "../../plan/serve-entry.js";
-import { gatewayTryLines } from "../demo-command.js";
+import { gatewayTryLines } from "../gateway-try-lines.js";
 import { print, printJson } from "../output.js";
 import { duration, tokenCount } from "../parse-option.js";
 import { addModel, describeSourcesChecked } from "./add-model.js";
