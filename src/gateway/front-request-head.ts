@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { GatewayEndpoint } from "./gateway.js";
+import { headerName } from "./header-name.js";
 
 /** A request the front answers itself: one of the three OpenAI POST routes, with a body of known length. */
 export interface FrontRequest {
@@ -23,7 +24,7 @@ export interface FrontRequest {
  * `maxHeadBytes` and a body of at most `maxBodyBytes`.
  */
 export function readFrontRequest(bytes: Buffer, start: number, limits: { maxHeadBytes: number; maxBodyBytes: number }): FrontRequest | "incomplete" | "other" {
-  const end = bytes.indexOf("\r\n\r\n", start, "latin1");
+  const end = bytes.indexOf(headEnd, start);
   if (end < 0) return bytes.length - start > limits.maxHeadBytes ? "other" : "incomplete";
   if (end - start > limits.maxHeadBytes) return "other";
   const head = bytes.toString("latin1", start, end);
@@ -34,14 +35,17 @@ export function readFrontRequest(bytes: Buffer, start: number, limits: { maxHead
   let length: number | undefined;
   let keepAlive = true;
   let at = lineEnd;
-  while (at >= 0 && at < head.length) {
+  while (at >= 0) {
     const next = head.indexOf("\r\n", at + 2);
-    const line = head.slice(at + 2, next < 0 ? head.length : next);
+    const line = next < 0 ? head.slice(at + 2) : head.slice(at + 2, next);
     at = next;
-    const match = headerLine.exec(line);
-    if (!match) return "other";
-    const name = (match[1] as string).toLowerCase();
-    const value = match[2] as string;
+    const colon = line.indexOf(":");
+    if (colon <= 0) return "other";
+    const rawName = line.slice(0, colon);
+    const name = headerName(rawName);
+    if (name === undefined) return "other";
+    const value = trimSpaceAndTab(line, colon + 1);
+    if (controlCharacter.test(value)) return "other";
     if (headers[name] !== undefined || refusedHeaders.has(name)) return "other";
     headers[name] = value;
     if (name === "content-length") {
@@ -57,14 +61,25 @@ export function readFrontRequest(bytes: Buffer, start: number, limits: { maxHead
   return { endpoint, headers, bodyStart: end + 4, bodyLength: length, keepAlive };
 }
 
+/** The value after the colon, without the spaces and tabs around it (and nothing else: other white space is the value's own). */
+function trimSpaceAndTab(line: string, from: number): string {
+  let first = from;
+  let last = line.length;
+  while (first < last && (line.charCodeAt(first) === 0x20 || line.charCodeAt(first) === 0x09)) first += 1;
+  while (last > first && (line.charCodeAt(last - 1) === 0x20 || line.charCodeAt(last - 1) === 0x09)) last -= 1;
+  return line.slice(first, last);
+}
+
+const headEnd = Buffer.from("\r\n\r\n");
+
 const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
   ["POST /v1/chat/completions HTTP/1.1", "chat/completions"],
   ["POST /v1/completions HTTP/1.1", "completions"],
   ["POST /v1/embeddings HTTP/1.1", "embeddings"],
 ]);
 
-/** NAME: VALUE, the name a token, the value free of control characters other than tab; white space around the value is not part of it. */
-const headerLine = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*((?:[^\x00-\x08\x0a-\x1f\x7f]*[^\x00-\x20\x7f])?)[ \t]*$/;
+/** Control characters other than tab have no place in a header value (a bare line feed among them). */
+const controlCharacter = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 /** Headers whose meaning the front does not take on: a body in chunks, 100-continue, a protocol switch. */
 const refusedHeaders = new Set(["transfer-encoding", "expect", "upgrade"]);

@@ -10,12 +10,12 @@ import type { RoutingSnapshot } from "./routing-snapshot.js";
 export interface ModelMetrics {
   readonly latency: Histogram.Internal<"model">;
   readonly timeToFirstToken: Histogram.Internal<"model">;
-  readonly tokensIn: Counter.Internal;
-  readonly tokensOut: Counter.Internal;
   /** Requests being answered now: a plain number, read into the gauge at each scrape. */
   inFlight: number;
   /** Counts one answered request with this HTTP status; added to the counter at each scrape. */
   answered(status: number): void;
+  /** Counts the tokens the engine reported for one answer; added to the counter at each scrape. */
+  countTokens(promptTokens: number, completionTokens: number): void;
 }
 
 /**
@@ -65,6 +65,14 @@ export class GatewayMetrics {
     help: "Tokens as the engines reported them in usage, by direction (in: prompt, out: completion)",
     labelNames: ["model", "direction"] as const,
     registers: [this.registry],
+    collect: () => {
+      for (const [name, model] of this.#byModel) {
+        if (model.pendingTokensIn > 0) this.tokens.inc({ model: name, direction: "in" }, model.pendingTokensIn);
+        if (model.pendingTokensOut > 0) this.tokens.inc({ model: name, direction: "out" }, model.pendingTokensOut);
+        model.pendingTokensIn = 0;
+        model.pendingTokensOut = 0;
+      }
+    },
   });
   readonly inFlight = new Gauge({
     name: "llmgw_gateway_in_flight",
@@ -146,20 +154,24 @@ export class GatewayMetrics {
 class ModelCounts implements ModelMetrics {
   readonly latency: Histogram.Internal<"model">;
   readonly timeToFirstToken: Histogram.Internal<"model">;
-  readonly tokensIn: Counter.Internal;
-  readonly tokensOut: Counter.Internal;
   inFlight = 0;
+  /** Tokens since the last scrape. */
+  pendingTokensIn = 0;
+  pendingTokensOut = 0;
   /** Answers by status since the last scrape. */
   readonly pendingAnswers = new Map<number, number>();
 
   constructor(metrics: GatewayMetrics, name: string) {
     this.latency = metrics.latency.labels({ model: name });
     this.timeToFirstToken = metrics.timeToFirstToken.labels({ model: name });
-    this.tokensIn = metrics.tokens.labels({ model: name, direction: "in" });
-    this.tokensOut = metrics.tokens.labels({ model: name, direction: "out" });
   }
 
   answered(status: number): void {
     this.pendingAnswers.set(status, (this.pendingAnswers.get(status) ?? 0) + 1);
+  }
+
+  countTokens(promptTokens: number, completionTokens: number): void {
+    this.pendingTokensIn += promptTokens;
+    this.pendingTokensOut += completionTokens;
   }
 }

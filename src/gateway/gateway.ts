@@ -216,10 +216,7 @@ export class Gateway {
     const modelMetrics = this.metrics.model(outcome.model);
     modelMetrics.answered(outcome.status);
     modelMetrics.latency.observe((performance.now() - arrivedAt) / 1000);
-    if (outcome.usage) {
-      modelMetrics.tokensIn.inc(outcome.usage.promptTokens);
-      modelMetrics.tokensOut.inc(outcome.usage.completionTokens);
-    }
+    if (outcome.usage) modelMetrics.countTokens(outcome.usage.promptTokens, outcome.usage.completionTokens);
     this.options.policy.record({
       caller,
       model: outcome.model,

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { headerName } from "./header-name.js";
 
 /** What a response reader hands on, in order: one head, body bytes as they come, one end. */
 export interface ResponseReaderEvents {
@@ -33,6 +34,20 @@ const enum State {
 }
 
 const crlf = Buffer.from("\r\n");
+
+/** The status of "HTTP/1.x NNN reason", or undefined when the line is not that. */
+function statusOf(line: string): number | undefined {
+  if (line.length < 12 || !line.startsWith("HTTP/1.") || line.charCodeAt(8) !== 0x20 || (line.length > 12 && line.charCodeAt(12) !== 0x20)) return undefined;
+  const minor = line.charCodeAt(7);
+  if (minor !== 0x30 && minor !== 0x31) return undefined;
+  let status = 0;
+  for (let index = 9; index < 12; index += 1) {
+    const digit = line.charCodeAt(index) - 0x30;
+    if (digit < 0 || digit > 9) return undefined;
+    status = status * 10 + digit;
+  }
+  return status >= 100 ? status : undefined;
+}
 const headEnd = Buffer.from("\r\n\r\n");
 
 /**
@@ -171,32 +186,36 @@ export class Http1ResponseReader {
   }
 
   #readHead(head: string): void {
-    const lines = head.split("\r\n");
-    const statusLine = lines[0] as string;
-    const match = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: .*)?$/.exec(statusLine);
-    if (!match) throw new MalformedResponseError(`the status line is ${JSON.stringify(statusLine.slice(0, 80))}`);
-    const status = Number(match[2]);
+    const lineEnd = head.indexOf("\r\n");
+    const statusLine = lineEnd < 0 ? head : head.slice(0, lineEnd);
+    const status = statusOf(statusLine);
+    if (status === undefined) throw new MalformedResponseError(`the status line is ${JSON.stringify(statusLine.slice(0, 80))}`);
     // An interim answer (100 Continue, 103 Early Hints) comes before the real one; 101 would switch protocols, never asked for.
     if (status < 200 && status !== 101) return;
     if (status === 101) throw new MalformedResponseError("the upstream switched protocols (101), which the gateway never asks for");
     const headers: IncomingHttpHeaders = {};
-    for (let index = 1; index < lines.length; index += 1) {
-      const line = lines[index] as string;
+    let at = lineEnd;
+    while (at >= 0) {
+      const next = head.indexOf("\r\n", at + 2);
+      const line = next < 0 ? head.slice(at + 2) : head.slice(at + 2, next);
+      at = next;
       const colon = line.indexOf(":");
       if (colon <= 0 || line.charCodeAt(0) === 0x20 || line.charCodeAt(0) === 0x09) {
         throw new MalformedResponseError(`header line ${JSON.stringify(line.slice(0, 80))} is not NAME: VALUE`);
       }
-      const name = line.slice(0, colon).toLowerCase();
-      if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) throw new MalformedResponseError(`header name ${JSON.stringify(name.slice(0, 80))} is not a token`);
+      const rawName = line.slice(0, colon);
+      const name = headerName(rawName);
+      if (name === undefined) throw new MalformedResponseError(`header name ${JSON.stringify(rawName.slice(0, 80))} is not a token`);
       const value = line.slice(colon + 1).trim();
       const before = headers[name];
       if (before === undefined) headers[name] = value;
       else if (Array.isArray(before)) before.push(value);
       else headers[name] = name === "set-cookie" ? [before, value] : `${before}, ${value}`;
     }
-    const connection = (headers.connection as string | undefined)?.toLowerCase() ?? "";
+    const connection = headers.connection as string | undefined;
     // HTTP/1.0 keeps a connection only when asked; 1.1 unless told to close.
-    this.#closeAfter = match[1] === "0" ? !/\bkeep-alive\b/.test(connection) : /\bclose\b/.test(connection);
+    if (statusLine.charCodeAt(7) === 0x30) this.#closeAfter = connection === undefined || !/\bkeep-alive\b/i.test(connection);
+    else this.#closeAfter = connection !== undefined && /\bclose\b/i.test(connection);
     this.#frame(status, headers);
     this.events.onHead(status, headers);
     if (this.#state === State.Done) this.events.onEnd();
