@@ -57,6 +57,19 @@ describe("FrontResponse", () => {
     expect(read.body.toString("utf8")).toBe(events.join(""));
   });
 
+  it("gathers what is written while corked, in order, and ends whole when ended before the uncork", async () => {
+    const read = await answerOnSocket((response) => {
+      response.writeHead(200, ["content-type", "text/event-stream"]);
+      response.cork();
+      response.write("data: 1\n\n");
+      response.write(Buffer.from("data: 2\n\n"));
+      response.write("data: 3\n\n");
+      response.end("data: [DONE]\n\n");
+      response.uncork();
+    });
+    expect(read.body.toString()).toBe("data: 1\n\ndata: 2\n\ndata: 3\n\ndata: [DONE]\n\n");
+  });
+
   it("sends a body larger than one write unchanged", async () => {
     const big = Buffer.alloc(200 * 1024);
     for (let index = 0; index < big.length; index += 1) big[index] = index % 251;

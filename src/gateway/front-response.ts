@@ -45,6 +45,9 @@ export class FrontResponse extends EventEmitter implements V1Response {
   /** The head, written with the first body bytes. */
   #head: string | undefined;
   #headAscii = true;
+  #corks = 0;
+  /** Framed text written while corked, to leave in one write. */
+  #gathered = "";
 
   constructor(
     readonly socket: Socket,
@@ -129,6 +132,7 @@ export class FrontResponse extends EventEmitter implements V1Response {
    * Writes the held head (if any), the chunk in its framing, and on the last
    * call the chunked terminator, in one socket write when they fit one
    * string: each write is a system call, the largest cost per request left.
+   * While corked, text is gathered and leaves in one write at uncork.
    */
   #send(chunk: Buffer | string | undefined, last: boolean): boolean {
     const socket = this.socket;
@@ -136,30 +140,51 @@ export class FrontResponse extends EventEmitter implements V1Response {
     this.#head = undefined;
     const terminator = last && this.#chunked ? "0\r\n\r\n" : "";
     const length = chunk === undefined ? 0 : typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
-    if (length === 0) return head.length + terminator.length === 0 ? true : socket.write(head + terminator, "latin1");
-    const opening = this.#chunked ? `${head}${length.toString(16)}\r\n` : head;
-    const closing = this.#chunked ? `\r\n${terminator}` : "";
-    if (typeof chunk === "string") {
+    const framed = length > 0 && this.#chunked;
+    const opening = framed ? `${head}${length.toString(16)}\r\n` : head;
+    const closing = framed ? `\r\n${terminator}` : terminator;
+    if (chunk === undefined || length === 0 || typeof chunk === "string") {
       // Text is UTF-8 on the wire; the head joins it only when it is plain ASCII, the same bytes either way.
-      if (this.#headAscii || head.length === 0) return socket.write(opening + chunk + closing, "utf8");
-    } else if ((chunk as Buffer).length <= inlineBytes) {
+      if (head.length === 0 || this.#headAscii) return this.#text(chunk === undefined || length === 0 ? opening + closing : opening + chunk + closing, last);
+    } else if (chunk.length <= inlineBytes && this.#gathered.length === 0) {
       // latin1 maps each byte to one character and back: the body's bytes leave unchanged.
-      return socket.write(opening + (chunk as Buffer).toString("latin1") + closing, "latin1");
+      return socket.write(opening + chunk.toString("latin1") + closing, "latin1");
     }
     socket.cork();
+    this.#flush();
     socket.write(opening, "latin1");
-    socket.write(chunk as Buffer | string);
+    if (chunk !== undefined && length > 0) socket.write(chunk);
     const more = closing.length > 0 ? socket.write(closing, "latin1") : socket.writableLength < socket.writableHighWaterMark;
     socket.uncork();
     return more;
   }
 
+  #text(text: string, last: boolean): boolean {
+    if (this.#corks > 0 && !last) {
+      this.#gathered += text;
+      return true;
+    }
+    const all = this.#gathered + text;
+    this.#gathered = "";
+    return all.length === 0 ? true : this.socket.write(all, "utf8");
+  }
+
+  #flush(): void {
+    if (this.#gathered.length === 0) return;
+    const text = this.#gathered;
+    this.#gathered = "";
+    this.socket.write(text, "utf8");
+  }
+
+  /** Gathers what is written until uncork(): the events of one read from the engine leave in one write. */
   cork(): void {
-    this.socket.cork();
+    this.#corks += 1;
   }
 
   uncork(): void {
-    this.socket.uncork();
+    if (this.#corks === 0) return;
+    this.#corks -= 1;
+    if (this.#corks === 0 && !this.socket.destroyed) this.#flush();
   }
 
   destroy(): this {

@@ -38,6 +38,16 @@ describe("SseUsageFilter", () => {
     }
   });
 
+  it("passes on each event as it comes from a server that ends its lines with CRLF, and drops its usage event", () => {
+    const crlf = (text: string) => text.replace(/\n/g, "\r\n");
+    const filter = new SseUsageFilter(true);
+    // The first event leaves with its own chunk: nothing waits for the end of the stream.
+    expect(filter.push(Buffer.from(crlf(content)))).toBe(crlf(content));
+    expect(filter.push(Buffer.from(crlf(usage + done)))).toBe(crlf(done));
+    expect(filter.usage).toEqual({ promptTokens: 12, completionTokens: 7 });
+    expect(filter.done).toBe(true);
+  });
+
   it("tells a stream that ended without [DONE]", () => {
     const filter = new SseUsageFilter(true);
     run(filter, content, 1);

@@ -30,10 +30,17 @@ export class SseUsageFilter {
     this.#pending += this.#decoder.write(chunk);
     let output = "";
     for (;;) {
-      const end = this.#pending.indexOf("\n\n");
+      // Events end with a blank line: "\n\n", or "\r\n\r\n" from servers that end lines with CRLF.
+      let end = this.#pending.indexOf("\n\n");
+      let separator = 2;
+      const crlf = this.#pending.indexOf("\r\n\r\n");
+      if (crlf >= 0 && (end < 0 || crlf < end)) {
+        end = crlf;
+        separator = 4;
+      }
       if (end < 0) break;
-      const event = this.#pending.slice(0, end + 2);
-      this.#pending = this.#pending.slice(end + 2);
+      const event = this.#pending.slice(0, end + separator);
+      this.#pending = this.#pending.slice(end + separator);
       output += this.#event(event);
     }
     return output;
