@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Registry } from "prom-client";
+import { HistogramSeries, LeanHistogram } from "./lean-histogram.js";
 import type { RoutingSnapshot } from "./routing-snapshot.js";
 
 /**
@@ -8,8 +9,8 @@ import type { RoutingSnapshot } from "./routing-snapshot.js";
  * here and handed to prom-client when /metrics is read.
  */
 export interface ModelMetrics {
-  readonly latency: Histogram.Internal<"model">;
-  readonly timeToFirstToken: Histogram.Internal<"model">;
+  readonly latency: HistogramSeries;
+  readonly timeToFirstToken: HistogramSeries;
   /** Requests being answered now: a plain number, read into the gauge at each scrape. */
   inFlight: number;
   /** Counts one answered request with this HTTP status; added to the counter at each scrape. */
@@ -40,26 +41,27 @@ export class GatewayMetrics {
       }
     },
   });
-  readonly latency = new Histogram({
-    name: "llmgw_gateway_request_duration_seconds",
-    help: "From the request's arrival to its answer's last byte",
-    labelNames: ["model"] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [this.registry],
-  });
-  readonly timeToFirstToken = new Histogram({
-    name: "llmgw_gateway_time_to_first_token_seconds",
-    help: "From the request's arrival to the first byte of a streamed answer",
-    labelNames: ["model"] as const,
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [this.registry],
-  });
-  readonly addedTime = new Histogram({
-    name: "llmgw_gateway_added_seconds",
-    help: "The gateway's own time per request: reading, counting and routing before the upstream is called (queue waits excluded)",
-    buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025],
-    registers: [this.registry],
-  });
+  readonly latency = new LeanHistogram(
+    "llmgw_gateway_request_duration_seconds",
+    "From the request's arrival to its answer's last byte",
+    "model",
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    this.registry,
+  );
+  readonly timeToFirstToken = new LeanHistogram(
+    "llmgw_gateway_time_to_first_token_seconds",
+    "From the request's arrival to the first byte of a streamed answer",
+    "model",
+    [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    this.registry,
+  );
+  readonly addedTime = new LeanHistogram(
+    "llmgw_gateway_added_seconds",
+    "The gateway's own time per request: reading, counting and routing before the upstream is called (queue waits excluded)",
+    undefined,
+    [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025],
+    this.registry,
+  ).series();
   readonly tokens = new Counter({
     name: "llmgw_gateway_tokens_total",
     help: "Tokens as the engines reported them in usage, by direction (in: prompt, out: completion)",
@@ -152,8 +154,8 @@ export class GatewayMetrics {
 }
 
 class ModelCounts implements ModelMetrics {
-  readonly latency: Histogram.Internal<"model">;
-  readonly timeToFirstToken: Histogram.Internal<"model">;
+  readonly latency: HistogramSeries;
+  readonly timeToFirstToken: HistogramSeries;
   inFlight = 0;
   /** Tokens since the last scrape. */
   pendingTokensIn = 0;
@@ -162,8 +164,8 @@ class ModelCounts implements ModelMetrics {
   readonly pendingAnswers = new Map<number, number>();
 
   constructor(metrics: GatewayMetrics, name: string) {
-    this.latency = metrics.latency.labels({ model: name });
-    this.timeToFirstToken = metrics.timeToFirstToken.labels({ model: name });
+    this.latency = metrics.latency.series(name);
+    this.timeToFirstToken = metrics.timeToFirstToken.series(name);
   }
 
   answered(status: number): void {
