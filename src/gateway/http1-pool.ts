@@ -54,6 +54,8 @@ export class Http1Pool implements UpstreamDispatcher {
   #closing = false;
   #closed: (() => void) | undefined;
   readonly #sweep: NodeJS.Timeout;
+  /** Every connection's reads, one at a time: each is handled before the next can land. */
+  readonly #readBuffer = Buffer.allocUnsafe(64 * 1024);
 
   constructor(origin: URL, options: Http1PoolOptions = {}) {
     if (origin.protocol !== "http:") throw new Error(`Http1Pool speaks plain HTTP only; ${origin.origin} needs another client`);
@@ -163,7 +165,23 @@ export class Http1Pool implements UpstreamDispatcher {
 
   #openConnection(): Connection {
     this.#open += 1;
-    return new Connection(this, connect({ host: this.#host, port: this.#port, noDelay: true }), this.#connectTimeoutMs);
+    let connection: Connection | undefined;
+    // Reads land in the pool's one buffer, with no stream or allocation per read; what is kept is copied out (Exchange.onBody).
+    const socket = connect({
+      host: this.#host,
+      port: this.#port,
+      noDelay: true,
+      onread: {
+        buffer: this.#readBuffer,
+        callback: (size: number, buffer: Uint8Array) => {
+          connection?.read(buffer as Buffer, size);
+          // Pausing is the exchange's (socket.pause() stops reading); nothing to ask for here.
+          return true;
+        },
+      },
+    });
+    connection = new Connection(this, socket, this.#connectTimeoutMs);
+    return connection;
   }
 
   #closeExpired(now: number): void {
@@ -215,7 +233,6 @@ class Connection {
       clearTimeout(this.#connectTimer);
       this.#connectTimer = undefined;
     });
-    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("error", (error: Error) => (this.#error ??= error));
     socket.on("close", () => this.#onClose());
   }
@@ -242,7 +259,9 @@ class Connection {
     this.socket.destroy();
   }
 
-  #onData(chunk: Buffer): void {
+  /** Bytes read into the pool's read buffer: valid only until this returns. */
+  read(buffer: Buffer, size: number): void {
+    const chunk = buffer.subarray(0, size);
     const exchange = this.exchange;
     if (!exchange) {
       // Bytes nobody asked for, on an idle connection: it cannot be trusted with the next request.
@@ -345,7 +364,8 @@ class Exchange implements UpstreamController, ResponseReaderEvents {
   }
 
   onBody(chunk: Buffer): void {
-    if (!this.over) this.handler.onResponseData(this, chunk);
+    // The chunk lies in the pool's read buffer, which the next read overwrites: the handler gets bytes of its own.
+    if (!this.over) this.handler.onResponseData(this, Buffer.from(chunk));
   }
 
   onEnd(): void {

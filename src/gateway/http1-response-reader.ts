@@ -181,7 +181,8 @@ export class Http1ResponseReader {
   /** Holds an unfinished line for the next read; all of `chunk` is this answer's. */
   #keep(bytes: Buffer, at: number, limit: number, what: string, chunk: Buffer): number {
     if (bytes.length - at > limit) throw new MalformedResponseError(`${what} is over ${limit} bytes`);
-    this.#pending = at === 0 ? bytes : Buffer.from(bytes.subarray(at));
+    // A part of `chunk` itself is copied: the caller may reuse the memory it read into.
+    this.#pending = bytes === chunk ? Buffer.from(bytes.subarray(at)) : bytes.subarray(at);
     return chunk.length;
   }
 
