@@ -162,6 +162,15 @@ describe("the gateway's front", () => {
     expect([contentOf(await client.next()), contentOf(await client.next()), contentOf(await client.next())]).toEqual(["echo first", "echo second", "echo third"]);
   });
 
+  it("answers a pipelined OpenAI request itself and hands the request after it to node, in order", async () => {
+    const { port } = await gatewayServer();
+    const client = new RawClient(port);
+    client.send(chat("first") + "GET /v1/models HTTP/1.1\r\nhost: gw\r\n\r\n" + chat("third"));
+    expect(contentOf(await client.next())).toBe("echo first");
+    expect((JSON.parse((await client.next()).body) as { data: { id: string }[] }).data.map((entry) => entry.id)).toEqual(["echo"]);
+    expect(contentOf(await client.next())).toBe("echo third");
+  });
+
   it("reads a request that arrives a few bytes at a time", async () => {
     const { port } = await gatewayServer();
     const client = new RawClient(port);
