@@ -14,6 +14,35 @@ const inlineBytes = 16 * 1024;
 const headerValue = /^[\t\x20-\x7e\x80-\xff]*$/;
 const nonAscii = /[^\x00-\x7f]/;
 
+/**
+ * The header lines of an answer from name, value pairs: content-length
+ * noted, connection and transfer-encoding left to the response (it frames
+ * the body and the connection itself). Throws on a value that would break
+ * the head.
+ */
+function headLines(pairs: readonly string[], extra: readonly string[] | undefined): { text: string; length: boolean; close: boolean } {
+  let text = "";
+  let length = false;
+  let close = false;
+  for (const list of extra === undefined ? [pairs] : [pairs, extra]) {
+    for (let index = 0; index + 1 < list.length; index += 2) {
+      const name = list[index] as string;
+      const value = list[index + 1] as string;
+      const lower = name.toLowerCase();
+      if (lower === "connection") {
+        close ||= value.toLowerCase().includes("close");
+        continue;
+      }
+      if (lower === "transfer-encoding") continue;
+      if (lower === "content-length") length = true;
+      // A line break in a header would end the head early and forge the rest of the answer.
+      if (!headerValue.test(value)) throw new Error(`the answer's header ${name} has a line break or a control character in its value`);
+      text += `${name}: ${value}\r\n`;
+    }
+  }
+  return { text, length, close };
+}
+
 let dateSecond = -1;
 let dateText = "";
 
@@ -70,32 +99,22 @@ export class FrontResponse extends EventEmitter implements V1Response {
 
   writeHead(status: number, headers: OutgoingHttpHeaders | string[]): this {
     if (this.headersSent) throw new Error("the answer's head has already been written");
-    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Unknown"}\r\ndate: ${httpDate()}\r\n`;
-    let length = false;
-    const add = (name: string, value: string) => {
-      const lower = name.toLowerCase();
-      if (lower === "content-length") length = true;
-      else if (lower === "connection") {
-        if (value.toLowerCase().includes("close")) this.shouldKeepAlive = false;
-        return;
-      } else if (lower === "transfer-encoding") return;
-      // A line break in a header would end the head early and forge the rest of the answer.
-      if (!headerValue.test(value)) throw new Error(`the answer's header ${name} has a line break or a control character in its value`);
-      head += `${name}: ${value}\r\n`;
-    };
-    if (Array.isArray(headers)) {
-      for (let index = 0; index + 1 < headers.length; index += 2) add(headers[index] as string, headers[index + 1] as string);
-    } else {
+    let pairs: readonly string[];
+    if (Array.isArray(headers)) pairs = headers;
+    else {
+      const flat: string[] = [];
       for (const name in headers) {
         const value = headers[name];
-        if (value !== undefined) add(name, String(value));
+        if (value !== undefined) flat.push(name, String(value));
       }
+      pairs = flat;
     }
-    const extra = this.#extraHeaders;
-    if (extra) for (let index = 0; index + 1 < extra.length; index += 2) add(extra[index] as string, extra[index + 1] as string);
+    const lines = headLines(pairs, this.#extraHeaders);
+    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Unknown"}\r\ndate: ${httpDate()}\r\n${lines.text}`;
+    if (lines.close) this.shouldKeepAlive = false;
     // 1xx, 204 and 304 answers have no body at all, so neither a length nor chunks.
     const bodiless = status < 200 || status === 204 || status === 304;
-    if (!length && !bodiless) {
+    if (!lines.length && !bodiless) {
       this.#chunked = true;
       head += "transfer-encoding: chunked\r\n";
     }

@@ -20,6 +20,7 @@ import type { ReportedUsage } from "./usage-in.js";
 import { TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "./upstream-error.js";
 import { UpstreamPools } from "./upstream-pools.js";
+import type { UpstreamDispatcher } from "./upstream-dispatcher.js";
 import { headerText } from "./header-text.js";
 import { ComfyEndpoints, type ComfyEndpointsOptions } from "./comfy/comfy-endpoints.js";
 import { wrongTaskError } from "./comfy/wrong-task-error.js";
@@ -80,6 +81,17 @@ interface Attempt {
   readonly endpoint: GatewayEndpoint;
 }
 
+/** One upstream as the request path uses it, made once per routing table. */
+interface UpstreamRoute {
+  readonly pool: UpstreamDispatcher;
+  readonly paths: Readonly<Record<GatewayEndpoint, string>>;
+  /** The header value, with the replica's or provider's key; never logged. */
+  readonly authorization: string | undefined;
+  /** "replica ID" or "external NAME", for errors and logs. */
+  readonly upstream: string;
+  readonly refusedKeyVariable: string | undefined;
+}
+
 interface Outcome {
   readonly status: number;
   readonly model: string;
@@ -103,7 +115,10 @@ export class Gateway {
   readonly #pools = new UpstreamPools();
   readonly #tokens: TokenCounter;
   readonly #inFlight = new Map<string, number>();
-  readonly #urls = new Map<string, URL>();
+  /** Where each replica and external model of the table in force is reached: made once per table, not per request. */
+  #replicaRoutes = new WeakMap<RoutingReplica, UpstreamRoute>();
+  #externalRoutes = new WeakMap<RoutingModel, UpstreamRoute>();
+  readonly #isClosing = (): boolean => this.#closing.signal.aborted;
   readonly #closing = new AbortController();
   readonly #maxQueue: number;
   readonly #maxAttempts: number;
@@ -128,18 +143,9 @@ export class Gateway {
         if (model.external) origins.add(new URL(model.external.base_url).origin);
       }
       this.#pools.retain(origins);
-      this.#urls.clear();
+      this.#replicaRoutes = new WeakMap();
+      this.#externalRoutes = new WeakMap();
     });
-  }
-
-  /** Upstream URLs parsed once per table, not per request. */
-  #parsedUrl(text: string): URL {
-    let url = this.#urls.get(text);
-    if (!url) {
-      url = new URL(text);
-      this.#urls.set(text, url);
-    }
-    return url;
   }
 
   swap(table: RoutingTable): void {
@@ -238,17 +244,20 @@ export class Gateway {
     target: RoutingTarget,
     counted: { arrivedAt: number; promptTokens: number; maxTokens: number | undefined },
   ): Promise<Outcome> {
-    const chain: RoutingTarget[] = [target];
-    for (const name of target.model.fallbacks) {
-      const fallback = this.state.current.model(name);
-      if (fallback) chain.push({ model: fallback, adapter: undefined });
-    }
+    const fallbacks = target.model.fallbacks;
     const stream = endpoint !== "embeddings" && body.stream === true;
     const dropUsageEvent = stream && body.stream_options?.include_usage !== true;
     let loading: RoutingModel | undefined;
     let lastFailure: UpstreamError | undefined;
-    for (const [position, candidate] of chain.entries()) {
+    for (let position = 0; position <= fallbacks.length; position += 1) {
       const isFallback = position > 0;
+      let candidate = target;
+      if (isFallback) {
+        // Read from the table in force when its turn comes: the first may have waited for a replica.
+        const fallback = this.state.current.model(fallbacks[position - 1] as string);
+        if (!fallback) continue;
+        candidate = { model: fallback, adapter: undefined };
+      }
       // A fallback with a smaller context than the request needs cannot answer it either.
       if (isFallback && limitProblem(candidate.model, counted.promptTokens, counted.maxTokens, endpoint)) continue;
       const attempt: Attempt = {
@@ -360,15 +369,15 @@ export class Gateway {
   }
 
   async #toReplica(attempt: Attempt, replica: RoutingReplica): Promise<Outcome> {
-    const url = this.#parsedUrl(replica.endpoint);
+    let route = this.#replicaRoutes.get(replica);
+    if (!route) {
+      const url = new URL(replica.endpoint);
+      route = this.#route(url.origin, `${url.pathname.replace(/\/$/, "")}/v1/`, replica.api_key, `replica ${replica.id}`, undefined);
+      this.#replicaRoutes.set(replica, route);
+    }
     this.#inFlight.set(replica.id, (this.#inFlight.get(replica.id) ?? 0) + 1);
     try {
-      return await this.#forward(attempt, {
-        origin: url.origin,
-        path: `${url.pathname.replace(/\/$/, "")}/v1/${attempt.endpoint}`,
-        authorization: replica.api_key === undefined ? undefined : `Bearer ${replica.api_key}`,
-        upstream: `replica ${replica.id}`,
-      });
+      return await this.#forward(attempt, route);
     } finally {
       const left = (this.#inFlight.get(replica.id) ?? 1) - 1;
       if (left <= 0) this.#inFlight.delete(replica.id);
@@ -377,36 +386,41 @@ export class Gateway {
   }
 
   async #external(attempt: Attempt, model: RoutingModel): Promise<Outcome> {
-    const external = model.external as NonNullable<RoutingModel["external"]>;
-    const base = this.#parsedUrl(external.base_url);
-    let authorization: string | undefined;
-    if (external.api_key_env !== null) {
-      const key = this.options.environment[external.api_key_env];
-      if (key === undefined || key === "") {
-        // Named by variable, never by value; retryable, so a fallback may still answer.
-        throw new UpstreamError(undefined, true, `external ${model.name}`, `the gateway's environment has no ${external.api_key_env} for external model ${model.name}`);
+    let route = this.#externalRoutes.get(model);
+    if (!route) {
+      const external = model.external as NonNullable<RoutingModel["external"]>;
+      const base = new URL(external.base_url);
+      let key: string | undefined;
+      if (external.api_key_env !== null) {
+        key = this.options.environment[external.api_key_env];
+        if (key === undefined || key === "") {
+          // Named by variable, never by value; retryable, so a fallback may still answer.
+          throw new UpstreamError(undefined, true, `external ${model.name}`, `the gateway's environment has no ${external.api_key_env} for external model ${model.name}`);
+        }
       }
-      authorization = `Bearer ${key}`;
-    }
-    return await this.#forward(attempt, {
-      origin: base.origin,
-      path: `${base.pathname.replace(/\/$/, "")}/${attempt.endpoint}`,
-      authorization,
-      upstream: `external ${model.name}`,
       // A provider's refusal of the key often quotes part of it ("Incorrect API key provided: sk-...abcd"):
       // it is not passed on; the client is told which variable to check. Retryable, so a fallback may answer.
-      refusedKeyVariable: external.api_key_env ?? "(none: api_key_env is not set)",
-    });
+      route = this.#route(base.origin, `${base.pathname.replace(/\/$/, "")}/`, key, `external ${model.name}`, external.api_key_env ?? "(none: api_key_env is not set)");
+      this.#externalRoutes.set(model, route);
+    }
+    return await this.#forward(attempt, route);
+  }
+
+  #route(origin: string, basePath: string, key: string | undefined, upstream: string, refusedKeyVariable: string | undefined): UpstreamRoute {
+    return {
+      pool: this.#pools.get(origin),
+      paths: { "chat/completions": `${basePath}chat/completions`, completions: `${basePath}completions`, embeddings: `${basePath}embeddings` },
+      authorization: key === undefined ? undefined : `Bearer ${key}`,
+      upstream,
+      refusedKeyVariable,
+    };
   }
 
   /** Sends the body to one upstream and passes its answer through as it arrives (see ProxiedAnswer for what is retried). */
-  async #forward(
-    attempt: Attempt,
-    upstream: { origin: string; path: string; authorization: string | undefined; upstream: string; refusedKeyVariable?: string },
-  ): Promise<Outcome> {
+  async #forward(attempt: Attempt, route: UpstreamRoute): Promise<Outcome> {
     const { exchange } = attempt;
     const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": exchange.id };
-    if (upstream.authorization !== undefined) headers.authorization = upstream.authorization;
+    if (route.authorization !== undefined) headers.authorization = route.authorization;
     if (attempt.stream) headers.accept = "text/event-stream";
     this.metrics.addedTime.observe((performance.now() - attempt.arrivedAt) / 1000);
     const modelMetrics = this.metrics.model(attempt.target.model.name);
@@ -417,17 +431,16 @@ export class Gateway {
         requestId: exchange.id,
         answeringName: attempt.answeringName,
         dropUsageEvent: attempt.dropUsageEvent,
-        upstream: upstream.upstream,
-        refusedKeyVariable: upstream.refusedKeyVariable,
-        closing: () => this.#closing.signal.aborted,
-        onFirstByte: (isStream) => {
-          if (isStream) modelMetrics.timeToFirstToken.observe((performance.now() - attempt.arrivedAt) / 1000);
-        },
+        upstream: route.upstream,
+        refusedKeyVariable: route.refusedKeyVariable,
+        closing: this.#isClosing,
+        arrivedAt: attempt.arrivedAt,
+        timeToFirstToken: modelMetrics.timeToFirstToken,
         log: exchange.log,
       });
-      this.#pools.get(upstream.origin).dispatch({ method: "POST", path: upstream.path, headers, body: attempt.payload }, answer);
+      route.pool.dispatch({ method: "POST", path: route.paths[attempt.endpoint], headers, body: attempt.payload }, answer);
       const outcome = await answer.done;
-      return { ...outcome, model: attempt.answeringName };
+      return { status: outcome.status, usage: outcome.usage, failed: outcome.failed, model: attempt.answeringName };
     } finally {
       modelMetrics.inFlight -= 1;
     }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { V1Response } from "./v1-response.js";
+import type { HistogramSeries } from "./lean-histogram.js";
 import type { UpstreamController, UpstreamHandler } from "./upstream-dispatcher.js";
 import type { GatewayLog } from "./gateway.js";
 import { SseUsageFilter } from "./sse-usage-filter.js";
@@ -33,8 +34,9 @@ export interface ProxiedAnswerOptions {
   readonly refusedKeyVariable: string | undefined;
   /** True once the gateway is closing: the answer then asks the client to close its connection. */
   readonly closing: () => boolean;
-  /** Called once, when the answer's first byte is committed to the client. */
-  readonly onFirstByte: (isStream: boolean) => void;
+  /** When the request arrived (performance.now()): a stream's first byte is observed into timeToFirstToken from it. */
+  readonly arrivedAt: number;
+  readonly timeToFirstToken: HistogramSeries;
   readonly log: GatewayLog;
 }
 
@@ -196,7 +198,7 @@ export class ProxiedAnswer implements UpstreamHandler {
     const length = headerText(headers["content-length"]);
     if (!this.#filter && length !== undefined) outgoing.push("content-length", length);
     this.options.response.writeHead(this.#status, outgoing);
-    this.options.onFirstByte(this.#filter !== undefined);
+    if (this.#filter !== undefined) this.options.timeToFirstToken.observe((performance.now() - this.options.arrivedAt) / 1000);
   }
 
   #tailText(): string {
