@@ -274,13 +274,18 @@ describe("the gateway's front", () => {
     await slow.closed;
   });
 
-  it("closes idle connections when the server closes, and finishes the answer under way", async () => {
+  it("closes idle connections when the server closes, and answers 503 to a request only partly sent instead of waiting for it", async () => {
     const { port, close } = await gatewayServer();
     const idle = new RawClient(port);
     idle.send(chat("idle soon"));
     await idle.next();
+    const halfway = new RawClient(port);
+    halfway.send("POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\n");
+    await new Promise((resolve) => setTimeout(resolve, 50));
     const closing = close();
     await idle.closed;
+    expect((await halfway.next()).status).toBe(503);
+    await halfway.closed;
     await closing;
   });
 });

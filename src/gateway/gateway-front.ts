@@ -183,8 +183,19 @@ class FrontConnection implements FrontResponseOwner {
     }
   }
 
+  /**
+   * The server is closing: an idle connection ends now, and so does one
+   * whose request has only partly arrived (answered 503: it was never taken
+   * on, and waiting for the rest would hold the server's close open).
+   */
   closeWhenIdle(): void {
-    if (this.#response === undefined && this.#length === 0) this.#end();
+    if (this.#response !== undefined) return;
+    if (this.#length === 0) {
+      this.#end();
+      return;
+    }
+    this.front.forget(this);
+    this.socket.end("HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: 0\r\n\r\n");
   }
 
   expire(now: number, keepAliveMs: number, headersMs: number, requestMs: number): void {

@@ -51,7 +51,8 @@ export class Http1Pool implements UpstreamDispatcher {
   readonly #waiting: Exchange[] = [];
   #open = 0;
   #active = 0;
-  #closing = false;
+  /** Set once close() is called: no new request is taken. */
+  #closing: Promise<void> | undefined;
   #closed: (() => void) | undefined;
   readonly #sweep: NodeJS.Timeout;
   /** Every connection's reads, one at a time: each is handled before the next can land. */
@@ -85,18 +86,21 @@ export class Http1Pool implements UpstreamDispatcher {
       exchange.fail(refused);
       return;
     }
-    if (this.#closing) {
+    if (this.#closing !== undefined) {
       exchange.fail(connectionError("UPSTREAM_POOL_CLOSED", "the gateway is closing its connections to this upstream"));
       return;
     }
     this.#start(exchange);
   }
 
-  async close(): Promise<void> {
-    this.#closing = true;
-    if (this.#active > 0) await new Promise<void>((resolve) => (this.#closed = resolve));
-    clearInterval(this.#sweep);
-    for (const connection of this.#idle.splice(0)) connection.socket.destroy();
+  close(): Promise<void> {
+    // Every caller waits for the same close.
+    this.#closing ??= (async () => {
+      if (this.#active > 0) await new Promise<void>((resolve) => (this.#closed = resolve));
+      clearInterval(this.#sweep);
+      for (const connection of this.#idle.splice(0)) connection.socket.destroy();
+    })();
+    return this.#closing;
   }
 
   /** @internal An exchange is over (answered, failed or aborted). */
@@ -118,7 +122,7 @@ export class Http1Pool implements UpstreamDispatcher {
       connection.send(next, true);
       return;
     }
-    if (this.#closing || keepForMs <= 0) {
+    if (this.#closing !== undefined || keepForMs <= 0) {
       connection.socket.destroy();
       return;
     }
