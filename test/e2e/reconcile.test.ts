@@ -100,7 +100,11 @@ describe("the reconciler with a server and two simulated agents as real processe
       return (view.last_failure?.failures ?? 0) >= 3 ? view : undefined;
     }, 60_000, "three failures of broken in a row");
     expect(failing.last_failure?.reason).toMatch(/exited with code 1 while loading broken/);
-    const waits = (await cluster.events("broken")).filter((event) => event.kind === "replica-failed").map((event) => /next start in (\d+) s/.exec(event.message)?.[1]);
+    // The third failure's event can land a moment after the model's count shows it: wait for the events themselves.
+    const waits = await waitFor(async () => {
+      const found = (await cluster.events("broken")).filter((event) => event.kind === "replica-failed").map((event) => /next start in (\d+) s/.exec(event.message)?.[1]);
+      return found.length >= 3 ? found : undefined;
+    }, 30_000, "three replica-failed events of broken");
     expect(waits.slice(0, 3)).toEqual(["1", "2", "4"]);
     expect(await cluster.ctl("models")).toMatch(/broken: failing \(\d+ in a row\)/);
     await cluster.ctl("model", "remove", "broken");
