@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { GatewayEndpoint } from "./gateway.js";
-import { headerName } from "./header-name.js";
+import { headerName, isHeaderValue } from "./header-name.js";
 
 /** A request the front answers itself: one of the three OpenAI POST routes, with a body of known length. */
 export interface FrontRequest {
@@ -45,7 +45,7 @@ export function readFrontRequest(bytes: Buffer, start: number, limits: { maxHead
     const name = headerName(rawName);
     if (name === undefined) return "other";
     const value = trimSpaceAndTab(line, colon + 1);
-    if (controlCharacter.test(value)) return "other";
+    if (!isHeaderValue(value)) return "other";
     if (headers[name] !== undefined || refusedHeaders.has(name)) return "other";
     headers[name] = value;
     if (name === "content-length") {
@@ -78,8 +78,6 @@ const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
   ["POST /v1/embeddings HTTP/1.1", "embeddings"],
 ]);
 
-/** Control characters other than tab have no place in a header value (a bare line feed among them). */
-const controlCharacter = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 /** Headers whose meaning the front does not take on: a body in chunks, 100-continue, a protocol switch. */
 const refusedHeaders = new Set(["transfer-encoding", "expect", "upgrade"]);

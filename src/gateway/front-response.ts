@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { STATUS_CODES, type OutgoingHttpHeaders } from "node:http";
 import type { Socket } from "node:net";
 import type { V1Response } from "./v1-response.js";
+import { isHeaderValue } from "./header-name.js";
 
 /** What the front's connection learns of an answer: that it has left (keep the connection or not), or that it was cut. */
 export interface FrontResponseOwner {
@@ -10,8 +11,6 @@ export interface FrontResponseOwner {
 
 /** Bodies up to this size leave in one write with their head; larger ones go as they are, beside it. */
 const inlineBytes = 16 * 1024;
-/** A header value: visible characters, spaces and tabs, and obs-text; no line break or other control character. */
-const headerValue = /^[\t\x20-\x7e\x80-\xff]*$/;
 const nonAscii = /[^\x00-\x7f]/;
 
 /**
@@ -35,8 +34,7 @@ function headLines(pairs: readonly string[], extra: readonly string[] | undefine
       }
       if (lower === "transfer-encoding") continue;
       if (lower === "content-length") length = true;
-      // A line break in a header would end the head early and forge the rest of the answer.
-      if (!headerValue.test(value)) throw new Error(`the answer's header ${name} has a line break or a control character in its value`);
+      if (!isHeaderValue(value)) throw new Error(`the answer's header ${name} has a line break or a control character in its value`);
       text += `${name}: ${value}\r\n`;
     }
   }

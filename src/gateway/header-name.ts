@@ -36,3 +36,15 @@ export function headerName(raw: string): string | undefined {
   if (known !== undefined) return known;
   return tokenName.test(raw) ? raw.toLowerCase() : undefined;
 }
+
+/** A header value: visible characters, spaces and tabs, and obs-text; no line break or other control character. */
+const headerValue = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * True when `value` may stand in a header line as it is. A line break in a
+ * value would end the head early and forge what follows (a second request,
+ * or the rest of an answer).
+ */
+export function isHeaderValue(value: string): boolean {
+  return headerValue.test(value);
+}

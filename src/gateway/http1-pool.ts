@@ -1,6 +1,7 @@
 import { connect, type Socket } from "node:net";
 import type { IncomingHttpHeaders } from "node:http";
 import { Http1ResponseReader, type ResponseReaderEvents } from "./http1-response-reader.js";
+import { isHeaderValue } from "./header-name.js";
 import type { UpstreamController, UpstreamDispatcher, UpstreamHandler, UpstreamRequest } from "./upstream-dispatcher.js";
 
 export interface Http1PoolOptions {
@@ -197,8 +198,6 @@ export class Http1Pool implements UpstreamDispatcher {
 /** Bodies up to this size leave in one write with the head; larger ones beside it. */
 const inlineBodyBytes = 16 * 1024;
 
-/** A header value: visible characters, spaces and tabs, and obs-text; no line break or other control character. */
-const headerValue = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 function requestHead(request: UpstreamRequest, host: string): string {
   // A line break in a header would end the head early and smuggle a second request.
@@ -206,7 +205,7 @@ function requestHead(request: UpstreamRequest, host: string): string {
   let head = `${request.method} ${request.path} HTTP/1.1\r\nhost: ${host}\r\n`;
   for (const name in request.headers) {
     const value = request.headers[name] as string;
-    if (!headerValue.test(value)) throw new Error(`the upstream header ${name} has a line break or a control character in its value`);
+    if (!isHeaderValue(value)) throw new Error(`the upstream header ${name} has a line break or a control character in its value`);
     head += `${name}: ${value}\r\n`;
   }
   return `${head}content-length: ${request.body.length}\r\n\r\n`;
