@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 /**
@@ -6,7 +7,8 @@ import { defineConfig } from "vitest/config";
  *   plus the architecture rules; seconds, the loop after every change;
  * - integration: test/integration, which start agents, engines and
  *   `llmgw` child processes;
- * - e2e: test/e2e, the CLI against a real server.
+ * - e2e: test/e2e, the CLI against a real server;
+ * - browser: test/browser, the web console in headless Chromium against `llmgw demo`.
  */
 export default defineConfig({
   test: {
@@ -14,6 +16,12 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Vitest's default is one worker per core less one: a single worker on a
+    // two-core CI machine, where the integration and e2e files spend most of
+    // their time waiting on the processes they start. Three files at once keep
+    // both cores busy there (the whole run in about half the time); more cores
+    // get more, up to six, past which the files' own processes crowd each other.
+    maxWorkers: Math.min(6, Math.max(3, availableParallelism())),
     // Says when the Postgres suites are off, and fails a run that leaves temp folders behind.
     globalSetup: ["test/support/global-setup.ts"],
     setupFiles: ["test/support/remove-temporary-directories.ts"],
@@ -22,6 +30,12 @@ export default defineConfig({
       { extends: true, test: { name: "unit", include: ["src/**/*.test.ts", "test/architecture/**/*.test.ts"], pool: "threads" } },
       { extends: true, test: { name: "integration", include: ["test/integration/**/*.test.ts"] } },
       { extends: true, test: { name: "e2e", include: ["test/e2e/**/*.test.ts"] } },
+      // The web console in Debian's headless Chromium against a real `llmgw demo`.
+      { extends: true, test: { name: "browser", include: ["test/browser/**/*.test.ts"] } },
+      // The chaos suite's quick part, in every run: fuzzed files, in process, in seconds.
+      { extends: true, test: { name: "chaos-fast", include: ["test/chaos/fast/**/*.test.ts"] } },
+      // `npm run chaos`: faults against real processes under load, minutes long; kept out of `npm test`.
+      ...(process.env.LLMGW_CHAOS === "1" ? [{ extends: true as const, test: { name: "chaos", include: ["test/chaos/**/*.test.ts"], fileParallelism: false } }] : []),
     ],
   },
 });

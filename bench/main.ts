@@ -20,7 +20,14 @@
  *   the throughput ceiling of llmgw's /v1 and of nginx against a direct call
  *   to the same backend.
  *
- * `npm run bench -- gateway` (or planner, placement, admin) runs only the named sections.
+ * - The web console (bench/console.ts): gzipped JavaScript of the first page,
+ *   and the time until /models is usable with 2,000 models, in headless Chromium.
+ *
+ * - Real llama.cpp on the CPU (bench/llama.ts): prompt and decode tokens/s of
+ *   the tiny GGUF straight to the built-in engine and through the gateway,
+ *   and the time from `ctl model add` to the first token.
+ *
+ * `npm run bench -- gateway` (or planner, placement, admin, console, llama) runs only the named sections.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -34,7 +41,9 @@ import { parseHardwareSpec } from "../src/fleet/gpu-spec.js";
 import { packageRoot } from "../src/package-root.js";
 import { placeReplicas } from "../src/placement/index.js";
 import { benchDemands, benchFleet } from "./placement-workload.js";
-import { adminApiBench } from "./admin-api.js";
+import { adminApiBench, defaultAdminApiSettings, largeAdminApiSettings } from "./admin-api.js";
+import { consoleBench } from "./console.js";
+import { llamaBench } from "./llama.js";
 import { availableParallelism } from "node:os";
 import { defaultGatewayOverheadSettings, renderGatewayOverhead, runGatewayOverhead, type GatewayOverheadResults } from "./gateway/gateway-overhead.js";
 
@@ -155,7 +164,7 @@ function placementTiming(): { results: PlacementTiming[]; markdown: string } {
   return { results, markdown };
 }
 
-// `npm run bench -- gateway` (or planner, placement, admin) runs only the named sections; no name runs them all.
+// `npm run bench -- gateway` (or planner, placement, admin, console, llama) runs only the named sections; no name runs them all.
 const wanted = new Set(process.argv.slice(2));
 const runs = (section: string) => wanted.size === 0 || wanted.has(section);
 
@@ -163,7 +172,15 @@ const startedAt = new Date().toISOString();
 const calibrationResult = runs("planner") ? calibration() : undefined;
 const timing = runs("planner") ? plannerTiming() : undefined;
 const placement = runs("placement") ? placementTiming() : undefined;
-const adminApi = runs("admin") ? await adminApiBench() : undefined;
+// `admin` runs both fleet sizes; `admin-small` only the 500-node one.
+const adminSizes = runs("admin") ? [defaultAdminApiSettings, largeAdminApiSettings] : wanted.has("admin-small") ? [defaultAdminApiSettings] : [];
+const adminApi = [];
+for (const settings of adminSizes) {
+  process.stderr.write(`Admin API at ${settings.nodes} nodes and ${settings.models} models...\n`);
+  adminApi.push(await adminApiBench(settings));
+}
+const consoleResult = runs("console") ? await consoleBench() : undefined;
+const llama = runs("llama") ? await llamaBench((line) => process.stderr.write(`${line}\n`)) : undefined;
 let gateway: GatewayOverheadResults | undefined;
 if (runs("gateway")) {
   process.stderr.write("Gateway overhead (about 4 minutes)...\n");
@@ -177,7 +194,9 @@ const markdown = [
   ...(calibrationResult ? [calibrationResult.markdown, ""] : []),
   ...(timing ? [timing.markdown, ""] : []),
   ...(placement ? [placement.markdown, ""] : []),
-  ...(adminApi ? [adminApi.markdown, ""] : []),
+  ...adminApi.flatMap((report) => [report.markdown, ""]),
+  ...(consoleResult ? [consoleResult.markdown, ""] : []),
+  ...(llama ? [llama.markdown, ""] : []),
   ...(gateway ? [renderGatewayOverhead(gateway), ""] : []),
 ].join("\n");
 const resultsFolder = path.join(packageRoot.directory, "bench", "results");
@@ -192,7 +211,9 @@ writeFileSync(
       calibration: calibrationResult?.rows,
       planner_timing: timing?.results,
       placement_timing: placement?.results,
-      admin_api: adminApi ? { ...adminApi, markdown: undefined } : undefined,
+      admin_api: adminApi.length > 0 ? adminApi.map((report) => ({ ...report, markdown: undefined })) : undefined,
+      console: consoleResult ? { ...consoleResult, markdown: undefined } : undefined,
+      llama: llama ? { ...llama, markdown: undefined } : undefined,
       gateway_overhead: gateway,
     },
     null,

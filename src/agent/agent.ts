@@ -8,6 +8,7 @@ import { listenFailure } from "../errors/listen-failure.js";
 import { parseListen } from "../catalog/server-config.js";
 import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
+import { builtinLlamaInstall } from "../engines/llama/llama-runtime.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
 import { hashToken } from "../auth/tokens.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
@@ -16,11 +17,13 @@ import { buildControlApi } from "./control-api.js";
 import { WeightsPuller } from "./weights-puller.js";
 import { loadEngineDrivers, type DriverLookup } from "./engine-drivers.js";
 import { collectInventory, type EnginePaths } from "./inventory.js";
+import { withSimulatedUse } from "./simulated-card-use.js";
 import type { ComfyuiSetup } from "./prepare-comfyui.js";
 import { nodeNameSchema, protocolVersion, type Inventory, type ReplicaStatus } from "../protocol/agent-protocol.js";
 import { defaultLogRotation, type LogRotation } from "./replica-log.js";
 import { ReplicaSupervisor } from "./replica-supervisor.js";
 import { postHeartbeat, postJoin, type ServerCallFailure } from "./server-client.js";
+import { verifyingDispatcher, type TlsFiles } from "../net/tls-files.js";
 
 export interface AgentOptions {
   /** The server's base URL, e.g. http://control:8080 */
@@ -36,6 +39,10 @@ export interface AgentOptions {
   readonly dataDirectory?: string | undefined;
   /** HOST:PORT for the control API. Default 127.0.0.1:0 (any free port, loopback only). */
   readonly listen?: string | undefined;
+  /** Serve the control API over HTTPS with this certificate (--tls-cert/--tls-key). */
+  readonly tls?: TlsFiles | undefined;
+  /** A private CA the server's certificate is verified against, besides the system's (--ca, LLMGW_CA). */
+  readonly ca?: Buffer | undefined;
   /** The control URL the server should call, when it differs from the listen address (NAT, 0.0.0.0). */
   readonly advertise?: string | undefined;
   /** Where engines listen: 127.0.0.1 (default) or an address gateways on other machines reach, such as 0.0.0.0. */
@@ -159,6 +166,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       weightsDirectory: path.join(dataDirectory, "weights"),
       enginePaths,
       comfyui,
+      builtinLlama: builtinLlamaInstall(),
       onWarning: (message) => logger.warn(message),
       lastKnownGpus,
     });
@@ -192,6 +200,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         }
       : undefined,
     enginePaths,
+    builtinLlamaCommand: builtinLlamaInstall() !== undefined ? (options.llmgwCommand ?? llmgwCommand()) : undefined,
     comfyui,
     // ComfyUI was just installed: the next heartbeat reads the inventory again instead of in 30 s.
     onInventoryChanged: () => {
@@ -235,7 +244,20 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     pretend: simulate !== undefined && !(options.simulateFetch ?? false),
     logger,
   });
-  const app = buildControlApi({ supervisor, puller, nodeName: name, credential: () => credential, controlSecretHash: () => controlSecretHash, onChange: () => undefined });
+  const app = buildControlApi({
+    supervisor,
+    puller,
+    nodeName: name,
+    credential: () => credential,
+    controlSecretHash: () => controlSecretHash,
+    onChange: () => undefined,
+    tls: options.tls,
+    certificateLog: {
+      renewed: (file) => logger.info({ file }, "tls-certificate-renewed: new connections get the new certificate"),
+      failed: (message) => logger.warn(`tls-certificate-not-renewed: ${message}`),
+    },
+  });
+  const serverDispatcher = verifyingDispatcher(options.ca);
   try {
     await app.listen({ host: listen.host, port: listen.port });
   } catch (error) {
@@ -251,7 +273,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   const boundPort = (app.server.address() as { port: number }).port;
   const advertisedHost = listen.host === "0.0.0.0" || listen.host === "::" ? os.hostname() : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
-  const url = options.advertise ?? `http://${advertisedHost}:${boundPort}`;
+  const url = options.advertise ?? `${options.tls ? "https" : "http"}://${advertisedHost}:${boundPort}`;
 
   let heartbeatIntervalMs = options.heartbeatIntervalMs ?? 2000;
   let sendInventory = true;
@@ -288,7 +310,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     if (!options.joinToken) {
       return { kind: "refused", status: 401, message: `the server refused agent ${name}'s saved credential and no join token was given` };
     }
-    const result = await postJoin(serverUrl, {
+    const result = await postJoin({ url: serverUrl, dispatcher: serverDispatcher }, {
       protocol: protocolVersion,
       join_token: options.joinToken,
       name,
@@ -372,11 +394,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           // A refresh whose nvidia-smi fails keeps the cards: replicas still run on them.
           inventory = await gatherInventory(inventory.gpus).catch(() => inventory);
         }
+        // Pretend cards say what they hold from the replicas running now, as nvidia-smi would within a beat.
+        if (simulate) {
+          const running = supervisor.persisted().map((replica) => ({ cards: replica.spec.cards, state: replica.state, gpuMemoryUtilization: replica.spec.gpu_memory_utilization }));
+          inventory = { ...inventory, gpus: withSimulatedUse(inventory.gpus, running) };
+        }
         const inventoryText = JSON.stringify(inventory);
         const withInventory = sendInventory || inventoryText !== lastInventoryText;
         await supervisor.scrapeLoad();
         const replicas: ReplicaStatus[] = supervisor.list();
-        const result = await postHeartbeat(serverUrl, credential as string, {
+        const result = await postHeartbeat({ url: serverUrl, dispatcher: serverDispatcher }, credential as string, {
           protocol: protocolVersion,
           name,
           address: url,

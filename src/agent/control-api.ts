@@ -1,6 +1,8 @@
 import { open, stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
+import { httpsServerFactory, type CertificateLog } from "../net/https-server.js";
+import type { TlsFiles } from "../net/tls-files.js";
 import Fastify, { type FastifyInstance } from "fastify";
 import { z } from "zod";
 import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";
@@ -39,6 +41,9 @@ export interface ControlApiOptions {
   readonly credential: () => string | undefined;
   /** sha256 of the server's control secret, from the join; undefined when the server sent none (an older release). */
   readonly controlSecretHash: () => string | undefined;
+  /** Serve HTTPS with this certificate, swapped for a renewed one without a restart. */
+  readonly tls?: TlsFiles | undefined;
+  readonly certificateLog?: CertificateLog | undefined;
   /** Called after a change the server should hear about soon. */
   readonly onChange: () => void;
 }
@@ -63,6 +68,7 @@ function presentsServerSecret(given: string, controlSecretHash: string | undefin
 
 export function buildControlApi(options: ControlApiOptions): FastifyInstance {
   const app = Fastify({
+    ...(options.tls ? { serverFactory: httpsServerFactory(options.tls, options.certificateLog ?? { renewed: () => undefined, failed: () => undefined }) } : {}),
     logger: false,
     bodyLimit: 1024 * 1024,
     routerOptions: { maxParamLength },

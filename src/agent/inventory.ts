@@ -6,9 +6,13 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { engineNames, type EngineName } from "../catalog/schema.js";
 import type { HardwareSpec } from "../fleet/gpu-spec.js";
-import { nvidiaSmiQueryArguments, parseNvidiaSmi } from "../fleet/nvidia-smi.js";
-import type { GpuInventory, Inventory } from "../protocol/agent-protocol.js";
+import { nvidiaSmiComputeAppsArguments, nvidiaSmiQueryArguments, parseNvidiaSmi, parseNvidiaSmiComputeApps } from "../fleet/nvidia-smi.js";
+import type { GpuInventory, Inventory, LlamaCppInventory } from "../protocol/agent-protocol.js";
 import { comfyuiPresent, type ComfyuiSetup } from "./prepare-comfyui.js";
+import { nodeDefaultBuild } from "../engines/llama/llama-build.js";
+import { markedAgentDirectory } from "./engine-marker.js";
+import { readProcessEnvironment } from "./engine-process.js";
+import type { BuiltinLlamaInstall } from "../engines/llama/llama-runtime.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -33,6 +37,8 @@ export interface InventoryOptions {
   readonly lastKnownGpus?: readonly GpuInventory[] | undefined;
   /** Where ComfyUI is and how to install it; left out, only a configured --engine-path finds it. */
   readonly comfyui?: ComfyuiSetup | undefined;
+  /** llmgw's built-in llama.cpp (node-llama-cpp) as installed: it runs llamacpp replicas where llama-server is missing. */
+  readonly builtinLlama?: BuiltinLlamaInstall | undefined;
 }
 
 /** Looks a program up the way a shell would: an absolute or relative path as is, a bare name on PATH. */
@@ -132,6 +138,7 @@ async function realGpus(options: InventoryOptions): Promise<GpuInventory[]> {
     );
     return [...fallback];
   }
+  const foreign = await foreignBytesByCard(nvidiaSmi);
   return parseNvidiaSmi(stdout).map((gpu) => ({
     index: gpu.index,
     uuid: gpu.uuid,
@@ -139,8 +146,33 @@ async function realGpus(options: InventoryOptions): Promise<GpuInventory[]> {
     class: gpu.gpuClass,
     memory_bytes: gpu.memoryBytes,
     ...(gpu.memoryUsedBytes !== undefined ? { memory_used_bytes: gpu.memoryUsedBytes } : {}),
+    ...(foreign !== undefined ? { memory_foreign_bytes: Math.min(gpu.memoryBytes, foreign.get(gpu.uuid) ?? 0) } : {}),
     fabric,
   }));
+}
+
+/**
+ * Memory per card (by uuid) held by processes llmgw did not start: every
+ * compute process on the card whose environment carries no engine marker.
+ * Engines and the workers they fork inherit the marker, so a vLLM worker
+ * counts as llmgw's; a process whose environment cannot be read (another
+ * user's) is not one of ours. Undefined when nvidia-smi cannot list the
+ * processes: the card then says nothing rather than "none".
+ */
+async function foreignBytesByCard(nvidiaSmi: string): Promise<Map<string, number> | undefined> {
+  let stdout: string;
+  try {
+    ({ stdout } = await execFileAsync(nvidiaSmi, [...nvidiaSmiComputeAppsArguments], { timeout: 15_000 }));
+  } catch {
+    return undefined;
+  }
+  const apps = parseNvidiaSmiComputeApps(stdout);
+  const ours = await Promise.all(apps.map(async (app) => markedAgentDirectory((await readProcessEnvironment(app.pid)) ?? {}) !== undefined));
+  const foreign = new Map<string, number>();
+  apps.forEach((app, index) => {
+    if (!ours[index]) foreign.set(app.gpuUuid, (foreign.get(app.gpuUuid) ?? 0) + app.usedBytes);
+  });
+  return foreign;
 }
 
 /** Pretend cards from --simulate, numbered 0.. across the groups as nvidia-smi would number them. */
@@ -155,7 +187,9 @@ export function simulatedGpus(spec: HardwareSpec, hostname: string, fabric: stri
         name: `Simulated ${group.label}`,
         class: group.gpuClass,
         memory_bytes: group.memoryBytes,
-        memory_used_bytes: 0,
+        // What the pretend card holds before any replica: the other processes it was given (--simulate "...+foreign=20g").
+        memory_used_bytes: group.foreignBytes ?? 0,
+        memory_foreign_bytes: group.foreignBytes ?? 0,
         fabric: group.fabric ?? fabric,
       });
     }
@@ -163,24 +197,51 @@ export function simulatedGpus(spec: HardwareSpec, hostname: string, fabric: stri
   return gpus;
 }
 
+/** `llama-server --version` prints "version: 4567 (abc1234)" on stderr; the first line that says so. */
+async function llamaServerVersion(program: string): Promise<string | null> {
+  try {
+    const { stdout, stderr } = await execFileAsync(program, ["--version"], { timeout: 10_000 });
+    return `${stderr}\n${stdout}`.split("\n").find((line) => /^version:/i.test(line.trim()))?.trim().slice(0, 200) ?? null;
+  } catch (error) {
+    const failure = error as { stderr?: string };
+    return failure.stderr?.split("\n").find((line) => /^version:/i.test(line.trim()))?.trim().slice(0, 200) ?? null;
+  }
+}
+
+async function llamaCppOnNode(options: InventoryOptions, gpus: readonly GpuInventory[]): Promise<LlamaCppInventory | undefined> {
+  const server = options.enginePaths.llamacpp ?? (await findProgram("llama-server", options.pathEnvironment));
+  if (server !== undefined && (await fileExists(server))) return { kind: "llama-server", path: server, version: await llamaServerVersion(server) };
+  const builtin = options.builtinLlama;
+  if (builtin === undefined) return undefined;
+  return { kind: "built-in", version: builtin.version, builds: [...builtin.builds], build: nodeDefaultBuild(gpus.length, builtin.builds) };
+}
+
 export async function collectInventory(options: InventoryOptions): Promise<Inventory> {
   await mkdir(options.weightsDirectory, { recursive: true });
   const disk = await statfs(options.weightsDirectory);
   const simulate = options.simulate;
   const engines = simulate ? [...engineNames] : await detectEngines(options.enginePaths, options.pathEnvironment);
+  // With no llama-server, llamacpp replicas run on the built-in engine (a configured --engine-path llamacpp is meant as given).
+  if (!simulate && options.builtinLlama !== undefined && options.enginePaths.llamacpp === undefined && !engines.includes("llamacpp")) {
+    engines.push("llamacpp");
+    engines.sort((left, right) => engineNames.indexOf(left) - engineNames.indexOf(right));
+  }
   const installable = options.comfyui?.installCommand !== undefined;
   // A simulated node runs every engine as the simulated one: ComfyUI counts as there unless an install command is given to exercise.
   const present = options.comfyui !== undefined ? (await comfyuiPresent(options.comfyui.folder)) || (simulate !== undefined && !installable) : engines.includes("comfyui");
   // A node that has ComfyUI (installed earlier into DATA_DIR/ComfyUI too) or can install it takes ComfyUI models: placement reads the engines list.
   if ((installable || present) && !engines.includes("comfyui")) engines.push("comfyui");
+  const gpus = simulate ? simulatedGpus(simulate, options.hostname, options.fabric) : await realGpus(options);
+  const llamaCpp = simulate ? undefined : await llamaCppOnNode(options, gpus);
   return {
     hostname: options.hostname,
-    gpus: simulate ? simulatedGpus(simulate, options.hostname, options.fabric) : await realGpus(options),
+    gpus,
     memory_bytes: simulate?.host?.memoryBytes ?? os.totalmem(),
     cpu_cores: simulate?.host?.cpuCores ?? os.availableParallelism(),
     engines,
     disk_free_bytes: Number(disk.bavail) * Number(disk.bsize),
     simulated: simulate !== undefined,
     comfyui: { present, installable },
+    ...(llamaCpp !== undefined ? { llama_cpp: llamaCpp } : {}),
   };
 }

@@ -1,5 +1,6 @@
 import { isRetryableStatus } from "../net/retryable-status.js";
-import { request } from "undici";
+import { request, type Dispatcher } from "undici";
+import { certificateFailure } from "../net/tls-files.js";
 import type { z } from "zod";
 import { DomainError } from "../errors/domain-error.js";
 import { readErrorBody } from "../protocol/error-body.js";
@@ -37,7 +38,14 @@ export type ServerCallFailure =
 export type ServerCallResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: ServerCallFailure };
 
 
-async function post<T>(serverUrl: string, path: string, body: unknown, credential: string | undefined, schema: z.ZodType<T>): Promise<ServerCallResult<T>> {
+/** The server an agent joined: its URL, and how its certificate is verified when a private CA signed it. */
+export interface ServerEndpoint {
+  readonly url: string;
+  readonly dispatcher?: Dispatcher | undefined;
+}
+
+async function post<T>(server: ServerEndpoint, path: string, body: unknown, credential: string | undefined, schema: z.ZodType<T>): Promise<ServerCallResult<T>> {
+  const serverUrl = server.url;
   const url = new URL(path, serverUrl).toString();
   let statusCode: number;
   let text: string;
@@ -49,10 +57,14 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
       headersTimeout: 10_000,
       bodyTimeout: 10_000,
       signal: AbortSignal.timeout(15_000),
+      ...(server.dispatcher ? { dispatcher: server.dispatcher } : {}),
     });
     statusCode = response.statusCode;
     text = await response.body.text();
   } catch (error) {
+    // A certificate refused is kept retrying like an outage (the server's certificate may be renewed), with the fix in every line.
+    const certificate = certificateFailure(error);
+    if (certificate) return { ok: false, failure: { kind: "unreachable", message: `refused the server at ${url}: ${certificate.reason}`, hint: certificate.hint } };
     return { ok: false, failure: { kind: "unreachable", message: `could not reach the server at ${url}: ${(error as Error).message}` } };
   }
   const parts = readErrorBody(text);
@@ -96,10 +108,10 @@ async function post<T>(serverUrl: string, path: string, body: unknown, credentia
   return { ok: true, value: result.data };
 }
 
-export async function postJoin(serverUrl: string, body: JoinRequest): Promise<ServerCallResult<JoinResponse>> {
-  return await post(serverUrl, agentPaths.join, body, undefined, joinResponseSchema);
+export async function postJoin(server: ServerEndpoint, body: JoinRequest): Promise<ServerCallResult<JoinResponse>> {
+  return await post(server, agentPaths.join, body, undefined, joinResponseSchema);
 }
 
-export async function postHeartbeat(serverUrl: string, credential: string, body: HeartbeatRequest): Promise<ServerCallResult<HeartbeatResponse>> {
-  return await post(serverUrl, agentPaths.heartbeat, body, credential, heartbeatResponseSchema);
+export async function postHeartbeat(server: ServerEndpoint, credential: string, body: HeartbeatRequest): Promise<ServerCallResult<HeartbeatResponse>> {
+  return await post(server, agentPaths.heartbeat, body, credential, heartbeatResponseSchema);
 }

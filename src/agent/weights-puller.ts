@@ -5,7 +5,9 @@ import { redactUrl } from "../catalog/redact.js";
 import { parseWeightsSource } from "../catalog/weights-source.js";
 import { isDomainError } from "../errors/domain-error.js";
 import { maxFetchesListed, type FetchStatus } from "../protocol/agent-protocol.js";
-import { cachedWeights, fetchWeights, type FetchProgress } from "./weights-fetcher.js";
+import { fetchWeights } from "./weights-fetcher.js";
+import type { FetchProgress } from "./weights/fetch-options.js";
+import { cachedWeights } from "./weights/weights-cache.js";
 
 export interface WeightsPullerOptions {
   readonly nodeName: string;

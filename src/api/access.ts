@@ -6,7 +6,7 @@ import type { Actor } from "../catalog/actor.js";
 import { bearerToken } from "../auth/bearer-token.js";
 import { hashToken } from "../auth/tokens.js";
 import { redactStrings, type Audience } from "../catalog/redact.js";
-import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, versionHeader } from "../protocol/api-version.js";
+import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
 
 /**
  * Who may call a route: `public` (health), `read` (any admin-API token),
@@ -29,8 +29,6 @@ declare module "fastify" {
     audience: Audience;
   }
 }
-
-export const userHeader = "llmgw-user";
 
 export function installAccessControl(app: FastifyInstance, store: Store, adminTokenHint: string): void {
   app.decorateRequest("actor", undefined);

@@ -112,7 +112,7 @@ function hintFor(code: ErrorCode): string {
     case "fallback_cycle":
       return "Break the circle: a model's fallbacks must not lead back to it; nothing was changed.";
     case "invalid_profile":
-      return "Change the profile so its engine can run it (see the README's profile reference); nothing was changed.";
+      return "Change the profile so its engine can run it (see the profile keys in docs/server-yaml.md); nothing was changed.";
     default:
       return "Correct the places listed; nothing was changed.";
   }

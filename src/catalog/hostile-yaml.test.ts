@@ -8,7 +8,7 @@ import { DomainError } from "../errors/domain-error.js";
 import { parseModelFile } from "./model-file.js";
 import { maxDetails } from "./schema-errors.js";
 import { loadServerConfig } from "./server-config.js";
-import { maxYamlBytes } from "./yaml-source.js";
+import { maxYamlBytes, maxYamlNesting, parseYamlSource } from "./yaml-source.js";
 
 const billionLaughs = [
   "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]",
@@ -105,6 +105,32 @@ describe("hostile YAML in server.yaml", () => {
     writeFileSync(file, text);
     return file;
   };
+
+  it("refuses every kind of deep nesting by naming the file, the place and the limit, never the parser's stack", () => {
+    const blockLevels = Array.from({ length: 200 }, (_, level) => `${" ".repeat(level + 1)}a:`).join("\n");
+    const deep = {
+      flowLists: `name: ${"[".repeat(50_000)}${"]".repeat(50_000)}\n`,
+      flowMaps: `name: ${"{a: ".repeat(20_000)}1${"}".repeat(20_000)}\n`,
+      blockMaps: `name: m\nx:\n${blockLevels} 1\n`,
+      compactLists: `name: m\nx: \n  ${"- ".repeat(20_000)}1\n`,
+    };
+    for (const [kind, text] of Object.entries(deep)) {
+      const serverYaml = (body: string) => loadServerConfig(write("deep.yaml", body));
+      for (const parse of [(body: string) => parseModelFile(body, "deep.yaml"), serverYaml]) {
+        const error = failure(() => parse(text));
+        expect(error.code, kind).toBe("invalid_yaml");
+        expect(error.message, kind).toMatch(new RegExp(`^deep\\.yaml(:\\d+:\\d+)?: the YAML is nested more than ${maxYamlNesting} levels deep`));
+        expect(error.hint, kind).toContain(`at most ${maxYamlNesting} levels`);
+      }
+    }
+  });
+
+  it("reads a file nested as deep as the limit", () => {
+    const value = parseYamlSource(`${"[".repeat(maxYamlNesting)}1${"]".repeat(maxYamlNesting)}\n`, "ok.yaml").value;
+    let depth = 0;
+    for (let at: unknown = value; Array.isArray(at); at = at[0]) depth += 1;
+    expect(depth).toBe(maxYamlNesting);
+  });
 
   it("refuses an alias bomb at start as invalid_yaml with its place", () => {
     const error = failure(() => loadServerConfig(write("bomb.yaml", billionLaughs)));

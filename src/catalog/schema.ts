@@ -166,6 +166,13 @@ export const serverConfigSchema = z.strictObject({
       token_env: z.string().optional(),
     })
     .optional(),
+  /** HTTPS for the API, the gateway and the console; paths are read relative to this file. */
+  tls: z
+    .strictObject({
+      cert: z.string().min(1, { message: "the path of a PEM certificate file" }),
+      key: z.string().min(1, { message: "the path of the certificate's PEM private key file" }),
+    })
+    .optional(),
   /** Where `mirror:path` sources point: an http(s) base URL the nodes reach, or a folder every node mounts. */
   mirror: z.string().min(1, { message: "an http(s) URL or a folder path" }).optional(),
   nodes: z
@@ -174,6 +181,8 @@ export const serverConfigSchema = z.strictObject({
       heartbeat_deadline: boundedDurationSchema(4000, 3_600_000, "how long a node may be silent before it is lost: at least two of the agents' 2s beats").optional(),
       // 0s is allowed (no settling); past an hour a restarted server would leave lost work unplaced that long.
       settling_window: boundedDurationSchema(0, 3_600_000, "how long a restarted server waits for agents before it acts").optional(),
+      /** A private CA that signed the agents' control-API certificates, trusted besides the system's CAs. */
+      ca: z.string().min(1, { message: "the path of a PEM CA certificate file" }).optional(),
     })
     .optional(),
   gateway: z

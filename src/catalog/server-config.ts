@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { readCaFile, readTlsFiles, type TlsFiles } from "../net/tls-files.js";
 import path from "node:path";
 import { DomainError } from "../errors/domain-error.js";
 import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
@@ -14,6 +15,10 @@ export interface ServerConfig {
   /** The file these came from, for messages ("declared in server.yaml"); undefined without -c. */
   readonly configPath: string | undefined;
   readonly listen: { readonly host: string; readonly port: number };
+  /** The certificate the server serves HTTPS with (`tls:`); undefined for plain HTTP. */
+  readonly tls: TlsFiles | undefined;
+  /** The private CA the server verifies agents' HTTPS control APIs with (`nodes.ca`), besides the system's CAs. */
+  readonly nodesCa: Buffer | undefined;
   readonly dataDir: string;
   /** A postgres:// URL, or undefined for embedded SQLite in dataDir. Secret: never printed whole. */
   readonly database: string | undefined;
@@ -101,11 +106,19 @@ export function loadServerConfig(
       "Leave database unset for embedded SQLite in the data directory, or give postgres://USER:PASSWORD@HOST:5432/DB.",
     );
   }
+  // Paths in server.yaml are the file's own: the server may be started from any directory.
+  const besideFile = (file: string) => path.resolve(configPath ? path.dirname(configPath) : ".", file);
+  const tls = file.tls
+    ? readTlsFiles({ certFile: besideFile(file.tls.cert), keyFile: besideFile(file.tls.key), certWhere: `${label}: tls.cert`, keyWhere: `${label}: tls.key` })
+    : undefined;
+  const nodesCa = file.nodes?.ca ? readCaFile(besideFile(file.nodes.ca), `${label}: nodes.ca`) : undefined;
   const duration = (text: string | undefined, fallback: number) => (text === undefined ? fallback : (parseDuration(text) as number));
 
   return Object.freeze({
     configPath,
     listen: parseListen(overrides.listen ?? file.listen ?? defaultListen, overrides.listen ? "--listen" : `${label}: listen`),
+    tls,
+    nodesCa,
     dataDir: path.resolve(overrides.dataDir ?? file.data_dir ?? defaultDataDir),
     database,
     gpuMemoryUtilization: file.gpu_memory_utilization ?? 0.9,

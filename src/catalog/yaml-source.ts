@@ -18,6 +18,15 @@ export interface YamlSource {
  */
 export const maxYamlBytes = 1024 * 1024;
 
+/**
+ * The deepest nesting of mappings and lists read. The yaml library parses
+ * and converts recursively, so a few thousand levels exhaust the stack; a
+ * server.yaml is about six levels deep.
+ */
+export const maxYamlNesting = 64;
+
+const nestingHint = `Write the value with at most ${maxYamlNesting} levels of nested mappings and lists; a server.yaml or model file needs fewer than ten.`;
+
 const yamlHint = "Fix the YAML at that line and column (check indentation, a missing colon, or an unclosed quote or bracket).";
 
 export function parseYamlSource(text: string, fileName: string): YamlSource {
@@ -28,7 +37,7 @@ export function parseYamlSource(text: string, fileName: string): YamlSource {
       "A server.yaml or model file is a few KB; check that this is the right file.",
     );
   }
-  refuseAliases(text, fileName);
+  refuseAliasesAndDeepFlow(text, fileName);
   const lineCounter = new LineCounter();
   let document: Document;
   try {
@@ -40,6 +49,7 @@ export function parseYamlSource(text: string, fileName: string): YamlSource {
     throw unreadable(fileName, error);
   }
   const firstError = document.errors[0];
+  if (firstError?.message.includes("Maximum call stack size exceeded")) throw tooDeep(place(fileName, lineCounter, firstError.pos[0]));
   if (firstError) {
     const where = place(fileName, lineCounter, firstError.pos[0]);
     // The yaml library's messages end with a code frame; the first line is the sentence.
@@ -53,6 +63,8 @@ export function parseYamlSource(text: string, fileName: string): YamlSource {
   } catch (error) {
     throw unreadable(fileName, error);
   }
+  const deep = deepestPath(value);
+  if (deep !== undefined) throw tooDeep(document.getIn(deep, true) ? locateInDocument(document, lineCounter, fileName, deep, undefined) ?? fileName : fileName);
   return {
     value,
     locate(path, key) {
@@ -69,10 +81,17 @@ export function parseYamlSource(text: string, fileName: string): YamlSource {
  * lexer finds the first one in one pass with little memory: a token starting
  * with * that is not a scalar's content (those follow the \x1f marker).
  */
-function refuseAliases(text: string, fileName: string): void {
+function refuseAliasesAndDeepFlow(text: string, fileName: string): void {
   let offset = 0;
   let previous = "";
+  // Flow collections ([ and {) are counted here, before the parser recurses into them; block nesting,
+  // which costs a line of indentation per level, is measured on the value once it is read.
+  let flowDepth = 0;
   for (const token of new Lexer().lex(text)) {
+    if (previous !== "\x1f" && (token === "[" || token === "{")) {
+      flowDepth += 1;
+      if (flowDepth > maxYamlNesting) throw tooDeep(place(fileName, undefined, offset, text));
+    } else if (token === "]" || token === "}") flowDepth = Math.max(0, flowDepth - 1);
     if (token.startsWith("*") && previous !== "\x1f") {
       const where = place(fileName, undefined, offset, text);
       throw new DomainError(
@@ -113,8 +132,27 @@ function refuseDuplicateKeys(document: Document, lineCounter: LineCounter, fileN
 }
 
 function unreadable(fileName: string, error: unknown): DomainError {
-  const reason = error instanceof RangeError ? "it is nested too deeply" : error instanceof Error ? error.message.split("\n")[0] : String(error);
+  if (error instanceof RangeError) return tooDeep(fileName);
+  const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
   return new DomainError("invalid_yaml", `${fileName}: cannot read the YAML: ${reason}`, yamlHint);
+}
+
+function tooDeep(where: string): DomainError {
+  return new DomainError("invalid_yaml", `${where}: the YAML is nested more than ${maxYamlNesting} levels deep, the most llmgw reads`, nestingHint, [
+    { where, message: `nested more than ${maxYamlNesting} levels` },
+  ]);
+}
+
+/** The path to a value nested deeper than maxYamlNesting, found without recursion; undefined when none is. */
+function deepestPath(root: unknown): (string | number)[] | undefined {
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (item.value === null || typeof item.value !== "object") continue;
+    if (item.path.length >= maxYamlNesting) return item.path;
+    const entries: [string | number, unknown][] = Array.isArray(item.value) ? item.value.map((value, index) => [index, value]) : Object.entries(item.value);
+    for (const [key, value] of entries) stack.push({ value, path: [...item.path, key] });
+  }
+  return undefined;
 }
 
 function place(fileName: string, lineCounter: LineCounter | undefined, offset: number, text?: string): string {

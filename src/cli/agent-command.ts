@@ -1,7 +1,10 @@
 import { Command, InvalidArgumentError, Option } from "commander";
+import { describeFailure } from "./report-failure.js";
 import { engineNames, type EngineName } from "../catalog/schema.js";
 import { startAgent, type AgentOptions } from "../agent/agent.js";
+import { readCaFile, tlsFromFlags } from "../net/tls-files.js";
 import { isDomainError } from "../errors/domain-error.js";
+import { watchParentLifeline } from "../agent/parent-lifeline.js";
 
 function parseLabels(text: string): Record<string, string> {
   const labels: Record<string, string> = {};
@@ -45,6 +48,10 @@ interface AgentCommandOptions {
   hfEndpoint?: string;
   startupTimeout: number;
   stopGrace: number;
+  tlsCert?: string;
+  tlsKey?: string;
+  ca?: string;
+  exitWithParent?: boolean;
 }
 
 /**
@@ -66,6 +73,9 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .option("--labels <key=value,...>", "labels for placement", parseLabels)
     .option("--data-dir <dir>", "weights cache, logs and state", "./llmgw-agent-data")
     .option("--listen <host:port>", "address of the agent's control API", "127.0.0.1:0")
+    .option("--tls-cert <file>", "serve the control API over HTTPS with this PEM certificate (with --tls-key); a renewed file is picked up without a restart")
+    .option("--tls-key <file>", "the PEM private key of --tls-cert")
+    .addOption(new Option("--ca <file>", "a PEM CA certificate to trust besides the system's, for a server whose certificate a private CA signed").env("LLMGW_CA"))
     .option("--advertise <url>", "the control URL the server should call (default: from --listen)")
     .option("--engine-host <host>", "where engines listen: 127.0.0.1 (default, this machine only) or 0.0.0.0 / this node's address so gateways on other machines reach them (each engine then needs its replica key)")
     .option("--simulate <spec>", 'pretend GPUs, e.g. "4xH100-80GB@nvl0,cpu:32c/256g"; runs the simulated engine in place of every real one')
@@ -78,6 +88,10 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     )
     .option("--startup-timeout <seconds>", "how long an engine may take to become healthy", seconds, 1800)
     .option("--stop-grace <seconds>", "time between SIGTERM and SIGKILL when stopping an engine", seconds, 30)
+    .option(
+      "--exit-with-parent",
+      "stop every engine and exit when stdin ends, that is when the process that started this agent is gone (kill -9 included): for agents a supervisor runs as its children, as llmgw demo does. Without it an engine outlives its agent, as it should on a real node",
+    )
     .action(async (options: AgentCommandOptions) => {
       // commander has read --token's LLMGW_JOIN_TOKEN into options.token. Dropped from process.env, it is
       // inherited by no child of the agent (nvidia-smi, engines, anything they start), and a later
@@ -85,7 +99,15 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
       // keeps the environment the process started with there, whatever process.env becomes, and a
       // process of the same uid (an engine, code that came with a model) can read that file.
       delete process.env.LLMGW_JOIN_TOKEN;
-      let agent;
+      let agent: Awaited<ReturnType<typeof startAgent>> | undefined;
+      let parentGone = false;
+      if (options.exitWithParent) {
+        watchParentLifeline(process.stdin, () => {
+          parentGone = true;
+          // Still starting: nothing of this start is kept; the engines it adopted are stopped once it has them.
+          if (agent) void stopEnginesAndExit(agent);
+        });
+      }
       try {
         agent = await startAgent({
           server: options.server,
@@ -104,12 +126,15 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
           hubUrl: options.hfEndpoint,
           startupTimeoutMs: options.startupTimeout * 1000,
           stopGraceMs: options.stopGrace * 1000,
+          tls: tlsFromFlags(options.tlsCert, options.tlsKey),
+          ca: options.ca === undefined ? undefined : readCaFile(options.ca, process.env.LLMGW_CA === options.ca ? "LLMGW_CA" : "--ca"),
           ...overrides,
         });
       } catch (error) {
         reportAndExit(error);
         return;
       }
+      if (parentGone) return void stopEnginesAndExit(agent);
       process.stderr.write(`llmgw agent ${agent.name}: control API at ${agent.url}, data in ${agent.dataDirectory}, server ${options.server}\n`);
       for (const warning of agent.warnings) process.stderr.write(`warning: ${warning}\n`);
       // Stopping the agent leaves its engines running (they are adopted by the next
@@ -126,8 +151,24 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     });
 }
 
+/** --exit-with-parent: its parent is gone, so are the engines it started (the orderly stop of each, SIGKILL after the grace). */
+async function stopEnginesAndExit(agent: Awaited<ReturnType<typeof startAgent>>): Promise<void> {
+  const running = agent.supervisor.list().filter((replica) => replica.state !== "stopped" && replica.state !== "failed");
+  process.stderr.write(`llmgw agent ${agent.name}: the process that started it is gone (--exit-with-parent); stopping ${running.length} engine${running.length === 1 ? "" : "s"} and exiting\n`);
+  for (const replica of running) {
+    try {
+      agent.supervisor.stop(replica.id, false);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  await agent.supervisor.settled();
+  await agent.close().catch(() => undefined);
+  process.exit(0);
+}
+
 function reportAndExit(error: unknown): void {
-  if (isDomainError(error)) process.stderr.write(`error: ${error.message}\n${error.hint}\n`);
+  if (isDomainError(error)) process.stderr.write(`${describeFailure(error)}\n`);
   else process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 }

@@ -52,9 +52,14 @@ export function registerDemoCommand(program: Command): void {
     .description("a server, two simulated GPU nodes and a few models, in one process tree: no GPU, nothing to configure")
     .option("--listen <host:port>", "where the server listens (a free port is used if this one is taken)", "127.0.0.1:8080")
     .option("--data-dir <dir>", "keep the demo's state, logs and model files here (default: a temporary folder, removed at the end)")
-    .action(async (options: { listen: string; dataDir?: string }) => {
-      print("llmgw demo: a control plane and two simulated GPU nodes on this machine (no GPU needed)\n");
-      const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, say: (line) => print(`  ${line}`) });
+    .option("--gguf <path>", "also serve this GGUF file for real: a CPU node of this machine runs it with llama.cpp (built into llmgw), placed by the reconciler like every model")
+    .action(async (options: { listen: string; dataDir?: string; gguf?: string }) => {
+      print(
+        options.gguf !== undefined
+          ? "llmgw demo: a control plane, two simulated GPU nodes and a CPU node that answers for real, on this machine (no GPU needed)\n"
+          : "llmgw demo: a control plane and two simulated GPU nodes on this machine (no GPU needed)\n",
+      );
+      const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, gguf: options.gguf, say: (line) => print(`  ${line}`) });
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
@@ -78,7 +83,9 @@ export function registerDemoCommand(program: Command): void {
       const checks: string[] = [];
       for (const replica of demo.replicas) {
         const answer = await askGateway(demo.url, replica.model).catch((error: unknown) => `no answer: ${(error as Error).message}`);
-        checks.push(`Asked ${replica.model}: "${answer}"`);
+        // The answer's first line says who answered what; the rest would push the commands off the screen.
+        const [firstLine = "", ...rest] = answer.split("\n").filter((line) => line.trim() !== "");
+        checks.push(`Asked ${replica.model}: "${firstLine}${rest.length > 0 ? " …" : ""}"`);
       }
       print(demoSummary(demo, checks, printedLlmgwCommand()));
     });

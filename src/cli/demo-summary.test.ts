@@ -34,7 +34,11 @@ function gatewayCommands(summary: string): string[] {
   const lines = summary.split("\n");
   const start = lines.findIndex((line) => line.startsWith("The OpenAI-compatible gateway"));
   const block = lines.slice(start + 1, lines.indexOf("", start)).join("\n");
-  return block.split(/(?<!\\)\n/).map((command) => command.trim());
+  // The lines in words ("With the OpenAI SDK for Python (`pip install openai` first):") are read, not pasted.
+  return block
+    .split(/(?<!\\)\n/)
+    .map((command) => command.trim())
+    .filter((line) => !/^With .*:$/.test(line));
 }
 
 /** The words bash hands a command pasted as `line`, read back through printf. */
@@ -70,6 +74,23 @@ describe("the demo's summary, pasted into bash or zsh", () => {
       }
     });
   }
+
+  it("says what to install before each SDK line, just above it", () => {
+    const lines = demoSummary(demo, [], "llmgw").split("\n").map((line) => line.trim());
+    const python = lines.findIndex((line) => line.startsWith("python3 -c"));
+    const node = lines.findIndex((line) => line.startsWith("node --input-type=module"));
+    expect(lines[python - 1]).toBe("With the OpenAI SDK for Python (`pip install openai` first):");
+    expect(lines[node - 1]).toBe("With the OpenAI SDK for Node (`npm install openai` in the folder you run it from, first):");
+  });
+
+  it("prints the console's address with the token in the URL fragment only, so it never reaches the server", () => {
+    const lines = demoSummary(demo, [], "llmgw").split("\n");
+    const heading = lines.findIndex((line) => line.startsWith("The web console"));
+    const link = new URL(lines[heading + 1]?.trim() ?? "");
+    expect(`${link.origin}${link.pathname}`).toBe(`${demo.url}/`);
+    expect(link.hash).toBe(`#token=${demo.token}`);
+    expect(link.search).toBe("");
+  });
 
   it("uploads the demo's image and writes the mesh beside it, quoted as one word each", () => {
     const meshLine = trySteps(demoSummary(demo, [], "llmgw"))

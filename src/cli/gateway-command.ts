@@ -1,14 +1,13 @@
 import cluster from "node:cluster";
-import { availableParallelism } from "node:os";
+import { availableParallelism, homedir } from "node:os";
+import path from "node:path";
 import type { Command } from "commander";
 import { DomainError } from "../errors/domain-error.js";
-import { httpKeysBackend } from "../gateway/keys-backend.js";
-import { KeysPolicy } from "../gateway/keys-policy.js";
-import { openPolicy } from "../gateway/open-policy.js";
-import { startGateway } from "../gateway/start-gateway.js";
-import { startGatewayCluster, WorkerStartFailed } from "../gateway/gateway-cluster.js";
-import { IpcSharedLimits, type PrimaryChannel } from "../gateway/ipc-shared-limits.js";
+import { httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits, type PrimaryChannel } from "../gateway/policy/index.js";
+import { startGateway, startGatewayCluster, WorkerStartFailed } from "../gateway/process/index.js";
 import { print } from "./output.js";
+import { setGlobalDispatcher } from "undici";
+import { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher } from "../net/tls-files.js";
 
 interface GatewayCommandOptions {
   server?: string;
@@ -17,6 +16,22 @@ interface GatewayCommandOptions {
   auth: string;
   logLevel: string;
   workers: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  ca?: string;
+  usageJournal?: string;
+}
+
+/**
+ * Where a gateway keeps the usage of answered requests until its server has
+ * it: one folder per listening address and server, so a gateway started again
+ * on the same port (or a sibling worker) finds what a crashed one left, and
+ * never hands it to another server.
+ */
+export function defaultUsageJournal(listen: string, server: string, environment: Readonly<Record<string, string | undefined>> = process.env): string {
+  const state = environment.XDG_STATE_HOME ?? path.join(homedir(), ".local", "state");
+  const safe = (text: string) => text.replace(/^https?:\/\//, "").replace(/[^A-Za-z0-9.-]+/g, "_");
+  return path.join(state, "llmgw", "gateway-usage", `${safe(listen)}-for-${safe(server)}`);
 }
 
 /** More workers than this is a typo, not a machine: each is a whole Node process. */
@@ -41,6 +56,10 @@ export function registerGatewayCommand(program: Command): void {
     .option("--token <token>", "an admin token: the routing table carries the replicas' keys (env LLMGW_TOKEN)")
     .option("--auth <mode>", "keys (gateway API keys) or open (no key; loopback demos only)", "keys")
     .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
+    .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (with --tls-key); a renewed file is picked up without a restart")
+    .option("--tls-key <file>", "the PEM private key of --tls-cert")
+    .option("--ca <file>", "a PEM CA certificate to trust besides the system's, for a server whose certificate a private CA signed (env LLMGW_CA)")
+    .option("--usage-journal <dir>", "where answered requests' usage is kept on disk until the server has it, so a crash loses none (env LLMGW_USAGE_JOURNAL; default ~/.local/state/llmgw/gateway-usage/LISTEN-for-SERVER)")
     .option("--workers <n>", "gateway processes sharing the port: a number, or auto (one per core); rate limits hold across them", "1")
     .action(async (options: GatewayCommandOptions) => {
       const server = options.server ?? process.env.LLMGW_SERVER;
@@ -49,6 +68,12 @@ export function registerGatewayCommand(program: Command): void {
       if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN); `llmgw ctl token create NAME --role admin` makes one.");
       if (options.auth !== "keys" && options.auth !== "open") throw new DomainError("config_invalid", `--auth ${options.auth}: expected keys or open`, "Use --auth keys, or --auth open on loopback.");
       const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);
+      // Checked before any worker starts, so a wrong file is one error, not one per worker.
+      const tls = tlsFromFlags(options.tlsCert, options.tlsKey);
+      const serverDispatcher = verifyingDispatcher(caFromOption(options.ca));
+      // Every call this process makes to its server (routing table, keys, usage, demand) goes through undici's
+      // global dispatcher; engines are reached through their own pools, over plain HTTP on the cluster network.
+      if (serverDispatcher) setGlobalDispatcher(serverDispatcher);
       // Kept out of the environment engines or anything else this process starts would inherit.
       delete process.env.LLMGW_TOKEN;
       if (workers > 1) {
@@ -58,21 +83,24 @@ export function registerGatewayCommand(program: Command): void {
       // A worker of `--workers N`: its rate limits are kept by the primary, which also prints the listening line.
       const sharedLimits = cluster.isWorker ? new IpcSharedLimits(primaryChannel) : undefined;
       let running;
-      let keys: KeysPolicy | undefined;
+      let keys: KeysPolicy | OpenPolicy | undefined;
       try {
         // Keys and usage through the server's admin API: a standalone gateway has no database.
+        const backend = httpKeysBackend(server, token);
+        const usageOptions = {
+          journalDirectory: options.usageJournal ?? process.env.LLMGW_USAGE_JOURNAL ?? defaultUsageJournal(options.listen, server),
+          onBackgroundError: (error: unknown, during: string) => process.stderr.write(`gateway: failed ${during} (${(error as Error).message}); retrying on the next round\n`),
+        };
         keys =
           options.auth === "keys"
-            ? await KeysPolicy.start(httpKeysBackend(server, token), {
-                onBackgroundError: (error, during) => process.stderr.write(`gateway: failed ${during} (${(error as Error).message}); retrying on the next round\n`),
-                ...(sharedLimits ? { sharedLimits } : {}),
-              })
-            : undefined;
+            ? await KeysPolicy.start(backend, { ...usageOptions, ...(sharedLimits ? { sharedLimits } : {}) })
+            : await OpenPolicy.start((increments) => backend.writeUsage(increments), usageOptions);
         running = await startGateway({
           server,
           token,
           listen: options.listen,
-          policy: keys ?? openPolicy,
+          tls,
+          policy: keys,
           logger: { level: options.logLevel },
           ...(cluster.isWorker ? { primary: primaryChannel } : {}),
         });
@@ -81,6 +109,8 @@ export function registerGatewayCommand(program: Command): void {
         // A worker's open channel to its primary would keep it running after its error is printed; the primary sees it exit.
         if (cluster.isWorker) setImmediate(() => process.disconnect());
         if (error instanceof DomainError) throw error;
+        const certificate = certificateFailure(error);
+        if (certificate) throw new DomainError("server_unreachable", `refused the server at ${server}: ${certificate.reason}`, certificate.hint);
         throw new DomainError(
           "server_unreachable",
           `cannot read the routing table from ${server}: ${(error as Error).message}`,
@@ -137,7 +167,9 @@ async function runPrimary(workers: number, server: string, token: string, option
     return;
   }
   warnIfOpen(options);
-  print(`llmgw gateway listening on ${running.url} with ${workers} workers (OpenAI-compatible at ${running.url}/v1, metrics at ${running.url}/metrics), following ${server}`);
+  // The workers serve the certificate themselves; the primary only names the scheme.
+  const url = options.tlsCert !== undefined ? running.url.replace(/^http:/, "https:") : running.url;
+  print(`llmgw gateway listening on ${url} with ${workers} workers (OpenAI-compatible at ${running.url}/v1, metrics at ${running.url}/metrics), following ${server}`);
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= running.close().then(() => process.exit(0));

@@ -1,3 +1,4 @@
+import { asInvoked } from "../llmgw-invocation.js";
 /** Prints data as JSON for tools: exactly what the API returned. */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -15,5 +16,7 @@ export function renderTable(header: readonly string[], rows: readonly (readonly 
 }
 
 export function print(text: string): void {
-  process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+  // Every command a line quotes names llmgw as it was started (npx llmgw in a clone).
+  const line = asInvoked(text);
+  process.stdout.write(line.endsWith("\n") ? line : `${line}\n`);
 }

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { engineNames, type EngineName } from "../catalog/schema.js";
-import { runSimEngine } from "../engines/sim/sim-engine.js";
+import { runSimEngine } from "../engines/sim/run-sim-engine.js";
 
 function engineName(value: string): EngineName {
   const engine = engineNames.find((name) => name === value);

@@ -3,7 +3,16 @@ import path from "node:path";
 import { architectureFromConfig } from "../plan/architecture.js";
 import { checkpointTensors, syntheticGgufParts, writeBytes, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
 import type { GgufQuantization } from "../plan/weights.js";
-import { llama31_8bConfig, llama33_70bConfig, qwen25_14bConfig, qwen25_7bConfig, qwen3Embedding06bConfig } from "./demo-configs.js";
+import {
+  llama31_8bConfig,
+  llama33_70bConfig,
+  nomicEmbedTextV15Config,
+  qwen25_05bConfig,
+  qwen25_14bConfig,
+  qwen25_7bConfig,
+  qwen3Embedding06bConfig,
+  qwen3Reranker06bConfig,
+} from "./demo-configs.js";
 
 /**
  * A Hugging Face repository a preset names, as the demo's stand-in hub
@@ -18,7 +27,14 @@ export interface PresetCheckpoint {
   /** Safetensors shards, as the publisher split them (1: one model.safetensors). */
   readonly shards?: number;
   /** A GGUF file instead: its name without `.gguf` (and without the `-0000i-of-0000n` of a split one). */
-  readonly gguf?: { readonly stem: string; readonly quantization: GgufQuantization; readonly fileType: number; readonly parts: number };
+  readonly gguf?: {
+    readonly stem: string;
+    readonly quantization: GgufQuantization;
+    readonly fileType: number;
+    readonly parts: number;
+    /** The published file's exact size in bytes, where it is known: the planner's count of the stand-in is held to it. */
+    readonly publishedBytes?: number;
+  };
 }
 
 // llama.cpp's file types (general.file_type): 7 is MOSTLY_Q8_0, 15 MOSTLY_Q4_K_M.
@@ -29,8 +45,17 @@ export const presetCheckpoints: readonly PresetCheckpoint[] = [
   { repository: "Qwen/Qwen2.5-14B-Instruct-GGUF", config: qwen25_14bConfig, gguf: { stem: "qwen2.5-14b-instruct-q4_k_m", quantization: "Q4_K_M", fileType: 15, parts: 3 } },
   { repository: "meta-llama/Llama-3.1-8B", config: llama31_8bConfig, shards: 4 },
   { repository: "meta-llama/Llama-3.3-70B-Instruct", config: llama33_70bConfig, shards: 30 },
+  { repository: "Qwen/Qwen2.5-0.5B-Instruct-GGUF", config: qwen25_05bConfig, gguf: { stem: "qwen2.5-0.5b-instruct-q4_k_m", quantization: "Q4_K_M", fileType: 15, parts: 1 } },
   { repository: "Qwen/Qwen3-Embedding-0.6B", config: qwen3Embedding06bConfig, shards: 1 },
   { repository: "Qwen/Qwen3-Embedding-0.6B-GGUF", config: qwen3Embedding06bConfig, gguf: { stem: "Qwen3-Embedding-0.6B-Q8_0", quantization: "Q8_0", fileType: 7, parts: 1 } },
+  { repository: "Qwen/Qwen3-Reranker-0.6B", config: qwen3Reranker06bConfig, shards: 1 },
+  // 84,106,624 bytes: the size the hub lists at revision 0188c9bf409793f810680a5a431e7b899c46104c, with sha256
+  // d4e388894e09cf3816e8b0896d81d265b55e7a9fff9ab03fe8bf4ef5e11295ac, as download manifests that check both record it.
+  {
+    repository: "nomic-ai/nomic-embed-text-v1.5-GGUF",
+    config: nomicEmbedTextV15Config,
+    gguf: { stem: "nomic-embed-text-v1.5.Q4_K_M", quantization: "Q4_K_M", fileType: 15, parts: 1, publishedBytes: 84_106_624 },
+  },
 ];
 
 /**

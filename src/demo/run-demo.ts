@@ -1,21 +1,22 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
+import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseListen } from "../catalog/server-config.js";
 import { DomainError } from "../errors/domain-error.js";
 import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
 import { llmgwCommand } from "../package-root.js";
-import { ApiClient } from "../cli/api-client.js";
+import { ApiClient } from "../client/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
 import type { ModelView, NodeView, ReplicaView } from "../protocol/views.js";
 import { shippedPresets } from "../catalog/presets/shipped-presets.js";
 import { demoNodes, demoPresets } from "./demo-catalog.js";
-import { startHubServer, type HubServer } from "./local-hub.js";
+import { startHubServer, type HubServer } from "../hub/local-hub.js";
 import { writePresetCheckpoints } from "./preset-checkpoints.js";
 import { writeSampleImage } from "./write-sample-image.js";
+import { checkGgufFile, ggufModelEntry } from "./gguf-model.js";
+import { readModelSource } from "../plan/read-model-source.js";
 
 export interface DemoOptions {
   /** Where the server listens; when the default port is taken a free one is used instead. */
@@ -24,6 +25,8 @@ export interface DemoOptions {
   readonly dataDir: string | undefined;
   /** Progress lines for the person watching. */
   readonly say: (line: string) => void;
+  /** A GGUF file the user has: served for real by llama.cpp on a CPU node of the demo (this machine, with nothing simulated). */
+  readonly gguf?: string | undefined;
 }
 
 export interface RunningDemo {
@@ -35,9 +38,14 @@ export interface RunningDemo {
   readonly sampleImage: string;
   readonly nodes: readonly NodeView[];
   readonly replicas: readonly ReplicaView[];
+  /** The model --gguf added, which answers for real; undefined without --gguf. */
+  readonly ggufModel: string | undefined;
   /** Stops replicas, agents and server, in that order, and removes a temporary data folder. */
   stop(): Promise<void>;
 }
+
+/** The demo's real node, which runs the --gguf model on this machine's CPU. */
+export const demoCpuNode = { name: "cpu-node", describe: "this machine's CPU, llama.cpp for real" } as const;
 
 /** How long the demo waits for agents to join and replicas to become ready before it gives up and says why. */
 const startDeadlineMs = 90_000;
@@ -49,10 +57,15 @@ const startDeadlineMs = 90_000;
  * vLLM and llama.cpp says so in every answer.
  */
 export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
+  // Before anything starts: a wrong path is said at once, with nothing to clean up.
+  const ggufFile = options.gguf !== undefined ? await checkGgufFile(options.gguf) : undefined;
   const temporary = options.dataDir === undefined;
   const dataDir = options.dataDir ? path.resolve(options.dataDir) : await mkdtemp(path.join(tmpdir(), "llmgw-demo-"));
   const modelsDir = path.join(dataDir, "models");
   const agents: ChildProcess[] = [];
+  /** What each agent was started as, in the order of `agents`: the same again when it dies. */
+  const agentSpecs: DemoAgent[] = [];
+  const agentNames = () => agentSpecs.map((spec) => spec.name);
   let server: RunningServer | undefined;
   let hub: HubServer | undefined;
   let client: ApiClient | undefined;
@@ -93,7 +106,45 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
   let stopping: Promise<void> | undefined;
   // Idempotent: an interrupt and a failing start may both ask for it.
   const stop = () => (stopping ??= stopOnce());
+  // Once up, an agent that dies is started again (a real node's service manager would do the same);
+  // while starting, an agent's exit is a failure to report instead.
+  let restartAgents = false;
+  const restartTimers = new Set<NodeJS.Timeout>();
+  const lives: { startedAt: number; exits: number }[] = [];
+  const watchAgent = (index: number, child: ChildProcess) => {
+    const node = agentSpecs[index] as DemoAgent;
+    const life = (lives[index] ??= { startedAt: 0, exits: 0 });
+    life.startedAt = Date.now();
+    child.once("exit", (code, signal) => {
+      if (!restartAgents || stopping !== undefined || !server) return;
+      // Exits within a minute of the last start count as a row: the wait doubles, up to 30 s.
+      life.exits = Date.now() - life.startedAt < 60_000 ? life.exits + 1 : 1;
+      const waitMs = agentRestartDelayMs(life.exits);
+      options.say(`agent of ${node.name} exited (${signal ?? `code ${code}`}); starting it again in ${waitMs / 1000} s (${life.exits} in a row; its engines run on and the new agent adopts them; its log: ${path.join(dataDir, "agents", node.name, "agent.log")})`);
+      const timer = setTimeout(() => {
+        restartTimers.delete(timer);
+        if (stopping !== undefined || !server) return;
+        spawnAgent(server.url, joinToken, node, dataDir).then(
+          (again) => {
+            agents[index] = again;
+            watchAgent(index, again);
+          },
+          (error: unknown) => options.say(`agent of ${node.name} could not be started again: ${(error as Error).message}`),
+        );
+      }, waitMs);
+      restartTimers.add(timer);
+    });
+  };
+  let joinToken = "";
+  /** Starts one agent, kept with what it was started as so that a death starts the same again. */
+  const startAgent = async (serverUrl: string, spec: DemoAgent) => {
+    const child = await spawnAgent(serverUrl, joinToken, spec, dataDir);
+    agentSpecs.push(spec);
+    agents.push(child);
+    watchAgent(agents.length - 1, child);
+  };
   const stopOnce = async () => {
+    for (const timer of restartTimers) clearTimeout(timer);
     // The reconciler first: it would start again every replica stopped below.
     await server?.reconciler.stop();
     if (client) {
@@ -128,16 +179,16 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     for (const warning of server.warnings) options.say(warning);
 
     unlessInterrupted();
-    const joinToken = (await client.post<{ token: string }>("/api/v1/node-tokens", {})).token;
+    joinToken = (await client.post<{ token: string }>("/api/v1/node-tokens", {})).token;
     for (const node of demoNodes) {
       unlessInterrupted();
-      agents.push(await spawnAgent(server.url, joinToken, node, dataDir));
+      await startAgent(server.url, { name: node.name, args: ["--simulate", node.simulate] });
     }
     const nodes = await waitFor(startDeadlineMs, "both simulated nodes to join", async () => {
       unlessInterrupted();
       const listed = (await client?.get<{ nodes: NodeView[] }>("/api/v1/nodes"))?.nodes ?? [];
-      return listed.length === demoNodes.length && listed.every((node) => node.state === "ready") ? listed : undefined;
-    }, () => agentFailure(agents, dataDir));
+      return listed.length >= demoNodes.length && listed.every((node) => node.state === "ready") ? listed : undefined;
+    }, () => agentFailure(agents, agentNames(), dataDir));
     for (const node of demoNodes) options.say(`node       ${node.name}: ${node.describe} (simulated)`);
 
     unlessInterrupted();
@@ -149,17 +200,46 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     // Nothing is started by hand: the reconciler places each model's minimum by itself, as it would in a cluster.
     const presets = shippedPresets();
     const expected = demoPresets.reduce((sum, name) => sum + (presets.find((preset) => preset.name === name)?.model.scaling?.min ?? 1), 0);
-    const replicas = await waitFor(startDeadlineMs, "the reconciler to place the models and their replicas to become ready", async () => {
+    const readyReplicas = (what: string, count: number) =>
+      waitFor(startDeadlineMs, what, async () => {
+        unlessInterrupted();
+        const models = (await client?.get<{ models: ModelView[] }>("/api/v1/models"))?.models ?? [];
+        const failing = models.find((model) => model.last_failure !== null || model.placement?.state === "unplaceable");
+        if (failing) {
+          const why = failing.last_failure ? `a replica failed: ${failing.last_failure.reason}` : `it cannot be placed: ${failing.placement?.reason ?? "no reason given"}`;
+          throw new DomainError("internal", `${failing.name}: ${why}`, "Run `llmgw demo --data-dir DIR` to keep the logs, and look in DIR.");
+        }
+        const listed = (await client?.get<{ replicas: ReplicaView[] }>("/api/v1/replicas"))?.replicas ?? [];
+        return listed.length === count && listed.every((replica) => replica.state === "ready") ? listed : undefined;
+      }, () => agentFailure(agents, agentNames(), dataDir));
+    let replicas = await readyReplicas("the reconciler to place the models and their replicas to become ready", expected);
+
+    let ggufModel: string | undefined;
+    if (ggufFile !== undefined) {
+      // The real node joins once the simulated replicas are placed: its host memory is the smallest that
+      // fits, so placement's best fit puts the CPU models added after it there, and not those placed before.
       unlessInterrupted();
-      const models = (await client?.get<{ models: ModelView[] }>("/api/v1/models"))?.models ?? [];
-      const failing = models.find((model) => model.last_failure !== null || model.placement?.state === "unplaceable");
-      if (failing) {
-        const why = failing.last_failure ? `a replica failed: ${failing.last_failure.reason}` : `it cannot be placed: ${failing.placement?.reason ?? "no reason given"}`;
-        throw new DomainError("internal", `${failing.name}: ${why}`, "Run `llmgw demo --data-dir DIR` to keep the logs, and look in DIR.");
+      await startAgent(server.url, { name: demoCpuNode.name, args: [] });
+      const cpuNode = await waitFor(startDeadlineMs, "the CPU node to join", async () => {
+        unlessInterrupted();
+        const listed = (await client?.get<{ nodes: NodeView[] }>("/api/v1/nodes"))?.nodes ?? [];
+        return listed.find((node) => node.name === demoCpuNode.name && node.state === "ready");
+      }, () => agentFailure(agents, agentNames(), dataDir));
+      if (!cpuNode.llama_cpp) {
+        throw new DomainError(
+          "engine_missing",
+          `--gguf: the CPU node has no llama.cpp: llmgw's built-in one (node-llama-cpp, an optional dependency) is not installed and no llama-server is on PATH`,
+          "Install llmgw with its optional dependencies (`npm ci`, without --omit=optional), or put llama-server on PATH, then run the demo again.",
+        );
       }
-      const listed = (await client?.get<{ replicas: ReplicaView[] }>("/api/v1/replicas"))?.replicas ?? [];
-      return listed.length === expected && listed.every((replica) => replica.state === "ready") ? listed : undefined;
-    }, () => agentFailure(agents, dataDir));
+      // Half the cores: the machine keeps the rest for the demo itself and a CPU preset beside it.
+      const entry = ggufModelEntry(await readModelSource(ggufFile), ggufFile, Math.max(1, Math.min(8, Math.floor(availableParallelism() / 2))));
+      ggufModel = entry.name;
+      if (!present.has(entry.name)) await client.post("/api/v1/models", entry);
+      options.say(`node       ${demoCpuNode.name}: ${demoCpuNode.describe}`);
+      options.say(`model      ${entry.name} from ${ggufFile} (answers for real; the reconciler places it)`);
+      replicas = await readyReplicas(`${entry.name} to load on the CPU node`, expected + 1);
+    }
 
     for (const replica of replicas) if (replica.pid !== null) enginePids.add(replica.pid);
     // The gateway's routing table follows the fleet within a second; the printed lines must work at once.
@@ -167,9 +247,11 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     await waitFor(startDeadlineMs, "the gateway to route to every replica", async () => {
       unlessInterrupted();
       return replicas.every((replica) => gateway.state.current.hasReadyReplica(replica.model)) ? true : undefined;
-    }, () => agentFailure(agents, dataDir));
+    }, () => agentFailure(agents, agentNames(), dataDir));
     startingDone();
-    return { url: server.url, token, dataDir, modelsDir, sampleImage, nodes, replicas, stop };
+    restartAgents = true;
+    const allNodes = ggufFile !== undefined ? ((await client.get<{ nodes: NodeView[] }>("/api/v1/nodes")).nodes) : nodes;
+    return { url: server.url, token, dataDir, modelsDir, sampleImage, nodes: allNodes, replicas, ggufModel, stop };
   } catch (error) {
     if (interrupted) {
       // The interrupt handler is stopping everything and will exit; do not report its own unwinding as a failure.
@@ -189,32 +271,49 @@ async function availableListen(listen: string, say: (line: string) => void): Pro
   return `${host}:0`;
 }
 
-async function spawnAgent(serverUrl: string, joinToken: string, node: (typeof demoNodes)[number], dataDir: string): Promise<ChildProcess> {
-  const agentDir = path.join(dataDir, "agents", node.name);
-  await mkdir(agentDir, { recursive: true });
-  const log = createWriteStream(path.join(agentDir, "agent.log"), { flags: "a" });
-  const [nodeBinary, bin] = llmgwCommand() as [string, string];
-  const child = spawn(nodeBinary, [bin, "agent", "--server", serverUrl, "--name", node.name, "--data-dir", agentDir, "--simulate", node.simulate], {
-    // The join token by environment keeps it out of `ps`.
-    env: { ...process.env, LLMGW_JOIN_TOKEN: joinToken },
-    // Its own process group: a terminal's Ctrl-C reaches the whole foreground
-    // group, and an agent that quits on it leaves its engines running (as it
-    // must in production). The demo alone gets the signal and stops the
-    // replicas, then the agents, in that order.
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  return child;
+/** 1 s, doubled per exit in a row, at most 30 s: a crash loop neither spins nor leaves a node down for long. */
+export function agentRestartDelayMs(exitsInARow: number): number {
+  return Math.min(30_000, 1000 * 2 ** Math.max(0, Math.min(exitsInARow - 1, 5)));
 }
 
-async function agentFailure(agents: readonly ChildProcess[], dataDir: string): Promise<string | undefined> {
+/** An agent the demo starts: its node name and what it is told besides the server and folder. */
+interface DemoAgent {
+  readonly name: string;
+  readonly args: readonly string[];
+}
+
+async function spawnAgent(serverUrl: string, joinToken: string, node: DemoAgent, dataDir: string): Promise<ChildProcess> {
+  const agentDir = path.join(dataDir, "agents", node.name);
+  // Private, as the agent asks of its folder (it holds the node's credential): 0700 also when a kept --data-dir made it wider.
+  await mkdir(agentDir, { recursive: true, mode: 0o700 });
+  await chmod(agentDir, 0o700);
+  // The log file itself, not a pipe through the demo: a demo that dies must not cut its agents' logs off.
+  const log = await open(path.join(agentDir, "agent.log"), "a", 0o600);
+  const [nodeBinary, bin] = llmgwCommand() as [string, string];
+  try {
+    return spawn(nodeBinary, [bin, "agent", "--server", serverUrl, "--name", node.name, "--data-dir", agentDir, ...node.args, "--exit-with-parent"], {
+      // The join token by environment keeps it out of `ps`.
+      env: { ...process.env, LLMGW_JOIN_TOKEN: joinToken },
+      // Its own process group: a terminal's Ctrl-C reaches the whole foreground
+      // group, and an agent that quits on it leaves its engines running (as it
+      // must in production). The demo alone gets the signal and stops the
+      // replicas, then the agents, in that order.
+      detached: true,
+      // stdin is the agent's lifeline (--exit-with-parent): the demo holds its only other end, which the
+      // kernel closes however the demo dies, and the agent then stops its engines and exits.
+      stdio: ["pipe", log.fd, log.fd],
+    });
+  } finally {
+    await log.close();
+  }
+}
+
+async function agentFailure(agents: readonly ChildProcess[], names: readonly string[], dataDir: string): Promise<string | undefined> {
   const index = agents.findIndex((agent) => agent.exitCode !== null);
   if (index < 0) return undefined;
-  const node = demoNodes[index];
-  const log = await readFile(path.join(dataDir, "agents", node?.name ?? "", "agent.log"), "utf8").catch(() => "");
-  return `the agent of ${node?.name} exited with ${agents[index]?.exitCode}: ${log.trim().split("\n").slice(-5).join(" | ")}`;
+  const name = names[index] ?? "";
+  const log = await readFile(path.join(dataDir, "agents", name, "agent.log"), "utf8").catch(() => "");
+  return `the agent of ${name} exited with ${agents[index]?.exitCode}: ${log.trim().split("\n").slice(-5).join(" | ")}`;
 }
 
 async function waitFor<T>(deadlineMs: number, what: string, check: () => Promise<T | undefined>, failure: () => Promise<string | undefined>): Promise<T> {

@@ -5,13 +5,15 @@ import type { Preset } from "../catalog/presets/preset-schema.js";
 import { shippedPresetsFolder } from "../catalog/presets/shipped-presets.js";
 import { parseWeightsSource } from "../catalog/weights-source.js";
 import { DomainError } from "../errors/domain-error.js";
+import { poolingRunner } from "../protocol/engine-routes.js";
 import type { Snapshot } from "../placement/index.js";
+import type { PresetProfileView } from "../protocol/views.js";
 import { bf16Tolerance, calibrationTable, ggufTolerance } from "../plan/calibration.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { readFileSize } from "../plan/read-file-size.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { plannerReads, presetView, type FileSizes } from "../services/preset-view.js";
-import { startHubServer, type HubServer } from "./local-hub.js";
+import { startHubServer, type HubServer } from "../hub/local-hub.js";
 import { presetCheckpoints, presetComfyFiles, writePresetCheckpoints } from "./preset-checkpoints.js";
 import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 
@@ -47,12 +49,29 @@ describe("the shipped presets", () => {
     expect(catalog.models.map((model) => model.name).sort()).toEqual(presets.map((preset) => preset.name).sort());
   });
 
-  it("include two chat models of different sizes with a GPU and a CPU profile each, and an embedding model", () => {
+  it("include two chat models of different sizes with a GPU and a CPU profile each, an embedding model, and a chat and an embedding model for any CPU", () => {
     const hasBoth = (preset: Preset) =>
       (preset.model.profiles ?? []).some((profile) => (profile.gpus ?? 0) > 0) && (preset.model.profiles ?? []).some((profile) => profile.engine === "llamacpp" && (profile.gpus ?? 0) === 0);
     const chat = presets.filter((preset) => preset.preset.tasks.includes("chat") && hasBoth(preset));
     expect(new Set(chat.map((preset) => preset.model.origin)).size).toBeGreaterThanOrEqual(2);
     expect(presets.some((preset) => preset.preset.tasks.includes("embeddings"))).toBe(true);
+    // Small enough for a laptop: one core and at most 2 GB on llama.cpp, with nothing but the CPU profile.
+    const anyCpu = presets.filter((preset) => (preset.model.profiles ?? []).every((profile) => profile.engine === "llamacpp" && (profile.gpus ?? 0) === 0 && (profile.memory_gb ?? Infinity) <= 2 && profile.cpu_cores === 1));
+    expect(anyCpu.map((preset) => [preset.name, preset.preset.tasks])).toEqual([
+      ["nomic-embed-text-v1.5", ["embeddings"]],
+      ["qwen2.5-0.5b-instruct", ["chat"]],
+    ]);
+  });
+
+  it("start every profile of an embedding or rerank preset's engine to pool, so it answers those routes and the gateway refuses it chat", () => {
+    const pooling = presets.filter((preset) => preset.preset.tasks.some((task) => task === "embeddings" || task === "rerank"));
+    expect(pooling.map((preset) => preset.name)).toEqual(expect.arrayContaining(["qwen3-embedding-0.6b", "qwen3-reranker-0.6b"]));
+    for (const preset of pooling) {
+      for (const profile of preset.model.profiles ?? []) expect(poolingRunner(profile.engine, profile.args ?? []), `${preset.name}/${profile.name}`).toBeDefined();
+    }
+    const reranker = presets.find((preset) => preset.name === "qwen3-reranker-0.6b") as Preset;
+    expect(reranker.preset.tasks).toEqual(["rerank"]);
+    expect(poolingRunner("vllm", reranker.model.profiles?.[0]?.args ?? [])?.routes).toEqual(expect.arrayContaining(["rerank", "score"]));
   });
 
   it("include the demo's models", () => {
@@ -105,6 +124,14 @@ describe("the shipped presets, planned from their sources", () => {
     }
     // Qwen3-Embedding-0.6B's model page: 595,776,512 parameters (tied embeddings, no output head).
     expect(facts.get("hf://Qwen/Qwen3-Embedding-0.6B")?.parameters).toBe(595_776_512);
+    // Qwen2.5-0.5B-Instruct's model page: 0.49B parameters (tied embeddings).
+    expect(facts.get("hf://Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf")?.parameters).toBe(494_032_768);
+    // nomic-embed-text-v1.5's model page: 137M parameters; its Q4_K_M file, byte for byte as published, within the GGUF tolerance.
+    const nomic = facts.get("hf://nomic-ai/nomic-embed-text-v1.5-GGUF/nomic-embed-text-v1.5.Q4_K_M.gguf");
+    expect(Math.abs((nomic?.parameters ?? 0) - 137e6) / 137e6).toBeLessThan(bf16Tolerance);
+    const published = presetCheckpoints.find((checkpoint) => checkpoint.repository === "nomic-ai/nomic-embed-text-v1.5-GGUF")?.gguf?.publishedBytes ?? Number.NaN;
+    expect(published).toBe(84_106_624);
+    expect(Math.abs((nomic?.checkpoint.bytes ?? 0) - published) / published).toBeLessThan(ggufTolerance);
     const q4 = (id: string) => calibrationTable.find((entry) => entry.huggingFaceId === id)?.gguf.Q4_K_M?.bytes ?? Number.NaN;
     const gguf7b = facts.get("hf://Qwen/Qwen2.5-7B-Instruct-GGUF/qwen2.5-7b-instruct-q4_k_m-00001-of-00002.gguf");
     const gguf14b = facts.get("hf://Qwen/Qwen2.5-14B-Instruct-GGUF/qwen2.5-14b-instruct-q4_k_m-00001-of-00003.gguf");
@@ -153,6 +180,32 @@ describe("the shipped presets, planned from their sources", () => {
     expect(large.why_not).toBe("profile gpu-2: 0 of 1 node: 1 has no vllm installed; profile gpu-4: 0 of 1 node: 1 has no vllm installed");
     const small = presetView(presets.find((candidate) => candidate.name === "qwen2.5-7b-instruct") as Preset, { facts, snapshot: cpuOnlyFleet(), fileSizes, addedAs: [], gpuMemoryUtilization: 0.9 });
     expect(small.runs_on).toEqual({ profile: "cpu", node: "cpu-node", cards: [], gpu_class: null });
+  });
+
+  it("says which presets answer for real on a CPU: a node that runs llama.cpp for real, with the host memory their CPU profile reserves", () => {
+    const builtIn = { kind: "built-in" as const, version: "3.21.1", builds: ["cpu"], build: "cpu" };
+    const find = (name: string) => presets.find((candidate) => candidate.name === name) as Preset;
+    const view = (name: string, snapshot: Snapshot, real: ReadonlyMap<string, typeof builtIn>) =>
+      presetView(find(name), { facts, snapshot, fileSizes, addedAs: [], gpuMemoryUtilization: 0.9, realLlamaCpp: real });
+    const real = new Map([["cpu-node", builtIn]]);
+    expect(view("qwen2.5-0.5b-instruct", cpuOnlyFleet(), real).on_cpu).toEqual({ profile: "cpu", node: "cpu-node", llama_cpp: builtIn, why_not: null });
+    // The small embedding model too, in the 1 GiB it reserves: its 84 MB file, the slots' KV cache and llama.cpp's own.
+    const nomic = view("nomic-embed-text-v1.5", cpuOnlyFleet(), real);
+    expect(nomic.on_cpu).toEqual({ profile: "cpu", node: "cpu-node", llama_cpp: builtIn, why_not: null });
+    const cpu = nomic.profiles[0] as PresetProfileView;
+    expect(Math.abs((cpu.weights_bytes ?? 0) - 84_106_624) / 84_106_624).toBeLessThan(ggufTolerance);
+    // 2 slots × 2,048 tokens × 36,864 bytes (12 layers × 12 KV heads × 64, keys and values in f16) on top of the file.
+    expect(cpu.planned_memory_bytes).toBeGreaterThanOrEqual((cpu.weights_bytes ?? Number.NaN) + 2 * 2048 * 36_864);
+    expect(cpu.planned_memory_bytes).toBeLessThanOrEqual(cpu.memory_bytes ?? 0);
+    // A GPU-only preset has no CPU profile to ask about.
+    expect(view("llama-3.3-70b-instruct", cpuOnlyFleet(), real).on_cpu).toBeNull();
+    // The demo's simulated nodes run llamacpp as the simulated engine: nothing there answers for real.
+    expect(view("qwen2.5-0.5b-instruct", demoFleet(), new Map()).on_cpu?.why_not).toMatch(/^no node runs llama.cpp for real/);
+    // A laptop with 1 GiB free for it: the 2 GiB the profile reserves do not fit, and placement says so.
+    const small: Snapshot = { nodes: [{ ...cpuOnlyFleet().nodes[0]!, memoryBytes: 1 * GiB }], replicas: [] };
+    const refused = view("qwen2.5-0.5b-instruct", small, real).on_cpu;
+    expect(refused).toMatchObject({ profile: "cpu", node: null, llama_cpp: null });
+    expect(refused?.why_not).toContain("memory");
   });
 
   it("sizes the ComfyUI presets by the files their workflows load, as the hub publishes them", () => {
@@ -230,7 +283,7 @@ describe("a preset file", () => {
   it("is refused when a task is not one llmgw serves", () => {
     const error = refusal(valid.replace("tasks: [chat]", "tasks: [speech]"), "small.yaml");
     expect(error.message).toMatch(/small\.yaml:4:\d+.*preset\.tasks\[0\]/);
-    expect(error.message).toContain("chat, completions, embeddings, images, image-to-3d");
+    expect(error.message).toContain("chat, completions, embeddings, rerank, images, image-to-3d");
   });
 
   it("is refused when its name is not its file's", () => {

@@ -17,6 +17,13 @@ describe("parseHardwareSpec", () => {
     expect(spec.groups[0]).toMatchObject({ count: 8, gpuClass: "h100", memoryBytes: 80 * 1024 ** 3, fabric: undefined });
   });
 
+  it("reads the memory other processes hold on each card of a group", () => {
+    const spec = parseHardwareSpec("2xH100-80GB@nvl0+foreign=20g,1xL4");
+    expect(spec.groups[0]).toMatchObject({ count: 2, fabric: "nvl0", foreignBytes: 20 * 1024 ** 3 });
+    expect(spec.groups[1]?.foreignBytes).toBeUndefined();
+    expect(() => parseHardwareSpec("1xL4-24GB+foreign=30g")).toThrow(/30 GiB of other processes on a 24 GiB card/);
+  });
+
   it("refuses a group it cannot read, naming the group and the form", () => {
     expect(() => parseHardwareSpec("2xH100-80GB@nvl0,two cards")).toThrow(/"two cards" is not COUNTxCARD-MEMORY@FABRIC/);
     expect(() => parseHardwareSpec("0xH100-80GB")).toThrow(/count must be 1 or more/);

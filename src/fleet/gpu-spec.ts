@@ -7,6 +7,10 @@ import { gpuClassFromProductName, gpuClassInfo } from "./gpu-classes.js";
  *
  *   "2xH100-80GB@nvl0,4xL40S-48GB@pcie,cpu:32c/256g"
  *
+ * A group may end in `+foreign=Ng`: each of its cards has N GiB held by a
+ * process llmgw did not start (for --simulate, what the pretend cards report;
+ * for --gpus, cards partly taken by someone else).
+ *
  * Each comma-separated GPU group is one node: COUNT x CARD[-MEMORY] [@FABRIC].
  * `cpu:Nc/Mg` sets host cores and memory (for --simulate, the node's host; for
  * --gpus, a CPU-only node).
@@ -19,6 +23,8 @@ export interface GpuGroupSpec {
   readonly memoryBytes: number;
   /** Undefined when not given: the node's own fabric (one per node). */
   readonly fabric: string | undefined;
+  /** Bytes each card of the group has taken by processes llmgw did not start; absent when none. */
+  readonly foreignBytes?: number;
 }
 
 export interface HostSpec {
@@ -37,7 +43,7 @@ function invalid(spec: string, part: string, why: string): DomainError {
   return new DomainError(
     "invalid_input",
     `hardware spec "${spec}": "${part}" ${why}`,
-    'Write each node as COUNTxCARD-MEMORY@FABRIC, comma-separated, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie", and host resources as "cpu:32c/256g".',
+    'Write each node as COUNTxCARD-MEMORY@FABRIC, comma-separated, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie" (a group ending in +foreign=20g has 20 GiB per card taken by other processes), and host resources as "cpu:32c/256g".',
   );
 }
 
@@ -53,7 +59,7 @@ export function parseHardwareSpec(spec: string): HardwareSpec {
       host = { cpuCores: Number(cpu[1]), memoryBytes: Math.round(Number(cpu[2]) * GiB) };
       continue;
     }
-    const gpu = /^(\d+)x([A-Za-z0-9][A-Za-z0-9 ._-]*?)(?:-(\d+(?:\.\d+)?)GB?)?(?:@([A-Za-z0-9._-]+))?$/i.exec(part);
+    const gpu = /^(\d+)x([A-Za-z0-9][A-Za-z0-9 ._-]*?)(?:-(\d+(?:\.\d+)?)GB?)?(?:@([A-Za-z0-9._-]+))?(?:\+foreign=(\d+(?:\.\d+)?)g)?$/i.exec(part);
     if (!gpu) throw invalid(spec, part, "is not COUNTxCARD-MEMORY@FABRIC or cpu:Nc/Mg");
     const count = Number(gpu[1]);
     if (count < 1) throw invalid(spec, part, "has no cards (the count must be 1 or more)");
@@ -61,12 +67,15 @@ export function parseHardwareSpec(spec: string): HardwareSpec {
     const gpuClass = gpuClassFromProductName(name);
     const memoryGB = gpu[3] !== undefined ? Number(gpu[3]) : gpuClassInfo(gpuClass)?.defaultMemoryGB;
     if (memoryGB === undefined) throw invalid(spec, part, `names a card whose memory llmgw does not know; add it, as in ${name}-48GB`);
+    const foreignGB = gpu[5] !== undefined ? Number(gpu[5]) : undefined;
+    if (foreignGB !== undefined && foreignGB > memoryGB) throw invalid(spec, part, `has ${foreignGB} GiB of other processes on a ${memoryGB} GiB card; give at most the card's memory`);
     groups.push({
       count,
       gpuClass,
       label: gpu[3] !== undefined ? `${name}-${gpu[3]}GB` : name,
       memoryBytes: Math.round(memoryGB * GiB),
       fabric: gpu[4],
+      ...(foreignGB !== undefined ? { foreignBytes: Math.round(foreignGB * GiB) } : {}),
     });
   }
   return { groups, host };

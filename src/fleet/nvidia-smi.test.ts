@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseNvidiaSmi } from "./nvidia-smi.js";
+import { parseNvidiaSmi, parseNvidiaSmiComputeApps } from "./nvidia-smi.js";
 
 const MiB = 1024 * 1024;
 
@@ -70,5 +70,15 @@ describe("parseNvidiaSmi", () => {
     expect(() => parseNvidiaSmi("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")).toThrow(
       /line 1 has 1 fields.*NVIDIA-SMI has failed/,
     );
+  });
+});
+
+describe("parseNvidiaSmiComputeApps", () => {
+  it("reads each process's card and memory, leaving out lines it cannot count", () => {
+    const output = "GPU-aaa, 1234, 20480\nGPU-bbb, 99, [N/A]\n\nGPU-aaa,\t77,  512\nNo running processes found\n";
+    expect(parseNvidiaSmiComputeApps(output)).toEqual([
+      { gpuUuid: "GPU-aaa", pid: 1234, usedBytes: 20480 * 1024 * 1024 },
+      { gpuUuid: "GPU-aaa", pid: 77, usedBytes: 512 * 1024 * 1024 },
+    ]);
   });
 });

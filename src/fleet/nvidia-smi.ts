@@ -72,3 +72,34 @@ export function parseNvidiaSmi(output: string): NvidiaSmiGpu[] {
   }
   return gpus.sort((left, right) => left.index - right.index);
 }
+
+/**
+ * The processes on the cards, to tell memory held by engines llmgw started
+ * from memory held by anyone else (a training job, a notebook).
+ */
+export const nvidiaSmiComputeAppsArguments = ["--query-compute-apps=gpu_uuid,pid,used_memory", "--format=csv,noheader,nounits"] as const;
+
+export interface NvidiaSmiComputeApp {
+  readonly gpuUuid: string;
+  readonly pid: number;
+  readonly usedBytes: number;
+}
+
+/**
+ * Parses `nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory
+ * --format=csv,noheader,nounits`. Leniently: a line without a pid or with
+ * "[N/A]" memory (no permission to see another user's process, some vGPUs)
+ * is left out, since it cannot be counted either way, and the rest still tells.
+ */
+export function parseNvidiaSmiComputeApps(output: string): NvidiaSmiComputeApp[] {
+  const apps: NvidiaSmiComputeApp[] = [];
+  for (const rawLine of output.split(/\r?\n/)) {
+    const fields = rawLine.split(",").map((field) => field.trim());
+    if (fields.length !== 3) continue;
+    const [gpuUuid, pidField, usedField] = fields as [string, string, string];
+    const usedBytes = mebibytes(usedField);
+    if (gpuUuid.length === 0 || !/^\d+$/.test(pidField) || usedBytes === undefined) continue;
+    apps.push({ gpuUuid, pid: Number(pidField), usedBytes });
+  }
+  return apps;
+}

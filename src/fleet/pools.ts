@@ -1,3 +1,4 @@
+import { cardMemoryForLlmgw } from "./card-memory.js";
 import type { HardwareSpec } from "./gpu-spec.js";
 
 /**
@@ -42,6 +43,8 @@ export interface InventoryGpu {
   readonly index: number;
   readonly class: string;
   readonly memoryBytes: number;
+  /** Held by processes llmgw did not start; the planner leaves it out of the card's room. */
+  readonly foreignBytes?: number | undefined;
   readonly fabric: string;
   readonly free: boolean;
 }
@@ -112,7 +115,7 @@ export function fleetFromHardwareSpec(spec: HardwareSpec): Fleet {
     const nodeName = `node-${index + 1}`;
     addCards(
       drafts,
-      { gpuClass: group.gpuClass, fabric: group.fabric ?? nodeName, cardMemoryBytes: group.memoryBytes },
+      { gpuClass: group.gpuClass, fabric: group.fabric ?? nodeName, cardMemoryBytes: cardMemoryForLlmgw(group.memoryBytes, group.foreignBytes) },
       nodeName,
       group.count,
       group.count,
@@ -131,7 +134,7 @@ export function fleetFromNodes(nodes: readonly InventoryNode[]): Fleet {
     for (const gpu of node.gpus) {
       addCards(
         drafts,
-        { gpuClass: gpu.class, fabric: gpu.fabric, cardMemoryBytes: gpu.memoryBytes },
+        { gpuClass: gpu.class, fabric: gpu.fabric, cardMemoryBytes: cardMemoryForLlmgw(gpu.memoryBytes, gpu.foreignBytes) },
         node.name,
         1,
         gpu.free ? 1 : 0,

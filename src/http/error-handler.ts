@@ -19,7 +19,7 @@ export interface ErrorHandlingOptions {
 }
 
 const adminApiErrors: ErrorHandlingOptions = {
-  routesHint: "See the README's admin API reference for the routes; a newer server may have this route.",
+  routesHint: "See docs/admin-api.md (or GET /api/v1/openapi.json) for the routes; a newer server may have this route.",
   logHint: "The server log has the details; retry, and report it if it persists.",
 };
 
@@ -75,15 +75,24 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
       "Encode names in paths with encodeURIComponent (a / becomes %2F, a % becomes %25).",
     );
   } else if (error.code === "FST_ERR_MAX_PARAM_LENGTH") {
-    domainError = new DomainError(
-      "uri_too_long",
-      `path ${truncate(path)} has a segment longer than any name or id the API accepts`,
-      "Check the name: model names are at most 128 characters, node names 63, replica ids 128.",
-    );
+    domainError = segmentTooLong(path);
   } else {
     domainError = toDomainError(error);
   }
   void reply.header(versionHeader, softwareVersion).status(statusForCode[domainError.code]).send(shownBody(domainError));
+}
+
+/**
+ * A path with a segment past the router's limit. The router says so for a
+ * route with a parameter; a wildcard route (the console's pages) would take
+ * the path instead, so it asks the same question of paths under /api.
+ */
+export function segmentTooLong(path: string): DomainError {
+  return new DomainError(
+    "uri_too_long",
+    `path ${truncate(path)} has a segment longer than any name or id the API accepts`,
+    "Check the name: model names are at most 128 characters, node names 63, replica ids 128.",
+  );
 }
 
 /**

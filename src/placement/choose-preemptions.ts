@@ -1,6 +1,7 @@
 import { defaultGpuMemoryUtilization } from "../plan/memory.js";
 import { bestFitGroup, capacityReason, eligibleGroups, staticReason, type FilterContext, type NodeCapacity } from "./node-filters.js";
 import { ReasonCounts } from "./summarise-refusal.js";
+import type { ModelClass } from "../catalog/schema.js";
 import { classRank, replicasItMayTake, type ModelStanding } from "./preemption-rules.js";
 import type { DemandProfile, HeldReplica, Placement, ReplicaDemand, Snapshot } from "./types.js";
 import { WorkingSnapshot, type CardGroup, type WorkingNode } from "./working-snapshot.js";
@@ -198,6 +199,59 @@ function trimmed(victims: Candidate[], fits: (victims: readonly Candidate[]) => 
 }
 
 /**
+ * How many replicas of each other model `demand` may stop, by the class
+ * rules, and where each holder stands. A replica whose model the caller did
+ * not describe (removed from the catalog, say) stands at its own class with
+ * no minimum to protect.
+ */
+function victimLimits(snapshot: Snapshot, demand: ReplicaDemand, models: ReadonlyMap<string, ModelStanding>): { limits: Map<string, number>; standing: (replica: HeldReplica) => ModelStanding } {
+  const taker: ModelStanding = { ...(models.get(demand.model) ?? { min: 0, replicas: 0 }), modelClass: demand.modelClass };
+  const limits = new Map<string, number>();
+  const heldCounts = new Map<string, number>();
+  for (const replica of snapshot.replicas) heldCounts.set(replica.model, (heldCounts.get(replica.model) ?? 0) + 1);
+  const standing = (replica: HeldReplica): ModelStanding =>
+    models.get(replica.model) ?? { modelClass: replica.modelClass, min: 0, replicas: heldCounts.get(replica.model) ?? 0 };
+  for (const replica of snapshot.replicas) {
+    if (replica.model === demand.model || limits.has(replica.model)) continue;
+    limits.set(replica.model, replicasItMayTake(taker, standing(replica)));
+  }
+  return { limits, standing };
+}
+
+/**
+ * A test, built once per snapshot, of whether the class rules let a demand
+ * stop any running replica at all; when not, no node search can find
+ * victims. The reconciler asks it before each refused demand's search:
+ * building the working copy of a 500-node fleet for each of 2,000 refused
+ * models (a fleet not yet reported after a restart) held the server's core
+ * for minutes, and even the per-demand limits alone cost seconds a pass.
+ *
+ * It may say yes where the search then finds nothing (it does not know
+ * which victims earlier demands of the pass took, nor exclude the demand's
+ * own model), never no where the search would find victims.
+ */
+export function preemptionGate(snapshot: Snapshot, models: ReadonlyMap<string, ModelStanding>): (demand: ReplicaDemand) => boolean {
+  const heldCounts = new Map<string, number>();
+  const classOf = new Map<string, ModelClass>();
+  for (const replica of snapshot.replicas) {
+    heldCounts.set(replica.model, (heldCounts.get(replica.model) ?? 0) + 1);
+    if (!classOf.has(replica.model)) classOf.set(replica.model, replica.modelClass);
+  }
+  let lowestHeldRank = Number.POSITIVE_INFINITY;
+  const classesAboveMinimum = new Set<ModelClass>();
+  for (const [model, count] of heldCounts) {
+    const holder = models.get(model) ?? { modelClass: classOf.get(model) ?? "opportunistic", min: 0, replicas: count };
+    if (holder.replicas > 0) lowestHeldRank = Math.min(lowestHeldRank, classRank[holder.modelClass]);
+    if (holder.replicas - holder.min > 0) classesAboveMinimum.add(holder.modelClass);
+  }
+  return (demand) => {
+    if (classRank[demand.modelClass] > lowestHeldRank) return true;
+    const taker = models.get(demand.model) ?? { min: 0, replicas: 0 };
+    return taker.replicas < taker.min && classesAboveMinimum.has(demand.modelClass);
+  };
+}
+
+/**
  * Preemption, as its own pure pass over the same snapshot as placement: which
  * running replicas to stop so that one replica of `demand` fits on one node.
  *
@@ -215,18 +269,7 @@ function trimmed(victims: Candidate[], fits: (victims: readonly Candidate[]) => 
 export function choosePreemptions(snapshot: Snapshot, demand: ReplicaDemand, models: ReadonlyMap<string, ModelStanding>, options: PreemptionOptions = {}): PreemptionChoice {
   const gpuMemoryUtilization = options.gpuMemoryUtilization ?? defaultGpuMemoryUtilization;
   const working = new WorkingSnapshot(snapshot);
-  const taker: ModelStanding = { ...(models.get(demand.model) ?? { min: 0, replicas: 0 }), modelClass: demand.modelClass };
-  const limits = new Map<string, number>();
-  // A replica whose model the caller did not describe (removed from the
-  // catalog, say) stands at its own class with no minimum to protect.
-  const heldCounts = new Map<string, number>();
-  for (const replica of snapshot.replicas) heldCounts.set(replica.model, (heldCounts.get(replica.model) ?? 0) + 1);
-  const standing = (replica: HeldReplica): ModelStanding =>
-    models.get(replica.model) ?? { modelClass: replica.modelClass, min: 0, replicas: heldCounts.get(replica.model) ?? 0 };
-  for (const replica of snapshot.replicas) {
-    if (replica.model === demand.model || limits.has(replica.model)) continue;
-    limits.set(replica.model, replicasItMayTake(taker, standing(replica)));
-  }
+  const { limits, standing } = victimLimits(snapshot, demand, models);
   const reasons: string[] = [];
   for (const profile of demand.profiles) {
     const context: FilterContext = { profile, gpuMemoryUtilization };

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { modelClasses, type EngineName, type ModelClass } from "../catalog/schema.js";
 import { usableBytes } from "../plan/memory.js";
 import { checkNode } from "./check-node.js";
-import { choosePreemptions } from "./choose-preemptions.js";
+import { choosePreemptions, preemptionGate } from "./choose-preemptions.js";
 import { bestFitGroup, nodeReason, type FilterContext } from "./node-filters.js";
 import { defaultScoreWeights, nodeScore, packScore, type ScoreWeights } from "./node-scores.js";
 import { placeReplicas } from "./place-replicas.js";
@@ -265,6 +265,8 @@ describe("placement properties", () => {
           const taker: ModelStanding = { modelClass, min: standings[5]?.min ?? 0, replicas: Math.max(0, (standings[5]?.min ?? 0) + (standings[5]?.extra ?? 0)) };
           models.set("taker", taker);
           const choice = choosePreemptions(snapshot, { model: "taker", modelClass, count: 1, profiles: [profile] }, models);
+          // The reconciler's shortcut skips the search when it says no: it must never hide a preemption the search finds.
+          if (choice.possible && choice.victims.length > 0) expect(preemptionGate(snapshot, models)({ model: "taker", modelClass, count: 1, profiles: [profile] })).toBe(true);
           if (!choice.possible) return;
           const stopped = new Map<string, number>();
           for (const victim of choice.victims) stopped.set(victim.model, (stopped.get(victim.model) ?? 0) + 1);

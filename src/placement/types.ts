@@ -12,6 +12,8 @@ export interface SnapshotCard {
   readonly gpuClass: string;
   readonly memoryBytes: number;
   readonly fabric: string;
+  /** Held by processes llmgw did not start: placement counts it as taken (absent: none reported). */
+  readonly foreignBytes?: number | undefined;
 }
 
 /** One node as placement sees it at the start of a cycle. */

@@ -1,4 +1,5 @@
 import type { EngineName } from "../catalog/schema.js";
+import { cardMemoryForLlmgw } from "../fleet/card-memory.js";
 import type { HeldReplica, Snapshot, SnapshotNode } from "./types.js";
 
 /**
@@ -94,10 +95,12 @@ export class WorkingSnapshot {
       for (const card of source.cards) {
         if (seenCards.has(card.index)) continue;
         seenCards.add(card.index);
-        const key = groupKeyOf(card.gpuClass, card.fabric, card.memoryBytes);
+        // Cards partly held by other processes have less room, so they group apart from their untouched twins.
+        const room = cardMemoryForLlmgw(card.memoryBytes, card.foreignBytes);
+        const key = groupKeyOf(card.gpuClass, card.fabric, room);
         let draft = drafts.get(key);
         if (!draft) {
-          draft = { gpuClass: card.gpuClass, fabric: card.fabric, cardMemoryBytes: card.memoryBytes, cards: [] };
+          draft = { gpuClass: card.gpuClass, fabric: card.fabric, cardMemoryBytes: room, cards: [] };
           drafts.set(key, draft);
         }
         draft.cards.push(card.index);

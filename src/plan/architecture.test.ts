@@ -10,6 +10,11 @@ describe("architectureFromConfig", () => {
     expect(llama).toMatchObject({ layers: 80, hiddenSize: 8192, attentionHeads: 64, kvHeads: 8, headDim: 128, vocabSize: 128256, tiedEmbeddings: false });
   });
 
+  it("reads GPT-2's names, as NomicBert's config keeps them: n_embd, n_head, n_layer, n_inner, n_positions", () => {
+    const nomic = architectureFromConfig({ model_type: "nomic_bert", n_embd: 768, n_head: 12, n_layer: 12, n_inner: 3072, n_positions: 2048, vocab_size: 30528 }, "config.json");
+    expect(nomic).toMatchObject({ layers: 12, hiddenSize: 768, attentionHeads: 12, kvHeads: 12, headDim: 64, intermediateSize: 3072, trainedContext: 2048 });
+  });
+
   it("takes head_dim from the config when it is not hidden_size / heads (gemma-2: 256, not 224)", () => {
     expect(fixtureArchitecture("gemma-2-9b-it").headDim).toBe(256);
   });

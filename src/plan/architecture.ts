@@ -92,6 +92,8 @@ const textConfigSchema = z
     rope_scaling: ropeScaling,
     tie_word_embeddings: z.boolean().optional(),
     intermediate_size: positiveInt.nullable().optional(),
+    // GPT-2's name for it, which NomicBert's config keeps (n_embd, n_head, n_layer, n_inner).
+    n_inner: positiveInt.nullable().optional(),
     attention_bias: z.boolean().optional(),
     sliding_window: positiveInt.nullable().optional(),
     use_sliding_window: z.boolean().optional(),
@@ -254,7 +256,7 @@ export function architectureFromConfig(raw: unknown, file: string): Architecture
     };
   }
 
-  const intermediateSize = config.intermediate_size ?? undefined;
+  const intermediateSize = config.intermediate_size ?? config.n_inner ?? undefined;
   if (intermediateSize === undefined && (!moe || moe.denseLayers > 0)) {
     throw fieldMissing("intermediate_size", file, "the dense feed-forward width");
   }

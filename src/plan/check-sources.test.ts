@@ -8,7 +8,7 @@ import type { ModelEntry } from "../catalog/schema.js";
 import { checkEntrySources } from "./check-sources.js";
 import { checkpointTensors, ggufHeaderBytes, syntheticGguf, writeBytes, writeSyntheticCheckpoint } from "./header-only-checkpoint.js";
 import { fixtureArchitecture, fixtureConfig } from "./testing/fixtures.js";
-import { startHubServer, type HubServer } from "./testing/hub-server.js";
+import { startHubServer, type HubServer } from "../hub/local-hub.js";
 
 let workspace: string;
 let mirror: HubServer;
@@ -24,6 +24,7 @@ beforeAll(async () => {
     join(workspace, "gguf", "sql-lora.gguf"),
     ggufHeaderBytes({ "general.architecture": "llama", "general.type": "adapter", "adapter.type": "lora" }, [{ name: "blk.0.attn_q.weight.lora_a", dimensions: [4096, 16], type: "F16" }]),
   );
+  await writeFile(join(workspace, "gguf", "error-page.gguf"), "<html>mirror error</html>");
   await mkdir(join(workspace, "readme-only"), { recursive: true });
   await writeFile(join(workspace, "readme-only", "README.md"), "weights coming soon");
   await mkdir(join(workspace, "peft"), { recursive: true });
@@ -84,6 +85,22 @@ describe("the source check before a model is stored", () => {
     await expect(checkEntrySources(entry([{ engine: "vllm", source: "https://mirror.llmgw-test.invalid/qwen/" }]), { requestTimeoutMs: 5_000 })).rejects.toMatchObject({
       details: [{ message: expect.stringMatching(/does not resolve|no answer within/) }],
     });
+  });
+
+  it("gives a GGUF URL that cannot be reached a hint about reaching it, not about the file's bytes", async () => {
+    const closedPort = `http://127.0.0.1:${(silent.address() as AddressInfo).port + 1}`;
+    for (const source of [`${closedPort}/none.gguf`, "http://127.0.0.1:9/none.gguf"]) {
+      const error = (await checkEntrySources(entry([{ engine: "llamacpp", source }]), {}).catch((caught: unknown) => caught)) as { details: { message: string }[] };
+      expect(error.details).toHaveLength(1);
+      expect(error.details[0]?.message).toMatch(/connection refused|could not connect/);
+      expect(error.details[0]?.message).toMatch(/reach|listen/i);
+      expect(error.details[0]?.message).not.toContain("magic bytes");
+    }
+  });
+
+  it("keeps the GGUF hint for a file that answers but is not a GGUF", async () => {
+    const error = (await checkEntrySources(entry([{ engine: "llamacpp", source: at("gguf/error-page.gguf") }]), {}).catch((caught: unknown) => caught)) as { details: { message: string }[] };
+    expect(error.details[0]?.message).toContain("magic bytes");
   });
 
   it("does not read ComfyUI profiles or external models, which have no model folder", async () => {

@@ -135,6 +135,21 @@ export function connectionFailure(error: unknown, timeoutMs: number | undefined)
   return `could not connect (${cause instanceof Error ? cause.message : String(cause)})`;
 }
 
+/**
+ * What to do about a connection that failed, following its cause: a refused
+ * connection or a name that does not resolve is not helped by advice about
+ * the file's contents.
+ */
+export function connectionHint(error: unknown, what = "the host"): string {
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  const code = (cause as { code?: unknown }).code;
+  const name = (error as { name?: unknown }).name;
+  if (name === "TimeoutError" || (cause as { name?: unknown }).name === "TimeoutError") return `Check that ${what} is up and reachable from the server (a firewall may drop the connection).`;
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return `Correct the host name in the source, or check the server's DNS.`;
+  if (code === "ECONNREFUSED") return `Start ${what}, or correct the address and port in the source.`;
+  return `Check the address and port in the source and that ${what} is reachable from the server.`;
+}
+
 /** A folder on an HTTP(S) mirror: files at BASE/path, Range requests for headers. */
 export function httpFolderFiles(baseUrl: string, headers: Record<string, string> = {}, timeoutMs?: number): ModelFiles {
   const fetchOnce = fetchWithin(timeoutMs);
@@ -146,7 +161,7 @@ export function httpFolderFiles(baseUrl: string, headers: Record<string, string>
       const target = withUrlCredentials(url, { ...headers, ...(range ? { Range: `bytes=${range[0]}-${range[1] - 1}` } : {}) });
       response = await fetchOnce(target.url, { headers: target.headers });
     } catch (error) {
-      throw sourceUnreadable(redactUrl(url), connectionFailure(error, timeoutMs), "Check the mirror URL and that it is reachable from here.");
+      throw sourceUnreadable(redactUrl(url), connectionFailure(error, timeoutMs), connectionHint(error, "the mirror"));
     }
     if (response.status === 404) {
       await response.body?.cancel();

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ggufHeaderBytes, syntheticGguf, writeBytes } from "./header-only-checkpoint.js";
 import { adapterRefusal, defaultMaxLoraRank, readAdapter, type AdapterBase } from "./read-adapter.js";
 import { fixtureArchitecture } from "./testing/fixtures.js";
-import { startHubServer, type HubServer } from "./testing/hub-server.js";
+import { startHubServer, type HubServer } from "../hub/local-hub.js";
 
 let workspace: string;
 let server: HubServer;

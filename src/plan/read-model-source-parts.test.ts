@@ -9,7 +9,7 @@ import { checkpointTensors, syntheticGguf, syntheticGgufParts, writeBytes, write
 import { readModelSource } from "./read-model-source.js";
 import { renderPlanTable } from "./render-plan-table.js";
 import { fixtureArchitecture, fixtureConfig } from "./testing/fixtures.js";
-import { startHubServer, type HubServer } from "./testing/hub-server.js";
+import { startHubServer, type HubServer } from "../hub/local-hub.js";
 
 /**
  * Two ways real files are published that once planned wrong: a GGUF in parts

@@ -6,7 +6,7 @@ import { parseHardwareSpec } from "../fleet/gpu-spec.js";
 import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { planCandidates } from "./candidates.js";
 import { readModelSource } from "./read-model-source.js";
-import { startHubServer, type HubServer } from "./testing/hub-server.js";
+import { startHubServer, type HubServer } from "../hub/local-hub.js";
 import { checkpointTensors, safetensorsHeaderBytes, syntheticGguf, writeBytes, writeSyntheticCheckpoint } from "./header-only-checkpoint.js";
 import { fixtureArchitecture, fixtureConfig } from "./testing/fixtures.js";
 import { inventoryParameters, tensorInventory } from "./tensor-inventory.js";

@@ -15,6 +15,7 @@ import {
   localFolderFiles,
   sourceUnreadable,
   connectionFailure,
+  connectionHint,
   fetchWithin,
   type HubOptions,
   type ModelFiles,
@@ -273,8 +274,9 @@ async function parseGguf(location: string, headers: Record<string, string>, time
     return await gguf(target.url, { allowLocalFile: !remote, additionalFetchHeaders: target.headers, fetch: fetchWithin(timeoutMs) });
   } catch (error) {
     if (isDomainError(error)) throw error;
-    const why = remote && error instanceof TypeError ? connectionFailure(error, timeoutMs) : error instanceof Error && error.name === "TimeoutError" ? connectionFailure(error, timeoutMs) : error instanceof Error ? error.message : String(error);
-    throw sourceUnreadable(redactUrl(location), why, "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\") and that its host is reachable.");
+    const unconnected = (remote && error instanceof TypeError) || (error instanceof Error && error.name === "TimeoutError");
+    if (unconnected) throw sourceUnreadable(redactUrl(location), connectionFailure(error, timeoutMs), connectionHint(error));
+    throw sourceUnreadable(redactUrl(location), error instanceof Error ? error.message : String(error), "Check that the file is a GGUF file (it starts with the magic bytes \"GGUF\").");
   }
 }
 

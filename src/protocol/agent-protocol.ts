@@ -51,7 +51,14 @@ export const agentPaths = {
  * log tail) is cut to its bound instead, since refusing it would lose the
  * node's whole heartbeat over a long log line.
  */
-const identifier = (what: string, max = 128) => z.string().min(1, { message: `${what} is empty` }).max(max, { message: `${what} is longer than ${max} characters` });
+const identifier = (what: string, max = 128) =>
+  z
+    .string()
+    .min(1, { message: `${what} is empty` })
+    .max(max, { message: `${what} is longer than ${max} characters` })
+    // A name shown in every view and log line: a tab or newline in it would forge columns and lines.
+    // eslint-disable-next-line no-control-regex
+    .regex(/^[^\u0000-\u001f\u007f]*$/, { message: `${what} holds a control character (a tab, a newline or another below space); names are printable text` });
 const label = (what: string) => z.string().max(256, { message: `${what} is longer than 256 characters` });
 const byteCount = z.number().int().min(0);
 /** No machine has more; a larger index or count is a malformed message, not hardware. */
@@ -80,10 +87,35 @@ export const gpuInventorySchema = z.object({
   name: label("a GPU's name"),
   class: identifier("a GPU's class", 64),
   memory_bytes: byteCount,
+  /** What the card says is used (nvidia-smi's memory.used); absent where the driver does not tell (MIG, some vGPUs). */
   memory_used_bytes: byteCount.optional(),
+  /**
+   * Memory held on the card by processes llmgw did not start (nvidia-smi's
+   * compute apps without an engine's marker). Placement counts it as taken.
+   * Absent from agents of earlier releases and where the driver lists no processes.
+   */
+  memory_foreign_bytes: byteCount.optional(),
   fabric: identifier("a GPU's fabric"),
 });
 export type GpuInventory = z.infer<typeof gpuInventorySchema>;
+
+/**
+ * Which llama.cpp a node runs llamacpp replicas with: llama-server found on
+ * its PATH (or at --engine-path), with the version it prints, or llmgw's
+ * built-in engine (node-llama-cpp) with its prebuilt builds and the one a
+ * replica on this node gets (CUDA when the node has NVIDIA cards and the
+ * CUDA build is installed, the CPU build otherwise).
+ */
+export const llamaCppInventorySchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("llama-server"), path: z.string().min(1).max(4096), version: z.string().max(200).nullable() }),
+  z.object({
+    kind: z.literal("built-in"),
+    version: z.string().min(1).max(64),
+    builds: z.array(z.enum(["cpu", "cuda", "vulkan", "metal"])).max(4),
+    build: z.enum(["cpu", "cuda", "vulkan", "metal"]),
+  }),
+]);
+export type LlamaCppInventory = z.infer<typeof llamaCppInventorySchema>;
 
 export const inventorySchema = z.object({
   hostname: label("the hostname"),
@@ -102,6 +134,8 @@ export const inventorySchema = z.object({
    * Absent from agents of earlier releases.
    */
   comfyui: z.object({ present: z.boolean(), installable: z.boolean() }).optional(),
+  /** Which llama.cpp runs llamacpp replicas here; absent from agents of earlier releases and from nodes with none. */
+  llama_cpp: llamaCppInventorySchema.optional(),
 });
 export type Inventory = z.infer<typeof inventorySchema>;
 

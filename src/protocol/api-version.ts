@@ -13,6 +13,8 @@ export const clientApiRange: ApiRange = { min: 1, max: 1 };
 
 export const versionHeader = "llmgw-version";
 export const apiHeader = "llmgw-api";
+/** The local user the CLI runs as (the sudo user when run as root), for the audit record. */
+export const userHeader = "llmgw-user";
 
 export function formatApiRange(range: ApiRange): string {
   return range.min === range.max ? String(range.min) : `${range.min}-${range.max}`;

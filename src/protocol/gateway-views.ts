@@ -25,6 +25,11 @@ export interface GatewayKeyView {
 export interface GatewayKeyCreated extends GatewayKeyView {
   /** The key, in this answer only: it is stored hashed. */
   key: string;
+  /**
+   * Set when this server's own gateway is open: it checks no key, so this
+   * key limits nothing there. Says what setting turns checking on, and where.
+   */
+  notice: string | null;
 }
 
 /** One key's use of one model over the asked period. */

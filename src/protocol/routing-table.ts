@@ -84,6 +84,22 @@ export const routingModelSchema = z.object({
   replicas: z.array(routingReplicaSchema),
   /** Set for a ComfyUI model (images or image to 3D); null for text models. */
   comfy: routingComfySchema.nullish(),
+  /**
+   * Set for a text model whose engine pools rather than generates (an
+   * embedding model, a reranker): the argument that makes it so and the
+   * routes it serves, so a chat request is refused naming them rather than
+   * sent to an engine that cannot answer it. Absent for a model that generates.
+   */
+  pooling: z.object({ flag: z.string(), routes: z.array(z.string()) }).optional(),
+  /**
+   * Why no replica will come, so a request is answered at once rather than
+   * held for the queue deadline: placement refused the model (its latest
+   * decision's reason), or it is kept unplaced on purpose (scaling 0/0).
+   * Absent while it is placed, loading or waiting for room.
+   */
+  unavailable: z.string().nullish(),
+  /** Seconds until the model's first loading replica should be ready, from its state and progress; absent when none loads. */
+  loading_eta_s: z.number().int().positive().nullish(),
   /** Percent of requests (0-100) sent to the canary replicas while a canary runs; absent otherwise. */
   canary_weight: z.number().min(0).max(100).optional(),
 });

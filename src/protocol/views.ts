@@ -6,7 +6,7 @@ import type { PullNodeView, PullSkippedView, PullSourceView, PullView } from "./
 
 /**
  * The admin API's answers as tools see them (`ctl ... --json`, the console,
- * scripts): documented in the README, so a field is added, never renamed.
+ * scripts): documented in docs/ctl.md, so a field is added, never renamed.
  * They live here, below every folder that builds or reads them, so the API,
  * the CLI, the demo and the console share one definition.
  */
@@ -23,7 +23,7 @@ export type ModelState = "external" | "stopped" | "on-demand" | "pending" | "deg
 
 /**
  * The model object of the admin API and of `ctl ... --json`: a stable
- * interface for tools (documented in the README). It shows what is in force,
+ * interface for tools (documented in docs/ctl.md). It shows what is in force,
  * with every default filled in, and never a secret: an external model's key
  * and a profile's secret_env are named by their server variables only;
  * secret-looking env values and URL passwords are masked, and for a read-only
@@ -136,6 +136,10 @@ export interface ExternalView {
   model: string | null;
 }
 
+export type NodeLlamaCppView =
+  | { kind: "llama-server"; path: string; version: string | null }
+  | { kind: "built-in"; version: string; builds: string[]; build: string };
+
 /** A node in the admin API and `ctl nodes --json`. Never its credential. */
 export interface NodeView {
   name: string;
@@ -152,6 +156,8 @@ export interface NodeView {
   simulated: boolean;
   /** Whether ComfyUI is on the node and whether its agent can install it; null from agents that do not say. */
   comfyui?: { present: boolean; installable: boolean } | null;
+  /** Which llama.cpp runs llamacpp replicas there (llama-server, or the built-in engine and its build); null when none or an agent that does not say. */
+  llama_cpp?: NodeLlamaCppView | null;
   joined_at: string;
   last_seen_at: string;
   replicas: string[];
@@ -167,7 +173,10 @@ export interface NodeGpuView {
   name: string;
   class: string;
   memory_bytes: number;
+  /** What the card says is used (nvidia-smi's memory.used); null when its agent does not tell. */
   memory_used_bytes: number | null;
+  /** Held by processes llmgw did not start, which placement counts as taken; null from agents that do not report it. */
+  memory_foreign_bytes: number | null;
   fabric: string;
   replica: string | null;
 }
@@ -200,7 +209,11 @@ export interface ReplicaView {
   created_at: string;
   /** "canary" for a canary's replica (a trial revision beside the stable ones), else "stable". */
   arm: "stable" | "canary";
+  /** The llama.cpp a llamacpp replica runs on: llama-server (its path and version) or the built-in engine with the build it loads; null for other engines and simulated nodes. */
+  llama_cpp: ReplicaLlamaCppView | null;
 }
+
+export type ReplicaLlamaCppView = { kind: "llama-server"; path: string; version: string | null } | { kind: "built-in"; version: string; build: string };
 
 
 /** An admin-API token as listed (`ctl tokens --json`): never the token itself. */
@@ -260,13 +273,14 @@ const modelFields: FieldSet<ModelView> = {
 };
 
 /**
- * The fields of each shape the README documents, under the README's name for
- * the shape (or the command it documents the shape under). A test holds the README to this list and the API's answers to
+ * The fields of each shape docs/ctl.md documents, under its name for
+ * the shape (or the command it documents the shape under). A test holds docs/ctl.md to this list and the API's answers to
  * it (every field present, null when absent), so a field added to a view
  * without its documentation fails there, not in a user's script.
  */
 export const documentedViewFields = {
-  Preset: fields<PresetView>({ name: true, description: true, licence: true, tasks: true, added_as: true, profiles: true, runs_on: true, why_not: true }),
+  Preset: fields<PresetView>({ name: true, description: true, licence: true, tasks: true, added_as: true, profiles: true, runs_on: true, why_not: true, on_cpu: true }),
+  "Preset.on_cpu": fields<PresetCpuView>({ profile: true, node: true, llama_cpp: true, why_not: true }),
   "Preset.profiles[]": fields<PresetProfileView>({
     name: true,
     engine: true,
@@ -317,13 +331,14 @@ export const documentedViewFields = {
     disk_free_bytes: true,
     simulated: true,
     comfyui: true,
+    llama_cpp: true,
     joined_at: true,
     last_seen_at: true,
     replicas: true,
     cordoned: true,
     draining: true,
   }),
-  "Node.gpus[]": fields<NodeGpuView>({ index: true, uuid: true, name: true, class: true, memory_bytes: true, memory_used_bytes: true, fabric: true, replica: true }),
+  "Node.gpus[]": fields<NodeGpuView>({ index: true, uuid: true, name: true, class: true, memory_bytes: true, memory_used_bytes: true, memory_foreign_bytes: true, fabric: true, replica: true }),
   Replica: fields<ReplicaView>({
     arm: true,
     id: true,
@@ -340,6 +355,7 @@ export const documentedViewFields = {
     adopted: true,
     since: true,
     created_at: true,
+    llama_cpp: true,
   }),
   "Replica.progress": fields<ReplicaProgressView>({ fraction: true, bytes_done: true, bytes_total: true }),
   Pull: fields<PullView>({ model: true, nodes: true, skipped: true }),
@@ -356,7 +372,7 @@ export const documentedViewFields = {
     reason: true,
   }),
   "Pull.skipped[]": fields<PullSkippedView>({ node: true, reason: true }),
-  // Shapes the README documents inline, under the command that prints them.
+  // Shapes docs/ctl.md documents inline, under the command that prints them.
   "ctl tokens --json": fields<TokenView>({ name: true, role: true, created_at: true }),
   "ctl token create --json": fields<CreatedTokenView>({ name: true, role: true, created_at: true, token: true }),
   "ctl audit --json": fields<AuditEventView>({ id: true, at: true, actor: true, actor_user: true, action: true, model: true, before: true, after: true }),
@@ -377,6 +393,25 @@ export interface PresetView {
   /** Where one replica would run on the live fleet now (the first profile that fits, as placement chooses); null when none does. */
   runs_on: PresetPlacementView | null;
   /** Why nothing fits now, in placement's words; null when it fits. */
+  why_not: string | null;
+  /** Whether it answers for real on a CPU of the fleet now; null for a preset with no CPU (llamacpp, no cards) profile. */
+  on_cpu: PresetCpuView | null;
+}
+
+/**
+ * A preset's CPU profile against the nodes that run llama.cpp for real
+ * (llama-server, or llmgw's built-in engine; a simulated node does not count):
+ * where one replica would go, by placement over those nodes alone (their host
+ * memory and cores), or why it would not.
+ */
+export interface PresetCpuView {
+  /** The CPU profile placement chose, or the first one when none fits. */
+  profile: string;
+  /** The node it would run on now; null when none fits. */
+  node: string | null;
+  /** The llama.cpp that node runs it with. */
+  llama_cpp: NodeLlamaCppView | null;
+  /** Why no node's CPU runs it now; null when one does. */
   why_not: string | null;
 }
 

@@ -5,7 +5,7 @@ import type { Fleet } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { cardShortfall } from "./card-shortfall.js";
 
-/** One profile's reason, folded into the message (the CLI lists details only when there are several). */
+/** One profile's reason, folded into the message (the CLI does not print again a detail the message states). */
 const only = (details: readonly ErrorDetail[]) => (details.length === 1 ? `: ${details[0]?.message ?? ""}` : "");
 
 export interface ContextChange {

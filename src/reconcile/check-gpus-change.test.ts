@@ -24,9 +24,32 @@ const qwenModel = modelOf({
 });
 
 describe("checkGpusChange", () => {
-  it("sets the cards of the first profile, or of the one named", () => {
-    expect(checkGpusChange({ model: qwenModel, profile: undefined, gpus: 4, facts: qwen, ...settings }).entry.profiles?.map((profile) => profile.gpus)).toEqual([4, 1]);
+  it("sets the cards of the one profile on cards, or of the one named", () => {
+    expect(checkGpusChange({ model: qwenModel, profile: "l40s", gpus: 4, facts: qwen, ...settings }).entry.profiles?.map((profile) => profile.gpus)).toEqual([4, 1]);
     expect(checkGpusChange({ model: qwenModel, profile: "gguf", gpus: 3, facts: qwen, ...settings }).entry.profiles?.map((profile) => profile.gpus)).toEqual([1, 3]);
+    const embedding = modelOf({
+      name: "embed",
+      profiles: [
+        { name: "cpu", engine: "llamacpp", source: "/models/e.gguf", gpus: 0 },
+        { name: "l40s", engine: "vllm", source: "/models/e", gpu_class: "l40s", gpus: 1 },
+      ],
+    });
+    const changed = checkGpusChange({ model: embedding, profile: undefined, gpus: 2, facts: qwen, ...settings });
+    expect(changed.profile).toBe("l40s");
+    expect(changed.entry.profiles?.map((profile) => profile.gpus)).toEqual([0, 2]);
+  });
+
+  it("asks which profile when several run on cards, and changes a CPU profile only when it is named", () => {
+    const several = refusalOf(() => checkGpusChange({ model: qwenModel, profile: undefined, gpus: 2, facts: qwen, ...settings }));
+    expect(several.code).toBe("profile_ambiguous");
+    expect(several.message).toContain("l40s, gguf");
+    expect(several.hint).toContain("--profile");
+    const cpuOnly = modelOf({ name: "small", profiles: [{ name: "cpu", engine: "llamacpp", source: "/models/s.gguf", gpus: 0 }] });
+    const unnamed = refusalOf(() => checkGpusChange({ model: cpuOnly, profile: undefined, gpus: 3, facts: qwen, ...settings }));
+    expect(unnamed.code).toBe("profile_ambiguous");
+    expect(unnamed.message).toContain("runs on no cards");
+    expect(unnamed.hint).toContain("--profile cpu");
+    expect(checkGpusChange({ model: cpuOnly, profile: "cpu", gpus: 1, facts: qwen, ...settings }).profile).toBe("cpu");
   });
 
   it("refuses a tensor-parallel count that does not divide the heads, naming them and the counts that do", () => {
@@ -63,7 +86,7 @@ describe("checkGpusChange", () => {
     const error = refusalOf(() => checkGpusChange({ model: image, profile: undefined, gpus: 2, facts: undefined, ...settings }));
     expect(error.code).toBe("invalid_profile");
     expect(error.message).toBe("sdxl/comfyui runs comfyui, which uses one card: it cannot take 2");
-    expect(refusalOf(() => checkGpusChange({ model: qwenModel, profile: undefined, gpus: 0, facts: qwen, ...settings })).message).toBe(
+    expect(refusalOf(() => checkGpusChange({ model: qwenModel, profile: "l40s", gpus: 0, facts: qwen, ...settings })).message).toBe(
       "qwen/l40s runs vllm, which runs on GPUs only: it needs 1 or more cards",
     );
   });

@@ -3,6 +3,7 @@ import { defaultReconcileSettings } from "../catalog/reconcile-settings.js";
 import { backoffMs } from "./backoff.js";
 import { desiredCount } from "./desired-count.js";
 import { diff } from "./diff.js";
+import { failureMessage } from "./failure-message.js";
 import type { Action, DesiredModel, Observed, ObservedNode, ObservedReplica } from "./types.js";
 
 const GiB = 1024 ** 3;
@@ -108,9 +109,19 @@ describe("diff", () => {
   it("records a failed managed replica for its backoff and leaves one started by hand alone", () => {
     const replicas = [replica("qwen-a", "qwen", "gpu-1", [0], { state: "failed", reason: "engine exited with code 1" }), replica("hand-1", "qwen", "gpu-1", [1], { state: "failed", managed: false })];
     const actions = diff({ models: [model("qwen", { backoffUntilMs: now + 10_000 })] }, observed([node("gpu-1")], replicas), settings);
-    expect(actions.filter((action) => action.kind === "record-failure")).toEqual([{ kind: "record-failure", id: "qwen-a", model: "qwen", node: "gpu-1", reason: "engine exited with code 1" }]);
+    expect(actions.filter((action) => action.kind === "record-failure")).toEqual([{ kind: "record-failure", id: "qwen-a", model: "qwen", node: "gpu-1", reason: "engine exited with code 1", anotherServes: false }]);
     // In backoff: nothing new starts yet.
     expect(starts(actions)).toEqual([]);
+  });
+
+  it("says a failed replica's model still serves when another of its replicas is ready, so its event names no wait", () => {
+    const replicas = [replica("qwen-a", "qwen", "gpu-1", [0], { state: "failed", reason: "killed by SIGKILL" }), replica("qwen-b", "qwen", "gpu-1", [1])];
+    const failure = diff({ models: [model("qwen", { min: 2 })] }, observed([node("gpu-1")], replicas), settings).find((action) => action.kind === "record-failure");
+    expect(failure).toMatchObject({ id: "qwen-a", anotherServes: true });
+    expect(failureMessage(failure as Extract<typeof failure, { kind: "record-failure" }>, 1, 0)).toBe("replica qwen-a of qwen on gpu-1 failed (replaced at once: another replica of qwen serves): killed by SIGKILL");
+    const alone = { kind: "record-failure", id: "qwen-a", model: "qwen", node: "gpu-1", reason: "exited", anotherServes: false } as const;
+    expect(failureMessage(alone, 3, 4000)).toBe("replica qwen-a of qwen on gpu-1 failed (3 in a row; next start in 4 s): exited");
+    expect(failureMessage(alone, 1, 400)).toContain("next start in 0.4 s");
   });
 
   it("replaces the replicas of a lost node elsewhere", () => {

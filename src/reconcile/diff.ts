@@ -2,7 +2,7 @@ import type { ModelClass } from "../catalog/schema.js";
 import type { ReplicaDemand, Snapshot } from "../placement/types.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { desiredCount } from "./desired-count.js";
-import { placeReplicas, victimsFor } from "./placement-functions.js";
+import { placeReplicas, preemptionGate, victimsFor } from "./placement-functions.js";
 import type { ModelStanding } from "../placement/index.js";
 import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
@@ -47,7 +47,9 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   for (const replica of observed.replicas) {
     const node = nodes.get(replica.node);
     if (replica.managed && replica.state === "failed") {
-      actions.push({ kind: "record-failure", id: replica.id, model: replica.model, node: replica.node, reason: replica.reason ?? "the engine failed without a reason" });
+      // The same test the reconciler ends a failure streak by: a managed replica of the model that serves.
+      const anotherServes = observed.replicas.some((other) => other.id !== replica.id && other.model === replica.model && other.managed && isReady(other));
+      actions.push({ kind: "record-failure", id: replica.id, model: replica.model, node: replica.node, reason: replica.reason ?? "the engine failed without a reason", anotherServes });
       continue;
     }
     if (isTerminal(replica)) continue;
@@ -180,6 +182,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   const heldCount = new Map<string, number>();
   for (const replica of held) heldCount.set(replica.model, (heldCount.get(replica.model) ?? 0) + 1);
   const standings = new Map<string, ModelStanding>([...models.values()].map((model) => [model.name, { modelClass: model.modelClass, min: model.min, replicas: heldCount.get(model.name) ?? 0 }]));
+  const mayPreempt = preemptionGate(snapshot, standings);
   for (const { demand, model, withdrawing, evacuees } of demands) {
     const refusal = result.refusals.find((candidate) => candidate.model === demand.model);
     // A canary is a trial: it preempts nothing, and waits for room without changing the model's state.
@@ -189,7 +192,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       continue;
     }
     // A lower class gives way: its replicas drain, and the cards are placed on a later pass once they have stopped.
-    const victims = victimsFor({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, demand, standings);
+    const victims = mayPreempt(demand) ? victimsFor({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, demand, standings) : [];
     for (const victim of victims) {
       preempted.add(victim.id);
       if (withdrawn.has(victim.id)) continue;

@@ -8,11 +8,11 @@ import type { ArgumentChange, ProfileArgumentChanges } from "../protocol/model-c
  * only the node knows (weights path, port, card numbers): the same on both
  * sides of a comparison, so they never show as a change.
  */
-function launchInput(model: CatalogModel, profile: ResolvedProfile, gpuMemoryUtilization: number): EngineLaunchInput {
+function launchInput(model: CatalogModel, profile: ResolvedProfile, gpuMemoryUtilization: number, cards?: readonly number[]): EngineLaunchInput {
   return {
     modelName: model.name,
     weightsPath: "WEIGHTS",
-    cards: Array.from({ length: profile.gpus }, (_unused, index) => index),
+    cards: cards ?? Array.from({ length: profile.gpus }, (_unused, index) => index),
     port: 8000,
     context: model.entry.context,
     slots: profile.slots,
@@ -24,6 +24,20 @@ function launchInput(model: CatalogModel, profile: ResolvedProfile, gpuMemoryUti
     extraEnv: profile.env,
     enginePath: "ENGINE",
   };
+}
+
+/**
+ * The command line a replica of `profile` placed on `cards` would start
+ * with, from the engine's own driver (weights path, port and engine binary
+ * as placeholders: only the node knows them). Undefined when the driver
+ * refuses the settings, which the catalog's own checks prevent.
+ */
+export function engineArgv(model: CatalogModel, profile: ResolvedProfile, gpuMemoryUtilization: number, cards: readonly number[]): readonly string[] | undefined {
+  try {
+    return driverFor(profile.engine).build(launchInput(model, profile, gpuMemoryUtilization, cards)).argv;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

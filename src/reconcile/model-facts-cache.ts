@@ -15,7 +15,7 @@ const retryUnreadableMs = 5 * 60_000;
 export class ModelFactsCache {
   private readonly facts = new Map<string, ModelFacts>();
   private readonly unreadableUntil = new Map<string, number>();
-  private readonly reading = new Set<string>();
+  private readonly reading = new Map<string, Promise<void>>();
 
   constructor(
     private readonly read: ModelFactsReader,
@@ -28,16 +28,34 @@ export class ModelFactsCache {
     const known = this.facts.get(source);
     if (known) return known;
     if (this.reading.has(source) || (this.unreadableUntil.get(source) ?? 0) > this.now()) return undefined;
-    this.reading.add(source);
-    void this.read(source)
+    const reading = this.read(source)
       .then(
         (facts) => {
           this.facts.set(source, facts);
           this.onRead();
         },
-        () => this.unreadableUntil.set(source, this.now() + retryUnreadableMs),
+        () => {
+          this.unreadableUntil.set(source, this.now() + retryUnreadableMs);
+        },
       )
       .finally(() => this.reading.delete(source));
+    this.reading.set(source, reading);
     return undefined;
+  }
+
+  /**
+   * The facts, waiting up to `withinMs` for a read under way (or started
+   * now); undefined when the source is unreadable or slower than that.
+   */
+  async whenRead(source: string, withinMs: number): Promise<ModelFacts | undefined> {
+    const known = this.get(source);
+    if (known) return known;
+    const reading = this.reading.get(source);
+    if (reading === undefined) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)));
+    await Promise.race([reading, late]);
+    clearTimeout(timer);
+    return this.facts.get(source);
   }
 }

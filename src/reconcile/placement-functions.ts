@@ -1,7 +1,7 @@
-import { choosePreemptions as chooseVictims, placeReplicas, type ModelStanding } from "../placement/index.js";
+import { choosePreemptions as chooseVictims, placeReplicas, preemptionGate, type ModelStanding } from "../placement/index.js";
 import type { HeldReplica, ReplicaDemand, Snapshot } from "../placement/types.js";
 
-export { placeReplicas };
+export { placeReplicas, preemptionGate };
 
 /**
  * The replicas to drain so that one replica of `demand` fits, by the class

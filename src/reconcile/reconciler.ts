@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { parseDuration } from "../catalog/duration.js";
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
-import type { NodeView, ReplicaViewState } from "../protocol/views.js";
+import type { ReplicaViewState } from "../protocol/views.js";
 import { listReplicas } from "../store/fleet-rows.js";
 import type { Store } from "../store/open-store.js";
 import {
   deleteReplicaIntent,
-  emptyModelStatus,
   holdLease,
   insertEvents,
   listModelStatus,
@@ -16,40 +14,53 @@ import {
   setNodeControl,
   trimEvents,
   updateModelStatus,
-  withdrawReplicaIntent,
+  emptyModelStatus,
   type ModelStatusRow,
   type NewEvent,
 } from "../store/reconcile-rows.js";
-import { backoffMs } from "./backoff.js";
 import { diff } from "./diff.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { placeReplicas } from "./placement-functions.js";
 import { DomainError } from "../errors/domain-error.js";
-import { demandBytesPerCard, demandProfile, type DemandProfile } from "../placement/index.js";
+import { demandCardBytes, demandProfile, snapshotCard, type CardBytes, type DemandProfile } from "../placement/index.js";
 import { ModelFactsCache, type ModelFactsReader } from "./model-facts-cache.js";
 import { listCanaries } from "../store/canary-rows.js";
 import { canaryModels } from "./canary-models.js";
-import type { Action, DesiredModel, Observed, ObservedNode, ObservedReplica } from "./types.js";
+import type { Desired, Observed, ObservedNode, ObservedReplica } from "./types.js";
+import type { CanaryRow } from "../store/canary-rows.js";
+import type { Change } from "../protocol/dry-run.js";
+import { previewChanges } from "./preview-changes.js";
+import { engineArgv } from "./engine-argument-changes.js";
+import { demandProfiles, desiredModel } from "./desired-model.js";
+import { executeAction, type ActionContext } from "./execute-action.js";
+import type { ReconcilerCatalog, ReconcilerFleet, ReconcilerLog } from "./reconciler-ports.js";
 
-/** What the reconciler needs of the fleet: the views, and starts and stops through the agents. */
-export interface ReconcilerFleet {
-  listNodes(): Promise<NodeView[]>;
-  startPlaced(placement: { model: string; profile: string; node: string; cards: readonly number[]; canary?: { readonly revision: string } }): Promise<string>;
-  resumeStart(id: string): Promise<void>;
-  stopReplica(id: string, drain: boolean): Promise<unknown>;
+/**
+ * A change a dry run asks about: the catalog it would produce, a restart or a
+ * demand it would record, a node control it would set, the canaries it would
+ * leave running.
+ */
+export interface ChangeToPreview {
+  readonly models?: readonly CatalogModel[];
+  readonly restart?: { readonly model: string; readonly inPlace: boolean };
+  readonly demand?: string;
+  readonly node?: { readonly name: string; readonly cordoned: boolean; readonly draining: boolean };
+  /** The canaries the change would leave running (one started, one ended); the stored ones when not given. */
+  readonly canaries?: readonly CanaryRow[];
+  /** A canary promoted: its replicas become the model's stable ones, placed now (so the restart keeps them). */
+  readonly promote?: string;
 }
 
-export interface ReconcilerCatalog {
-  list(): Promise<CatalogModel[]>;
-}
-
-export interface ReconcilerLog {
-  info(facts: Record<string, unknown>, message: string): void;
-  warn(facts: Record<string, unknown>, message: string): void;
-}
 
 /** The shortest time between two passes woken by changes. */
 const wakeSpacingMs = 250;
+
+/**
+ * How long a start on a simulated node waits for its model's files to be
+ * read, so the replica gets the planner's figures: the demo's stand-in hub
+ * answers in milliseconds; a hub that does not answer costs the pass this once.
+ */
+const simulatedStartWaitMs = 3000;
 
 /**
  * The loop that keeps the catalog served, like a controller-runtime
@@ -89,8 +100,42 @@ export class Reconciler {
   private readonly facts: ModelFactsCache | undefined;
 
   /** A model's profiles as placement takes them, with each card's bytes once its files were read: for callers that ask placement's filters outside a pass. */
+  private get actionContext(): ActionContext {
+    return { store: this.store, settings: this.settings, fleet: this.fleet, starting: this.starting, busyAt: this.busyAt, simulationOf: (model, profile, node) => this.simulationOf(model, profile, node) };
+  }
+
+  /** The models of the pass under way, for what its actions need of the catalog. */
+  private passModels = new Map<string, CatalogModel>();
+  /** The nodes of the pass under way whose agents run the simulated engine. */
+  private passSimulatedNodes = new Set<string>();
+
+  /**
+   * The weights the planner puts on each card of a replica of this profile
+   * (the whole model for a CPU one), once its files were read. Sent with
+   * every start: a simulated engine decodes at the card's bandwidth over
+   * them, as a real one would; a real engine ignores them.
+   */
+  private async simulationOf(modelName: string, profileName: string, node: string): Promise<{ weights_bytes_per_card: number } | undefined> {
+    const model = this.passModels.get(modelName);
+    const profile = model?.profiles.find((candidate) => candidate.name === profileName);
+    if (!model || !profile || profile.engine === "comfyui" || !this.facts) return undefined;
+    // A simulated replica placed before its files were read would time itself by defaults for its whole life: the read is waited for, briefly.
+    const facts = this.passSimulatedNodes.has(node) ? await this.facts.whenRead(profile.source, simulatedStartWaitMs) : this.facts.get(profile.source);
+    if (!facts) return undefined;
+    const weights = demandCardBytes(facts, profile.gpus > 0 ? profile : { ...profile, gpus: 1 }, model.entry.context)?.weights;
+    return weights === undefined ? undefined : { weights_bytes_per_card: Math.round(weights) };
+  }
+
   demandProfilesOf(model: CatalogModel): DemandProfile[] {
     return demandProfiles(model, this.facts);
+  }
+
+  /** The planner's figures for one card of a replica of this profile, as placement prices it; undefined until the model's files are read. */
+  cardBytesOf(model: CatalogModel, profileName: string): CardBytes | undefined {
+    const profile = model.profiles.find((candidate) => candidate.name === profileName);
+    if (!profile || profile.gpus <= 0 || profile.engine === "comfyui") return undefined;
+    const facts = this.facts?.get(profile.source);
+    return facts ? demandCardBytes(facts, profile, model.entry.context) : undefined;
   }
 
   get isLeader(): boolean {
@@ -172,7 +217,7 @@ export class Reconciler {
           draining: node.draining,
           schedulable: node.state === "ready" && !node.cordoned,
           engines: node.engines as ObservedNode["engines"],
-          cards: node.gpus.map((gpu) => ({ index: gpu.index, gpuClass: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric })),
+          cards: node.gpus.map(snapshotCard),
           memoryBytes: node.memory_bytes,
           cpuCores: node.cpu_cores,
         }),
@@ -202,7 +247,8 @@ export class Reconciler {
       }),
     };
 
-    return { models, statuses, rows, intents, observed, canaries };
+    const simulatedNodes = nodes.filter((node) => node.simulated).map((node) => node.name);
+    return { models, statuses, rows, intents, observed, canaries, simulatedNodes };
   }
 
   private async passOnce(): Promise<void> {
@@ -219,7 +265,9 @@ export class Reconciler {
     this.leader = true;
     if (this.passHook) await this.passHook(nowMs).catch((error: unknown) => this.log.warn({ error: (error as Error).message }, "reconcile-pass-hook-failed"));
 
-    const { models, statuses, rows, intents, observed, canaries } = await this.observe(nowMs);
+    const { models, statuses, rows, intents, observed, canaries, simulatedNodes } = await this.observe(nowMs);
+    this.passModels = new Map(models.map((model) => [model.name, model]));
+    this.passSimulatedNodes = new Set(simulatedNodes);
     const events: NewEvent[] = [];
     const at = new Date(nowMs).toISOString();
     const event = (kind: string, message: string, facts: { model?: string; replica?: string; node?: string } = {}) =>
@@ -253,22 +301,14 @@ export class Reconciler {
       }
     }
 
-    const stable = models.filter((model) => !model.entry.external).map((model) => this.desiredModel(model, statusOf.get(model.name)));
-    const trials = canaryModels(models, canaries, (model) => this.log.warn({ model }, "canary-revision-unusable")).map(({ model, revision, replicas }) => ({
-      ...this.desiredModel(model, undefined),
-      min: replicas,
-      max: replicas,
-      targetInFlight: undefined,
-      canary: { revision },
-    }));
-    const desired = { models: [...stable, ...trials] };
+    const desired = this.desiredState(models, statusOf, canaries, (model) => this.log.warn({ model }, "canary-revision-unusable"));
     const actions = diff(desired, observed, this.settings);
     // Each action's events are written right after it, so whoever sees its effect finds its event too.
     await insertEvents(this.store.db, events.splice(0));
     for (const action of actions) {
       if (this.stopped) break;
       try {
-        await this.execute(action, statusOf, event, at, nowMs);
+        await executeAction(this.actionContext, action, statusOf, event, at, nowMs);
       } catch (error) {
         this.log.warn({ action: action.kind, model: action.model, error: (error as Error).message }, "reconcile-action-failed");
       }
@@ -277,113 +317,70 @@ export class Reconciler {
     await trimEvents(this.store.db, this.settings.eventsKept);
   }
 
-  private desiredModel(model: CatalogModel, status: ModelStatusRow | undefined): DesiredModel {
-    return {
-      name: model.name,
-      modelClass: model.class,
-      min: model.scaling.min,
-      max: model.scaling.max,
-      idleTimeoutMs: parseDuration(model.scaling.idle_timeout) ?? 600_000,
-      targetInFlight: model.entry.target?.in_flight,
-      profiles: demandProfiles(model, this.facts),
-      demandAtMs: status?.demand_at ? Date.parse(status.demand_at) : undefined,
-      backoffUntilMs: status?.backoff_until ? Date.parse(status.backoff_until) : undefined,
-      restartBeforeMs: status?.restart_before ? Date.parse(status.restart_before) : undefined,
-      restartInPlace: status?.restart_in_place === 1,
-      busyAtMs: this.busyAt.get(model.name),
-      placement: status?.placement_state ? { state: status.placement_state, reason: status.placement_reason } : undefined,
-    };
+  /** What should run: every served model of the catalog, and each running canary as a model of its own. */
+  private desiredState(models: readonly CatalogModel[], statusOf: ReadonlyMap<string, ModelStatusRow>, canaries: readonly CanaryRow[], unusable: (model: string) => void): Desired {
+    const stable = models.filter((model) => !model.entry.external).map((model) => desiredModel(model, statusOf.get(model.name), this.facts, this.busyAt.get(model.name)));
+    const trials = canaryModels(models, canaries, unusable).map(({ model, revision, replicas }) => ({
+      ...desiredModel(model, undefined, this.facts, this.busyAt.get(model.name)),
+      min: replicas,
+      max: replicas,
+      targetInFlight: undefined,
+      canary: { revision },
+    }));
+    return { models: [...stable, ...trials] };
   }
 
-  private async execute(
-    action: Action,
-    statusOf: Map<string, ModelStatusRow>,
-    event: (kind: string, message: string, facts?: { model?: string; replica?: string; node?: string }) => void,
-    at: string,
-    nowMs: number,
-  ): Promise<void> {
-    const db = this.store.db;
-    switch (action.kind) {
-      case "record-failure": {
-        const failures = (statusOf.get(action.model)?.failures ?? 0) + 1;
-        const waitMs = backoffMs(failures, this.settings.backoffInitialMs, this.settings.backoffMaxMs);
-        const retryAt = new Date(nowMs + waitMs).toISOString();
-        await updateModelStatus(db, action.model, { failures, last_failure: action.reason, last_failure_at: at, backoff_until: retryAt }, at);
-        statusOf.set(action.model, { ...(statusOf.get(action.model) ?? emptyModelStatus(action.model, at)), failures, backoff_until: retryAt });
-        event("replica-failed", `replica ${action.id} of ${action.model} on ${action.node} failed (${failures} in a row; next start in ${Math.round(waitMs / 1000)} s): ${action.reason}`, {
-          model: action.model,
-          replica: action.id,
-          node: action.node,
-        });
-        // Clears it on its agent and forgets the row, so its cards are free for the next start.
-        await this.fleet.stopReplica(action.id, false).catch(() => undefined);
-        await deleteReplicaIntent(db, action.id);
-        return;
-      }
-      case "abandon":
-        await withdrawReplicaIntent(db, action.id, action.model, at, action.reason);
-        // On a lost node the stop is kept and delivered when the node reports again.
-        await this.fleet.stopReplica(action.id, false).catch(() => undefined);
-        event("replica-lost", `replica ${action.id} of ${action.model} is on lost node ${action.node}; it is replaced elsewhere and stopped if the node returns`, {
-          model: action.model,
-          replica: action.id,
-          node: action.node,
-        });
-        return;
-      case "withdraw":
-        await withdrawReplicaIntent(db, action.id, action.model, at, action.reason);
-        event(action.preemptedFor ? "replica-preempted" : "replica-draining", `replica ${action.id} of ${action.model} on ${action.node} leaves routing and drains: ${action.reason}`, {
-          model: action.model,
-          replica: action.id,
-          node: action.node,
-        });
-        return;
-      case "stop":
-        await this.fleet.stopReplica(action.id, true);
-        return;
-      case "resume":
-        if (this.starting.has(action.id)) return;
-        this.starting.add(action.id);
-        try {
-          await this.fleet.resumeStart(action.id);
-          event("replica-started", `replica ${action.id} of ${action.model} sent again to ${action.node} (its start was recorded but not confirmed)`, { model: action.model, replica: action.id, node: action.node });
-        } finally {
-          this.starting.delete(action.id);
-        }
-        return;
-      case "start": {
-        const cards = action.cards.length > 0 ? ` cards ${action.cards.join(",")}` : " (CPU)";
-        try {
-          const id = await this.fleet.startPlaced(action);
-          event("replica-placed", `${action.model}/${action.profile} placed on ${action.node}${cards}`, { model: action.model, replica: id, node: action.node });
-          event("replica-started", `replica ${id} of ${action.model} started on ${action.node}`, { model: action.model, replica: id, node: action.node });
-        } catch (error) {
-          event("replica-failed", `${action.model}/${action.profile} could not be started on ${action.node}${cards}: ${(error as Error).message}`, { model: action.model, node: action.node });
-        }
-        return;
-      }
-      case "placement": {
-        await updateModelStatus(db, action.model, { placement_state: action.state, placement_reason: action.reason }, at);
-        if (action.state === "unplaceable") event("model-unplaceable", `${action.model} cannot be placed: ${action.reason ?? "no reason given"}`, { model: action.model });
-        if (action.state === "waiting" && action.reason) event("model-waiting", `${action.model}: ${action.reason}`, { model: action.model });
-        return;
-      }
-      case "restart-finished":
-        await updateModelStatus(db, action.model, { restart_before: null, restart_in_place: 0 }, at);
-        event("model-restarted", `every replica of ${action.model} was replaced`, { model: action.model });
-        return;
-      case "demand-seen": {
-        // Written at most once a second per model: a busy model would otherwise write on every pass for nothing.
-        const previous = statusOf.get(action.model)?.demand_at;
-        if (previous && nowMs - Date.parse(previous) < 1000) return;
-        await updateModelStatus(db, action.model, { demand_at: at }, at);
-        return;
-      }
-      case "busy":
-        this.busyAt.set(action.model, nowMs);
-        return;
+  /**
+   * What a change would make this reconciler do, writing nothing: its passes
+   * run forward (`previewChanges`) on the catalog the change would produce,
+   * the restart or demand it would record and the node control it would
+   * set, against the fleet as it is, less what they would do without it.
+   * Started replicas carry their engine arguments (the driver's) and KV cache
+   * per card (the planner's, once the model's files were read).
+   */
+  async preview(change: ChangeToPreview, gpuMemoryUtilization: number): Promise<Change[]> {
+    const nowMs = this.now();
+    const { models, statuses, observed, canaries } = await this.observe(nowMs);
+    const statusOf = new Map(statuses.map((status) => [status.model, status]));
+    const ignore = () => undefined;
+    const nextModels = change.models ?? models;
+    const nextStatusOf = new Map(statusOf);
+    const at = new Date(nowMs).toISOString();
+    if (change.restart) {
+      const row = nextStatusOf.get(change.restart.model) ?? emptyModelStatus(change.restart.model, at);
+      nextStatusOf.set(change.restart.model, { ...row, restart_before: at, restart_in_place: change.restart.inPlace ? 1 : 0 });
     }
+    if (change.demand) nextStatusOf.set(change.demand, { ...(nextStatusOf.get(change.demand) ?? emptyModelStatus(change.demand, at)), demand_at: at });
+    const node = change.node;
+    const promoted = change.promote;
+    const nextObserved: Observed = {
+      ...observed,
+      nodes: node ? observed.nodes.map((candidate) => (candidate.name === node.name ? { ...candidate, cordoned: node.cordoned, draining: node.draining, schedulable: candidate.state === "ready" && !node.cordoned } : candidate)) : observed.nodes,
+      replicas: promoted
+        ? observed.replicas.map((replica) => (replica.model === promoted && replica.arm === "canary" ? { ...replica, arm: undefined, placedAtMs: nowMs } : replica))
+        : observed.replicas,
+    };
+    const byName = new Map(nextModels.map((model) => [model.name, model]));
+    return previewChanges({
+      before: { desired: this.desiredState(models, statusOf, canaries, ignore), observed },
+      after: { desired: this.desiredState(nextModels, nextStatusOf, change.canaries ?? canaries, ignore), observed: nextObserved },
+      settings: this.settings,
+      startFacts: (name, profileName, cards) => {
+        const model = byName.get(name);
+        const profile = model?.profiles.find((candidate) => candidate.name === profileName);
+        if (!model || !profile) return { modelClass: model?.class ?? "standard", memoryBytes: 0, cpuCores: 0 };
+        const read = profile.gpus > 0 && profile.engine !== "comfyui" ? this.facts?.get(profile.source) : undefined;
+        return {
+          modelClass: model.class,
+          memoryBytes: demandProfile(profile, undefined).memoryBytes,
+          cpuCores: profile.cpu_cores ?? 0,
+          engineArgs: engineArgv(model, profile, gpuMemoryUtilization, cards),
+          kvBytesPerCard: read ? demandCardBytes(read, profile, model.entry.context)?.kvCache : undefined,
+        };
+      },
+    });
   }
+
 
   /** Records a request for an on-demand model (the gateway calls it): a replica starts on the next pass, and the idle timeout starts over. */
   async demand(model: string): Promise<string> {
@@ -401,9 +398,7 @@ export class Reconciler {
    */
   async requestRestart(model: CatalogModel, inPlace: boolean, actor: string): Promise<{ restart_before: string; in_place: boolean; replicas: number }> {
     const nowMs = this.now();
-    const { observed } = await this.observe(nowMs);
-    const replicas = observed.replicas.filter((replica) => replacedByRestart(replica, model.name));
-    if (!inPlace && replicas.length > 0) await this.refuseWithoutRoom(model, observed, `llmgw ctl restart --model ${model.name} --in-place`);
+    const replicas = await this.checkRestart(model, inPlace, nowMs);
     const at = new Date(nowMs).toISOString();
     await updateModelStatus(this.store.db, model.name, { restart_before: at, restart_in_place: inPlace ? 1 : 0 }, at);
     await insertEvents(this.store.db, [
@@ -411,6 +406,14 @@ export class Reconciler {
     ]);
     this.wake();
     return { restart_before: at, in_place: inPlace, replicas: replicas.length };
+  }
+
+  /** Refuses a restart as `requestRestart` would, writing nothing; answers the replicas it would replace. */
+  async checkRestart(model: CatalogModel, inPlace: boolean, nowMs: number = this.now()): Promise<ObservedReplica[]> {
+    const { observed } = await this.observe(nowMs);
+    const replicas = observed.replicas.filter((replica) => replacedByRestart(replica, model.name));
+    if (!inPlace && replicas.length > 0) await this.refuseWithoutRoom(model, observed, `llmgw ctl restart --model ${model.name} --in-place`);
+    return replicas;
   }
 
   /**
@@ -450,16 +453,4 @@ function replacedByRestart(replica: ObservedReplica, model: string): boolean {
   return replica.model === model && replica.managed && replica.withdrawnAtMs === undefined && replica.state !== "failed" && replica.state !== "stopped" && replica.state !== "lost";
 }
 
-/**
- * A model's profiles as placement takes them, in the model's order of
- * preference, with the bytes each card must hold when the model's files have
- * been read (the planner's own arithmetic at the model's context).
- */
-function demandProfiles(model: CatalogModel, facts: ModelFactsCache | undefined): DemandProfile[] {
-  return model.profiles.map((profile) => {
-    // A ComfyUI profile's source is a repository of many files, not one checkpoint to price: it is not read.
-    const read = profile.gpus > 0 && profile.engine !== "comfyui" ? facts?.get(profile.source) : undefined;
-    return demandProfile(profile, read ? demandBytesPerCard(read, profile, model.entry.context) : undefined);
-  });
-}
 

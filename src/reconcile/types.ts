@@ -68,7 +68,8 @@ export interface Desired {
 /** What one pass decided; the loop carries them out in this order. */
 export type Action =
   /** A managed replica failed: record the failure (backoff), forget the row so its cards are free. */
-  | { readonly kind: "record-failure"; readonly id: string; readonly model: string; readonly node: string; readonly reason: string }
+  /** anotherServes: another replica of the model is ready, which ends the failure streak at once, so no backoff holds its replacement. */
+  | { readonly kind: "record-failure"; readonly id: string; readonly model: string; readonly node: string; readonly reason: string; readonly anotherServes: boolean }
   /** A replica on a lost node: its agent is told to stop it when the node returns; a replacement is placed elsewhere. */
   | { readonly kind: "abandon"; readonly id: string; readonly model: string; readonly node: string; readonly reason: string }
   /** Out of routing now; drained and stopped once the withdraw delay has passed. */

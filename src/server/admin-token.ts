@@ -25,15 +25,13 @@ export async function bootstrapAdminToken(store: Store, dataDir: string): Promis
 }
 
 /**
- * Where ctl finds the admin token without being given it: ctl reads
- * ./llmgw-data/admin-token by itself, so a server whose data dir is anywhere
- * else must say `--data-dir DIR`, or a hint printed as a next step fails
- * with "needs a bearer token" when run as printed.
+ * The 401 answer's hint, read by whoever can reach the port: it says how to
+ * get a token and never where the server keeps it (the data directory is the
+ * server's business; its own terminal output at start says where the token
+ * is, for the operator).
  */
-export function adminTokenHint(dataDir: string): string {
-  const file = path.join(dataDir, adminTokenFileName);
-  return `Send an admin token: --token or LLMGW_TOKEN. The first start printed one and wrote it to ${file} on the server's machine; there, ctl reads it when given \`--data-dir ${shellWord(dataDir)}\` (or after \`export LLMGW_TOKEN=$(cat ${shellWord(file)})\`).`;
-}
+export const adminTokenHint =
+  "Send an admin-API token: --token or LLMGW_TOKEN (the header Authorization: Bearer TOKEN). Ask the server's operator for one; on the server's machine, `llmgw ctl token create NAME` makes one.";
 
 /** The ctl option that finds this data dir's admin token from `workingDirectory`: none when ctl's default (./llmgw-data) is that dir. */
 export function dataDirOption(dataDir: string, workingDirectory: string = process.cwd()): string {

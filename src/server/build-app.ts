@@ -1,30 +1,39 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { installAccessControl } from "../api/access.js";
+import { installDryRun, type PreviewReplicas } from "../api/dry-run.js";
 import { answerClientError, answerFrameworkError, bodyLimitBytes, installErrorHandling } from "../http/error-handler.js";
 import { noReplicas, type ModelStatusSource, type ReplicaCountSource } from "../api/model-view.js";
 import { maxParamLength } from "../http/router-limits.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";
 import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
+import { collectRoutes } from "../api/openapi/api-route.js";
 import { registerModelRoutes } from "../api/routes/models.js";
 import { registerTokenRoutes } from "../api/routes/tokens.js";
 import { registerGatewayKeyRoutes } from "../api/routes/gateway-keys.js";
+import { registerStateRoutes } from "../api/routes/state.js";
+import { CatalogTransferService } from "../services/catalog-transfer-service.js";
 import { registerUsageRoutes } from "../api/routes/usage.js";
 import { registerGatewayFeedRoutes } from "../api/routes/gateway-feed.js";
-import type { KeysPolicy } from "../gateway/keys-policy.js";
+import type { KeysPolicy } from "../gateway/policy/index.js";
 import { GatewayKeyService } from "../services/gateway-key-service.js";
 import { registerRoutingRoutes, type RoutingTableFeed } from "../api/routes/routing.js";
-import type { Gateway, GatewayLog } from "../gateway/gateway.js";
-import { gatewayServerFactory } from "../gateway/gateway-server-factory.js";
-import { registerGatewayRoutes } from "../gateway/register-gateway-routes.js";
-import { requestIdFrom } from "../gateway/request-id-from.js";
+import type { Gateway, GatewayLog } from "../gateway/request/index.js";
+import { gatewayServerFactory, registerGatewayRoutes, requestIdFrom } from "../gateway/front/index.js";
 import { TokenService } from "../services/token-service.js";
 import { registerPresetRoutes } from "../api/routes/presets.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/open-store.js";
+import type { TlsFiles } from "../net/tls-files.js";
 import type { CatalogService } from "../services/catalog-service.js";
 import type { FleetService } from "../services/fleet-service.js";
+import { defaultConsoleDirectory, registerConsoleFiles } from "../api/routes/console-files.js";
+import { packageRoot } from "../package-root.js";
+import { registerSessionRoutes } from "../api/routes/session.js";
+import { registerStreamRoutes } from "../api/routes/stream.js";
+import { registerSeriesRoutes } from "../api/routes/series.js";
+import { ChangeFeed, defaultChangeFeedOptions, type ChangeFeedOptions } from "../services/change-feed.js";
 
 export interface AppParts {
   readonly store: Store;
@@ -41,6 +50,8 @@ export interface AppParts {
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
   readonly fleetService?: FleetService;
   readonly logger?: LoggerOptions | false;
+  /** What the reconciler would do after a change, for `?dry_run=true`; without it a dry run reports the catalog write alone. */
+  readonly previewReplicas?: PreviewReplicas;
   /**
    * The gateway's key policy when `gateway.auth` is `keys`: key changes made
    * through the API reach it at once, and usage queries flush its counts
@@ -48,10 +59,20 @@ export interface AppParts {
    * managed and usage still read.
    */
   readonly gatewayKeys?: KeysPolicy | undefined;
+  /** Writes the usage an open gateway counted, before a usage query reads the store. */
+  readonly flushOpenUsage?: (() => Promise<void>) | undefined;
+  /** Set when this server's gateway is open: told to whoever makes a key, which it will not check. */
+  readonly openGatewayNotice?: string | null;
   /** The OpenAI-compatible /v1 and /metrics; without it the server has no gateway (catalog-only tests). */
   readonly gateway?: Gateway;
+  /** HTTPS with this certificate (server.yaml's `tls`); only with a gateway, whose server factory makes the server. */
+  readonly tls?: TlsFiles | undefined;
   /** GET /api/v1/routing for standalone gateways. */
   readonly routing?: RoutingTableFeed;
+  /** The built web console served at `/`; default `dist/console/` of the package. */
+  readonly consoleDirectory?: string;
+  /** The live-change stream's poll, ping and limits; defaults suit a server (tests shorten them). */
+  readonly changeFeed?: Partial<Omit<ChangeFeedOptions, "onError">>;
 }
 
 const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co", hubToken: () => undefined, gpuMemoryUtilization: 0.9 };
@@ -60,10 +81,10 @@ const defaultPlanSettings: PlanSettings = { hubEndpoint: "https://huggingface.co
 export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   // Warnings about one /v1 request go to the app's log, which exists once Fastify() has returned.
   let built: FastifyInstance | undefined;
-  const gatewayLog: GatewayLog = { warn: (facts, message) => built?.log.warn(facts, message) };
+  const gatewayLog: GatewayLog = { warn: (facts, message) => built?.log.warn(facts, message), info: (facts, message) => built?.log.info(facts, message) };
   const app = Fastify({
     // /v1 is answered before fastify on the same server: the hot path skips its routing, hooks and replies.
-    ...(parts.gateway ? { serverFactory: gatewayServerFactory(parts.gateway, gatewayLog) } : {}),
+    ...(parts.gateway ? { serverFactory: gatewayServerFactory(parts.gateway, gatewayLog, parts.tls) } : {}),
     logger: parts.logger ?? false,
     // Names may contain "/" (org/model); clients send it encoded, and it must stay one segment.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength },
@@ -75,22 +96,50 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
     genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
   });
   built = app;
+  // Before any route: the OpenAPI document is made of the routes this app registered.
+  const routes = collectRoutes(app);
   installErrorHandling(app);
   installAccessControl(app, parts.store, parts.adminTokenHint);
-  registerMetaRoutes(app);
-  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus, parts.plan);
+  installDryRun(app);
+  registerMetaRoutes(app, routes);
+  registerSessionRoutes(app);
+  const changeFeed = new ChangeFeed(parts.store.db, {
+    ...defaultChangeFeedOptions,
+    ...parts.changeFeed,
+    onError: (error) => app.log.warn({ err: error }, "change-feed-poll-failed: the stream retries at the next poll"),
+  });
+  registerStreamRoutes(app, changeFeed);
+  // A change answered here is told to the streams at once; changes made elsewhere arrive with the next poll.
+  // Not after an agent's call: 500 nodes beating every 2 s would keep the feed polling back to back,
+  // and what a beat changes waits a poll (a second) at most.
+  app.addHook("onResponse", async (request) => {
+    if (request.method !== "GET" && request.method !== "HEAD" && request.routeOptions.config.access !== "agent") changeFeed.nudge();
+  });
+  // Open streams would hold app.close() forever; they end, and their clients reconnect.
+  app.addHook("preClose", async () => changeFeed.close());
+  // The models list is kept per revision only when its counts are the fleet's own, whose key says when they change.
+  const fleetKey = parts.replicaCounts === undefined && parts.fleetService ? async () => (await (parts.fleetService as FleetService).viewKey()).key : undefined;
+  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus, parts.plan, parts.previewReplicas, fleetKey);
   parts.registerMore?.(app);
   if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));
   const gatewayKeys = parts.gatewayKeys;
-  registerGatewayKeyRoutes(app, new GatewayKeyService(parts.store, parts.catalog, async () => gatewayKeys?.refresh()));
-  registerUsageRoutes(app, { store: parts.store, flush: async () => gatewayKeys?.flushUsage() });
+  registerGatewayKeyRoutes(app, new GatewayKeyService(parts.store, parts.catalog, async () => gatewayKeys?.refresh(), Date.now, parts.openGatewayNotice ?? null));
+  const flushUsage = async (): Promise<void> => (gatewayKeys ? gatewayKeys.flushUsage() : parts.flushOpenUsage?.());
+  registerUsageRoutes(app, { store: parts.store, flush: flushUsage });
+  registerStateRoutes(app, {
+    store: parts.store,
+    transfer: new CatalogTransferService(parts.store, parts.catalog, async () => gatewayKeys?.refresh()),
+    flushUsage,
+  });
   registerGatewayFeedRoutes(app, parts.store);
   if (parts.routing) registerRoutingRoutes(app, parts.routing);
   if (parts.gateway) registerGatewayRoutes(app, parts.gateway);
+  if (parts.gateway) registerSeriesRoutes(app, parts.gateway.series, parts.catalog);
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);
-  registerPresetRoutes(app, parts.catalog, parts.fleetService, parts.plan ?? defaultPlanSettings);
+  registerPresetRoutes(app, parts.catalog, parts.fleetService, parts.plan ?? defaultPlanSettings, parts.previewReplicas);
+  await registerConsoleFiles(app, parts.consoleDirectory ?? defaultConsoleDirectory(packageRoot.directory));
   await app.ready();
   return app;
 }

@@ -54,10 +54,45 @@ describe("buildRoutingTable", () => {
     expect(qwen).toMatchObject({ on_demand: false, queue_timeout_ms: defaultQueueTimeoutMs, routing: "least", context: null, tokenizer: "/models/qwen" });
   });
 
+  it("marks a model whose first profile's engine pools (a reranker, an embedding model) with the flag and the routes it serves", () => {
+    const models = [
+      resolveModel({ name: "reranker", profiles: [{ ...profile, args: ["--runner", "pooling", "--hf-overrides", "{}"] }] }, "runtime"),
+      resolveModel({ name: "embed", profiles: [{ engine: "llamacpp", source: "/models/e.gguf", args: ["--embedding"] }, { ...profile, args: ["--runner", "pooling"] }] }, "runtime"),
+      resolveModel({ name: "qwen", profiles: [profile] }, "runtime"),
+    ];
+    const [reranker, embed, qwen] = buildRoutingTable(models, []).models;
+    expect(reranker?.pooling).toEqual({ flag: "--runner pooling", routes: ["embeddings", "rerank", "score"] });
+    expect(embed?.pooling).toEqual({ flag: "--embedding", routes: ["embeddings"] });
+    expect(qwen?.pooling).toBeUndefined();
+  });
+
   it("names an external model's key by its variable, never by value", () => {
     const models = [resolveModel({ name: "gpt", external: { base_url: "https://api.example.com/v1", api_key_env: "EXAMPLE_KEY" } }, "runtime")];
     const [gpt] = buildRoutingTable(models, []).models;
     expect(gpt?.external).toEqual({ base_url: "https://api.example.com/v1", api_key_env: "EXAMPLE_KEY", model: null });
     expect(gpt?.engine).toBeNull();
+  });
+});
+
+describe("the placement state in the routing table", () => {
+  const onDemand = (name: string, scaling = { min: 0, max: 1 }) => resolveModel({ name, scaling, profiles: [profile] }, "runtime");
+
+  it("says why no replica will come when placement refused the model, or it is kept at 0/0", () => {
+    const placements = new Map([["huge", { state: "unplaceable" as const, reason: "no node has 4 free h100 cards" }]]);
+    const table = buildRoutingTable([onDemand("huge"), onDemand("parked", { min: 0, max: 0 }), onDemand("fine")], [], new Map(), placements);
+    expect(table.models.find((model) => model.name === "huge")?.unavailable).toBe("placement cannot place huge: no node has 4 free h100 cards");
+    expect(table.models.find((model) => model.name === "parked")?.unavailable).toMatch(/^parked is kept unplaced on purpose \(scaling min 0, max 0\)/);
+    expect(table.models.find((model) => model.name === "fine")?.unavailable ?? null).toBeNull();
+  });
+
+  it("estimates how long a loading replica still needs from its progress, and says nothing when none loads", () => {
+    const now = Date.parse("2026-01-01T00:01:00Z");
+    const fetching = { id: "r1", model: "fine", node: "a", state: "fetching", endpoint: null, api_key: undefined, since: "2026-01-01T00:00:00Z", progress: { fraction: 0.25 } };
+    const table = buildRoutingTable([onDemand("fine"), onDemand("idle")], [fetching], new Map(), new Map(), now);
+    // A quarter in 60 s: three quarters more take 180 s, and the engine then loads.
+    const eta = table.models.find((model) => model.name === "fine")?.loading_eta_s ?? 0;
+    expect(eta).toBeGreaterThanOrEqual(180);
+    expect(eta).toBeLessThan(240);
+    expect(table.models.find((model) => model.name === "idle")?.loading_eta_s ?? null).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import { parseDuration } from "../catalog/duration.js";
+import { poolingRunner } from "../protocol/engine-routes.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
 
 /** How long a request waits for a first ready replica when the model does not say: long enough for a GPU engine to load. */
@@ -13,6 +14,46 @@ export interface ReplicaForRouting {
   readonly endpoint: string | null;
   readonly api_key: string | undefined;
   readonly arm?: "stable" | "canary";
+  /** When it entered its state, and how far its weights are fetched: the loading estimate reads both. */
+  readonly since?: string;
+  readonly progress?: { readonly fraction: number } | null;
+}
+
+/** The reconciler's latest placement decision of a model, from its status row. */
+export interface PlacementForRouting {
+  readonly state: "placed" | "waiting" | "unplaceable";
+  readonly reason: string | null;
+}
+
+/** What an engine takes to load once its weights are on the node, when nothing better is known: a GPU engine's load of a mid-sized model. */
+const engineLoadAllowanceS = 20;
+const loadingStates = new Set(["pending", "fetching", "starting"]);
+
+/**
+ * Seconds until the soonest of a model's loading replicas is ready: a fetch
+ * in progress goes on at the rate it went so far, then the engine loads; a
+ * replica starting its engine has the allowance less what it already spent.
+ */
+function loadingEtaSeconds(replicas: readonly ReplicaForRouting[], now: number): number | undefined {
+  const estimates = replicas.flatMap((replica) => {
+    if (!loadingStates.has(replica.state)) return [];
+    const elapsedS = replica.since === undefined ? 0 : Math.max(0, (now - Date.parse(replica.since)) / 1000);
+    const fraction = replica.progress?.fraction;
+    if (replica.state === "fetching" && fraction !== undefined && fraction > 0 && fraction < 1) return [(elapsedS * (1 - fraction)) / fraction + engineLoadAllowanceS];
+    if (replica.state === "starting") return [Math.max(engineLoadAllowanceS - elapsedS, 5)];
+    return [engineLoadAllowanceS];
+  });
+  return estimates.length === 0 ? undefined : Math.max(1, Math.ceil(Math.min(...estimates)));
+}
+
+/** Why no replica of the model will come: kept at 0/0, or refused by placement with none running. */
+function unavailableReason(model: CatalogModel, placement: PlacementForRouting | undefined, routed: number): string | undefined {
+  if (model.entry.external) return undefined;
+  if (model.scaling.min === 0 && model.scaling.max === 0) {
+    return `${model.name} is kept unplaced on purpose (scaling min 0, max 0); \`llmgw ctl scale ${model.name} --max 1\` lets a request start it`;
+  }
+  if (placement?.state === "unplaceable" && routed === 0) return `placement cannot place ${model.name}: ${placement.reason ?? "no node has room"}`;
+  return undefined;
 }
 
 /**
@@ -24,6 +65,8 @@ export function buildRoutingTable(
   models: readonly CatalogModel[],
   replicas: readonly ReplicaForRouting[],
   canaryWeights: ReadonlyMap<string, number> = new Map(),
+  placements: ReadonlyMap<string, PlacementForRouting> = new Map(),
+  now: number = Date.now(),
 ): Omit<RoutingTable, "revision"> {
   const byModel = new Map<string, RoutingReplica[]>();
   for (const replica of replicas) {
@@ -47,6 +90,13 @@ export function buildRoutingTable(
     for (const alias of model.aliases) aliases[alias] = model.name;
     const { entry } = model;
     const firstProfile = model.profiles[0];
+    const modelReplicas = byModel.get(model.name) ?? [];
+    const unavailable = unavailableReason(model, placements.get(model.name), modelReplicas.length);
+    const pooling = firstProfile ? poolingRunner(firstProfile.engine, firstProfile.args) : undefined;
+    const eta = loadingEtaSeconds(
+      replicas.filter((replica) => replica.model === model.name),
+      now,
+    );
     return {
       name: model.name,
       context: entry.context ?? null,
@@ -59,9 +109,12 @@ export function buildRoutingTable(
       external: entry.external ? { base_url: entry.external.base_url, api_key_env: entry.external.api_key_env ?? null, model: entry.external.model ?? null } : null,
       tokenizer: firstProfile ? tokenizerLocation(firstProfile.source) : null,
       adapters: (entry.adapters ?? []).map((adapter, index) => ({ name: adapter.name, index, scale: adapter.scale ?? null })),
-      replicas: byModel.get(model.name) ?? [],
+      replicas: modelReplicas,
       comfy: firstProfile?.comfy ? { workflow: firstProfile.comfy.workflow, inputs: { ...firstProfile.comfy.inputs }, outputs: firstProfile.comfy.outputs } : null,
+      ...(pooling !== undefined ? { pooling: { flag: pooling.flag, routes: [...pooling.routes] } } : {}),
       ...(canaryWeights.has(model.name) ? { canary_weight: canaryWeights.get(model.name) } : {}),
+      ...(unavailable !== undefined ? { unavailable } : {}),
+      ...(eta !== undefined ? { loading_eta_s: eta } : {}),
     };
   });
   return { models: routed, aliases };

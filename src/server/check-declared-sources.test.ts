@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 import { checkpointTensors, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
 import { fixtureArchitecture, fixtureConfig } from "../plan/testing/fixtures.js";
-import { startHubServer, type HubServer } from "../plan/testing/hub-server.js";
+import { startHubServer, type HubServer } from "../hub/local-hub.js";
 import { startServer } from "./start-server.js";
 
 describe("the sources of the models declared in server.yaml", () => {

@@ -1,6 +1,7 @@
 import type { ModelStatus, ModelStatusSource } from "../api/model-view.js";
 import type { Store } from "../store/open-store.js";
 import { listModelStatus } from "../store/reconcile-rows.js";
+import type { PlacementForRouting } from "./build-routing-table.js";
 
 /** The reconciler's word on each model, for the model views: placement and last failure from its status rows. */
 export function modelStatusSource(store: Store, now: () => number = Date.now): ModelStatusSource {
@@ -24,4 +25,13 @@ export function modelStatusSource(store: Store, now: () => number = Date.now): M
       ]),
     );
   };
+}
+
+/** Each model's latest placement decision, for the routing table. */
+export async function placementsForRouting(store: Store): Promise<Map<string, PlacementForRouting>> {
+  const placements = new Map<string, PlacementForRouting>();
+  for (const row of await listModelStatus(store.db)) {
+    if (row.placement_state === "placed" || row.placement_state === "unplaceable" || row.placement_state === "waiting") placements.set(row.model, { state: row.placement_state, reason: row.placement_reason });
+  }
+  return placements;
 }

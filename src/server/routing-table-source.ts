@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import type { RoutingTable } from "../protocol/routing-table.js";
-import { buildRoutingTable } from "./build-routing-table.js";
+import { buildRoutingTable, type PlacementForRouting } from "./build-routing-table.js";
 import type { CatalogService } from "../services/catalog-service.js";
 import type { FleetService } from "../services/fleet-service.js";
 
@@ -28,6 +28,8 @@ export class RoutingTableSource {
     private readonly intervalMs = 500,
     /** The traffic share of each model's running canary, in percent. */
     private readonly canaryWeights: () => Promise<ReadonlyMap<string, number>> = async () => new Map(),
+    /** The reconciler's latest placement decision of each model, read here so the gateway never asks the store. */
+    private readonly placements: () => Promise<ReadonlyMap<string, PlacementForRouting>> = async () => new Map(),
   ) {
     this.#table = { revision: Date.now(), models: [], aliases: {} };
   }
@@ -80,8 +82,8 @@ export class RoutingTableSource {
 
   async #build(): Promise<void> {
     try {
-      const [models, replicas, weights] = await Promise.all([this.catalog.list(), this.fleet?.routingReplicas() ?? Promise.resolve([]), this.canaryWeights()]);
-      const content = buildRoutingTable(models, replicas, weights);
+      const [models, replicas, weights, placements] = await Promise.all([this.catalog.list(), this.fleet?.routingReplicas() ?? Promise.resolve([]), this.canaryWeights(), this.placements()]);
+      const content = buildRoutingTable(models, replicas, weights, placements);
       const { revision: _revision, ...held } = this.#table;
       if (isDeepStrictEqual(held, content)) return;
       this.#table = { revision: Math.max(this.#table.revision + 1, Date.now()), ...content };

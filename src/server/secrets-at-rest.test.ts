@@ -50,7 +50,10 @@ describe("the server's files", () => {
       expect(await modeOf(dataDir)).toBe(0o700);
       const files = await readdir(dataDir);
       expect(files).toEqual(expect.arrayContaining(["llmgw.db", "llmgw.db-wal", "llmgw.db-shm", "admin-token", "server-key"]));
-      for (const file of files) expect([file, await modeOf(path.join(dataDir, file))]).toEqual([file, 0o600]);
+      // The usage journal's folder is private as the data directory is, and so are its segments.
+      const journal = path.join(dataDir, "usage-journal");
+      for (const file of files) expect([file, await modeOf(path.join(dataDir, file))]).toEqual([file, path.join(dataDir, file) === journal ? 0o700 : 0o600]);
+      for (const file of await readdir(journal)) expect([file, await modeOf(path.join(journal, file))]).toEqual([file, 0o600]);
     } finally {
       await server.close();
     }

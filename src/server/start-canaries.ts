@@ -1,10 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { registerCanaryRoutes } from "../api/routes/canaries.js";
-import { ArmReporter, gatewayReportId } from "../gateway/arm-reporter.js";
-import { summariseSlots } from "../gateway/arm-stats.js";
-import type { Gateway, GatewayLog } from "../gateway/gateway.js";
+import { ArmReporter, gatewayReportId, summariseSlots } from "../gateway/routing/index.js";
+import type { Gateway, GatewayLog } from "../gateway/request/index.js";
 import type { Reconciler } from "../reconcile/reconciler.js";
-import { CanaryService } from "../services/canary-service.js";
+import { CanaryService, type CanaryParts } from "../services/canary-service.js";
 import type { CatalogService } from "../services/catalog-service.js";
 import type { FleetService } from "../services/fleet-service.js";
 import { listArmSlots, putArmSlots } from "../store/arm-count-rows.js";
@@ -27,7 +26,7 @@ export async function canaryWeights(store: Store): Promise<ReadonlyMap<string, n
  */
 export function startCanaries(
   app: FastifyInstance,
-  parts: { store: Store; catalog: CatalogService; fleet: FleetService; reconciler: Reconciler; gateway: Gateway; log: GatewayLog },
+  parts: { store: Store; catalog: CatalogService; fleet: FleetService; reconciler: Reconciler; gateway: Gateway; log: GatewayLog; preview?: CanaryParts["preview"] },
 ): { stop(): Promise<void> } {
   const { store, catalog, fleet, reconciler, gateway } = parts;
   const ownId = gatewayReportId();
@@ -40,6 +39,7 @@ export function startCanaries(
       return summariseSlots([...gateway.arms.slots(model, arm, sinceMs, notBeforeMs), ...reported]);
     },
     wake: () => reconciler.wake(),
+    ...(parts.preview ? { preview: parts.preview } : {}),
   });
   reconciler.onPass((nowMs) => canaries.settle(nowMs));
   registerCanaryRoutes(app, canaries, (gatewayId, slots) => putArmSlots(store.db, gatewayId, slots, Date.now()));

@@ -10,22 +10,23 @@ import { buildApp } from "./build-app.js";
 import { CatalogService } from "../services/catalog-service.js";
 import { FleetService } from "../services/fleet-service.js";
 import { loadServerKey, serverKeyFileName, serverKeyVariable } from "./server-key.js";
-import { KeysPolicy } from "../gateway/keys-policy.js";
+import { KeysPolicy, type GatewayPolicy, OpenPolicy, openPolicy } from "../gateway/policy/index.js";
 import { storeKeysBackend } from "./store-keys-backend.js";
 import path from "node:path";
-import { Gateway, type GatewayLog } from "../gateway/gateway.js";
-import type { GatewayPolicy } from "../gateway/gateway-policy.js";
-import { openPolicy } from "../gateway/open-policy.js";
+import { verifyingDispatcher } from "../net/tls-files.js";
+import { Gateway, type GatewayLog } from "../gateway/request/index.js";
 import { RoutingTableSource } from "./routing-table-source.js";
 import { canaryWeights, startCanaries } from "./start-canaries.js";
 import pino from "pino";
-import { Reconciler, type ReconcilerLog } from "../reconcile/reconciler.js";
+import { Reconciler } from "../reconcile/reconciler.js";
+import type { ReconcilerLog } from "../reconcile/reconciler-ports.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
+import type { PreviewReplicas } from "../api/dry-run.js";
 import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
 import { ModelChangeService } from "../services/model-change-service.js";
-import { modelStatusSource } from "./model-status-source.js";
+import { modelStatusSource, placementsForRouting } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
-import { throttleDemand } from "../gateway/throttle-demand.js";
+import { throttleDemand } from "../gateway/routing/index.js";
 import { serverReadOptions, type PlanSettings } from "../api/routes/plan.js";
 import { checkDeclaredSources } from "./check-declared-sources.js";
 import { registerPullRoutes } from "../api/routes/pull.js";
@@ -33,6 +34,8 @@ import { PullService } from "../services/pull-service.js";
 import { registerVersionRoutes } from "../api/routes/versions.js";
 import { VersionService } from "../services/version-service.js";
 import type { CatalogModel } from "../catalog/catalog-model.js";
+import { registerHeadroomRoutes } from "../api/routes/headroom.js";
+import { registerCardMemoryRoutes } from "../api/routes/card-memory.js";
 import { registerAdapterRoutes } from "../api/routes/adapters.js";
 import { AdapterService } from "../services/adapter-service.js";
 
@@ -83,6 +86,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const warnings: string[] = [directoryWarning, ...fileWarnings].filter((warning) => warning !== undefined);
   const store = await openStore(config);
   let gatewayKeys: KeysPolicy | undefined;
+  let openUsage: OpenPolicy | undefined;
   try {
     const catalog = new CatalogService(store, config.declared, config.configPath ? path.basename(config.configPath) : "server.yaml");
     // Runtime models are checked against the declared ones before serving:
@@ -105,10 +109,15 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       heartbeatIntervalMs: 2000,
       gpuMemoryUtilization: config.gpuMemoryUtilization,
       mirror: config.mirror,
+      agentDispatcher: verifyingDispatcher(config.nodesCa),
     });
     let reportBackground = (_error: unknown, _during: string): void => undefined;
-    gatewayKeys =
-      config.gatewayAuth === "keys" ? await KeysPolicy.start(storeKeysBackend(store), { onBackgroundError: (error, during) => reportBackground(error, during) }) : undefined;
+    // Each answered request's usage is on disk here before its last byte leaves, until the store has it.
+    const usageOptions = { journalDirectory: path.join(config.dataDir, usageJournalDirectory), onBackgroundError: (error: unknown, during: string) => reportBackground(error, during) };
+    const keysBackend = storeKeysBackend(store);
+    gatewayKeys = config.gatewayAuth === "keys" ? await KeysPolicy.start(keysBackend, usageOptions) : undefined;
+    const open = config.gatewayAuth === "open" && options.gatewayPolicy === undefined ? await OpenPolicy.start((increments) => keysBackend.writeUsage(increments), usageOptions) : undefined;
+    openUsage = open;
     const { tokenEnv } = config.huggingface;
     const hubToken = () => (tokenEnv ? process.env[tokenEnv] : undefined);
     const sourceSettings: PlanSettings = {
@@ -124,10 +133,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
     let canaryParts: { stop(): Promise<void> } | undefined;
-    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store));
+    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store), async () => placementsForRouting(store));
     const gateway = new Gateway({
       // gatewayKeys exists exactly when auth is keys.
-      policy: options.gatewayPolicy ?? gatewayKeys ?? openPolicy,
+      policy: options.gatewayPolicy ?? gatewayKeys ?? open ?? openPolicy,
       // A request for a model with no ready replica tells this server's reconciler, as a standalone gateway does over HTTP.
       reportDemand:
         options.reportDemand ??
@@ -137,30 +146,38 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       environment: process.env,
       log,
     });
+    const previewReplicas: PreviewReplicas = (change) => reconciler.preview(change, config.gpuMemoryUtilization);
     const app = await buildApp({
       gatewayKeys,
+      flushOpenUsage: open && (() => open.flushUsage()),
+      openGatewayNotice: config.gatewayAuth === "open" ? openGatewayNotice(options.gatewayAuth !== undefined, config.configPath) : null,
       store,
       catalog,
       fleetService: fleet,
       modelStatus: modelStatusSource(store),
+      previewReplicas,
       registerMore: (routes) => {
-        registerReconcileRoutes(routes, { store, catalog, fleet, reconciler });
+        registerReconcileRoutes(routes, { store, catalog, fleet, reconciler, previewReplicas });
         registerPullRoutes(routes, new PullService(catalog, fleet, { mirror: config.mirror, gpuMemoryUtilization: config.gpuMemoryUtilization, demandProfiles: (model) => reconciler.demandProfilesOf(model) }));
         const requestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => reconciler.requestRestart(model, inPlace, actor);
-        registerVersionRoutes(routes, new VersionService(store, catalog, requestRestart, hubReading));
-        registerAdapterRoutes(routes, new AdapterService(store, catalog, fleet, requestRestart, hubReading));
-        canaryParts = startCanaries(routes, { store, catalog, fleet, reconciler, gateway, log });
+        const surgePreview = { checkRestart: (model: CatalogModel, inPlace: boolean) => reconciler.checkRestart(model, inPlace), preview: previewReplicas };
+        registerVersionRoutes(routes, new VersionService(store, catalog, requestRestart, hubReading, surgePreview));
+        registerAdapterRoutes(routes, new AdapterService(store, catalog, fleet, requestRestart, hubReading, surgePreview));
+        canaryParts = startCanaries(routes, { store, catalog, fleet, reconciler, gateway, log, preview: previewReplicas });
+        registerCardMemoryRoutes(routes, { catalog, fleet, cardBytes: (model, profile) => reconciler.cardBytesOf(model, profile) });
+        registerHeadroomRoutes(routes, { catalog, fleet, demandProfiles: (model) => reconciler.demandProfilesOf(model), gpuMemoryUtilization: config.gpuMemoryUtilization });
         registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, reconciler, readFacts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
         // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
-          if (request.method !== "GET") reconciler.wake();
+          if (request.method !== "GET" && !request.dryRun) reconciler.wake();
         });
       },
-      adminTokenHint: adminTokenHint(config.dataDir),
+      adminTokenHint,
       logger: options.logger ?? false,
       gateway,
       routing,
       plan: sourceSettings,
+      tls: config.tls,
     });
     appLog = app.log;
     reportBackground = (error, during) => app.log.warn({ err: error }, `gateway: failed ${during}; retrying on the next round`);
@@ -178,6 +195,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       await app.close();
       throw listenFailure(`${config.listen.host}:${config.listen.port}`, "--listen (or listen: in server.yaml)", error);
     }
+    // fastify names the scheme from its own https option, which a server factory leaves unset.
+    if (config.tls) address = address.replace(/^http:/, "https:");
     reconciler.start();
     const declaredSourcesChecked = checkDeclaredSources(config.declared, sourceSettings).catch((error: unknown) => [`WARNING: the sources of the declared models were not checked: ${(error as Error).message}`]);
     return {
@@ -197,16 +216,19 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         await canaryParts?.stop().catch(() => undefined);
         routing.stop();
         // After the last request finished: the usage it counted is written before the store closes.
-        await gatewayKeys?.close().catch((error: unknown) => app.log.error({ err: error }, "gateway: could not write the last usage counts"));
+        await (gatewayKeys ?? openUsage)?.close().catch((error: unknown) => app.log.error({ err: error }, "gateway: could not write the last usage counts (they stay in the usage journal for the next start)"));
         await store.close();
       },
     };
   } catch (error) {
-    await gatewayKeys?.close().catch(() => undefined);
+    await (gatewayKeys ?? openUsage)?.close().catch(() => undefined);
     await store.close();
     throw error;
   }
 }
+
+/** The data directory's folder of usage not yet in the store. */
+export const usageJournalDirectory = "usage-journal";
 
 function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\./.test(host);
@@ -214,4 +236,21 @@ function isLoopback(host: string): boolean {
 
 export function describeStorage(config: ServerConfig): string {
   return config.database ? `Postgres at ${redactDatabaseUrl(config.database)}` : `SQLite in ${config.dataDir}`;
+}
+
+/**
+ * What a key made on an open gateway is told: that nothing checks it here,
+ * and how checking is turned on. Set by the caller (llmgw demo keeps its
+ * gateway open on purpose), a file setting does not override it, so the
+ * ways out are another server or a checking gateway in front.
+ */
+export function openGatewayNotice(setByCaller: boolean, configPath: string | undefined): string {
+  const unchecked = "This server's gateway is open: it checks no key, so this key's models and limits are not enforced here (every caller is served).";
+  const gatewayInFront = "or send clients through `llmgw gateway --server URL --token ADMIN_TOKEN` in front of it, which checks keys by default";
+  if (setByCaller) {
+    return `${unchecked} It was started open by the program that ran it (llmgw demo does). Keys are checked by \`llmgw server\`, whose gateway checks them unless its server.yaml says \`gateway: { auth: open }\`, ${gatewayInFront}.`;
+  }
+  // Absolute: the person reading it may be in another folder, or on another machine.
+  const where = configPath !== undefined ? path.resolve(configPath) : "server.yaml";
+  return `${unchecked} To check keys, set \`gateway: { auth: keys }\` in ${where} and restart the server, ${gatewayInFront}.`;
 }

@@ -1,4 +1,4 @@
-import type { KeysBackend } from "../gateway/keys-backend.js";
+import type { KeysBackend } from "../gateway/policy/index.js";
 import { listGatewayKeys } from "../store/gateway-key-rows.js";
 import type { Store } from "../store/open-store.js";
 import { addUsage } from "../store/usage-rows.js";

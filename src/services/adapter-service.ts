@@ -13,7 +13,9 @@ import type { ReplicaView } from "../protocol/views.js";
 import type { Store } from "../store/open-store.js";
 import type { CatalogService } from "./catalog-service.js";
 import { recordModelEvent } from "./record-model-event.js";
-import { actorText, changeWithSurge, type RequestRestart } from "./change-with-surge.js";
+import { actorText, changeWithSurge, previewWithSurge, type RequestRestart, type SurgePreview } from "./change-with-surge.js";
+import { catalogWriteChange } from "./catalog-write-change.js";
+import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { FleetService } from "./fleet-service.js";
 
 export interface NewAdapter {
@@ -60,6 +62,8 @@ export class AdapterService {
     private readonly requestRestart: RequestRestart,
     /** The server's hub settings, read at each use. */
     private readonly hub: () => ReadModelSourceOptions,
+    /** For dry runs; without it a dry run that needs a restart is refused. */
+    private readonly surgePreview?: SurgePreview,
   ) {}
 
   /** A mirror that accepts the connection and never answers must fail the command with a reason, not hang it. */
@@ -71,7 +75,10 @@ export class AdapterService {
     return adaptersView(name, (await this.catalog.get(name)).entry);
   }
 
-  async add(name: string, adapter: NewAdapter, inPlace: boolean, actor: Actor): Promise<AdapterChangeView> {
+  add(name: string, adapter: NewAdapter, inPlace: boolean, actor: Actor): Promise<AdapterChangeView>;
+  /** With `dryRun`: the same checks (the adapter's files read), and whether it would load at runtime or restart, writing nothing. */
+  add(name: string, adapter: NewAdapter, inPlace: boolean, actor: Actor, dryRun: boolean): Promise<AdapterChangeView | DryRunAnswer<AdapterChangeView>>;
+  async add(name: string, adapter: NewAdapter, inPlace: boolean, actor: Actor, dryRun = false): Promise<AdapterChangeView | DryRunAnswer<AdapterChangeView>> {
     const model = await this.catalog.get(name);
     const change = `adding adapter ${adapter.name} to it`;
     const withAdapter = (entry: ModelEntry): ModelEntry => ({
@@ -83,6 +90,7 @@ export class AdapterService {
     await this.catalog.tryChange(name, change, withAdapter);
     await this.checkAdapter(model, adapter.source);
     const live = await this.fleet.liveReplicasWithSpecs(name);
+    if (dryRun) return this.preview(name, change, withAdapter, "added", adapter.name, inPlace, live);
     if (live.length > 0 && !allLoadAtRuntime(live)) return this.surge(name, "model-adapter-added", change, withAdapter, "added", adapter.name, inPlace, actor);
     const loaded: string[] = [];
     try {
@@ -116,7 +124,9 @@ export class AdapterService {
     return this.answer(name, { change: "added", adapter: adapter.name, applied: live.length > 0 ? "runtime" : "catalog", replicas_changed: loaded, warnings, inPlace });
   }
 
-  async remove(name: string, adapterName: string, inPlace: boolean, actor: Actor): Promise<AdapterChangeView> {
+  remove(name: string, adapterName: string, inPlace: boolean, actor: Actor): Promise<AdapterChangeView>;
+  remove(name: string, adapterName: string, inPlace: boolean, actor: Actor, dryRun: boolean): Promise<AdapterChangeView | DryRunAnswer<AdapterChangeView>>;
+  async remove(name: string, adapterName: string, inPlace: boolean, actor: Actor, dryRun = false): Promise<AdapterChangeView | DryRunAnswer<AdapterChangeView>> {
     const model = await this.catalog.get(name);
     const known = model.entry.adapters ?? [];
     if (!known.some((adapter) => adapter.name === adapterName)) {
@@ -133,6 +143,7 @@ export class AdapterService {
       return kept.length > 0 ? { ...rest, adapters: kept } : rest;
     };
     const live = await this.fleet.liveReplicasWithSpecs(name);
+    if (dryRun) return this.preview(name, change, withoutAdapter, "removed", adapterName, inPlace, live);
     if (live.length > 0 && !allLoadAtRuntime(live)) return this.surge(name, "model-adapter-removed", change, withoutAdapter, "removed", adapterName, inPlace, actor);
     // The catalog first: the gateway stops sending the name before any engine forgets it.
     await this.catalog.replaceEntry(name, "model-adapter-removed", change, actor, withoutAdapter);
@@ -197,6 +208,39 @@ export class AdapterService {
     await recordModelEvent(this.store, name, action, `${actorText(actor)} ${what === "added" ? "adds" : "removes"} adapter ${adapter} ${what === "added" ? "to" : "from"} ${name}: its engines take adapters only at start, so ${restart.replicas} replica(s) restart${inPlace ? " in place" : " by surge"}`);
     const view = adaptersView(name, (await this.catalog.get(name)).entry);
     return { ...view, change: what, adapter, applied: "restart", replicas_changed: [], restart_before: restart.restart_before, in_place: restart.in_place, replicas: restart.replicas, warnings: [] };
+  }
+
+  /** A dry run of an adapter change: loaded into (or unloaded from) each running replica, or their restart, as the change would choose. */
+  private async preview(
+    name: string,
+    change: string,
+    mutate: (entry: ModelEntry) => ModelEntry,
+    what: "added" | "removed",
+    adapter: string,
+    inPlace: boolean,
+    live: Awaited<ReturnType<FleetService["liveReplicasWithSpecs"]>>,
+  ): Promise<DryRunAnswer<AdapterChangeView>> {
+    if (live.length > 0 && !allLoadAtRuntime(live)) {
+      if (!this.surgePreview) throw new DomainError("dry_run_unsupported", "this server was built without the reconciler's dry run; nothing was changed", "Leave out ?dry_run to make the change.");
+      const { model, restart, changes } = await previewWithSurge(this.catalog, this.surgePreview, { name, change, inPlace, mutate });
+      const view = adaptersView(name, model.entry);
+      return dryRunAnswer({ ...view, change: what, adapter, applied: "restart", replicas_changed: [], restart_before: restart.restart_before, in_place: restart.in_place, replicas: restart.replicas, warnings: [] }, changes);
+    }
+    const preview = await this.catalog.preview(name, change, mutate);
+    const verb = what === "added" ? "load" : "unload";
+    const changes: Change[] = [
+      catalogWriteChange(name, preview.before, preview.after),
+      ...live.map(({ view }): Change => ({
+        kind: `adapter-${verb}`,
+        summary: `${verb} adapter ${adapter} ${what === "added" ? "into" : "from"} replica ${view.id} on ${view.node}, without a restart`,
+        model: name,
+        replica: view.id,
+        node: view.node,
+      })),
+    ];
+    const view = adaptersView(name, preview.after);
+    const outcome: AdapterChangeView = { ...view, change: what, adapter, applied: live.length > 0 ? "runtime" : "catalog", replicas_changed: live.map(({ view: replica }) => replica.id), restart_before: null, in_place: inPlace, replicas: 0, warnings: [] };
+    return dryRunAnswer(outcome, changes);
   }
 
   private async answer(

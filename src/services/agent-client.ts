@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { request } from "undici";
+import { request, type Dispatcher } from "undici";
 import type { z } from "zod";
 import {
   agentPaths,
@@ -14,15 +14,26 @@ import {
 import { readErrorBody } from "../protocol/error-body.js";
 import { errorCodes, type ErrorCode } from "../errors/codes.js";
 import { DomainError } from "../errors/domain-error.js";
+import { certificateFailure } from "../net/tls-files.js";
 
 /** The node as the server calls it: its control URL and the control secret the agent checks. */
 export interface AgentAddress {
   readonly name: string;
   readonly address: string;
   readonly controlSecret: string;
+  /** Verifies an HTTPS control API against the private CA in force; undefined: the system's CAs. */
+  readonly dispatcher?: Dispatcher | undefined;
 }
 
 function unreachable(node: AgentAddress, error: unknown): DomainError {
+  const certificate = certificateFailure(error);
+  if (certificate) {
+    return new DomainError(
+      "agent_unreachable",
+      `refused the agent of node ${node.name} at ${node.address}: ${certificate.reason}`,
+      "Give the server the CA that signed the agents' certificates in server.yaml (nodes: { ca: FILE }), or renew the agent's certificate; verification cannot be turned off.",
+    );
+  }
   return new DomainError(
     "agent_unreachable",
     `could not reach the agent of node ${node.name} at ${node.address}: ${(error as Error).message}`,
@@ -48,6 +59,7 @@ async function call<Answer>(node: AgentAddress, method: "GET" | "POST" | "DELETE
       body: body === undefined ? null : JSON.stringify(body),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
+      ...(node.dispatcher ? { dispatcher: node.dispatcher } : {}),
     });
   } catch (error) {
     throw unreachable(node, error);
@@ -109,6 +121,7 @@ export async function replicaLogsFromAgent(node: AgentAddress, id: string, tail:
       // A followed log may be quiet for hours.
       bodyTimeout: 0,
       ...(signal ? { signal } : {}),
+      ...(node.dispatcher ? { dispatcher: node.dispatcher } : {}),
     });
   } catch (error) {
     throw unreachable(node, error);

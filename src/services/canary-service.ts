@@ -13,6 +13,9 @@ import { findCanary, listCanaries, makeCanaryReplicasStable, putCanary, updateCa
 import type { Store } from "../store/open-store.js";
 import { insertEvents, updateModelStatus } from "../store/reconcile-rows.js";
 import type { CatalogService } from "./catalog-service.js";
+import { catalogWriteChange } from "./catalog-write-change.js";
+import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
+import type { ChangeToPreview } from "../reconcile/reconciler.js";
 
 export interface CanaryStart {
   readonly revision: string;
@@ -37,6 +40,8 @@ export interface CanaryParts {
   /** Asks the reconciler for a pass soon (it acts on a requested promotion or abort at the start of its pass). */
   readonly wake: () => void;
   readonly now?: () => number;
+  /** What the reconciler would do after a change, for dry runs; without it a dry run shows the canary's own change alone. */
+  readonly preview?: (change: ChangeToPreview) => Promise<Change[]>;
 }
 
 /** A gate's decision is made in the name of the gate, not of whoever started the canary. */
@@ -67,7 +72,10 @@ export class CanaryService {
     this.#now = parts.now ?? Date.now;
   }
 
-  async start(name: string, start: CanaryStart, actor: Actor): Promise<CanaryView> {
+  start(name: string, start: CanaryStart, actor: Actor): Promise<CanaryView>;
+  /** With `dryRun`: the same checks, the canary it would start and the replicas its arm would place, writing nothing. */
+  start(name: string, start: CanaryStart, actor: Actor, dryRun: boolean): Promise<CanaryView | DryRunAnswer<CanaryView>>;
+  async start(name: string, start: CanaryStart, actor: Actor, dryRun = false): Promise<CanaryView | DryRunAnswer<CanaryView>> {
     const { store, catalog } = this.parts;
     const model = await catalog.get(name);
     // A promotion writes the catalog entry: a model declared in the file would have it undone at the next start.
@@ -108,6 +116,15 @@ export class CanaryService {
       actor_user: actor.user,
       ended_by: null,
     };
+    if (dryRun) {
+      const others = (await listCanaries(store.db)).filter((candidate) => candidate.model !== name);
+      const started: Change = {
+        kind: "canary-start",
+        summary: `start a canary of ${name} at revision ${start.revision} (from ${current ?? "an unnamed revision"}): ${start.replicas} replica${start.replicas === 1 ? "" : "s"}, ${start.weight}% of requests`,
+        model: name,
+      };
+      return dryRunAnswer(await this.view(row), [started, ...(await this.previewReplicas({ canaries: [...others, row] }))]);
+    }
     await store.withCatalogLock(async (transaction) => {
       await putCanary(transaction, row);
       await insertAuditEvent(transaction, { at, actor: actor.token, actor_user: actor.user, action: "model-canary-started", model: name, before: null, after: canaryRecord(row) });
@@ -126,11 +143,14 @@ export class CanaryService {
     return await this.view(row);
   }
 
-  async setGate(name: string, gate: CanaryGateChange, actor: Actor): Promise<CanaryView> {
+  setGate(name: string, gate: CanaryGateChange, actor: Actor): Promise<CanaryView>;
+  setGate(name: string, gate: CanaryGateChange, actor: Actor, dryRun: boolean): Promise<CanaryView | DryRunAnswer<CanaryView>>;
+  async setGate(name: string, gate: CanaryGateChange, actor: Actor, dryRun = false): Promise<CanaryView | DryRunAnswer<CanaryView>> {
     const { store } = this.parts;
     const before = await this.running(name, "set a gate on");
     const change = { max_error_rate: gate.max_error_rate, max_p95_ms: gate.max_p95_ms, min_requests: gate.min_requests, window_ms: gate.window_ms };
     const after = { ...before, ...change };
+    if (dryRun) return dryRunAnswer(await this.view(after), [{ kind: "canary-gate", summary: `set the gate of ${name}'s canary: ${describeGate(after)}`, model: name }]);
     const at = new Date(this.#now()).toISOString();
     await store.withCatalogLock(async (transaction) => {
       await updateCanary(transaction, name, change);
@@ -142,9 +162,18 @@ export class CanaryService {
   }
 
   /** Asks for a promotion or an abort by hand; answers once the reconciler has carried it out (or with the state it is in after a wait). */
-  async end(name: string, ending: "promote" | "abort", actor: Actor): Promise<CanaryView> {
+  end(name: string, ending: "promote" | "abort", actor: Actor): Promise<CanaryView>;
+  /**
+   * With `dryRun`: what the pass would do with the promotion or abort. A
+   * promotion moves the entry to the canary's revision, keeps the canary's
+   * replicas as stable ones and rolls the old stable ones by surge; an abort
+   * withdraws the canary's replicas.
+   */
+  end(name: string, ending: "promote" | "abort", actor: Actor, dryRun: boolean): Promise<CanaryView | DryRunAnswer<CanaryView>>;
+  async end(name: string, ending: "promote" | "abort", actor: Actor, dryRun = false): Promise<CanaryView | DryRunAnswer<CanaryView>> {
     const { store } = this.parts;
     const row = await this.running(name, ending);
+    if (dryRun) return await this.previewEnd(row, ending);
     await updateCanary(store.db, name, { state: ending === "promote" ? "promoting" : "aborting", ended_by: actor.token, decision: `${ending === "promote" ? "promoted" : "aborted"} by hand by ${actor.token}${actor.user ? ` (${actor.user})` : ""}` });
     this.parts.wake();
     const deadline = this.#now() + settleWaitMs;
@@ -254,6 +283,22 @@ export class CanaryService {
       return `${arm} ${counts.errors}/${counts.requests} errors${counts.p95_ms === null ? "" : `, p95 ${counts.p95_ms} ms`}`;
     };
     return `${await describe("canary")}; ${await describe("stable")}`;
+  }
+
+  private async previewReplicas(change: ChangeToPreview): Promise<Change[]> {
+    return (await this.parts.preview?.(change)) ?? [];
+  }
+
+  private async previewEnd(row: CanaryRow, ending: "promote" | "abort"): Promise<DryRunAnswer<CanaryView>> {
+    const others = (await listCanaries(this.parts.store.db)).filter((candidate) => candidate.model !== row.model);
+    const outcome = await this.view({ ...row, state: ending === "promote" ? "promoted" : "aborted", decision: `${ending === "promote" ? "promoted" : "aborted"} by hand` });
+    if (ending === "abort") {
+      const ended: Change = { kind: "canary-abort", summary: `abort the canary of ${row.model} at revision ${row.revision}: its replicas leave routing and stop`, model: row.model };
+      return dryRunAnswer(outcome, [ended, ...(await this.previewReplicas({ canaries: others }))]);
+    }
+    const preview = await this.parts.catalog.preview(row.model, `moving it to revision ${row.revision}`, (entry) => entryAtRevision(entry, row.revision));
+    const replicas = await this.previewReplicas({ models: preview.catalog.models, canaries: others, restart: { model: row.model, inPlace: false }, promote: row.model });
+    return dryRunAnswer(outcome, [catalogWriteChange(row.model, preview.before, preview.after), ...replicas]);
   }
 
   private async view(row: CanaryRow): Promise<CanaryView> {

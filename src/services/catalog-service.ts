@@ -25,6 +25,82 @@ export interface ResourcesChange {
   readonly cpu_cores?: number | undefined;
 }
 
+/** A would-be catalog: the one a change would produce, and its model's entry before and after. */
+export interface CatalogPreview {
+  readonly catalog: Catalog;
+  readonly model: CatalogModel;
+  readonly before: ModelEntry | null;
+  readonly after: ModelEntry;
+}
+
+/** One change to a runtime model's entry: its audit action, the words that complete a refusal, and the entry it makes. */
+export interface CatalogEdit {
+  readonly action: string;
+  /** Completes "refused: declared in server.yaml, …": "scaling it". */
+  readonly change: string;
+  readonly mutate: (entry: ModelEntry) => ModelEntry;
+}
+
+/** The catalog's own edits, shared by the change and its dry run so both build the same entry. */
+export const catalogEdits = {
+  scale: (change: ScaleChange): CatalogEdit => ({
+    action: "model-scaled",
+    change: "scaling it",
+    mutate: (entry) => {
+      const previous = entry.scaling ?? {};
+      const min = change.min ?? previous.min;
+      let max = change.max ?? previous.max;
+      // A new min above the old max lifts the ceiling with it, rather than
+      // refusing a plain `scale --min 3`; the output shows the max in force.
+      if (change.max === undefined && max !== undefined && min !== undefined && max < min) max = undefined;
+      const idleTimeout = change.idle_timeout ?? previous.idle_timeout;
+      return {
+        ...entry,
+        scaling: { ...(min !== undefined ? { min } : {}), ...(max !== undefined ? { max } : {}), ...(idleTimeout !== undefined ? { idle_timeout: idleTimeout } : {}) },
+      };
+    },
+  }),
+  resources: (change: ResourcesChange): CatalogEdit => ({
+    action: "model-resources-changed",
+    change: "changing its resources",
+    mutate: (entry) => {
+      const profiles = entry.profiles ?? [];
+      const index = profilePosition(entry, change.profile, "resources");
+      return {
+        ...entry,
+        profiles: profiles.map((profile, position) =>
+          position === index ? { ...profile, memory_gb: change.memory_gb, ...(change.cpu_cores !== undefined ? { cpu_cores: change.cpu_cores } : {}) } : profile,
+        ),
+      };
+    },
+  }),
+  setClass: (modelClass: ModelClass | "default"): CatalogEdit => ({
+    action: "model-class-changed",
+    change: "changing its class",
+    mutate: (entry) => {
+      const { class: _previous, ...rest } = entry;
+      return modelClass === "default" ? rest : { ...rest, class: modelClass };
+    },
+  }),
+  setOwner: (owner: string): CatalogEdit => ({ action: "model-owner-changed", change: "changing its owner", mutate: (entry) => ({ ...entry, owner }) }),
+  setFallbacks: (fallbacks: readonly string[]): CatalogEdit => ({
+    action: "model-fallbacks-changed",
+    change: "changing its fallbacks",
+    mutate: (entry) => {
+      const { fallbacks: _previous, ...rest } = entry;
+      return fallbacks.length === 0 ? rest : { ...rest, fallbacks: [...fallbacks] };
+    },
+  }),
+  setTarget: (inFlight: number | null): CatalogEdit => ({
+    action: "model-target-changed",
+    change: "changing its target",
+    mutate: (entry) => {
+      const { target: _previous, ...rest } = entry;
+      return inFlight === null ? rest : { ...rest, target: { in_flight: inFlight } };
+    },
+  }),
+};
+
 const runtimePlace = (name: string) => `runtime model ${name}`;
 
 /** The catalog in force, built and validated once per revision, with its models by name. */
@@ -107,17 +183,7 @@ export class CatalogService {
   async remove(name: string, actor: Actor): Promise<void> {
     await this.store.withCatalogLock(async (transaction) => {
       const runtime = await listModelEntries(transaction);
-      const entry = this.findRuntime(runtime, name, "removing it");
-      const rest = runtime.filter((candidate) => candidate.name !== name);
-      const dependants = [...this.declared.map((placed) => placed.entry), ...rest].filter((other) => other.fallbacks?.includes(name));
-      if (dependants.length > 0) {
-        const names = dependants.map((other) => other.name).join(", ");
-        throw new DomainError(
-          "model_in_use",
-          `model "${name}" is a fallback of ${names}; removing it would leave ${dependants.length > 1 ? "them" : "it"} falling back to nothing`,
-          `Change the fallbacks first (\`llmgw ctl model fallbacks ${dependants[0]?.name} ...\`), then remove "${name}"; nothing was changed.`,
-        );
-      }
+      const { rest, entry } = this.checkRemove(runtime, name);
       this.build(rest);
       const at = new Date().toISOString();
       await deleteModelEntry(transaction, name);
@@ -126,58 +192,33 @@ export class CatalogService {
   }
 
   scale(name: string, change: ScaleChange, actor: Actor): Promise<CatalogModel> {
-    return this.update(name, "model-scaled", "scaling it", actor, (entry) => {
-      const previous = entry.scaling ?? {};
-      const min = change.min ?? previous.min;
-      let max = change.max ?? previous.max;
-      // A new min above the old max lifts the ceiling with it, rather than
-      // refusing a plain `scale --min 3`; the output shows the max in force.
-      if (change.max === undefined && max !== undefined && min !== undefined && max < min) max = undefined;
-      const idleTimeout = change.idle_timeout ?? previous.idle_timeout;
-      return {
-        ...entry,
-        scaling: { ...(min !== undefined ? { min } : {}), ...(max !== undefined ? { max } : {}), ...(idleTimeout !== undefined ? { idle_timeout: idleTimeout } : {}) },
-      };
-    });
+    return this.apply(name, catalogEdits.scale(change), actor);
   }
 
   resources(name: string, change: ResourcesChange, actor: Actor): Promise<CatalogModel> {
-    return this.update(name, "model-resources-changed", "changing its resources", actor, (entry) => {
-      const profiles = entry.profiles ?? [];
-      const index = profilePosition(entry, change.profile, "resources");
-      return {
-        ...entry,
-        profiles: profiles.map((profile, position) =>
-          position === index ? { ...profile, memory_gb: change.memory_gb, ...(change.cpu_cores !== undefined ? { cpu_cores: change.cpu_cores } : {}) } : profile,
-        ),
-      };
-    });
+    return this.apply(name, catalogEdits.resources(change), actor);
   }
 
   setClass(name: string, modelClass: ModelClass | "default", actor: Actor): Promise<CatalogModel> {
-    return this.update(name, "model-class-changed", "changing its class", actor, (entry) => {
-      const { class: _previous, ...rest } = entry;
-      return modelClass === "default" ? rest : { ...rest, class: modelClass };
-    });
+    return this.apply(name, catalogEdits.setClass(modelClass), actor);
   }
 
   setOwner(name: string, owner: string, actor: Actor): Promise<CatalogModel> {
-    return this.update(name, "model-owner-changed", "changing its owner", actor, (entry) => ({ ...entry, owner }));
+    return this.apply(name, catalogEdits.setOwner(owner), actor);
   }
 
   setFallbacks(name: string, fallbacks: readonly string[], actor: Actor): Promise<CatalogModel> {
-    return this.update(name, "model-fallbacks-changed", "changing its fallbacks", actor, (entry) => {
-      const { fallbacks: _previous, ...rest } = entry;
-      return fallbacks.length === 0 ? rest : { ...rest, fallbacks: [...fallbacks] };
-    });
+    return this.apply(name, catalogEdits.setFallbacks(fallbacks), actor);
   }
 
   /** Sets (or with null, clears) the requests in flight per replica above which the model grows toward its max. */
   setTarget(name: string, inFlight: number | null, actor: Actor): Promise<CatalogModel> {
-    return this.update(name, "model-target-changed", "changing its target", actor, (entry) => {
-      const { target: _previous, ...rest } = entry;
-      return inFlight === null ? rest : { ...rest, target: { in_flight: inFlight } };
-    });
+    return this.apply(name, catalogEdits.setTarget(inFlight), actor);
+  }
+
+  /** Makes one of `catalogEdits` to a runtime model, audited. */
+  apply(name: string, edit: CatalogEdit, actor: Actor): Promise<CatalogModel> {
+    return this.update(name, edit.action, edit.change, actor, edit.mutate);
   }
 
   /**
@@ -224,9 +265,48 @@ export class CatalogService {
 
   /** Builds the catalog a change to a runtime model would produce, writing nothing: a refusal before any side effect. */
   async tryChange(name: string, change: string, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogModel> {
+    return (await this.preview(name, change, mutate)).model;
+  }
+
+  /**
+   * The catalog a change to a runtime model would produce, refused as the
+   * change would be, with the entry before and after: a dry run's would-be
+   * state. No lock is taken (its UPDATE raises the revision) and nothing is written.
+   */
+  async preview(name: string, change: string, mutate: (entry: ModelEntry) => ModelEntry): Promise<CatalogPreview> {
     const runtime = await listModelEntries(this.store.db);
-    const after = mutate(this.findRuntime(runtime, name, change));
-    return this.build(runtime.map((entry) => (entry.name === name ? after : entry))).models.find((model) => model.name === name) as CatalogModel;
+    const before = this.findRuntime(runtime, name, change);
+    const after = mutate(before);
+    const catalog = this.build(runtime.map((entry) => (entry.name === name ? after : entry)));
+    return { catalog, model: catalog.models.find((model) => model.name === name) as CatalogModel, before, after };
+  }
+
+  /** What `add` would produce, refused as it would be, writing nothing. */
+  async previewAdd(entry: ModelEntry): Promise<CatalogPreview> {
+    const catalog = this.build([...(await listModelEntries(this.store.db)), entry]);
+    return { catalog, model: catalog.models.find((model) => model.name === entry.name) as CatalogModel, before: null, after: entry };
+  }
+
+  /** What `remove` would leave, refused as it would be, writing nothing. */
+  async previewRemove(name: string): Promise<{ catalog: Catalog; before: ModelEntry }> {
+    const runtime = await listModelEntries(this.store.db);
+    const { rest, entry } = this.checkRemove(runtime, name);
+    return { catalog: this.build(rest), before: entry };
+  }
+
+  private checkRemove(runtime: readonly ModelEntry[], name: string): { rest: ModelEntry[]; entry: ModelEntry } {
+    const entry = this.findRuntime(runtime, name, "removing it");
+    const rest = runtime.filter((candidate) => candidate.name !== name);
+    const dependants = [...this.declared.map((placed) => placed.entry), ...rest].filter((other) => other.fallbacks?.includes(name));
+    if (dependants.length > 0) {
+      const names = dependants.map((other) => other.name).join(", ");
+      throw new DomainError(
+        "model_in_use",
+        `model "${name}" is a fallback of ${names}; removing it would leave ${dependants.length > 1 ? "them" : "it"} falling back to nothing`,
+        `Change the fallbacks first (\`llmgw ctl model fallbacks ${dependants[0]?.name} ...\`), then remove "${name}"; nothing was changed.`,
+      );
+    }
+    return { rest, entry };
   }
 
   private findRuntime(runtime: readonly ModelEntry[], name: string, change: string): ModelEntry {
@@ -236,6 +316,16 @@ export class CatalogService {
     return entry;
   }
 
+
+  /** Whether server.yaml declares this name: an import must not shadow a declared model. */
+  isDeclared(name: string): boolean {
+    return this.declared.some((placed) => placed.entry.name === name);
+  }
+
+  /** The catalog these runtime entries would make beside the declared ones, refused as any change would be. */
+  buildWith(runtime: readonly ModelEntry[]): Catalog {
+    return this.build(runtime);
+  }
 
   private async current(db: Kysely<Database>): Promise<Catalog> {
     return this.build(await listModelEntries(db));

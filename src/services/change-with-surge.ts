@@ -4,6 +4,9 @@ import type { CatalogModel } from "../catalog/catalog-model.js";
 import type { ModelEntry } from "../catalog/schema.js";
 import type { Database } from "../store/schema.js";
 import type { CatalogService } from "./catalog-service.js";
+import { catalogWriteChange } from "./catalog-write-change.js";
+import type { Change } from "../protocol/dry-run.js";
+import type { ChangeToPreview } from "../reconcile/reconciler.js";
 
 /** The reconciler's surge restart, as the services that change a served model need it. */
 export type RequestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => Promise<{ restart_before: string; in_place: boolean; replicas: number }>;
@@ -46,4 +49,30 @@ export async function changeWithSurge(
     await catalog.replaceEntry(change.name, `${change.action}-reverted`, change.change, change.actor, () => before, async (transaction) => change.alongside?.undo(transaction));
     throw error;
   }
+}
+
+/** What a dry run of a surge change asks of the reconciler: the restart's refusal, and what its passes would do. */
+export interface SurgePreview {
+  checkRestart(model: CatalogModel, inPlace: boolean): Promise<readonly unknown[]>;
+  preview(change: ChangeToPreview): Promise<Change[]>;
+}
+
+/**
+ * `changeWithSurge` as a dry run: the catalog the change would produce,
+ * refused as the change would be (and its restart refused as it would be,
+ * with the model as it will be), and what the restart would start and stop.
+ */
+export async function previewWithSurge(
+  catalog: CatalogService,
+  surge: SurgePreview,
+  change: Pick<SurgeChange, "name" | "change" | "inPlace" | "mutate">,
+): Promise<{ model: CatalogModel; restart: Awaited<ReturnType<RequestRestart>>; changes: Change[] }> {
+  const preview = await catalog.preview(change.name, change.change, change.mutate);
+  const replaced = await surge.checkRestart(preview.model, change.inPlace);
+  const replicas = await surge.preview({ models: preview.catalog.models, restart: { model: change.name, inPlace: change.inPlace } });
+  return {
+    model: preview.model,
+    restart: { restart_before: new Date().toISOString(), in_place: change.inPlace, replicas: replaced.length },
+    changes: [catalogWriteChange(change.name, preview.before, preview.after), ...replicas],
+  };
 }

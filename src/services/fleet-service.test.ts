@@ -6,11 +6,13 @@ import type { Inventory, ReplicaStatus } from "../protocol/agent-protocol.js";
 import { modelEntrySchema } from "../catalog/schema.js";
 import { refusal } from "../../test/support/refusal.js";
 import { replicaStatus } from "../../test/support/replica-status.js";
+import { findReplica, upsertReplica } from "../store/fleet-rows.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { storesUnderTest } from "../../test/support/postgres.js";
 import { waitFor } from "../../test/support/fake-engine.js";
 import { CatalogService } from "./catalog-service.js";
-import { FleetService, type FleetLog } from "./fleet-service.js";
+import { FleetService } from "./fleet-service.js";
+import type { FleetLog } from "./fleet/heartbeat-intake.js";
 
 /** The fleet's store behaviour, run against SQLite and Postgres, with a controllable clock. */
 const engines = storesUnderTest;
@@ -39,8 +41,22 @@ describe.each(engines)("fleet over $kind", (engine) => {
   let fleet: FleetService;
   let credential: string;
 
-  const beat = (replicas: ReplicaStatus[], token = credential) =>
-    fleet.heartbeat(`Bearer ${token}`, { protocol: 1, name: "node-a", address: "http://10.0.0.5:7070", replicas });
+  /**
+   * What the server's own start does before it calls an agent: a pending row. A report of an id
+   * with no row is an orphan the server stops, so the tests that beat replicas in place them first.
+   */
+  const placed = async (node: string, replicas: readonly ReplicaStatus[]) => {
+    const at = new Date(clock).toISOString();
+    for (const replica of replicas) {
+      if (replica.state === "stopped" || (await findReplica(store.db, replica.id))) continue;
+      await upsertReplica(store.db, { id: replica.id, node, status: { ...replica, state: "fetching" }, pending: true, spec: null, stop_requested: false, created_at: at, updated_at: at });
+    }
+  };
+
+  const beat = async (replicas: ReplicaStatus[], token = credential) => {
+    await placed("node-a", replicas);
+    return await fleet.heartbeat(`Bearer ${token}`, { protocol: 1, name: "node-a", address: "http://10.0.0.5:7070", replicas });
+  };
 
   beforeEach(async () => {
     const { location, drop: dropDatabase } = await engine.location();
@@ -209,11 +225,19 @@ describe.each(engines)("fleet over $kind", (engine) => {
     try {
       const address = `http://127.0.0.1:${(agentApi.address() as AddressInfo).port}`;
       const joined = await joinAs("node-s", address);
-      const beatFromS = (replicas: ReplicaStatus[]) => fleet.heartbeat(`Bearer ${joined.credential}`, { protocol: 1, name: "node-s", address, replicas });
+      const beatFromS = async (replicas: ReplicaStatus[]) => {
+        await placed("node-s", replicas);
+        return await fleet.heartbeat(`Bearer ${joined.credential}`, { protocol: 1, name: "node-s", address, replicas });
+      };
       await beatFromS([status("r1", "ready")]);
       clock += 30_000;
       const stopped = await fleet.stopReplica("r1", false);
-      expect(stopped).toMatchObject({ id: "r1", state: "draining", endpoint: null, reason: expect.stringContaining("its agent is told to stop it when the node reports it again") });
+      // Said as what it is: on a lost node, presumed still running on its cards, its stop waiting for the node.
+      expect(stopped).toMatchObject({ id: "r1", state: "lost", endpoint: null, reason: expect.stringContaining("its agent is told to stop it when the node reports it again") });
+      expect(stopped.reason).toContain("as far as anyone knows the replica still runs there, holding cards 0");
+      expect((await fleet.listReplicas()).map((listed) => listed.state)).toEqual(["lost"]);
+      // Given up, it no longer counts toward its model (its replacement does).
+      expect((await fleet.replicaCounts()).get("tiny")).toEqual({ ready: 0, desired: 0 });
       expect(deletes).toEqual([]);
       // The node returns with the engine still running.
       await beatFromS([status("r1", "ready", { endpoint: "http://127.0.0.1:41000" })]);

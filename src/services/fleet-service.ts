@@ -1,26 +1,14 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { profilePosition } from "../catalog/profile-position.js";
+import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import { resolveSecretEnv } from "../catalog/secret-env.js";
-import {
-  heartbeatRequestSchema,
-  joinRequestSchema,
-  protocolRefusal,
-  protocolVersion,
-  replicaIdSchema,
-  type HeartbeatResponse,
-  type Inventory,
-  type JoinResponse,
-  type ReplicaSpec,
-  type ReplicaStatus,
-} from "../protocol/agent-protocol.js";
-import { bearerToken } from "../auth/bearer-token.js";
-import { hashToken, newToken, sameSecret } from "../auth/tokens.js";
+import { replicaIdSchema, type HeartbeatResponse, type JoinResponse, type ReplicaSpec, type ReplicaStatus } from "../protocol/agent-protocol.js";
+import { newToken } from "../auth/tokens.js";
 import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
-import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/domain-error.js";
 import { chooseCards } from "../fleet/choose-cards.js";
-import { nodeState, type NodeState } from "../fleet/node-state.js";
+import type { NodeState } from "../fleet/node-state.js";
 import type { InventoryNode } from "../fleet/pools.js";
 import { holdsCards } from "../fleet/replica-life.js";
 import { buildReplicaSpec, storableReplicaSpec } from "../fleet/replica-spec.js";
@@ -28,16 +16,12 @@ import {
   deleteReplica,
   findNode,
   findReplica,
-  insertJoinToken,
-  joinTokenExists,
   listNodes,
   listNodeTimes,
   listReplicaHoldings,
   listReplicas,
-  oldestLastSeen,
-  touchNode,
+  readFleetRevision,
   updateReplica,
-  upsertNode,
   upsertReplica,
   type StoredNode,
   type StoredReplica,
@@ -50,26 +34,16 @@ import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState, t
 import { resolveModel, type CatalogModel, type ResolvedProfile } from "../catalog/catalog-model.js";
 import { entryAtRevision } from "../catalog/entry-at-revision.js";
 import { findCanary } from "../store/canary-rows.js";
-import { checkNode, demandProfile, type Snapshot } from "../placement/index.js";
+import { checkNode, demandProfile, snapshotCard, type Snapshot } from "../placement/index.js";
 import { heldReplica } from "./held-replica.js";
-import { heartbeatDiff } from "./heartbeat-diff.js";
 import { deriveControlSecret } from "../auth/control-secret.js";
+import type { FleetSettings } from "./fleet/fleet-settings.js";
+import { checkHandPickedCards, checkNodeHasCards } from "./fleet/hand-picked-cards.js";
+import { HeartbeatIntake, type FleetLog } from "./fleet/heartbeat-intake.js";
+import { NodeJoin } from "./fleet/node-join.js";
+import { NodeStates } from "./fleet/node-states.js";
+import { NodesHeard } from "./fleet/nodes-heard.js";
 
-export interface FleetSettings {
-  readonly heartbeatDeadlineMs: number;
-  readonly settlingWindowMs: number;
-  /** Told to agents at join. */
-  readonly heartbeatIntervalMs: number;
-  readonly gpuMemoryUtilization: number;
-  /**
-   * The key control secrets are derived from (server/server-key.ts). Left out
-   * (tests, a one-off in-process server), a key made for this process: agents
-   * then learn the new control secret at their next heartbeat.
-   */
-  readonly serverKey?: Buffer | undefined;
-  /** server.yaml's `mirror`: agents are sent `mirror:path` sources resolved against it. */
-  readonly mirror?: string | undefined;
-}
 
 export const startReplicaBodySchema = z.strictObject({
   model: z.string().min(1),
@@ -81,106 +55,6 @@ export const startReplicaBodySchema = z.strictObject({
   simulation: z.strictObject({ weights_bytes_per_card: z.number().int().min(0).optional(), load_ms: z.number().int().min(0).optional() }).optional(),
 });
 export type StartReplicaBody = z.infer<typeof startReplicaBodySchema>;
-
-/** Where the fleet service logs what no caller is told (fastify's request.log in the API). */
-export interface FleetLog {
-  info(facts: Record<string, unknown>, message: string): void;
-  warn(facts: Record<string, unknown>, message: string): void;
-}
-
-const silentLog: FleetLog = { info: () => undefined, warn: () => undefined };
-
-/** A replica the agent stopped reporting is failed only after this long: a heartbeat built before its start may still arrive. */
-const missingGraceMs = 10_000;
-
-/**
- * A node that lacks the cards altogether (another class, or fewer in all) is
- * told apart from one whose cards are busy: "stop a replica on that node"
- * sends someone to stop work that could never make room.
- */
-function checkNodeHasCards(node: string, inventory: Inventory, profile: { name: string; gpus: number; gpu_class: string | undefined }, model: string): void {
-  const matching = inventory.gpus.filter((gpu) => profile.gpu_class === undefined || gpu.class === profile.gpu_class).length;
-  if (matching >= profile.gpus) return;
-  const counts = new Map<string, number>();
-  for (const gpu of inventory.gpus) counts.set(gpu.class, (counts.get(gpu.class) ?? 0) + 1);
-  const has = [...counts].map(([gpuClass, count]) => `${count}× ${gpuClass}`).join(", ") || "no GPU cards";
-  const kind = profile.gpu_class === undefined ? "" : ` ${profile.gpu_class}`;
-  const wanted = `${profile.gpus}${kind} card${profile.gpus === 1 ? "" : "s"}`;
-  throw new DomainError(
-    "cards_missing",
-    matching === 0
-      ? `node ${node} has no${kind} cards (it has ${has}); ${model}/${profile.name} needs ${wanted}`
-      : `node ${node} has only ${matching}${kind} card${matching === 1 ? "" : "s"} in all (it has ${has}); ${model}/${profile.name} needs ${wanted}`,
-    `Choose a node with ${wanted} (\`llmgw ctl nodes\` lists each node's cards), or a profile of ${model} for the cards this node has.`,
-  );
-}
-
-/**
- * Cards named by hand get the checks chooseCards makes by construction: a
- * repeated card, a wrong count or class, or a card in use would reach the
- * agent and start an engine that cannot load, or two on one card.
- */
-function checkHandPickedCards(
-  cards: readonly number[],
-  context: { node: string; inventory: Inventory; profile: { name: string; gpus: number; gpu_class: string | undefined }; model: string; cardOwner: ReadonlyMap<number, string>; free: readonly string[] },
-): void {
-  const { node, inventory, profile, model, cardOwner, free } = context;
-  const what = `${model}/${profile.name}`;
-  const unknownCards = cards.filter((card) => !inventory.gpus.some((gpu) => gpu.index === card));
-  if (unknownCards.length > 0) {
-    throw new DomainError("invalid_input", `node ${node} has no card ${unknownCards.join(", ")}`, `Its cards: ${inventory.gpus.map((gpu) => gpu.index).join(", ") || "none"}.`);
-  }
-  const repeated = cards.find((card, position) => cards.indexOf(card) !== position);
-  if (repeated !== undefined) {
-    throw new DomainError("invalid_input", `cards ${cards.join(",")}: card ${repeated} is named twice`, "Name each card once.");
-  }
-  if (cards.length !== profile.gpus) {
-    throw new DomainError(
-      "invalid_input",
-      `${what} needs ${profile.gpus} card${profile.gpus === 1 ? "" : "s"}; ${cards.length} given (${cards.join(",") || "none"})`,
-      `Name ${profile.gpus} cards, or leave --cards out and the lowest free ones are taken.`,
-    );
-  }
-  for (const card of cards) {
-    const gpuClass = inventory.gpus.find((gpu) => gpu.index === card)?.class;
-    if (profile.gpu_class !== undefined && gpuClass !== profile.gpu_class) {
-      throw new DomainError(
-        "invalid_input",
-        `card ${card} on node ${node} is a ${gpuClass ?? "?"}, but ${what} needs ${profile.gpu_class}`,
-        `Choose cards of class ${profile.gpu_class} (free: ${free.join(", ") || "none"}), or another profile.`,
-      );
-    }
-    const owner = cardOwner.get(card);
-    if (owner !== undefined) {
-      throw new DomainError("cards_busy", `card ${card} on node ${node} is used by replica ${owner}`, `Choose free cards (free: ${free.join(", ") || "none"}), or stop ${owner} first.`);
-    }
-  }
-}
-
-/** Refuses a message naming another protocol version; one without a version is refused by its schema, as any malformed body. */
-function refuseOtherProtocol(body: unknown): void {
-  const refusal = protocolRefusal(body, {
-    side: "server",
-    place: "llmgw server",
-    hint: "Run an agent of the server's llmgw release (npm install -g llmgw@<server version>) and start it again.",
-  });
-  if (refusal) throw refusal;
-}
-
-/**
- * The node a heartbeat's credential belongs to. An unknown name and a wrong
- * credential get the same answer, so a caller without a credential cannot
- * learn which node names exist. Compared by hash, since only the hash is
- * stored: a stolen row presented as a token does not authenticate.
- */
-async function authenticatedNode(store: Store, name: string, authorization: string | undefined): Promise<StoredNode> {
-  const node = await findNode(store.db, name);
-  const given = bearerToken(authorization) ?? "";
-  if (!node || given === "" || !sameSecret(hashToken(given), node.credential_hash)) {
-    throw new DomainError("unauthorized", `node ${name}: no joined node of that name holds this credential`, "The agent joins again with its join token.");
-  }
-  return node;
-}
 
 /**
  * The server's side of the fleet: join tokens, joins and
@@ -201,6 +75,29 @@ export class FleetService {
   ) {
     this.startedAtMs = now();
     this.serverKey = settings.serverKey ?? randomBytes(32);
+    const controlSecretOf = (node: Pick<StoredNode, "credential_hash">): string => this.controlSecretOf(node);
+    this.joins = new NodeJoin(store, settings, now, controlSecretOf);
+    this.heard = new NodesHeard(store, settings.heartbeatDeadlineMs, this.startedAtMs, now);
+    this.heartbeats = new HeartbeatIntake(store, now, controlSecretOf, this.heard, settings.agentDispatcher);
+    this.states = new NodeStates(store, settings, this.startedAtMs, now, this.heard);
+  }
+
+  private readonly joins: NodeJoin;
+  private readonly heartbeats: HeartbeatIntake;
+  private readonly states: NodeStates;
+  private readonly heard: NodesHeard;
+
+  async createJoinToken(createdBy: string): Promise<{ token: string; created_at: string }> {
+    return await this.joins.createJoinToken(createdBy);
+  }
+
+  async join(body: unknown): Promise<JoinResponse> {
+    return await this.joins.join(body);
+  }
+
+  /** `log` gets what the agent is not told: a replica id it reports that belongs to another node, a pending stop that failed. */
+  async heartbeat(authorization: string | undefined, body: unknown, log?: FleetLog): Promise<HeartbeatResponse> {
+    return await this.heartbeats.heartbeat(authorization, body, log);
   }
 
   /** What the server presents to the node's agent; see server/control-secret.ts. */
@@ -212,139 +109,26 @@ export class FleetService {
     return new Date(this.now()).toISOString();
   }
 
-  async createJoinToken(createdBy: string): Promise<{ token: string; created_at: string }> {
-    const token = newToken("join");
-    const created_at = this.iso();
-    await insertJoinToken(this.store.db, { id: randomUUID(), token_hash: hashToken(token), created_at, created_by: createdBy });
-    return { token, created_at };
-  }
-
-  async join(body: unknown): Promise<JoinResponse> {
-    refuseOtherProtocol(body);
-    const request = parseWithSchema(joinRequestSchema, body ?? {}, { label: "join request" });
-    if (!(await joinTokenExists(this.store.db, hashToken(request.join_token)))) {
-      throw new DomainError(
-        "join_refused",
-        `node ${request.name}: the join token is not one this server issued`,
-        "Get a join token with `llmgw ctl node token` on the server and start the agent with --token.",
-      );
-    }
-    const existing = await findNode(this.store.db, request.name);
-    if (existing) {
-      // A join under a live node's name would take over its credential, and the two agents would then
-      // take the name back from each other at every beat. This holds for the same host too: a
-      // restarting agent keeps its credential and does not join, so a live name joined from the same
-      // host is a second agent there (--name defaults to the host name), not a restart.
-      const silentMs = this.now() - Date.parse(existing.last_seen_at);
-      if (silentMs < this.settings.heartbeatDeadlineMs) {
-        throw new DomainError(
-          "name_taken",
-          `node name ${request.name} is taken by the agent at ${existing.address}, heard from ${Math.round(silentMs / 1000)} s ago; the agent at ${request.address} cannot join under it`,
-          `Give this agent its own --name. If it replaces that machine, it joins once the old agent has been silent for ${Math.round(this.settings.heartbeatDeadlineMs / 1000)} s.`,
-        );
-      }
-    }
-    const credential = newToken("node");
-    const credentialHash = hashToken(credential);
-    const at = this.iso();
-    await upsertNode(this.store.db, {
-      name: request.name,
-      address: request.address,
-      fabric: request.fabric,
-      labels: request.labels,
-      inventory: request.inventory,
-      credential_hash: credentialHash,
-      joined_at: at,
-      last_seen_at: at,
-    });
-    return {
-      protocol: protocolVersion,
-      node: request.name,
-      credential,
-      control_secret: this.controlSecretOf({ credential_hash: credentialHash }),
-      heartbeat_interval_ms: this.settings.heartbeatIntervalMs,
-    };
-  }
-
-  /** `log` gets what the agent is not told: a replica id it reports that belongs to another node, a pending stop that failed. */
-  async heartbeat(authorization: string | undefined, body: unknown, log: FleetLog = silentLog): Promise<HeartbeatResponse> {
-    refuseOtherProtocol(body);
-    const beat = parseWithSchema(heartbeatRequestSchema, body ?? {}, { label: "heartbeat" });
-    const node = await authenticatedNode(this.store, beat.name, authorization);
-    await touchNode(this.store.db, beat.name, { address: beat.address, last_seen_at: this.iso(), inventory: beat.inventory });
-    const writes = heartbeatDiff({
-      node: beat.name,
-      reported: beat.replicas,
-      stored: await listReplicas(this.store.db, { node: beat.name }),
-      nowMs: this.now(),
-      missingGraceMs,
-    });
-    for (const write of writes.upserts) {
-      if (await upsertReplica(this.store.db, write)) continue;
-      // Replica ids are unique across the fleet (startReplica refuses a taken one), so this is an
-      // agent whose state file came from another node. Recording it here would move the row to
-      // this node and back at every beat of each; the first node keeps it.
-      const owner = await findReplica(this.store.db, write.id);
-      log.warn({ replica: write.id, node: beat.name, recorded_on: owner?.node }, "replica-conflict-ignored");
-    }
-    for (const id of writes.deletes) await deleteReplica(this.store.db, id);
-    for (const failure of writes.failures) await updateReplica(this.store.db, failure.id, { status: failure.status, updated_at: failure.status.since });
-    const controlSecret = this.controlSecretOf(node);
-    for (const id of writes.stopsToSend) this.stopOnReturn({ name: node.name, address: beat.address, controlSecret }, id, log);
-    // An agent upgraded in place, or one whose server key was restored, learns the secret it should expect.
-    return { protocol: protocolVersion, ...(beat.control_secret_hash !== hashToken(controlSecret) ? { control_secret: controlSecret } : {}) };
-  }
-
-  /** Stops being sent to returning agents; one per replica at a time, so beats during the call do not repeat it. */
-  private readonly stopsInFlight = new Set<string>();
-
   /**
-   * Asks the agent to stop a replica after the heartbeat is answered: the
-   * agent's heartbeat must not wait on the server calling it back (an agent
-   * the server cannot reach would see every beat time out).
+   * What the fleet's views depend on beside their rows: the revision the
+   * store raises on every change they show, and each node's state now (time
+   * alone makes a silent node lost). Equal keys mean equal views, except for
+   * each node's `last_seen_at`, given here apart (it moves at every beat).
    */
-  private stopOnReturn(address: AgentAddress, id: string, log: FleetLog): void {
-    if (this.stopsInFlight.has(id)) return;
-    this.stopsInFlight.add(id);
-    void stopReplicaOnAgent(address, id, false)
-      .then(
-        () => log.info({ replica: id, node: address.name }, "replica-stop-delivered"),
-        (error: unknown) => log.warn({ replica: id, node: address.name, error: (error as Error).message }, "replica-stop-undelivered"),
-      )
-      .finally(() => this.stopsInFlight.delete(id));
-  }
-
-  /** Whether every node has reported since this server started (which closes the settling window early). */
-  private everyNodeReportedSince(oldest: string | undefined): boolean {
-    return oldest === undefined || Date.parse(oldest) >= this.startedAtMs;
-  }
-
-  private stateOf(node: Pick<StoredNode, "last_seen_at">, everyNodeReportedSinceStart: boolean): NodeState {
-    return nodeState({
-      lastSeenMs: Date.parse(node.last_seen_at),
-      nowMs: this.now(),
-      heartbeatDeadlineMs: this.settings.heartbeatDeadlineMs,
-      serverStartedMs: this.startedAtMs,
-      settlingWindowMs: this.settings.settlingWindowMs,
-      everyNodeReportedSinceStart,
-    });
-  }
-
-  private nodeStates(nodes: readonly Pick<StoredNode, "name" | "last_seen_at">[]): Map<string, NodeState> {
-    const everyNodeReported = nodes.every((node) => Date.parse(node.last_seen_at) >= this.startedAtMs);
-    return new Map(nodes.map((node) => [node.name, this.stateOf(node, everyNodeReported)]));
-  }
-
-  /** One node's state, read with one row and one aggregate rather than the whole fleet. */
-  private async nodeStateByKey(node: StoredNode): Promise<NodeState> {
-    return this.stateOf(node, this.everyNodeReportedSince(await oldestLastSeen(this.store.db)));
+  async viewKey(): Promise<{ readonly key: string; readonly lastSeen: ReadonlyMap<string, string> }> {
+    // The revision first: a change landing before the times are read gives newer rows under an older key, which the next read rebuilds, never the reverse.
+    const revision = await readFleetRevision(this.store.db);
+    const nodes = await listNodeTimes(this.store.db);
+    const states = this.states.nodeStates(nodes);
+    const lastSeen = new Map(nodes.map((node) => [node.name, this.heard.lastSeenText(node)]));
+    return { key: `${revision}/${nodes.map((node) => states.get(node.name) ?? "lost").join(",")}`, lastSeen };
   }
 
   async listNodes(): Promise<NodeView[]> {
     const [nodes, replicas, controls] = await Promise.all([listNodes(this.store.db), listReplicaHoldings(this.store.db), this.nodeControls()]);
-    const states = this.nodeStates(nodes);
+    const states = this.states.nodeStates(nodes);
     const byNode = groupByNode(replicas);
-    return nodes.map((node) => nodeView(node, states.get(node.name) ?? "lost", byNode.get(node.name) ?? [], controls.get(node.name)));
+    return nodes.map((node) => nodeView(this.heard.seen(node), states.get(node.name) ?? "lost", byNode.get(node.name) ?? [], controls.get(node.name)));
   }
 
   /** Cordon and drain, by node. */
@@ -362,7 +146,7 @@ export class FleetService {
     (await this.listNodes()).map((node) => ({
       name: node.name,
       state: node.state,
-      gpus: node.gpus.map((gpu) => ({ index: gpu.index, class: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric, free: gpu.replica === null })),
+      gpus: node.gpus.map((gpu) => ({ index: gpu.index, class: gpu.class, memoryBytes: gpu.memory_bytes, foreignBytes: gpu.memory_foreign_bytes ?? undefined, fabric: gpu.fabric, free: gpu.replica === null })),
       memoryBytes: node.memory_bytes,
       cpuCores: node.cpu_cores,
     }));
@@ -370,8 +154,8 @@ export class FleetService {
   async getNode(name: string): Promise<NodeView> {
     const node = await findNode(this.store.db, name);
     if (!node) throw this.nodeNotFound(name);
-    const [state, replicas, controls] = await Promise.all([this.nodeStateByKey(node), listReplicaHoldings(this.store.db, { node: name }), this.nodeControls()]);
-    return nodeView(node, state, replicas, controls.get(name));
+    const [state, replicas, controls] = await Promise.all([this.states.nodeStateByKey(node), listReplicaHoldings(this.store.db, { node: name }), this.nodeControls()]);
+    return nodeView(this.heard.seen(node), state, replicas, controls.get(name));
   }
 
   private nodeNotFound(name: string): DomainError {
@@ -380,8 +164,8 @@ export class FleetService {
 
   async listReplicas(filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<ReplicaView[]> {
     const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter), this.replicaIntents()]);
-    const states = this.nodeStates(nodes);
-    const byName = new Map(nodes.map((node) => [node.name, node]));
+    const states = this.states.nodeStates(nodes);
+    const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
     return replicas.map((row) => replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id)));
   }
 
@@ -389,7 +173,7 @@ export class FleetService {
     const row = await findReplica(this.store.db, id);
     if (!row) throw this.replicaNotFound(id);
     const [node, intents] = await Promise.all([findNode(this.store.db, row.node), this.replicaIntents()]);
-    return replicaView(row, node, node === undefined ? undefined : await this.nodeStateByKey(node), intents.get(id));
+    return replicaView(row, node === undefined ? undefined : this.heard.seen(node), node === undefined ? undefined : await this.states.nodeStateByKey(node), intents.get(id));
   }
 
   private replicaNotFound(id: string): DomainError {
@@ -402,12 +186,13 @@ export class FleetService {
    */
   async routingReplicas(): Promise<(ReplicaView & { api_key: string | undefined })[]> {
     const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db), this.replicaIntents()]);
-    const states = this.nodeStates(nodes);
-    const byName = new Map(nodes.map((node) => [node.name, node]));
+    const states = this.states.nodeStates(nodes);
+    const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
     return replicas.flatMap((row) => {
       // A withdrawn replica shows no endpoint: traffic leaves it before its engine is told to drain.
       const view = replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id));
-      if ((view.state !== "ready" && view.state !== "draining") || view.endpoint === null) return [];
+      // Loading replicas travel too, for the table's loading estimate; only ready and draining ones with an endpoint are routed to.
+      if (!["ready", "draining", "pending", "fetching", "starting"].includes(view.state)) return [];
       // Replicas started before keys (or adopted without a spec) have none.
       return [{ ...view, api_key: row.spec?.api_key }];
     });
@@ -420,8 +205,8 @@ export class FleetService {
    */
   async liveReplicasWithSpecs(model: string): Promise<{ readonly view: ReplicaView; readonly spec: ReplicaSpec | null }[]> {
     const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, { model }), this.replicaIntents()]);
-    const states = this.nodeStates(nodes);
-    const byName = new Map(nodes.map((node) => [node.name, node]));
+    const states = this.states.nodeStates(nodes);
+    const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
     return replicas.flatMap((row) => {
       const view = replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id));
       return ["failed", "stopped", "lost", "draining"].includes(view.state) ? [] : [{ view, spec: row.spec }];
@@ -441,7 +226,7 @@ export class FleetService {
   /** Ready and counted replicas per model, for the model views. */
   readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => {
     const [nodes, replicas] = await Promise.all([listNodeTimes(this.store.db), listReplicaHoldings(this.store.db)]);
-    const states = this.nodeStates(nodes);
+    const states = this.states.nodeStates(nodes);
     return replicaCountsOf(replicas.map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
   };
 
@@ -453,8 +238,8 @@ export class FleetService {
   private async agentOf(nodeName: string): Promise<{ node: StoredNode; address: AgentAddress; state: NodeState }> {
     const node = await findNode(this.store.db, nodeName);
     if (!node) throw this.nodeNotFound(nodeName);
-    const state = await this.nodeStateByKey(node);
-    return { node, address: { name: node.name, address: node.address, controlSecret: this.controlSecretOf(node) }, state };
+    const state = await this.states.nodeStateByKey(node);
+    return { node, address: { name: node.name, address: node.address, controlSecret: this.controlSecretOf(node), dispatcher: this.settings.agentDispatcher }, state };
   }
 
   /** The model's profile, at `revision` when given (a canary's replicas run the model at another revision). */
@@ -464,14 +249,8 @@ export class FleetService {
     if (model.entry.external) {
       throw new DomainError("invalid_profile", `${model.name} is an external model: it runs at its provider, not on a node`, "Start a model that has profiles.");
     }
-    const profile = profileName === undefined ? model.profiles[0] : model.profiles.find((candidate) => candidate.name === profileName);
-    if (!profile) {
-      throw new DomainError(
-        "profile_not_found",
-        `model ${model.name} has no profile ${profileName ?? "(none at all)"}`,
-        `Its profiles: ${model.profiles.map((candidate) => candidate.name).join(", ") || "none"}.`,
-      );
-    }
+    const profile = model.profiles[profilePosition(model.entry, profileName, "replica")];
+    if (!profile) throw new Error("a profile found by position vanished");
     return { model, profile };
   }
 
@@ -562,7 +341,7 @@ export class FleetService {
           name: node.name,
           schedulable: true,
           engines: inventory.engines,
-          cards: inventory.gpus.map((gpu) => ({ index: gpu.index, gpuClass: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric })),
+          cards: inventory.gpus.map(snapshotCard),
           memoryBytes: inventory.memory_bytes,
           cpuCores: inventory.cpu_cores,
         },

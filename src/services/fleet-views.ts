@@ -1,4 +1,5 @@
 import { countsTowardModel, holdsCards } from "../fleet/replica-life.js";
+import { builtinBuildFor } from "../engines/llama/llama-build.js";
 import type { NodeState, NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
 import type { StoredNode, StoredReplica } from "../store/fleet-rows.js";
 
@@ -43,6 +44,7 @@ export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: rea
       class: gpu.class,
       memory_bytes: gpu.memory_bytes,
       memory_used_bytes: gpu.memory_used_bytes ?? null,
+      memory_foreign_bytes: gpu.memory_foreign_bytes ?? null,
       fabric: gpu.fabric,
       replica: owners.get(gpu.index) ?? null,
     })),
@@ -52,6 +54,7 @@ export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: rea
     disk_free_bytes: inventory.disk_free_bytes,
     simulated: inventory.simulated,
     comfyui: inventory.comfyui ?? null,
+    llama_cpp: inventory.llama_cpp === undefined ? null : inventory.llama_cpp.kind === "llama-server" ? { ...inventory.llama_cpp } : { ...inventory.llama_cpp, builds: [...inventory.llama_cpp.builds] },
     joined_at: node.joined_at,
     last_seen_at: node.last_seen_at,
     replicas: holding.map((replica) => replica.id),
@@ -99,6 +102,13 @@ export function replicaView(row: StoredReplica, node: StoredNode | undefined, st
 
 function stateInView(row: StoredReplica, node: StoredNode | undefined, state: NodeState | undefined, intent?: ReplicaIntentView): Omit<ReplicaView, "arm"> {
   const shown = replicaReport(row, node, state);
+  if (state === "lost" && holdsCards(row.status.state)) {
+    // What it is, whatever was decided about it since: on a node nobody hears from, its engine
+    // presumably still running there on its cards. Given up (withdrawn, or its stop asked for),
+    // it is out of routing and replaced elsewhere; the stop reaches its agent when the node returns.
+    const givenUp = intent?.withdrawnAt != null || stopPendingOf(row);
+    return { ...shown, state: "lost", endpoint: givenUp ? null : shown.endpoint, reason: lostReason(row, node, givenUp) };
+  }
   if (intent?.withdrawnAt && holdsCards(row.status.state)) {
     // Out of routing from the moment it is withdrawn, before its engine hears of it: a client
     // reading this list stops sending to it while it still answers what it has.
@@ -134,7 +144,27 @@ function replicaReport(row: StoredReplica, node: StoredNode | undefined, state: 
     adopted: status.adopted ?? false,
     since: status.since,
     created_at: row.created_at,
+    llama_cpp: replicaLlamaCpp(row.engine, status.cards.length, node),
   };
+}
+
+/**
+ * The llama.cpp a llamacpp replica runs on, from its node's inventory: the
+ * agent runs llama-server when the node has it, else the built-in engine,
+ * whose build follows from the cards the replica was given (it never falls
+ * back to the CPU build on cards, so a replica that runs has this build).
+ */
+export function replicaLlamaCpp(engine: string, cards: number, node: Pick<StoredNode, "inventory"> | undefined): ReplicaView["llama_cpp"] {
+  const llamaCpp = node?.inventory.llama_cpp;
+  if (engine !== "llamacpp" || llamaCpp === undefined || node?.inventory.simulated) return null;
+  if (llamaCpp.kind === "llama-server") return { kind: "llama-server", path: llamaCpp.path, version: llamaCpp.version };
+  return { kind: "built-in", version: llamaCpp.version, build: builtinBuildFor(cards) };
+}
+
+function lostReason(row: StoredReplica, node: StoredNode | undefined, givenUp: boolean): string {
+  const cards = row.status.cards.length > 0 ? `cards ${row.status.cards.join(",")}` : "its CPU share";
+  const held = `node ${row.node} has not been heard from since ${node?.last_seen_at ?? "?"}; as far as anyone knows the replica still runs there, holding ${cards}`;
+  return givenUp ? `${held}; replaced elsewhere, and its agent is told to stop it when the node reports it again` : held;
 }
 
 /** Ready and counted replicas per model, for the model views. */

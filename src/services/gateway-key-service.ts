@@ -6,6 +6,9 @@ import type { GatewayKeyCreated, GatewayKeyView } from "../protocol/gateway-view
 import { insertAuditEvent } from "../store/audit-rows.js";
 import { insertGatewayKey, listGatewayKeys, revokeGatewayKey, type GatewayKeyRow } from "../store/gateway-key-rows.js";
 import type { Store } from "../store/open-store.js";
+import type { Kysely } from "kysely";
+import type { Database } from "../store/schema.js";
+import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { CatalogService } from "./catalog-service.js";
 import { parseMoment } from "../catalog/parse-moment.js";
 
@@ -30,6 +33,8 @@ export class GatewayKeyService {
     private readonly catalog: CatalogService,
     private readonly onChange: () => Promise<void> = async () => undefined,
     private readonly now: () => number = Date.now,
+    /** Told with every key made while this server's gateway is open (see GatewayKeyCreated.notice). */
+    private readonly openGatewayNotice: string | null = null,
   ) {}
 
   async list(): Promise<GatewayKeyView[]> {
@@ -43,13 +48,7 @@ export class GatewayKeyService {
     const models = input.models === undefined ? null : [...new Set(input.models)];
     if (models !== null) await this.checkNames(models);
     const created = await this.store.withCatalogLock(async (transaction) => {
-      if ((await listGatewayKeys(transaction)).some((key) => key.name === input.name)) {
-        throw new DomainError(
-          "name_taken",
-          `a gateway key named "${input.name}" exists already (revoked keys keep their names, so their usage stays theirs)`,
-          "Choose another name; `llmgw ctl keys` lists the names in use.",
-        );
-      }
+      await checkNameFree(transaction, input.name);
       const key = newToken("key");
       const row: GatewayKeyRow = {
         id: randomUUID(),
@@ -65,10 +64,31 @@ export class GatewayKeyService {
       await insertGatewayKey(transaction, row);
       const view = gatewayKeyView(row, nowMs);
       await insertAuditEvent(transaction, { at: row.createdAt, actor: actor.token, actor_user: actor.user, action: "gateway-key-created", model: null, before: null, after: view });
-      return { ...view, key };
+      return { ...view, key, notice: this.openGatewayNotice };
     });
     await this.onChange();
     return created;
+  }
+
+  /** What `create` would answer, refused as it would be, writing nothing: no key is made, so none is shown. */
+  async previewCreate(input: NewGatewayKey): Promise<DryRunAnswer<GatewayKeyView>> {
+    const nowMs = this.now();
+    const expiresAt = input.expires === undefined ? null : expiryFrom(input.expires, nowMs);
+    const models = input.models === undefined ? null : [...new Set(input.models)];
+    if (models !== null) await this.checkNames(models);
+    await checkNameFree(this.store.db, input.name);
+    const view = gatewayKeyView({ id: "", name: input.name, hash: "", models, rpm: input.rpm ?? null, tpm: input.tpm ?? null, expiresAt, createdAt: new Date(nowMs).toISOString(), revokedAt: null }, nowMs);
+    const scope = models === null ? "every model" : models.join(", ");
+    return dryRunAnswer(view, [{ kind: "key-create", summary: `create the gateway key ${input.name} for ${scope} (its value is shown once, by the real call)` }]);
+  }
+
+  /** What `revoke` would answer, refused as it would be, writing nothing. */
+  async previewRevoke(name: string): Promise<DryRunAnswer<GatewayKeyView>> {
+    const target = (await listGatewayKeys(this.store.db)).find((key) => key.name === name);
+    if (!target) throw new DomainError("gateway_key_not_found", `no gateway key named "${name}"`, "List the gateway keys with `llmgw ctl keys`.");
+    if (target.revokedAt !== null) return dryRunAnswer(gatewayKeyView(target, this.now()), []);
+    const after = gatewayKeyView({ ...target, revokedAt: new Date(this.now()).toISOString() }, this.now());
+    return dryRunAnswer(after, [{ kind: "key-revoke", summary: `revoke the gateway key ${name}: requests carrying it are refused from then on` }]);
   }
 
   async revoke(name: string, actor: Actor): Promise<GatewayKeyView> {
@@ -105,6 +125,16 @@ export class GatewayKeyService {
         known.size > 0 ? `Names a key may be limited to: ${[...known].sort().join(", ")}.` : "The catalog is empty; add the model first (`llmgw ctl model add`).",
       );
     }
+  }
+}
+
+async function checkNameFree(db: Kysely<Database>, name: string): Promise<void> {
+  if ((await listGatewayKeys(db)).some((key) => key.name === name)) {
+    throw new DomainError(
+      "name_taken",
+      `a gateway key named "${name}" exists already (revoked keys keep their names, so their usage stays theirs)`,
+      "Choose another name; `llmgw ctl keys` lists the names in use.",
+    );
   }
 }
 

@@ -32,17 +32,20 @@ describe("heartbeatDiff", () => {
   it("writes nothing for a beat that reports what is stored, whatever the order of its keys", () => {
     const ready = status("r1", "ready", { endpoint: "http://127.0.0.1:41000", pid: 7 });
     const reordered = Object.fromEntries(Object.entries(ready).reverse()) as ReplicaStatus;
-    expect(diff([reordered], [stored(ready)])).toEqual({ upserts: [], deletes: [], failures: [], stopsToSend: [] });
+    expect(diff([reordered], [stored(ready)])).toEqual({ upserts: [], deletes: [], failures: [], stopsToSend: [], orphans: [] });
   });
 
-  it("writes a new replica, and one whose report changed, keeping its creation time and stop request", () => {
+  it("writes a replica whose report changed, keeping its creation time and stop request", () => {
     const before = status("r1", "starting");
     const after = status("r1", "ready", { since: "2026-01-01T00:09:59Z" });
-    const writes = diff([after, status("r2", "fetching")], [stored(before, { stop_requested: true })]);
-    expect(writes.upserts.map((write) => [write.id, write.status.state, write.created_at, write.stop_requested])).toEqual([
-      ["r1", "ready", longAgo, true],
-      ["r2", "fetching", new Date(nowMs).toISOString(), false],
-    ]);
+    const writes = diff([after], [stored(before, { stop_requested: true })]);
+    expect(writes.upserts.map((write) => [write.id, write.status.state, write.created_at, write.stop_requested])).toEqual([["r1", "ready", longAgo, true]]);
+  });
+
+  it("writes no row for a replica the server never placed: it is an orphan to stop, unless already draining", () => {
+    const writes = diff([status("r2", "ready"), status("r3", "failed"), status("r4", "draining"), status("r5", "stopped")], []);
+    expect(writes.upserts).toEqual([]);
+    expect(writes.orphans.map((orphan) => orphan.id)).toEqual(["r2", "r3"]);
   });
 
   it("deletes the row of a replica its agent reports stopped, and ignores a stopped one it never had", () => {

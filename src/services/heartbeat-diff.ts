@@ -22,6 +22,12 @@ export interface HeartbeatWrites {
   readonly failures: readonly { readonly id: string; readonly status: ReplicaStatus }[];
   /** Stopped while the node was lost, and reported again: its agent can be told now. */
   readonly stopsToSend: readonly string[];
+  /**
+   * Reported running (or failed) with no row on this node: the server never
+   * placed it here, so it is stopped, not shown. The caller tells apart an id
+   * recorded on another node (a copied state file) from one nobody placed.
+   */
+  readonly orphans: readonly ReplicaStatus[];
 }
 
 /** The same report, whatever the order of its keys. */
@@ -53,6 +59,7 @@ export function heartbeatDiff(input: HeartbeatDiffInput): HeartbeatWrites {
   const deletes: string[] = [];
   const failures: { id: string; status: ReplicaStatus }[] = [];
   const stopsToSend: string[] = [];
+  const orphans: ReplicaStatus[] = [];
   for (const status of input.reported) {
     reportedIds.add(status.id);
     const row = byId.get(status.id);
@@ -61,19 +68,24 @@ export function heartbeatDiff(input: HeartbeatDiffInput): HeartbeatWrites {
       if (row) deletes.push(status.id);
       continue;
     }
-    if (!row || !sameReport(row.status, status)) {
+    if (!row) {
+      // Already being stopped: telling it again at every beat would only repeat the stop.
+      if (status.state !== "draining") orphans.push(status);
+      continue;
+    }
+    if (!sameReport(row.status, status)) {
       upserts.push({
         id: status.id,
         node: input.node,
         status,
         spec: null,
-        stop_requested: row?.stop_requested ?? false,
-        created_at: row?.created_at ?? at,
+        stop_requested: row.stop_requested,
+        created_at: row.created_at,
         updated_at: at,
       });
     }
     // Stopped while the node was lost: its agent was never told. Now it can be.
-    if (row?.stop_requested && status.state !== "draining") stopsToSend.push(status.id);
+    if (row.stop_requested && status.state !== "draining") stopsToSend.push(status.id);
   }
   for (const row of input.stored) {
     if (reportedIds.has(row.id) || !holdsCards(row.state)) continue;
@@ -87,5 +99,5 @@ export function heartbeatDiff(input: HeartbeatDiffInput): HeartbeatWrites {
       status: { ...row.status, state: "failed", reason: `the agent on node ${input.node} no longer reports this replica (its state file was lost or replaced)`, since: at },
     });
   }
-  return { upserts, deletes, failures, stopsToSend };
+  return { upserts, deletes, failures, stopsToSend, orphans };
 }

@@ -1,3 +1,4 @@
+import { profilePosition } from "../catalog/profile-position.js";
 import { isDeepStrictEqual } from "node:util";
 import { describeActor, type Actor } from "../catalog/actor.js";
 import { resolveModel, type CatalogModel, type ResolvedProfile } from "../catalog/catalog-model.js";
@@ -15,12 +16,14 @@ import type { Reconciler } from "../reconcile/reconciler.js";
 import type { Store } from "../store/open-store.js";
 import { insertEvents } from "../store/reconcile-rows.js";
 import type { CatalogService } from "./catalog-service.js";
+import { catalogWriteChange } from "./catalog-write-change.js";
+import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 
 export interface ModelChangeParts {
   readonly store: Store;
   readonly catalog: CatalogService;
   readonly inventoryNodes: () => Promise<readonly InventoryNode[]>;
-  readonly reconciler: Pick<Reconciler, "requestRestart" | "refuseWithoutRoom">;
+  readonly reconciler: Pick<Reconciler, "requestRestart" | "refuseWithoutRoom" | "checkRestart" | "preview">;
   /** Reads a source's config and weights headers (the planner's reader). */
   readonly readFacts: ModelFactsReader;
   readonly gpuMemoryUtilization: number;
@@ -55,7 +58,10 @@ const needsFacts = (profile: ResolvedProfile) => profile.engine !== "comfyui";
 export class ModelChangeService {
   constructor(private readonly parts: ModelChangeParts) {}
 
-  async context(name: string, request: ContextRequest, actor: Actor): Promise<ModelChangeView> {
+  context(name: string, request: ContextRequest, actor: Actor): Promise<ModelChangeView>;
+  /** With `dryRun`: the same checks, and what the change would do, writing nothing. */
+  context(name: string, request: ContextRequest, actor: Actor, dryRun: boolean): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>>;
+  async context(name: string, request: ContextRequest, actor: Actor, dryRun = false): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     const model = await this.runtimeModel(name, "changing its context");
     const facts = await this.readFacts(model, model.profiles.filter(needsFacts));
     const fleet = await this.fleet();
@@ -68,12 +74,14 @@ export class ModelChangeService {
       describe: (before) => `context ${before.entry.context ?? "engine default"} → ${request.tokens} tokens${slotsText}`,
       mutate: (entry) => check(resolveModel(entry, "runtime")),
       inPlaceCommand: `llmgw ctl model context ${name} ${request.tokens}${request.slots !== undefined ? ` --slots ${request.slots}` : ""} --in-place`,
-    });
+    }, dryRun);
   }
 
-  async gpus(name: string, request: GpusRequest, actor: Actor): Promise<ModelChangeView> {
+  gpus(name: string, request: GpusRequest, actor: Actor): Promise<ModelChangeView>;
+  gpus(name: string, request: GpusRequest, actor: Actor, dryRun: boolean): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>>;
+  async gpus(name: string, request: GpusRequest, actor: Actor, dryRun = false): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     const model = await this.runtimeModel(name, "changing its cards");
-    const target = request.profile === undefined ? model.profiles[0] : model.profiles.find((profile) => profile.name === request.profile);
+    const target = model.profiles[profilePosition(model.entry, request.profile, "cards")];
     const facts = target && needsFacts(target) ? (await this.readFacts(model, [target])).get(target.source) : undefined;
     const fleet = await this.fleet();
     const check = (current: CatalogModel) =>
@@ -86,7 +94,7 @@ export class ModelChangeService {
       describe: () => `profile ${profile}: ${before ?? "?"} → ${request.gpus} cards per replica`,
       mutate: (current) => check(resolveModel(current, "runtime")).entry,
       inPlaceCommand: `llmgw ctl model gpus ${name} ${request.gpus}${request.profile !== undefined ? ` --profile ${request.profile}` : ""} --in-place`,
-    });
+    }, dryRun);
   }
 
   private async apply(
@@ -96,13 +104,31 @@ export class ModelChangeService {
     inPlace: boolean,
     actor: Actor,
     how: { action: string; change: string; describe: (before: CatalogModel) => string; mutate: (entry: ModelEntry) => ModelEntry; inPlaceCommand: string },
-  ): Promise<ModelChangeView> {
+    dryRun: boolean,
+  ): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     // Compared as in force: `gpus: 1` written out where the default was already 1 changes nothing to restart for.
     if (isDeepStrictEqual(settingsOf(resolveModel(checked, model.source)), settingsOf(model))) {
-      return { model: model.name, change, before: settingsOf(model), after: settingsOf(model), profiles: engineArgumentChanges(model, model, this.parts.gpuMemoryUtilization), replicas: 0, in_place: inPlace, restart_before: null };
+      const unchanged: ModelChangeView = { model: model.name, change, before: settingsOf(model), after: settingsOf(model), profiles: engineArgumentChanges(model, model, this.parts.gpuMemoryUtilization), replicas: 0, in_place: inPlace, restart_before: null };
+      return dryRun ? dryRunAnswer(unchanged, []) : unchanged;
     }
     // Asked with the model as it will be, before anything is written: a refusal changes nothing.
     if (!inPlace) await this.parts.reconciler.refuseWithoutRoom(resolveModel(checked, model.source), undefined, how.inPlaceCommand);
+    if (dryRun) {
+      const preview = await this.parts.catalog.preview(model.name, how.change, how.mutate);
+      const replaced = await this.parts.reconciler.checkRestart(preview.model, inPlace);
+      const outcome: ModelChangeView = {
+        model: model.name,
+        change,
+        before: settingsOf(model),
+        after: settingsOf(preview.model),
+        profiles: engineArgumentChanges(model, preview.model, this.parts.gpuMemoryUtilization),
+        replicas: replaced.length,
+        in_place: inPlace,
+        restart_before: new Date().toISOString(),
+      };
+      const replicas = await this.parts.reconciler.preview({ models: preview.catalog.models, restart: { model: model.name, inPlace } }, this.parts.gpuMemoryUtilization);
+      return dryRunAnswer(outcome, [catalogWriteChange(model.name, preview.before, preview.after), ...replicas]);
+    }
     const after = await this.parts.catalog.change(model.name, how.action, how.change, actor, how.mutate);
     const by = describeActor(actor);
     const at = new Date().toISOString();

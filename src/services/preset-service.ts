@@ -5,7 +5,7 @@ import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import type { NodeView, PresetView, ReplicaView } from "../protocol/views.js";
-import type { CatalogService } from "./catalog-service.js";
+import type { CatalogPreview, CatalogService } from "./catalog-service.js";
 import { plannerReads, presetView, type SourceFacts } from "./preset-view.js";
 import { snapshotFromViews } from "./snapshot-from-views.js";
 
@@ -52,6 +52,7 @@ export class PresetService {
     const [models, nodes, replicas] = await Promise.all([this.catalog.list(), this.fleet?.listNodes() ?? [], this.fleet?.listReplicas() ?? []]);
     const snapshot = snapshotFromViews(nodes, replicas, models);
     const facts: SourceFacts = new Map<string, ModelFacts | { readonly unreadable: string }>(read);
+    const realLlamaCpp = new Map(nodes.flatMap((node) => (!node.simulated && node.llama_cpp ? [[node.name, node.llama_cpp] as const] : [])));
     return presets.map((preset) =>
       presetView(preset, {
         facts,
@@ -59,6 +60,7 @@ export class PresetService {
         snapshot,
         addedAs: models.filter((model) => model.entry.preset === preset.name).map((model) => model.name),
         gpuMemoryUtilization: this.settings.gpuMemoryUtilization,
+        realLlamaCpp,
       }),
     );
   }
@@ -75,12 +77,23 @@ export class PresetService {
    * source check, so a preset whose hub cannot be reached is refused like any
    * other model instead of failing on a node later.
    */
-  async add<Checked>(name: string, asName: string | undefined, actor: Actor, beforeStore: (entry: ModelEntry) => Promise<Checked>): Promise<{ model: CatalogModel; checked: Checked }> {
+  async add<Checked>(
+    name: string,
+    asName: string | undefined,
+    actor: Actor,
+    beforeStore: (entry: ModelEntry) => Promise<Checked>,
+    /** A dry run: the same checks, and the catalog the add would produce instead of writing it. */
+    dryRun?: (preview: CatalogPreview) => void,
+  ): Promise<{ model: CatalogModel; checked: Checked }> {
     const preset = this.find(name);
     const entry: ModelEntry = { ...preset.model, name: asName ?? preset.model.name, preset: preset.name };
     try {
-      await this.catalog.checkAdd(entry);
+      const preview = await this.catalog.previewAdd(entry);
       const checked = await beforeStore(entry);
+      if (dryRun) {
+        dryRun(preview);
+        return { model: preview.model, checked };
+      }
       return { model: await this.catalog.add(entry, actor), checked };
     } catch (error) {
       // The catalog's message names the clash; the way out for a preset is another name.

@@ -2,7 +2,7 @@ import { resolveModel, type ResolvedProfile } from "../catalog/catalog-model.js"
 import type { Preset } from "../catalog/presets/preset-schema.js";
 import { demandBytesPerCard, demandProfile, placeReplicas, type Snapshot } from "../placement/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
-import type { PresetProfileView, PresetView } from "../protocol/views.js";
+import type { NodeLlamaCppView, PresetCpuView, PresetProfileView, PresetView } from "../protocol/views.js";
 
 /**
  * Whether the planner reads this profile's source: ComfyUI's is a workflow
@@ -60,6 +60,8 @@ export interface PresetViewInput {
   /** Catalog models added from this preset. */
   readonly addedAs: readonly string[];
   readonly gpuMemoryUtilization: number;
+  /** The nodes that run llama.cpp for real (not simulated), with the llama.cpp each has; none when omitted. */
+  readonly realLlamaCpp?: ReadonlyMap<string, NodeLlamaCppView>;
 }
 
 /**
@@ -111,5 +113,29 @@ export function presetView(preset: Preset, input: PresetViewInput): PresetView {
         }
       : null,
     why_not: placed ? null : (result.refusals[0]?.reason ?? (input.snapshot.nodes.length === 0 ? "no node has joined" : "placement gave no reason")),
+    on_cpu: onCpu(preset.name, model, profiles, input),
   };
+}
+
+/**
+ * Whether the preset's CPU profiles answer for real on the fleet now:
+ * placement over the nodes that run llama.cpp for real alone, so a simulated
+ * node (whose llamacpp is the simulated engine) never makes a preset look
+ * runnable, and the host memory and cores are the ones placement counts.
+ */
+function onCpu(name: string, model: ReturnType<typeof resolveModel>, profiles: readonly PresetProfileView[], input: PresetViewInput): PresetCpuView | null {
+  const cpuProfiles = model.profiles.flatMap((profile, index) => (profile.engine === "llamacpp" && profile.gpus === 0 ? [{ profile, index }] : []));
+  const first = cpuProfiles[0];
+  if (first === undefined) return null;
+  const real = input.realLlamaCpp ?? new Map<string, NodeLlamaCppView>();
+  const nodes = input.snapshot.nodes.filter((node) => real.has(node.name));
+  if (nodes.length === 0) {
+    const why = input.snapshot.nodes.length === 0 ? "no node has joined" : "no node runs llama.cpp for real (a simulated node's engines pretend; an agent without --simulate has the built-in engine or llama-server)";
+    return { profile: first.profile.name, node: null, llama_cpp: null, why_not: why };
+  }
+  const demands = cpuProfiles.map(({ profile, index }) => demandProfile(profile, profiles[index]?.bytes_per_card ?? undefined));
+  const result = placeReplicas({ ...input.snapshot, nodes }, [{ model: name, modelClass: model.class, count: 1, profiles: demands }], { gpuMemoryUtilization: input.gpuMemoryUtilization });
+  const placed = result.placements[0];
+  if (!placed) return { profile: first.profile.name, node: null, llama_cpp: null, why_not: result.refusals[0]?.reason ?? "placement gave no reason" };
+  return { profile: placed.profile, node: placed.node, llama_cpp: real.get(placed.node) ?? null, why_not: null };
 }

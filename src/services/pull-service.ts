@@ -1,6 +1,7 @@
 import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
 import { redactUrl } from "../catalog/redact.js";
 import { sourceForAgents } from "../catalog/weights-source.js";
+import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import { DomainError } from "../errors/domain-error.js";
 import { hostingProfiles, type DemandProfile } from "../placement/index.js";
 import type { FetchStatus } from "../protocol/agent-protocol.js";
@@ -73,6 +74,22 @@ export class PullService {
       const statuses = await Promise.all(target.sources.map(async (source) => await startFetchOnAgent(address, source.resolved)));
       return target.sources.map((source, index) => sourceView(source, statuses[index], ""));
     });
+  }
+
+  /**
+   * A pull as a dry run: the same refusals (no node fits, an unknown node, a
+   * mirror: source without a mirror), each node's sources as its agent has
+   * them now, and a fetch for each one not cached there. Nothing is asked of
+   * an agent but what it holds.
+   */
+  async preview(modelName: string, nodeName: string | undefined): Promise<DryRunAnswer<PullView>> {
+    const view = await this.progress(modelName, nodeName);
+    const changes = view.nodes.flatMap((node) =>
+      node.sources
+        .filter((source) => source.state !== "cached")
+        .map((source): Change => ({ kind: "weights-fetch", summary: `fetch ${source.source} onto ${node.node} (profile ${node.profile}), resuming what is there`, model: view.model, node: node.node })),
+    );
+    return dryRunAnswer(view, changes);
   }
 
   /** Where a pull stands on each node of the pool (or the one named), read from the agents now. */

@@ -13,7 +13,7 @@ function node(name: string, overrides: Partial<NodeView> = {}): NodeView {
     hostname: name,
     fabric: "pcie",
     labels: {},
-    gpus: [{ index: 0, uuid: "GPU-0", name: "NVIDIA L40S", class: "l40s", memory_bytes: 48 * GiB, memory_used_bytes: null, fabric: "pcie", replica: null }],
+    gpus: [{ index: 0, uuid: "GPU-0", name: "NVIDIA L40S", class: "l40s", memory_bytes: 48 * GiB, memory_used_bytes: null, memory_foreign_bytes: null, fabric: "pcie", replica: null }],
     memory_bytes: 64 * GiB,
     cpu_cores: 16,
     engines: ["vllm", "llamacpp", "an-engine-from-a-newer-agent"],
@@ -29,7 +29,7 @@ function node(name: string, overrides: Partial<NodeView> = {}): NodeView {
 }
 
 function replica(id: string, state: ReplicaView["state"], overrides: Partial<ReplicaView> = {}): ReplicaView {
-  return { id, model: "chat", profile: "cpu", node: "a", engine: "llamacpp", gpus: [], state, endpoint: null, progress: null, reason: null, pid: null, adopted: false, since: "", created_at: "", arm: "stable", ...overrides };
+  return { id, model: "chat", profile: "cpu", node: "a", engine: "llamacpp", gpus: [], state, endpoint: null, progress: null, reason: null, pid: null, adopted: false, since: "", created_at: "", arm: "stable", llama_cpp: null, ...overrides };
 }
 
 describe("the fleet as placement sees it, from the API's views", () => {

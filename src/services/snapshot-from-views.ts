@@ -1,7 +1,7 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import { engineNames, type EngineName } from "../catalog/schema.js";
 import { holdsCards } from "../fleet/replica-life.js";
-import type { Snapshot } from "../placement/index.js";
+import { snapshotCard, type Snapshot } from "../placement/index.js";
 import type { NodeView, ReplicaView } from "../protocol/views.js";
 import { heldReplica } from "./held-replica.js";
 
@@ -22,7 +22,7 @@ export function snapshotFromViews(nodes: readonly NodeView[], replicas: readonly
         schedulable: unschedulable === undefined,
         ...(unschedulable ? { unschedulableReason: unschedulable } : {}),
         engines: node.engines.filter((engine): engine is EngineName => (engineNames as readonly string[]).includes(engine)),
-        cards: node.gpus.map((gpu) => ({ index: gpu.index, gpuClass: gpu.class, memoryBytes: gpu.memory_bytes, fabric: gpu.fabric })),
+        cards: node.gpus.map(snapshotCard),
         memoryBytes: node.memory_bytes,
         cpuCores: node.cpu_cores,
       };

@@ -5,6 +5,9 @@ import { hashToken, newToken } from "../auth/tokens.js";
 import { DomainError } from "../errors/domain-error.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import type { Store } from "../store/open-store.js";
+import type { Kysely } from "kysely";
+import type { Database } from "../store/schema.js";
+import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 import { deleteTokenByName, insertToken, listTokens, type TokenListing, type TokenRole } from "../store/token-rows.js";
 
 export const tokenNameSchema = z
@@ -27,9 +30,7 @@ export class TokenService {
     // The catalog lock serializes every administrative change, tokens included,
     // so two servers sharing Postgres cannot both pass the name check.
     return this.store.withCatalogLock(async (transaction) => {
-      if ((await listTokens(transaction)).some((token) => token.name === name)) {
-        throw new DomainError("name_taken", `a token named "${name}" exists already`, "Choose another name, or revoke that token first with `llmgw ctl token revoke`.");
-      }
+      await this.checkCreate(transaction, name);
       const token = newToken(role);
       const createdAt = new Date().toISOString();
       await insertToken(transaction, { id: randomUUID(), name, role, hash: hashToken(token) }, createdAt);
@@ -38,20 +39,43 @@ export class TokenService {
     });
   }
 
+  /** What `create` would answer, refused as it would be, writing nothing: no token is made, so none is shown. */
+  async previewCreate(name: string, role: TokenRole): Promise<DryRunAnswer<TokenListing>> {
+    await this.checkCreate(this.store.db, name);
+    return dryRunAnswer({ name, role, created_at: new Date().toISOString() }, [{ kind: "token-create", summary: `create the ${role} token ${name} (its value is shown once, by the real call)` }]);
+  }
+
+  /** What `revoke` would do, refused as it would be, writing nothing. */
+  async previewRevoke(name: string): Promise<DryRunAnswer<{ revoked: string }>> {
+    const target = await this.checkRevoke(this.store.db, name);
+    return dryRunAnswer({ revoked: name }, [{ kind: "token-revoke", summary: `revoke the ${target.role} token ${name}: requests carrying it are refused from then on` }]);
+  }
+
+  private async checkCreate(db: Kysely<Database>, name: string): Promise<void> {
+    if ((await listTokens(db)).some((token) => token.name === name)) {
+      throw new DomainError("name_taken", `a token named "${name}" exists already`, "Choose another name, or revoke that token first with `llmgw ctl token revoke`.");
+    }
+  }
+
+  private async checkRevoke(db: Kysely<Database>, name: string): Promise<TokenListing> {
+    const tokens = await listTokens(db);
+    const target = tokens.find((token) => token.name === name);
+    if (!target) {
+      throw new DomainError("token_not_found", `no token named "${name}"`, "List the tokens with `llmgw ctl tokens`.");
+    }
+    if (target.role === "admin" && tokens.filter((token) => token.role === "admin").length === 1) {
+      throw new DomainError(
+        "last_admin_token",
+        `"${name}" is the only admin token; revoking it would leave nobody able to change anything`,
+        "Create another admin token first (`llmgw ctl token create NAME --role admin`), then revoke this one.",
+      );
+    }
+    return target;
+  }
+
   async revoke(name: string, actor: Actor): Promise<void> {
     await this.store.withCatalogLock(async (transaction) => {
-      const tokens = await listTokens(transaction);
-      const target = tokens.find((token) => token.name === name);
-      if (!target) {
-        throw new DomainError("token_not_found", `no token named "${name}"`, "List the tokens with `llmgw ctl tokens`.");
-      }
-      if (target.role === "admin" && tokens.filter((token) => token.role === "admin").length === 1) {
-        throw new DomainError(
-          "last_admin_token",
-          `"${name}" is the only admin token; revoking it would leave nobody able to change anything`,
-          "Create another admin token first (`llmgw ctl token create NAME --role admin`), then revoke this one.",
-        );
-      }
+      const target = await this.checkRevoke(transaction, name);
       await deleteTokenByName(transaction, name);
       await insertAuditEvent(transaction, { at: new Date().toISOString(), actor: actor.token, actor_user: actor.user, action: "token-revoked", model: null, before: { name, role: target.role }, after: null });
     });

@@ -8,7 +8,7 @@ import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
 import { checkpointTensors, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
 import { fixtureArchitecture, fixtureConfig } from "../plan/testing/fixtures.js";
-import { startHubServer, type HubServer } from "../plan/testing/hub-server.js";
+import { startHubServer, type HubServer } from "../hub/local-hub.js";
 import { listAuditEvents } from "../store/audit-rows.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { listEvents } from "../store/reconcile-rows.js";

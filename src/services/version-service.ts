@@ -11,7 +11,9 @@ import type { Store } from "../store/open-store.js";
 import { deleteVersionChange, insertVersionChange, listVersionChanges, type VersionChangeKind } from "../store/version-rows.js";
 import type { CatalogService } from "./catalog-service.js";
 import { recordModelEvent } from "./record-model-event.js";
-import { actorText, changeWithSurge, type RequestRestart } from "./change-with-surge.js";
+import { actorText, changeWithSurge, previewWithSurge, type RequestRestart, type SurgePreview } from "./change-with-surge.js";
+import { catalogWriteChange } from "./catalog-write-change.js";
+import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 
 /** A commit id as the hub writes it, whole or cut to 7+ characters; anything else is a branch or tag. */
 const commitPattern = /^[0-9a-f]{7,64}$/;
@@ -42,6 +44,8 @@ export class VersionService {
     private readonly requestRestart: RequestRestart,
     /** The server's hub settings, read at each use (a rotated token needs no restart). */
     private readonly hub: () => ReadModelSourceOptions,
+    /** For dry runs; without it (tests of the writes alone) a dry run is refused. */
+    private readonly surgePreview?: SurgePreview,
   ) {}
 
   /** A hub that accepts the connection and never answers must fail the command with a reason, not hang it. */
@@ -55,7 +59,16 @@ export class VersionService {
     return { model: name, origin: entry.origin ?? null, repository: repo?.repo ?? null, revision: repo?.revision ?? null };
   }
 
-  async setOrigin(name: string, origin: string, actor: Actor): Promise<OriginView> {
+  setOrigin(name: string, origin: string, actor: Actor): Promise<OriginView>;
+  /** With `dryRun`: the same checks, and the answer it would give, writing nothing. */
+  setOrigin(name: string, origin: string, actor: Actor, dryRun: boolean): Promise<OriginView | DryRunAnswer<OriginView>>;
+  async setOrigin(name: string, origin: string, actor: Actor, dryRun = false): Promise<OriginView | DryRunAnswer<OriginView>> {
+    if (dryRun) {
+      const preview = await this.catalog.preview(name, "changing its origin", (entry) => ({ ...entry, origin }));
+      const repo = revisionedRepo(preview.after);
+      const outcome: OriginView = { model: name, origin, repository: repo?.repo ?? null, revision: repo?.revision ?? null };
+      return dryRunAnswer(outcome, [catalogWriteChange(name, preview.before, preview.after)]);
+    }
     await this.catalog.replaceEntry(name, "model-origin-changed", "changing its origin", actor, (entry) => ({ ...entry, origin }));
     const view = await this.origin(name);
     await recordModelEvent(this.store, name, "model-origin-changed", `${actorText(actor)} sets the origin of ${name} to ${origin}`);
@@ -81,15 +94,19 @@ export class VersionService {
     );
   }
 
-  async update(name: string, to: string | undefined, inPlace: boolean, actor: Actor): Promise<RolloutView> {
+  update(name: string, to: string | undefined, inPlace: boolean, actor: Actor): Promise<RolloutView>;
+  update(name: string, to: string | undefined, inPlace: boolean, actor: Actor, dryRun: boolean): Promise<RolloutView | DryRunAnswer<RolloutView>>;
+  async update(name: string, to: string | undefined, inPlace: boolean, actor: Actor, dryRun = false): Promise<RolloutView | DryRunAnswer<RolloutView>> {
     const { entry } = await this.catalog.get(name);
     const current = this.currentRevision(entry, name);
     const target = await resolveHubRevision(current.repo, to ?? followedBranch(current.revision), this.hubWithDeadline());
-    return this.rollout(name, current.revision, target, "update", inPlace, actor);
+    return this.rollout(name, current.revision, target, "update", inPlace, actor, dryRun);
   }
 
   /** Back to the revision the model was at before it moved to the one in force. */
-  async rollback(name: string, inPlace: boolean, actor: Actor): Promise<RolloutView> {
+  rollback(name: string, inPlace: boolean, actor: Actor): Promise<RolloutView>;
+  rollback(name: string, inPlace: boolean, actor: Actor, dryRun: boolean): Promise<RolloutView | DryRunAnswer<RolloutView>>;
+  async rollback(name: string, inPlace: boolean, actor: Actor, dryRun = false): Promise<RolloutView | DryRunAnswer<RolloutView>> {
     const { entry } = await this.catalog.get(name);
     const current = this.currentRevision(entry, name);
     const arrival = (await listVersionChanges(this.store.db, name)).findLast((change) => sameCommit(change.to, current.revision));
@@ -101,7 +118,7 @@ export class VersionService {
       );
     }
     const target = await resolveHubRevision(current.repo, arrival.from, this.hubWithDeadline());
-    return this.rollout(name, current.revision, target, "rollback", inPlace, actor);
+    return this.rollout(name, current.revision, target, "rollback", inPlace, actor, dryRun);
   }
 
   async history(name: string): Promise<HistoryView> {
@@ -126,12 +143,27 @@ export class VersionService {
     return { repo: repo.repo, revision: repo.revision };
   }
 
-  private async rollout(name: string, from: string, to: string, kind: Exclude<VersionChangeKind, "canary-promote">, inPlace: boolean, actor: Actor): Promise<RolloutView> {
-    if (sameCommit(from, to)) return { model: name, kind, from, to, changed: false, restart_before: null, in_place: inPlace, replicas: 0 };
+  private async rollout(
+    name: string,
+    from: string,
+    to: string,
+    kind: Exclude<VersionChangeKind, "canary-promote">,
+    inPlace: boolean,
+    actor: Actor,
+    dryRun: boolean,
+  ): Promise<RolloutView | DryRunAnswer<RolloutView>> {
+    if (sameCommit(from, to)) {
+      const unchanged: RolloutView = { model: name, kind, from, to, changed: false, restart_before: null, in_place: inPlace, replicas: 0 };
+      return dryRun ? dryRunAnswer(unchanged, []) : unchanged;
+    }
     const change = kind === "update" ? "updating it" : "rolling it back";
     // Refusals first, writing nothing: declared in the file, a catalog the change would break, sources that do not answer.
     const proposed = await this.catalog.tryChange(name, change, (entry) => entryAtRevision(entry, to));
     await this.checkMovedSources(await this.catalog.get(name), proposed);
+    if (dryRun) {
+      const { restart, changes } = await previewWithSurge(this.catalog, this.requireSurgePreview(), { name, change, inPlace, mutate: (entry) => entryAtRevision(entry, to) });
+      return dryRunAnswer({ model: name, kind, from, to, changed: true, ...restart }, changes);
+    }
     let recorded: number | undefined;
     const { restart } = await changeWithSurge(this.catalog, this.requestRestart, {
       name,
@@ -154,6 +186,11 @@ export class VersionService {
     });
     await recordModelEvent(this.store, name, kind === "update" ? "model-updating" : "model-rolling-back", `${actorText(actor)} moves ${name} from ${from} to ${to}${inPlace ? " in place" : ""}: ${restart.replicas} replica${restart.replicas === 1 ? "" : "s"} to replace`);
     return { model: name, kind, from, to, changed: true, ...restart };
+  }
+
+  private requireSurgePreview(): SurgePreview {
+    if (!this.surgePreview) throw new DomainError("dry_run_unsupported", "this server was built without the reconciler's dry run; nothing was changed", "Leave out ?dry_run to make the change.");
+    return this.surgePreview;
   }
 
   /** Reads the weights' headers of every profile the move changes, at the new revision, through the server's hub settings. */

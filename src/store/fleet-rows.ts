@@ -284,7 +284,7 @@ export async function listReplicaHoldings(db: Kysely<Database>, filter: { node?:
 
 /** Every node's name and when it was last heard from: what node states need. */
 export async function listNodeTimes(db: Kysely<Database>): Promise<{ name: string; last_seen_at: string }[]> {
-  return (await db.selectFrom("nodes").select(["name", "last_seen_at"]).execute()).map((row) => ({ name: text(row.name), last_seen_at: text(row.last_seen_at) }));
+  return (await db.selectFrom("nodes").select(["name", "last_seen_at"]).orderBy("name").execute()).map((row) => ({ name: text(row.name), last_seen_at: text(row.last_seen_at) }));
 }
 
 /**
@@ -331,4 +331,10 @@ export async function updateReplica(db: Kysely<Database>, id: string, changes: {
 
 export async function deleteReplica(db: Kysely<Database>, id: string): Promise<void> {
   await db.deleteFrom("replicas").where("id", "=", id).execute();
+}
+
+/** Raised by the store itself on every change a node, replica or model view shows (see migrations.ts). */
+export async function readFleetRevision(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom("fleet_revision").select("revision").where("id", "=", 1).executeTakeFirst();
+  return Number(row?.revision ?? 0);
 }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type Kysely, type Migration, type MigrationProvider } from "kysely";
+import { sql, type Kysely, type Migration, type MigrationProvider } from "kysely";
 import type { StoreKind } from "./schema.js";
 
 /**
@@ -279,7 +279,67 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         await db.schema.dropTable("canaries").execute();
       },
     },
+    "0009_fleet_revision": {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("fleet_revision")
+          .addColumn("id", "integer", (column) => column.primaryKey())
+          .addColumn("revision", "integer", (column) => column.notNull())
+          .execute();
+        await db.insertInto("fleet_revision" as never).values({ id: 1, revision: 0 } as never).execute();
+        for (const statement of fleetRevisionTriggers(kind)) await sql.raw(statement).execute(db);
+      },
+      async down(db: Kysely<unknown>) {
+        for (const statement of dropFleetRevisionTriggers(kind)) await sql.raw(statement).execute(db);
+        await db.schema.dropTable("fleet_revision").execute();
+      },
+    },
   };
+}
+
+/**
+ * What the fleet's views are built from, and the columns of each that show in
+ * them. A heartbeat that only says "still here" writes `last_seen_at` alone
+ * (and a request on demand `demand_at` alone), so neither raises the
+ * revision: the lists built once per revision stay valid while 500 nodes beat.
+ * Triggers rather than a bump beside each write: servers sharing Postgres
+ * each write, and no write path can forget it.
+ */
+const fleetRevisionSources: readonly { readonly table: string; readonly shown?: readonly string[] }[] = [
+  { table: "nodes", shown: ["address", "fabric", "labels", "inventory", "credential_hash", "joined_at"] },
+  { table: "replicas" },
+  { table: "replica_intents" },
+  { table: "node_controls" },
+  { table: "model_status", shown: ["placement_state", "placement_reason", "last_failure", "last_failure_at", "failures", "backoff_until"] },
+];
+
+function fleetRevisionTriggers(kind: "sqlite" | "postgres"): string[] {
+  const bump = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 1";
+  if (kind === "postgres") {
+    const changed = (shown: readonly string[]) => shown.map((column) => `OLD.${column} IS DISTINCT FROM NEW.${column}`).join(" OR ");
+    return [
+      `CREATE FUNCTION bump_fleet_revision() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${bump}; RETURN NULL; END $$`,
+      ...fleetRevisionSources.flatMap(({ table, shown }) => [
+        `CREATE TRIGGER ${table}_fleet_revision AFTER INSERT OR DELETE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION bump_fleet_revision()`,
+        shown
+          ? `CREATE TRIGGER ${table}_fleet_revision_update AFTER UPDATE ON ${table} FOR EACH ROW WHEN (${changed(shown)}) EXECUTE FUNCTION bump_fleet_revision()`
+          : `CREATE TRIGGER ${table}_fleet_revision_update AFTER UPDATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION bump_fleet_revision()`,
+      ]),
+    ];
+  }
+  return fleetRevisionSources.flatMap(({ table, shown }) => [
+    `CREATE TRIGGER ${table}_fleet_revision_insert AFTER INSERT ON ${table} BEGIN ${bump}; END`,
+    `CREATE TRIGGER ${table}_fleet_revision_delete AFTER DELETE ON ${table} BEGIN ${bump}; END`,
+    // SQLite's UPDATE OF fires for a column named in SET even when its value is the same: the WHEN clause compares.
+    `CREATE TRIGGER ${table}_fleet_revision_update AFTER UPDATE ON ${table}${shown ? ` WHEN ${shown.map((column) => `OLD.${column} IS NOT NEW.${column}`).join(" OR ")}` : ""} BEGIN ${bump}; END`,
+  ]);
+}
+
+function dropFleetRevisionTriggers(kind: "sqlite" | "postgres"): string[] {
+  if (kind === "postgres") {
+    return [...fleetRevisionSources.flatMap(({ table }) => [`DROP TRIGGER ${table}_fleet_revision ON ${table}`, `DROP TRIGGER ${table}_fleet_revision_update ON ${table}`]), "DROP FUNCTION bump_fleet_revision()"];
+  }
+  return fleetRevisionSources.flatMap(({ table }) => ["insert", "delete", "update"].map((operation) => `DROP TRIGGER ${table}_fleet_revision_${operation}`));
 }
 
 export function migrationProvider(kind: StoreKind): MigrationProvider {

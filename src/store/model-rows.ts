@@ -26,3 +26,4 @@ export async function readCatalogRevision(db: Kysely<Database>): Promise<number>
   const row = await db.selectFrom("catalog_revision").select("revision").where("id", "=", 1).executeTakeFirst();
   return Number(row?.revision ?? 0);
 }
+

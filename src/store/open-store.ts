@@ -16,6 +16,12 @@ export interface Store {
    * (or two requests) changing the catalog at once must not interleave.
    */
   withCatalogLock<T>(work: (transaction: Transaction<Database>) => Promise<T>): Promise<T>;
+  /**
+   * A consistent copy of the whole state into `file` (created 0600: it holds
+   * token hashes and usage) while the server goes on writing: SQLite's online
+   * backup API. Postgres is refused with the pg_dump command that does the same.
+   */
+  backup(file: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -27,7 +33,8 @@ export interface StoreLocation {
 
 export async function openStore(location: StoreLocation): Promise<Store> {
   const kind: StoreKind = location.database ? "postgres" : "sqlite";
-  const db = kind === "postgres" ? openPostgres(location.database as string) : openSqlite(location.dataDir);
+  const sqlite = kind === "sqlite" ? openSqliteFile(location.dataDir) : undefined;
+  const db = sqlite ? new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }) : openPostgres(location.database as string);
   try {
     await migrate(db, kind);
   } catch (error) {
@@ -43,11 +50,26 @@ export async function openStore(location: StoreLocation): Promise<Store> {
         await transaction.updateTable("catalog_revision").set((eb) => ({ revision: eb("revision", "+", 1) })).where("id", "=", 1).execute();
         return work(transaction);
       }),
+    backup: async (file) => {
+      if (!sqlite) throw pgDumpInstead(location.database as string);
+      // SQLite's backup writes into an existing empty file as into a new database; made here, it is private from its first byte.
+      closeSync(openSync(file, "wx", 0o600));
+      await sqlite.backup(file);
+    },
     close: () => db.destroy(),
   };
 }
 
-function openSqlite(dataDir: string): Kysely<Database> {
+/**
+ * The database at `location` as it is, migrations not run: for bringing a
+ * store to an earlier schema (the tests that open every earlier schema with
+ * this release).
+ */
+export function openUnmigrated(location: StoreLocation): Kysely<Database> {
+  return location.database ? openPostgres(location.database) : new Kysely<Database>({ dialect: new SqliteDialect({ database: openSqliteFile(location.dataDir) }) });
+}
+
+function openSqliteFile(dataDir: string): SqliteDatabase.Database {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, "llmgw.db");
   // SQLite would create it 0644 (the umask's default), readable by every local user; it creates its
@@ -65,7 +87,24 @@ function openSqlite(dataDir: string): Kysely<Database> {
   database.pragma("synchronous = NORMAL");
   database.pragma("busy_timeout = 5000");
   database.pragma("foreign_keys = ON");
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return database;
+}
+
+/** The refusal of a backup on Postgres, with the commands that do it there; the password stays out of the command line. */
+function pgDumpInstead(url: string): DomainError {
+  let target = "DATABASE_URL";
+  try {
+    const parsed = new URL(url);
+    const database = parsed.pathname.replace(/^\//, "") || "postgres";
+    target = `-h ${parsed.hostname} -p ${parsed.port || "5432"} -U ${decodeURIComponent(parsed.username) || "postgres"} -d ${decodeURIComponent(database)}`;
+  } catch {
+    // An unparsable URL would not have opened; the placeholder still shows the command's shape.
+  }
+  return new DomainError(
+    "backup_unsupported",
+    "this server keeps its state in Postgres, which `llmgw ctl backup` does not copy (it copies the embedded SQLite file)",
+    `Back it up with Postgres' own tool, online and consistent: \`pg_dump ${target} --format=custom --file=llmgw.dump\` (the password from PGPASSWORD or ~/.pgpass); restore into an empty database with \`pg_restore ${target} --no-owner llmgw.dump\`.`,
+  );
 }
 
 function openPostgres(url: string): Kysely<Database> {

@@ -1,5 +1,6 @@
 import type { Insertable, Kysely, Selectable } from "kysely";
 import type { Database } from "./schema.js";
+import { likePattern } from "./like-pattern.js";
 
 export type ReplicaIntentRow = Selectable<Database["replica_intents"]>;
 export type NewReplicaIntent = Insertable<Database["replica_intents"]>;
@@ -39,8 +40,14 @@ export async function insertEvents(db: Kysely<Database>, events: readonly NewEve
 
 export interface EventFilter {
   readonly model?: string | undefined;
+  readonly node?: string | undefined;
+  readonly kind?: string | undefined;
+  /** Text the message, model, node or replica holds, in any case. */
+  readonly text?: string | undefined;
   /** Events after this id. */
   readonly afterId?: number | undefined;
+  /** Events before this id (the page before one already read). */
+  readonly beforeId?: number | undefined;
   /** Events at or after this time. */
   readonly since?: string | undefined;
   readonly limit: number;
@@ -50,7 +57,14 @@ export interface EventFilter {
 export async function listEvents(db: Kysely<Database>, filter: EventFilter): Promise<EventRow[]> {
   let query = db.selectFrom("events").selectAll();
   if (filter.model !== undefined) query = query.where("model", "=", filter.model);
+  if (filter.node !== undefined) query = query.where("node", "=", filter.node);
+  if (filter.kind !== undefined) query = query.where("kind", "=", filter.kind);
+  if (filter.text !== undefined) {
+    const pattern = likePattern(filter.text);
+    query = query.where((eb) => eb.or(["message", "model", "node", "replica"].map((column) => eb(eb.fn("lower", [eb.ref(column as "message")]), "like", pattern))));
+  }
   if (filter.afterId !== undefined) query = query.where("id", ">", filter.afterId);
+  if (filter.beforeId !== undefined) query = query.where("id", "<", filter.beforeId);
   if (filter.since !== undefined) query = query.where("at", ">=", filter.since);
   const rows = await query.orderBy("id", "desc").limit(filter.limit).execute();
   return rows.map((row) => ({ ...row, id: Number(row.id) })).reverse();

@@ -8,6 +8,8 @@ import type { ColumnType, Generated } from "kysely";
 export interface Database {
   /** One row. Every catalog change updates it first, which serializes catalog changes across servers sharing Postgres. */
   catalog_revision: { id: number; revision: number };
+  /** One row, raised by triggers on every change a fleet or model view shows (migrations.ts names the columns). */
+  fleet_revision: { id: number; revision: number };
   models: { name: string; entry: string; created_at: string; updated_at: string };
   api_tokens: { id: string; name: string; role: string; token_hash: string; created_at: string };
   audit_events: {

@@ -6,7 +6,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkpointTensors, ggufHeaderBytes, syntheticGguf, writeBytes, writeSyntheticCheckpoint } from "../../src/plan/header-only-checkpoint.js";
 import { fixtureArchitecture, fixtureConfig } from "../../src/plan/testing/fixtures.js";
-import { startHubServer, type HubServer } from "../../src/plan/testing/hub-server.js";
+import { startHubServer, type HubServer } from "../../src/hub/local-hub.js";
 import type { EventView, NodeView, ReplicaView } from "../../src/protocol/views.js";
 import type { HistoryView, UpdateCheckView } from "../../src/protocol/version-views.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";

@@ -161,12 +161,13 @@ describe("llmgw server and ctl, as real processes", () => {
     expect(cycle.stderr).toMatch(/fallbacks go round in a circle: (small → big → small|big → small → big)/);
   });
 
-  it("answers 401 with where the token is when none is sent", async () => {
+  it("answers 401 with how to get a token, not where the server keeps it, when none is sent", async () => {
     const response = await request(`${server.url}/api/v1/models`);
     expect(response.statusCode).toBe(401);
     const body = (await response.body.json()) as { error: { code: string; hint: string } };
     expect(body.error.code).toBe("unauthorized");
-    expect(body.error.hint).toContain(path.join(server.dataDir, "admin-token"));
+    expect(body.error.hint).toContain("ctl token create");
+    expect(body.error.hint).not.toContain(server.dataDir);
 
     const elsewhere = temporaryDirectory();
     const result = await runCli(["ctl", "--server", server.url, "models"], { cwd: elsewhere });

@@ -7,7 +7,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkpointTensors, ggufHeaderBytes, writeBytes, writeSyntheticCheckpoint } from "../../src/plan/header-only-checkpoint.js";
 import { fixtureArchitecture, fixtureConfig } from "../../src/plan/testing/fixtures.js";
-import { startHubServer, type HubServer } from "../../src/plan/testing/hub-server.js";
+import { startHubServer, type HubServer } from "../../src/hub/local-hub.js";
 import type { ModelView, NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";
 import { freePort, llmgwBin, runCli, startServerProcess, type ServerProcess } from "../support/processes.js";
@@ -88,6 +88,17 @@ describe("the source check and `ctl model serve`, against a real server and a si
     await hub?.close();
   });
 
+  it("`key create` on this open gateway says the key is checked nowhere here, and what setting in which file turns checking on", async () => {
+    const created = await ctl("key", "create", "unchecked-app", "--rpm", "5");
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toMatch(/^Created gateway key "unchecked-app"/);
+    const note = created.stdout.slice(created.stdout.indexOf("Note: "));
+    expect(note).toContain("This server's gateway is open: it checks no key, so this key's models and limits are not enforced here");
+    expect(note).toContain(`set \`gateway: { auth: keys }\` in ${path.join(directory, "server.yaml")} and restart the server`);
+    const json = JSON.parse((await ctl("key", "create", "unchecked-json", "--json")).stdout) as { notice: string | null };
+    expect(json.notice).toContain("gateway: { auth: keys }");
+  });
+
   it("`model add` prints each source the server read, with its size, read from the configured hub's file list", async () => {
     // On demand, so nothing takes the card the serve test needs.
     const file = modelFile("qwen-hub.yaml", "name: qwen-hub\nscaling: { min: 0 }\nprofiles:\n  - { engine: vllm, source: hf://Qwen/Qwen2.5-7B-Instruct@main, gpus: 1 }\n");
@@ -154,7 +165,8 @@ describe("the source check and `ctl model serve`, against a real server and a si
     expect(served.stdout).toMatch(/^\s+gpu_class: l40s$/m);
     expect(served.stdout).toMatch(/profiles\[0\]\.source\s+\S+Qwen2\.5-7B-Instruct\s+14\.\d GiB/);
     expect(served.stdout).toMatch(/qwen2\.5-7b-instruct-[0-9a-f]{6} on node-a: (pending|fetching|starting)/);
-    expect(served.stdout).toContain("qwen2.5-7b-instruct is ready: 1 replica serving.");
+    // The last line, as `model add --wait` ends.
+    expect(served.stdout.trimEnd().split("\n").at(-1)).toBe("qwen2.5-7b-instruct is ready: 1 replica serving.");
     expect(served.stdout).toContain(`curl -sN ${server.url}/v1/chat/completions`);
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30_000 });
     const answer = await client.chat.completions.create({ model: "qwen2.5-7b-instruct", messages: [{ role: "user", content: "Say hello." }], max_tokens: 4 });

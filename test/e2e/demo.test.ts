@@ -8,6 +8,7 @@ import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/head
 import type { Plan } from "../../src/plan/index.js";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { isProcessAlive } from "../../src/agent/engine-process.js";
+import { gpuClassInfo } from "../../src/fleet/gpu-classes.js";
 import { llmgwBin, runCli } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 import { startDemoProcess, stopDemo, type DemoProcess } from "../support/demo-process.js";
@@ -81,6 +82,18 @@ describe("llmgw demo, as a newcomer runs it", () => {
     expect((await fetch(`${replicas[0]?.endpoint}/v1/models`)).status).toBe(401);
   });
 
+  it("prints a console link that opens the page without a token in the request, and the token logs in", async () => {
+    const lines = output.split("\n");
+    const link = new URL(lines[lines.findIndex((line) => line.startsWith("The web console")) + 1]?.trim() ?? "");
+    const token = new URLSearchParams(link.hash.slice(1)).get("token") ?? "";
+    // A browser sends neither the fragment nor a header: the page itself answers.
+    const page = await fetch(`${link.origin}${link.pathname}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toContain("text/html");
+    const session = await fetch(`${link.origin}/api/v1/session`, { headers: { authorization: `Bearer ${token}` } });
+    expect(((await session.json()) as { token: { role: string } }).token.role).toBe("admin");
+  });
+
   it("prints curl and openai SDK lines against the gateway's /v1 that stream an answer when pasted", async () => {
     const lines = output.split("\n");
     const start = lines.findIndex((line) => line.trimStart().startsWith("curl -sN"));
@@ -134,6 +147,31 @@ describe("llmgw demo, as a newcomer runs it", () => {
     expect(outputs[5]).toContain("l40s-48G");
   });
 
+  it("times each chat replica by its card: decode at the card's bandwidth over the planner's weights per card", async () => {
+    const nodes = (JSON.parse(await ctl("nodes", "--json")) as { nodes: NodeView[] }).nodes;
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
+    for (const name of ["llama-3.1-8b", "qwen2.5-7b-instruct"]) {
+      const replica = (JSON.parse(await ctl("replicas", "--model", name, "--json")) as { replicas: ReplicaView[] }).replicas[0] as ReplicaView;
+      const gpuClass = nodes.find((node) => node.name === replica.node)?.gpus.find((gpu) => gpu.index === replica.gpus[0])?.class as string;
+      // Planned from the model's own source, against the demo's fleet: the figures the reconciler gave the replica.
+      const shown = JSON.parse(await ctl("model", "show", name, "--json")) as { profiles: { name: string; source: string }[] };
+      const source = shown.profiles.find((profile) => profile.name === replica.profile)?.source as string;
+      const plan = JSON.parse(await ctl("model", "plan", source, "--json")) as Plan;
+      const candidate = plan.candidates.find((entry) => entry.pool.gpu_class === gpuClass && entry.gpus === replica.gpus.length && entry.engine === "vllm");
+      const planned = ((gpuClassInfo(gpuClass)?.bandwidthGBps ?? 0) * 1e9) / (candidate?.weights_bytes_per_card ?? Number.NaN);
+      expect(planned, name).toBeGreaterThan(10);
+      expect(await ctl("logs", replica.id), name).toContain(`decode ${planned.toFixed(0)} tokens/s (${gpuClass} at`);
+      // The stream's tokens come no faster than that rate (a defaults-timed replica, 1000 tokens/s, would):
+      // only an upper bound, since a busy machine's timers only ever add delay.
+      const stream = await client.chat.completions.create({ model: name, messages: [{ role: "user", content: "Explain the tides" }], max_tokens: 40, stream: true });
+      const arrivals: number[] = [];
+      for await (const chunk of stream) if (chunk.choices[0]?.delta?.content) arrivals.push(performance.now());
+      expect(arrivals).toHaveLength(40);
+      const rate = (arrivals.length - 1) / (((arrivals.at(-1) as number) - (arrivals[0] as number)) / 1000);
+      expect(rate, name).toBeLessThan(planned * 1.5);
+    }
+  });
+
   it("plans every fixture model against its live fleet, with the cards its replicas hold taken", async () => {
     const nodes = (JSON.parse(await ctl("nodes", "--json")) as { nodes: NodeView[] }).nodes;
     const free = (name: string) => nodes.find((node) => node.name === name)?.gpus.filter((gpu) => gpu.replica === null).length;
@@ -147,7 +185,7 @@ describe("llmgw demo, as a newcomer runs it", () => {
       expect(plan.candidates.some((candidate) => candidate.pool.gpu_class === "l40s" && candidate.pool.cards_free === free("gpu-node-2")), name).toBe(true);
       expect(plan.candidates.some((candidate) => candidate.pool.gpu_class === "cpu"), name).toBe(true);
     }
-  });
+  }, 180_000);
 
   it("leaves the on-demand model unstarted, places a second replica on `ctl scale --min 2`, and brings back a killed engine", async () => {
     const models = (JSON.parse(await ctl("models", "--json")) as { models: { name: string; state: string }[] }).models;

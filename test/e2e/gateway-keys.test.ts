@@ -61,6 +61,8 @@ describe("gateway keys through llmgw server, ctl and the openai client", () => {
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toContain('Created gateway key "data-team" (models: fake, fake-chat; rpm: 100; tpm: 100000; expires: ');
     const key = /^\s+(llmgw_key_\S+)$/m.exec(created.stdout)?.[1] as string;
+    // A gateway that checks keys has nothing to warn of.
+    expect(created.stdout).not.toContain("Note:");
 
     const answer = await ask(key, "fake-chat");
     expect(answer.choices[0]?.message.content).toBe("hi");
@@ -73,7 +75,7 @@ describe("gateway keys through llmgw server, ctl and the openai client", () => {
   it("refuses a missing or unknown key, and an admin token, with 401; a gateway key never opens the admin API", async () => {
     const key = await createKey("apart");
     // The openai client refuses to send no key at all, so this one goes by fetch.
-    const none = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "fake", messages: [] }) });
+    const none = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "fake", messages: [{ role: "user", content: "Hi" }] }) });
     expect(none.status).toBe(401);
     expect(((await none.json()) as { error: { code: string; type: string } }).error).toMatchObject({ code: "missing_api_key", type: "invalid_request_error" });
     await expect(ask("llmgw_key_not-one-we-made")).rejects.toBeInstanceOf(AuthenticationError);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer as createNetServer } from "node:net";
 import type { Server } from "node:http";
 import path from "node:path";
@@ -167,6 +167,19 @@ describe("a gateway with several workers", () => {
         const answer = await client.chat.completions.create({ model: "fake", messages: [{ role: "user", content: "still there?" }] });
         expect(answer.choices[0]?.message.content).toBe("hi");
       }
+    } finally {
+      killGroup(gateway.child.pid);
+    }
+  }, 60_000);
+
+  it("takes its workers with it when the primary is killed with SIGKILL", async () => {
+    const gateway = await startWorkers("2");
+    try {
+      const workers = childrenOf(gateway.child.pid as number);
+      expect(workers).toHaveLength(2);
+      process.kill(gateway.child.pid as number, "SIGKILL");
+      // A worker's channel to its primary closes with it, whatever killed it: each worker drains and exits.
+      await waitFor(() => workers.every((pid) => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z")), 20_000, "the workers to exit");
     } finally {
       killGroup(gateway.child.pid);
     }

@@ -33,21 +33,13 @@ describe("every printed next step runs as printed", () => {
     expect(result.stdout).toContain("The catalog is empty");
   });
 
-  it("the hint on where the admin token is, both ways it offers", async () => {
+  it("the hint to a caller without a token says how to get one, never where the server keeps it", async () => {
     const refused = await shell(`llmgw ctl --server ${server.url} models`, elsewhere, searchPath);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("this API needs a bearer token");
-    const dataDirOption = /`(--data-dir [^`]+)`/.exec(refused.stderr)?.[1];
-    const exportLine = /`(export LLMGW_TOKEN=[^`]+)`/.exec(refused.stderr)?.[1];
-    expect(dataDirOption).toBeDefined();
-    expect(exportLine).toBeDefined();
-
-    const withDataDir = await shell(`llmgw ctl --server ${server.url} models ${dataDirOption}`, elsewhere, searchPath);
-    expect(withDataDir.stderr).toBe("");
-    expect(withDataDir.code).toBe(0);
-    const withExport = await shell(`${exportLine}; llmgw ctl --server ${server.url} models`, elsewhere, searchPath);
-    expect(withExport.stderr).toBe("");
-    expect(withExport.code).toBe(0);
+    expect(refused.stderr).toContain("llmgw ctl token create NAME");
+    expect(refused.stderr).not.toContain("--data-dir");
+    expect(refused.stderr).not.toContain("admin-token");
   });
 
   it("leaves --data-dir out when the server's data dir is ./llmgw-data of the folder it was started from", async () => {
@@ -71,7 +63,10 @@ describe("every printed next step runs as printed", () => {
       await throughNpx.stop();
     }
     const hint = await runCli(["ctl", "--server", server.url, "models"], { cwd: elsewhere, env: { npm_command: "exec" } });
-    expect(hint.stderr).toMatch(/`--data-dir /);
+    expect(hint.stderr).not.toMatch(/--data-dir/);
+    // Every line ctl prints, not only its errors: the presets listing's footer too.
+    const presets = await runCli(["ctl", "--server", server.url, "--token", server.token, "model", "presets"], { env: { npm_command: "exec" } });
+    expect(presets.stdout).toContain("Add one with `npx llmgw ctl model add PRESET [--name NAME]`.");
     const unreachable = await runCli(["ctl", "--server", "http://127.0.0.1:9", "models"], { env: { npm_command: "exec" } });
     expect(unreachable.stderr).toContain("Start it with `npx llmgw server`");
   });
@@ -84,8 +79,11 @@ describe("every printed next step runs as printed", () => {
   });
 
   it("through the real npx in the clone", async () => {
-    const result = await shell("npx --no-install llmgw ctl --server http://127.0.0.1:9 models", repositoryRoot, `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}`);
+    // npx installs the clone into its cache as a file: dependency, and npm would run its prepare script
+    // (a whole `npm run build` into this dist/) while the other test files run the built CLI from it.
+    const result = await shell("npm_config_ignore_scripts=true npx --no-install llmgw ctl --server http://127.0.0.1:9 models", repositoryRoot, `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}`);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("Start it with `npx llmgw server`");
-  });
+    // npx resolves the clone's own bin before llmgw starts: slow on a busy machine, and no part of what is checked.
+  }, 180_000);
 });

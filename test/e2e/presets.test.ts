@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import OpenAI from "openai";
+import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadPresets } from "../../src/catalog/presets/load-presets.js";
 import type { Preset } from "../../src/catalog/presets/preset-schema.js";
@@ -42,6 +42,12 @@ describe("presets in the demo, through llmgw ctl", () => {
     if (task === "chat") return (await openai.chat.completions.create({ model, messages: [{ role: "user", content: "Say hello." }], max_tokens: 4 })).choices[0]?.message.content ?? "";
     if (task === "completions") return (await openai.completions.create({ model, prompt: "Once upon a time", max_tokens: 4 })).choices[0]?.text ?? "";
     if (task === "embeddings") return `${(await openai.embeddings.create({ model, input: "a sentence to embed" })).data[0]?.embedding.length ?? 0} dimensions`;
+    if (task === "rerank") {
+      // The official client has no rerank method: its post() sends the body as it is, to the gateway's /v1/rerank.
+      const documents = ["Bread needs flour, water and salt.", "The giant panda is a bear native to China."];
+      const ranked = await openai.post<{ results: { index: number; relevance_score: number }[] }>("/rerank", { body: { model, query: "What is a giant panda?", documents } });
+      return documents[ranked.results[0]?.index ?? -1] ?? "";
+    }
     throw new Error(`no check for task ${task}`);
   };
   const run = (...args: string[]): Promise<CliResult> => runCli(["ctl", "--server", demo.url, "--token", demo.token, ...args]);
@@ -203,10 +209,17 @@ describe("presets in the demo, through llmgw ctl", () => {
     for (const preset of presetFiles.filter((each) => !isComfy(each) && !onDemand.includes(each))) {
       expect(await answerTask(preset.name, preset.preset.tasks[0] as string), preset.name).not.toBe("");
     }
+    // The reranker puts the document that answers the query first, and is refused chat (it runs with --runner pooling), naming what it serves.
+    expect(await answerTask("qwen3-reranker-0.6b", "rerank")).toBe("The giant panda is a bear native to China.");
+    const chat = await client().chat.completions.create({ model: "qwen3-reranker-0.6b", messages: [{ role: "user", content: "Say hello." }] }).catch((error: unknown) => error);
+    expect(chat).toBeInstanceOf(APIError);
+    expect({ status: (chat as APIError).status, code: (chat as APIError).code }).toEqual({ status: 400, code: "wrong_model_task" });
+    expect((chat as APIError).message).toContain("its engine runs with --runner pooling): it serves /v1/embeddings, /v1/rerank or /v1/score, not POST /v1/chat/completions");
     // The 70B is on demand and takes two H100s or four L40S, which the models added above now hold:
     // removed, their cards are free, and the 70B's first request starts it and waits for it.
-    for (const name of ["flux1-schnell", "hunyuan3d-2", "qwen2.5-14b-instruct"]) await ctl("model", "remove", name);
-    for (const name of ["flux1-schnell", "hunyuan3d-2", "qwen2.5-14b-instruct"]) {
+    const onCards = ["flux1-schnell", "hunyuan3d-2", "qwen2.5-14b-instruct", "qwen3-reranker-0.6b"];
+    for (const name of onCards) await ctl("model", "remove", name);
+    for (const name of onCards) {
       await until(`${name}'s replicas gone`, async () => ((await replicasOf(name)).every((each) => each.state === "stopped" || each.state === "failed") ? true : undefined), 60_000);
     }
     for (const preset of onDemand) expect(await answerTask(preset.name, preset.preset.tasks[0] as string), preset.name).not.toBe("");

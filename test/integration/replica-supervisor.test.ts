@@ -12,7 +12,8 @@ import { isProcessAlive, isProcessGroupAlive } from "../../src/agent/engine-proc
 import { findMarkedProcesses } from "../../src/agent/find-marked-processes.js";
 import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "../../src/protocol/agent-protocol.js";
 import { defaultLogRotation } from "../../src/agent/replica-log.js";
-import { ReplicaSupervisor, type ReplicaSupervisorOptions } from "../../src/agent/replica-supervisor.js";
+import { ReplicaSupervisor } from "../../src/agent/replica-supervisor.js";
+import type { ReplicaSupervisorOptions } from "../../src/agent/replicas/supervisor-options.js";
 
 let directory: string;
 let weights: string;

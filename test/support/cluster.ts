@@ -131,10 +131,13 @@ export class Cluster {
   }
 }
 
-/** Starts a server and one agent per node, each with 2 H100s and a 16-core 64 GiB host unless `simulate` names its hardware. */
-export async function startCluster(prefix: string, nodes: readonly string[], simulate: Readonly<Record<string, string>> = {}): Promise<Cluster> {
+/**
+ * Starts a server and one agent per node, each with 2 H100s and a 16-core 64 GiB host unless `simulate` names its hardware.
+ * `yaml` replaces the short pacing of serverYaml (the chaos suite gives an agent's restart more room than 4 s).
+ */
+export async function startCluster(prefix: string, nodes: readonly string[], simulate: Readonly<Record<string, string>> = {}, yaml = serverYaml): Promise<Cluster> {
   const directory = temporaryDirectory(prefix);
-  writeFileSync(path.join(directory, "server.yaml"), serverYaml);
+  writeFileSync(path.join(directory, "server.yaml"), yaml);
   const cluster = new Cluster(directory, await freePort());
   cluster.server = await startServerProcess({ cwd: directory, dataDir: path.join(directory, "server-data"), args: ["-c", "server.yaml", "--listen", `127.0.0.1:${cluster.port}`] });
   cluster.joinToken = (JSON.parse(await cluster.ctl("node", "token", "--json")) as { token: string }).token;

@@ -15,13 +15,13 @@ export interface DemoProcess {
  * terminal's foreground job: Ctrl-C goes to the whole group), once it has
  * printed its summary and the server and token to use.
  */
-export async function startDemoProcess(readyWithinMs = 120_000): Promise<DemoProcess> {
+export async function startDemoProcess(readyWithinMs = 120_000, args: readonly string[] = []): Promise<DemoProcess> {
   // As someone who installed llmgw runs it: not marked as started by npx (as it is
   // when vitest itself was), so its printed lines say bare `llmgw`, which a test
   // pastes into a shell whose PATH holds this checkout's llmgw.
   const environment = { ...process.env };
   delete environment.npm_command;
-  const demo = spawn(process.execPath, [llmgwBin, "demo", "--listen", "127.0.0.1:0"], { detached: true, stdio: ["ignore", "pipe", "pipe"], env: environment });
+  const demo = spawn(process.execPath, [llmgwBin, "demo", "--listen", "127.0.0.1:0", ...args], { detached: true, stdio: ["ignore", "pipe", "pipe"], env: environment });
   let output = "";
   demo.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   demo.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));

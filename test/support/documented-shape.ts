@@ -4,7 +4,7 @@ import { documentedViewFields, type DocumentedView } from "../../src/protocol/vi
 /**
  * Asserts that an answer of the admin API has exactly the documented fields
  * of its shape, every one present (null when absent, never left out), and
- * the same for each nested shape the README documents (Model.profiles[] ...).
+ * the same for each nested shape docs/ctl.md documents (Model.profiles[] ...).
  */
 export function expectDocumentedShape(value: unknown, shape: DocumentedView): void {
   expect(value, `${shape} is an object`).toBeTypeOf("object");

@@ -19,16 +19,49 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
   return runToCompletion(process.execPath, [llmgwBin, ...args], { cwd: options.cwd ?? process.cwd(), env: { ...withoutLlmgwVariables(process.env), ...options.env } });
 }
 
-/** Runs a program to completion and collects what it printed. */
-export function runToCompletion(program: string, args: readonly string[], options: { cwd: string; env: Record<string, string | undefined> }): Promise<CliResult> {
+/**
+ * Runs a program to completion and collects what it printed. With `withinMs`
+ * it runs in a process group of its own, and one that has not finished by
+ * then is killed with everything it started and rejected, naming `what` and
+ * what it printed so far: a test of pasted lines then fails on the line that
+ * hung, rather than at its own timeout with no word of which.
+ */
+export function runToCompletion(
+  program: string,
+  args: readonly string[],
+  options: { cwd: string; env: Record<string, string | undefined>; withinMs?: number; what?: string },
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+    const bounded = options.withinMs !== undefined;
+    const child = spawn(program, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"], detached: bounded });
     let stdout = "";
     let stderr = "";
+    let exitCode: number | null | undefined;
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.on("exit", (code) => (exitCode = code));
+    const timer = bounded
+      ? setTimeout(() => {
+          try {
+            process.kill(-(child.pid as number), "SIGKILL");
+          } catch {
+            // The group is gone already: nothing left to stop.
+          }
+          const how =
+            exitCode === undefined
+              ? `did not finish within ${(options.withinMs as number) / 1000} s`
+              : `exited (${exitCode}), but a process it started still held its output open after ${(options.withinMs as number) / 1000} s`;
+          reject(new Error(`${options.what ?? [program, ...args].join(" ")}\n  ${how}; killed with its process group. It printed:\n${stdout}${stderr ? `\n(stderr)\n${stderr}` : ""}`));
+        }, options.withinMs)
+      : undefined;
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr });
+    });
   });
 }
 

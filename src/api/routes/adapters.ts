@@ -14,17 +14,19 @@ const removeQuery = z.strictObject({ in_place: flagSchema });
 
 /** A model's LoRA adapters: list, add (checked, then loaded at runtime or by surge), remove. */
 export function registerAdapterRoutes(app: FastifyInstance, adapters: AdapterService): void {
-  app.get("/api/v1/models/:name/adapters", { config: { access: "read" } }, async (request) => adapters.list(nameParams.parse(request.params).name));
+  app.get("/api/v1/models/:name/adapters", { config: { access: "read", api: { summary: "A model's LoRA adapters" } } }, async (request) => adapters.list(nameParams.parse(request.params).name));
 
-  app.post("/api/v1/models/:name/adapters", { config: { access: "admin" } }, async (request, reply) => {
+  app.post("/api/v1/models/:name/adapters", { config: { access: "admin", dryRun: true, api: { summary: "Add a LoRA adapter: loaded at runtime, or by surge restart", body: addBody, status: 201 } } }, async (request, reply) => {
     const { name } = nameParams.parse(request.params);
     const { in_place: inPlace, ...adapter } = parseBody(addBody, request.body);
-    return reply.status(201).send(await adapters.add(name, adapter, inPlace ?? false, requireActor(request)));
+    const answer = await adapters.add(name, adapter, inPlace ?? false, requireActor(request), request.dryRun);
+    // A dry run answers 200: nothing was created.
+    return request.dryRun ? answer : reply.status(201).send(answer);
   });
 
-  app.delete("/api/v1/models/:name/adapters/:adapter", { config: { access: "admin" } }, async (request) => {
+  app.delete("/api/v1/models/:name/adapters/:adapter", { config: { access: "admin", dryRun: true, api: { summary: "Remove a LoRA adapter", query: removeQuery } } }, async (request) => {
     const { name, adapter } = adapterParams.parse(request.params);
     const query = parseQuery(removeQuery, request.query);
-    return adapters.remove(name, adapter, isSet(query.in_place), requireActor(request));
+    return adapters.remove(name, adapter, isSet(query.in_place), requireActor(request), request.dryRun);
   });
 }

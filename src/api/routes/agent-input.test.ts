@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -12,7 +14,9 @@ import { buildApp } from "../../server/build-app.js";
 import { CatalogService } from "../../services/catalog-service.js";
 import { FleetService } from "../../services/fleet-service.js";
 import { openStore, type Store } from "../../store/open-store.js";
+import { listEvents } from "../../store/reconcile-rows.js";
 import { insertToken } from "../../store/token-rows.js";
+import { waitFor } from "../../../test/support/fake-engine.js";
 
 /** What a node holding a valid credential can send, treated as the outside input it is. */
 describe("agent input at the admin API's door", () => {
@@ -84,6 +88,48 @@ describe("agent input at the admin API's door", () => {
     const unknown = await beat(validHeartbeat({ ...base(), nodeName: "node-zz" }), "llmgw_node_forged");
     expect([known.statusCode, unknown.statusCode]).toEqual([401, 401]);
     expect(unknown.body.replaceAll("node-zz", "NAME")).toBe(known.body.replaceAll("node-a", "NAME"));
+  });
+
+  it("refuses a model or replica name holding a control character, naming the field", async () => {
+    for (const model of ["\t", "tiny\nready", "x\u0000"]) {
+      const body = validHeartbeat(base()) as { replicas: { model: string }[] };
+      body.replicas[0] = { ...body.replicas[0]!, model };
+      const answer = await beat(body);
+      expect(answer.statusCode).toBe(400);
+      expect(answer.json()).toMatchObject({ error: { code: "invalid_input", message: expect.stringMatching(/replicas\[0\]\.model: .*control character/s) } });
+    }
+    const badId = validHeartbeat(base()) as { replicas: { id: string }[] };
+    badId.replicas[0] = { ...badId.replicas[0]!, id: "a\tb" };
+    expect((await beat(badId)).statusCode).toBe(400);
+  });
+
+  it("stops a replica the server never placed instead of listing it, and says so in an event", async () => {
+    const stops: string[] = [];
+    const agentApi = http.createServer((request, response) => {
+      if (request.method === "DELETE") stops.push(request.url ?? "");
+      response.writeHead(202, { "content-type": "application/json" }).end(JSON.stringify({ protocol: 1, replica: null }));
+    });
+    await new Promise<void>((resolve) => agentApi.listen(0, "127.0.0.1", resolve));
+    try {
+      const address = `http://127.0.0.1:${(agentApi.address() as AddressInfo).port}`;
+      const joined = await app.inject({ method: "POST", url: agentPaths.join, payload: validJoin({ ...base(), nodeName: "node-o", address }) as object });
+      const orphanCredential = joined.json<{ credential: string }>().credential;
+      const since = new Date().toISOString();
+      const invented = { id: "invented-1", model: "no-such-model", profile: "default", engine: "vllm", cards: [0], state: "ready", endpoint: "http://127.0.0.1:41999", since };
+      const answer = await beat({ protocol: 1, name: "node-o", address, replicas: [invented] }, orphanCredential);
+      expect(answer.statusCode).toBe(200);
+      const replicas = (await app.inject({ method: "GET", url: "/api/v1/replicas", headers: as })).json<{ replicas: { id: string }[] }>().replicas;
+      expect(replicas.map((replica) => replica.id)).not.toContain("invented-1");
+      await waitFor(() => stops.length > 0, 10_000, "the stop sent to the agent");
+      expect(stops).toEqual(["/agent/v1/replicas/invented-1"]);
+      const events = await listEvents(store.db, { limit: 1000 });
+      expect(events.filter((event) => event.replica === "invented-1")).toEqual([
+        expect.objectContaining({ kind: "replica-orphan-stopped", node: "node-o", message: expect.stringContaining("never placed there") }),
+      ]);
+    } finally {
+      agentApi.closeAllConnections();
+      await new Promise<void>((resolve) => agentApi.close(() => resolve()));
+    }
   });
 
   it("never fails with a 500 on any join or heartbeat body, and the stored state stays readable", async () => {

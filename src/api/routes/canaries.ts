@@ -34,27 +34,27 @@ const gateBody = z
 /** Canaries: start one, list them with each arm's live numbers, set a gate, promote or abort by hand. */
 export function registerCanaryRoutes(app: FastifyInstance, canaries: CanaryService, putArmSlots: (gateway: string, slots: readonly ArmSlotReport[]) => Promise<void>): void {
   // What `llmgw gateway` processes counted per arm, for the canaries' numbers and gates. Admin only, like the usage feed.
-  app.post("/api/v1/gateway/arms", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/gateway/arms", { config: { access: "admin", api: { summary: "A gateway's per-arm request counts (for llmgw gateway)", body: armCountsReportSchema } } }, async (request) => {
     const report = parseBody(armCountsReportSchema, request.body);
     await putArmSlots(report.gateway, report.slots);
     return { slots: report.slots.length };
   });
 
-  app.post("/api/v1/models/:name/canary", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/canary", { config: { access: "admin", dryRun: true, api: { summary: "Start a canary at another revision with a share of the traffic", body: canaryBody } } }, async (request) => {
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(canaryBody, request.body ?? {});
-    return await canaries.start(name, { revision: body.to, weight: body.weight, replicas: body.replicas }, actor);
+    return await canaries.start(name, { revision: body.to, weight: body.weight, replicas: body.replicas }, actor, request.dryRun);
   });
 
-  app.get("/api/v1/canaries", { config: { access: "read" } }, async () => ({ canaries: await canaries.list() }));
+  app.get("/api/v1/canaries", { config: { access: "read", api: { summary: "Every canary" } } }, async () => ({ canaries: await canaries.list() }));
 
-  app.get("/api/v1/models/:name/canary", { config: { access: "read" } }, async (request) => {
+  app.get("/api/v1/models/:name/canary", { config: { access: "read", api: { summary: "A model's canary" } } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     return await canaries.get(name);
   });
 
-  app.post("/api/v1/models/:name/canary/gate", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/canary/gate", { config: { access: "admin", dryRun: true, api: { summary: "The limits that promote or abort the running canary", body: gateBody } } }, async (request) => {
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(gateBody, request.body ?? {});
@@ -62,14 +62,15 @@ export function registerCanaryRoutes(app: FastifyInstance, canaries: CanaryServi
       name,
       { max_error_rate: body.max_error_rate ?? null, max_p95_ms: body.max_p95_ms ?? null, min_requests: body.min_requests, window_ms: parseDuration(body.window) ?? 0 },
       actor,
+      request.dryRun,
     );
   });
 
   for (const ending of ["promote", "abort"] as const) {
-    app.post(`/api/v1/models/:name/canary/${ending}`, { config: { access: "admin" } }, async (request) => {
+    app.post(`/api/v1/models/:name/canary/${ending}`, { config: { access: "admin", dryRun: true, api: { summary: `${ending === "promote" ? "Promote" : "Abort"} the running canary` } } }, async (request) => {
       const actor = requireActor(request);
       const { name } = nameParams.parse(request.params);
-      return await canaries.end(name, ending, actor);
+      return await canaries.end(name, ending, actor, request.dryRun);
     });
   }
 }

@@ -1,10 +1,13 @@
 import { pipeline } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { agentPaths } from "../../protocol/agent-protocol.js";
+import { agentPaths, heartbeatRequestSchema, heartbeatResponseSchema, joinRequestSchema, joinResponseSchema } from "../../protocol/agent-protocol.js";
 import { startReplicaBodySchema, type FleetService } from "../../services/fleet-service.js";
-import { redactOutputLine, secretValuesOf } from "../../catalog/redact.js";
-import type { ReplicaView } from "../../protocol/views.js";
+import { redactOutputLine, redactStrings, secretValuesOf, type Audience } from "../../catalog/redact.js";
+import type { NodeState, NodeView, ReplicaView } from "../../protocol/views.js";
+import { engineNames } from "../../catalog/schema.js";
+import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
+import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { describeActor } from "../../catalog/actor.js";
@@ -12,9 +15,66 @@ import { maskedLines } from "../masked-lines.js";
 import { flagSchema, isSet, logsQuerySchema } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 
+import { dryRunAnswer } from "../../protocol/dry-run.js";
+
 const nameParams = z.object({ name: z.string() });
 const idParams = z.object({ id: z.string() });
-const replicasQuery = z.object({ model: z.string().optional(), node: z.string().optional() });
+const nodeStates = ["ready", "settling", "lost"] as const satisfies readonly NodeState[];
+const nodesQuery = z.strictObject({
+  ...pageQueryShape,
+  state: z.enum(nodeStates, { message: `one of ${nodeStates.join(", ")}` }).optional(),
+  class: z.string().min(1).optional(),
+  engine: z.enum(engineNames, { message: `one of ${engineNames.join(", ")}` }).optional(),
+});
+type NodesQuery = z.infer<typeof nodesQuery>;
+const replicaStatesShown = ["pending", "fetching", "starting", "ready", "draining", "stopped", "failed", "lost"] as const satisfies readonly ReplicaView["state"][];
+const replicasQuery = z.strictObject({
+  ...pageQueryShape,
+  model: z.string().optional(),
+  node: z.string().optional(),
+  state: z.enum(replicaStatesShown, { message: `one of ${replicaStatesShown.join(", ")}` }).optional(),
+  engine: z.enum(engineNames, { message: `one of ${engineNames.join(", ")}` }).optional(),
+});
+type ReplicasQuery = z.infer<typeof replicasQuery>;
+const stopQuery = z.object({ drain: flagSchema });
+
+function nodeMatches(node: NodeView, query: NodesQuery): boolean {
+  return (
+    (query.state === undefined || node.state === query.state) &&
+    (query.class === undefined || node.gpus.some((gpu) => gpu.class === query.class)) &&
+    (query.engine === undefined || node.engines.includes(query.engine)) &&
+    matchesText(query.q, [node.name, node.hostname, node.address, ...Object.values(node.labels)])
+  );
+}
+
+function replicaMatches(replica: ReplicaView, query: ReplicasQuery): boolean {
+  return (
+    (query.model === undefined || replica.model === query.model) &&
+    (query.node === undefined || replica.node === query.node) &&
+    (query.state === undefined || replica.state === query.state) &&
+    (query.engine === undefined || replica.engine === query.engine) &&
+    matchesText(query.q, [replica.id, replica.model, replica.node, replica.reason])
+  );
+}
+
+const onlyPaging = (query: Record<string, unknown>) => Object.entries(query).every(([name, value]) => value === undefined || name === "limit" || name === "cursor");
+
+/** Placeholder for a node's last_seen_at in its kept JSON: the one field that moves at every beat, put in at each answer. */
+const lastSeenMark = "\u0000last_seen_at\u0000";
+
+/** A node's JSON, kept in two parts around its last_seen_at. */
+interface NodeText {
+  readonly view: NodeView;
+  readonly head: string;
+  readonly tail: string;
+}
+
+function nodeText(view: NodeView, audience: Audience): NodeText {
+  const text = maskedJson({ ...view, last_seen_at: lastSeenMark }, audience);
+  const mark = JSON.stringify(lastSeenMark);
+  const at = text.indexOf(mark);
+  return { view, head: text.slice(0, at), tail: text.slice(at + mark.length) };
+}
 
 /** The secret values a replica runs with, from its model's profile as the catalog has it now; none once the model is gone. */
 async function profileSecretValues(catalog: CatalogService, modelName: string, profileName: string): Promise<string[]> {
@@ -46,31 +106,72 @@ const shownReplica = async (catalog: CatalogService, replica: ReplicaView): Prom
 /** Nodes, replicas, join tokens, and the agents' own join and heartbeat. */
 export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, catalog: CatalogService): void {
   // Agents authenticate with a join token or their node credential, checked by the fleet service.
-  app.post(agentPaths.join, { config: { access: "agent" } }, async (request) => fleet.join(request.body));
-  app.post(agentPaths.heartbeat, { config: { access: "agent" } }, async (request) => fleet.heartbeat(request.headers.authorization, request.body, request.log));
+  app.post(agentPaths.join, { config: { access: "agent", api: { summary: "An agent joins with a join token (the agent protocol)", body: joinRequestSchema, response: joinResponseSchema } } }, async (request) => fleet.join(request.body));
+  app.post(agentPaths.heartbeat, { config: { access: "agent", api: { summary: "An agent's heartbeat with its node credential (the agent protocol)", body: heartbeatRequestSchema, response: heartbeatResponseSchema } } }, async (request) => fleet.heartbeat(request.headers.authorization, request.body, request.log));
 
-  app.post("/api/v1/node-tokens", { config: { access: "admin" } }, async (request, reply) => {
+  app.post("/api/v1/node-tokens", { config: { access: "admin", dryRun: true, api: { summary: "A join token for agents", status: 201 } } }, async (request, reply) => {
     const actor = requireActor(request);
+    // No token is made, so none is shown: the real call's value is the only one that joins a node.
+    if (request.dryRun) return dryRunAnswer({ created_at: new Date().toISOString() }, [{ kind: "join-token-create", summary: "create a join token for new nodes (its value is shown once, by the real call)" }]);
     return reply.status(201).send(await fleet.createJoinToken(describeActor(actor)));
   });
 
-  app.get("/api/v1/nodes", { config: { access: "read" } }, async () => ({ nodes: await fleet.listNodes() }));
-  app.get("/api/v1/nodes/:name", { config: { access: "read" } }, async (request) => fleet.getNode(nameParams.parse(request.params).name));
+  const nodesCache = new ListCache<readonly NodeText[]>();
+  app.get("/api/v1/nodes", { config: { access: "read", api: { summary: "Nodes, filtered and paged", query: nodesQuery } } }, async (request, reply) => {
+    const query = parseQuery(nodesQuery, request.query);
+    const { key: fleetKey, lastSeen } = await fleet.viewKey();
+    // Who reads too: the text is masked for its audience.
+    const key = `${fleetKey}|${request.audience}`;
+    const texts = await nodesCache.get(key, async () => ({ value: (await fleet.listNodes()).map((view) => nodeText(view, request.audience)) }));
+    const matching = texts.filter((text) => nodeMatches(text.view, query));
+    const page = isPaged(query) ? pageOf(matching, (text) => text.view.name, query) : { items: matching, next_cursor: null };
+    const seenAt = (text: NodeText) => lastSeen.get(text.view.name) ?? text.view.last_seen_at;
+    const etag = weakEtag(key, JSON.stringify(query), page.items.map(seenAt).join(","));
+    return sendList(request, reply, etag, () => {
+      const nodes = `[${page.items.map((text) => `${text.head}${JSON.stringify(seenAt(text))}${text.tail}`).join(",")}]`;
+      return isPaged(query) ? `{"nodes":${nodes},"next_cursor":${JSON.stringify(page.next_cursor)}}` : `{"nodes":${nodes}}`;
+    });
+  });
+  app.get("/api/v1/nodes/:name", { config: { access: "read", api: { summary: "One node" } } }, async (request) => fleet.getNode(nameParams.parse(request.params).name));
 
-  app.get("/api/v1/replicas", { config: { access: "read" } }, async (request) => ({ replicas: await shownReplicas(catalog, await fleet.listReplicas(parseQuery(replicasQuery, request.query))) }));
-  app.get("/api/v1/replicas/:id", { config: { access: "read" } }, async (request) => shownReplica(catalog, await fleet.getReplica(idParams.parse(request.params).id)));
+  const replicasCache = new ListCache<{ readonly views: readonly ReplicaView[]; readonly body: string }>();
+  app.get("/api/v1/replicas", { config: { access: "read", api: { summary: "Replicas, filtered and paged", query: replicasQuery } } }, async (request, reply) => {
+    const query = parseQuery(replicasQuery, request.query);
+    // The catalog's revision too: a failed replica's reason is masked with its model's secrets as the catalog has them.
+    const revision = (await catalog.snapshot()).revision;
+    const key = `${revision}|${(await fleet.viewKey()).key}|${request.audience}`;
+    const built = await replicasCache.get(key, async () => {
+      // Masked once here, so the pages and filtered answers cut from these views are masked too.
+      const views = redactStrings(await shownReplicas(catalog, await fleet.listReplicas()), request.audience) as ReplicaView[];
+      return { value: { views, body: JSON.stringify({ replicas: views }) } };
+    });
+    const etag = weakEtag(key, JSON.stringify(query));
+    if (Object.values(query).every((value) => value === undefined)) return sendList(request, reply, etag, () => built.body);
+    return sendList(request, reply, etag, () => {
+      const matching = onlyPaging(query) ? built.views : built.views.filter((replica) => replicaMatches(replica, query));
+      if (!isPaged(query)) return JSON.stringify({ replicas: matching });
+      const page = pageOf(matching, (replica) => replica.id, query);
+      return JSON.stringify({ replicas: page.items, next_cursor: page.next_cursor });
+    });
+  });
+  app.get("/api/v1/replicas/:id", { config: { access: "read", api: { summary: "One replica" } } }, async (request) => shownReplica(catalog, await fleet.getReplica(idParams.parse(request.params).id)));
 
-  app.post("/api/v1/replicas", { config: { access: "admin" } }, async (request, reply) => {
+  app.post("/api/v1/replicas", { config: { access: "admin", api: { summary: "Start one replica by hand on a node", body: startReplicaBodySchema, status: 201 } } }, async (request, reply) => {
     requireActor(request);
     return reply.status(201).send(await shownReplica(catalog, await fleet.startReplica(parseBody(startReplicaBodySchema, request.body))));
   });
 
-  app.delete("/api/v1/replicas/:id", { config: { access: "admin" } }, async (request, reply) => {
-    const drain = isSet(parseQuery(z.object({ drain: flagSchema }), request.query).drain);
+  app.delete("/api/v1/replicas/:id", { config: { access: "admin", dryRun: true, api: { summary: "Stop a replica (drained first with drain=1)", query: stopQuery, status: 202 } } }, async (request, reply) => {
+    const drain = isSet(parseQuery(stopQuery, request.query).drain);
+    if (request.dryRun) {
+      const replica = await shownReplica(catalog, await fleet.getReplica(idParams.parse(request.params).id));
+      const how = drain ? "drains its requests in flight, then stops" : "stops now";
+      return dryRunAnswer(replica, [{ kind: "replica-stop", summary: `replica ${replica.id} of ${replica.model} on ${replica.node}, cards ${replica.gpus.join(",") || "none (CPU)"}, ${how}`, model: replica.model, replica: replica.id, node: replica.node, cards: [...replica.gpus] }]);
+    }
     return reply.status(202).send(await shownReplica(catalog, await fleet.stopReplica(idParams.parse(request.params).id, drain)));
   });
 
-  app.get("/api/v1/replicas/:id/logs", { config: { access: "read" } }, async (request, reply) => {
+  app.get("/api/v1/replicas/:id/logs", { config: { access: "read", api: { summary: "The engine's log from its node, streamed while following", query: logsQuerySchema, produces: "text/plain" } } }, async (request, reply) => {
     const query = parseQuery(logsQuerySchema, request.query);
     const abort = new AbortController();
     // A client that stops following must not leave the stream to the agent open.

@@ -3,7 +3,12 @@ import { usageBatchSchema, type GatewayKeyFeedEntry } from "../../protocol/gatew
 import { listGatewayKeys } from "../../store/gateway-key-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { addUsage } from "../../store/usage-rows.js";
-import { parseBody } from "../parse-body.js";
+import { parseBody, parseQuery } from "../parse-body.js";
+import { z } from "zod";
+import { matchesText, pageQueryShape } from "../lists/list-query.js";
+import { sendItems } from "../lists/list-answer.js";
+
+const feedQuery = z.strictObject(pageQueryShape);
 
 /**
  * What standalone gateways need from the store, over HTTP: the key table
@@ -12,8 +17,9 @@ import { parseBody } from "../parse-body.js";
  * the routing table.
  */
 export function registerGatewayFeedRoutes(app: FastifyInstance, store: Store): void {
-  app.get("/api/v1/gateway/keys", { config: { access: "admin" } }, async (): Promise<{ keys: GatewayKeyFeedEntry[] }> => ({
-    keys: (await listGatewayKeys(store.db)).map((key) => ({
+  app.get("/api/v1/gateway/keys", { config: { access: "admin", api: { summary: "The gateway keys' hashes and limits (for llmgw gateway), searched and paged", query: feedQuery } } }, async (request, reply) => {
+    const query = parseQuery(feedQuery, request.query);
+    const entries: GatewayKeyFeedEntry[] = (await listGatewayKeys(store.db)).map((key) => ({
       name: key.name,
       key_hash: key.hash,
       models: key.models === null ? null : [...key.models],
@@ -22,10 +28,11 @@ export function registerGatewayFeedRoutes(app: FastifyInstance, store: Store): v
       expires_at: key.expiresAt,
       created_at: key.createdAt,
       revoked_at: key.revokedAt,
-    })),
-  }));
+    }));
+    return sendItems(request, reply, { field: "keys", items: entries.filter((entry) => matchesText(query.q, [entry.name])), key: (entry) => entry.name, query });
+  });
 
-  app.post("/api/v1/gateway/usage", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/gateway/usage", { config: { access: "admin", api: { summary: "A gateway's usage counts, added to the stored ones (for llmgw gateway)", body: usageBatchSchema } } }, async (request) => {
     const batch = parseBody(usageBatchSchema, request.body);
     await addUsage(
       store.db,

@@ -21,17 +21,17 @@ const gpusBody = z.strictObject({
 
 /** POST /api/v1/models/{name}/context and /gpus: changes that are checked against the model's files and the fleet, then roll its replicas. */
 export function registerModelChangeRoutes(app: FastifyInstance, changes: ModelChangeService): void {
-  app.post("/api/v1/models/:name/context", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/context", { config: { access: "admin", dryRun: true, api: { summary: "Change the context one request may use, and roll the replicas", body: contextBody } } }, async (request) => {
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(contextBody, request.body);
-    return await changes.context(name, { tokens: body.context, slots: body.slots, inPlace: body.in_place }, actor);
+    return await changes.context(name, { tokens: body.context, slots: body.slots, inPlace: body.in_place }, actor, request.dryRun);
   });
 
-  app.post("/api/v1/models/:name/gpus", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/gpus", { config: { access: "admin", dryRun: true, api: { summary: "Change the cards per replica, and roll the replicas", body: gpusBody } } }, async (request) => {
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(gpusBody, request.body);
-    return await changes.gpus(name, { gpus: body.gpus, profile: body.profile, inPlace: body.in_place }, actor);
+    return await changes.gpus(name, { gpus: body.gpus, profile: body.profile, inPlace: body.in_place }, actor, request.dryRun);
   });
 }

@@ -8,7 +8,7 @@ import { expectDocumentedShape } from "../../../test/support/documented-shape.js
 import { hashToken, newToken } from "../../auth/tokens.js";
 import { checkpointTensors, ggufHeaderBytes, writeBytes, writeSyntheticCheckpoint } from "../../plan/header-only-checkpoint.js";
 import { fixtureArchitecture, fixtureConfig } from "../../plan/testing/fixtures.js";
-import { startHubServer, type HubServer } from "../../plan/testing/hub-server.js";
+import { startHubServer, type HubServer } from "../../hub/local-hub.js";
 import { buildApp } from "../../server/build-app.js";
 import { CatalogService } from "../../services/catalog-service.js";
 import { openStore, type Store } from "../../store/open-store.js";

@@ -1,17 +1,48 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
-import type { CatalogService } from "../../services/catalog-service.js";
+import { engineNames, modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
+import { catalogEdits, type CatalogEdit, type CatalogService } from "../../services/catalog-service.js";
+import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";
+import { catalogWriteChange } from "../../services/catalog-write-change.js";
+import { dryRunAnswer } from "../../protocol/dry-run.js";
 import { requireActor } from "../access.js";
 import { modelView, noModelStatus, type ModelStatusSource, type ReplicaCountSource } from "../model-view.js";
-import type { Audience } from "../../catalog/redact.js";
+import { redactStrings, type Audience } from "../../catalog/redact.js";
 import { checkSecretEnv } from "../../catalog/secret-env.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
 import type { PlanSettings } from "./plan.js";
-import type { AddedModelView } from "../../protocol/views.js";
+import type { AddedModelView, ModelState, ModelView } from "../../protocol/views.js";
+import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
+import { ListCache, sendList, weakEtag } from "../lists/list-answer.js";
 
 const nameParams = z.object({ name: z.string() });
+
+const modelStates = ["external", "stopped", "on-demand", "pending", "degraded", "ready"] as const satisfies readonly ModelState[];
+const modelsQuery = z.strictObject({
+  ...pageQueryShape,
+  state: z.enum(modelStates, { message: `one of ${modelStates.join(", ")}` }).optional(),
+  class: z.enum(modelClasses, { message: `one of ${modelClasses.join(", ")}` }).optional(),
+  owner: z.string().min(1).optional(),
+  engine: z.enum(engineNames, { message: `one of ${engineNames.join(", ")}` }).optional(),
+});
+type ModelsQuery = z.infer<typeof modelsQuery>;
+
+function modelMatches(model: ModelView, query: ModelsQuery): boolean {
+  return (
+    (query.state === undefined || model.state === query.state) &&
+    (query.class === undefined || model.class === query.class) &&
+    (query.owner === undefined || model.owner === query.owner) &&
+    (query.engine === undefined || model.profiles.some((profile) => profile.engine === query.engine)) &&
+    matchesText(query.q, [model.name, model.owner, ...model.aliases])
+  );
+}
+
+/** One audience's list of models, and its JSON as sent whole. */
+interface BuiltModels {
+  readonly views: readonly ModelView[];
+  readonly body: string;
+}
 
 // Bodies are cut from the catalog's own schema, so a field is checked (and
 // explained) the same way in server.yaml, a model file and a request.
@@ -42,71 +73,97 @@ export function registerModelRoutes(
   replicaCounts: ReplicaCountSource,
   modelStatus: ModelStatusSource = noModelStatus,
   sources?: PlanSettings,
+  previewReplicas: PreviewReplicas = noReplicaPreview,
+  /**
+   * What the replica counts and statuses are read from, as a key that
+   * changes whenever they do (the fleet's view key). Without it (counts from
+   * elsewhere, as in tests) the list is built at every request.
+   */
+  fleetKey?: () => Promise<string>,
 ): void {
   const view = async (name: string, audience: Audience) => {
     const [counts, statuses] = await Promise.all([replicaCounts(), modelStatus()]);
     return modelView(await catalog.get(name), catalog.declaredIn, counts.get(name), { audience, status: statuses.get(name) });
   };
 
-  app.get("/api/v1/models", { config: { access: "read" } }, async (request) => {
+  const cache = new ListCache<BuiltModels>();
+  const build = async (audience: Audience): Promise<{ value: BuiltModels; validUntilMs: number }> => {
     const [models, counts, statuses] = await Promise.all([catalog.list(), replicaCounts(), modelStatus()]);
-    return { models: models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name), { audience: request.audience, status: statuses.get(model.name) })) };
+    // Masked as every object answer is (a text answer skips the hook that masks them), once per build.
+    const views = redactStrings(
+      models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name), { audience, status: statuses.get(model.name) })),
+      audience,
+    ) as ModelView[];
+    // A failure's retry_at is shown only until that moment: the list holds until the first of them passes.
+    const nowMs = Date.now();
+    const retries = views.flatMap((view) => (view.last_failure?.retry_at ? [Date.parse(view.last_failure.retry_at)] : [])).filter((at) => at > nowMs);
+    return { value: { views, body: JSON.stringify({ models: views }) }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
+  };
+
+  app.get("/api/v1/models", { config: { access: "read", api: { summary: "The catalog, filtered and paged", query: modelsQuery } } }, async (request, reply) => {
+    const query = parseQuery(modelsQuery, request.query);
+    const audience = request.audience;
+    // The revision is read before the fleet's key and the build, as the catalog service reads it before the entries.
+    const revision = (await catalog.snapshot()).revision;
+    const key = fleetKey === undefined ? undefined : `${revision}|${await fleetKey()}|${audience}`;
+    const built = key === undefined ? (await build(audience)).value : await cache.get(key, () => build(audience));
+    const whole = !isPaged(query) && Object.values(query).every((value) => value === undefined);
+    const etag = weakEtag(key ?? built.body, JSON.stringify(query));
+    if (whole) return sendList(request, reply, etag, () => built.body);
+    return sendList(request, reply, etag, () => {
+      const matching = built.views.filter((model) => modelMatches(model, query));
+      if (!isPaged(query)) return JSON.stringify({ models: matching });
+      const page = pageOf(matching, (model) => model.name, query);
+      return JSON.stringify({ models: page.items, next_cursor: page.next_cursor });
+    });
   });
 
-  app.get("/api/v1/models/:name", { config: { access: "read" } }, async (request) => view(nameParams.parse(request.params).name, request.audience));
+  app.get("/api/v1/models/:name", { config: { access: "read", api: { summary: "One model as it is in force" } } }, async (request) => view(nameParams.parse(request.params).name, request.audience));
 
-  app.post("/api/v1/models", { config: { access: "admin" } }, async (request, reply) => {
+  // A dry run builds the catalog the change would produce (refused as the change would be) and asks the reconciler what it would do with it.
+  const change = async (request: FastifyRequest, edit: CatalogEdit) => {
+    const { name } = nameParams.parse(request.params);
+    if (!request.dryRun) {
+      await catalog.apply(name, edit, requireActor(request));
+      return view(name, request.audience);
+    }
+    const preview = await catalog.preview(name, edit.change, edit.mutate);
+    const changes = [catalogWriteChange(name, preview.before, preview.after), ...(await previewReplicas({ models: preview.catalog.models }))];
+    const [counts, statuses] = await Promise.all([replicaCounts(), modelStatus()]);
+    return dryRunAnswer(modelView(preview.model, catalog.declaredIn, counts.get(name), { audience: request.audience, status: statuses.get(name) }), changes);
+  };
+
+  app.post("/api/v1/models", { config: { access: "admin", dryRun: true, api: { summary: "Add a model at runtime, after reading its sources", query: sourceCheckQuery, body: modelEntrySchema, status: 201 } } }, async (request, reply) => {
     const { source_check: sourceCheck } = parseQuery(sourceCheckQuery, request.query);
     const entry = parseBody(modelEntrySchema, request.body);
     // The server's own environment: a secret_env naming a variable it lacks is refused now, not at the first replica.
     checkSecretEnv(entry, process.env);
     // The catalog's own rules first (a taken name, a missing fallback): they answer at once, the sources may take seconds.
-    await catalog.checkAdd(entry);
+    const preview = await catalog.previewAdd(entry);
     const checked = sources && sourceCheck !== "false" ? await checkSourcesAtDoor(entry, sources) : null;
+    if (request.dryRun) {
+      const outcome: AddedModelView = { ...modelView(preview.model, catalog.declaredIn, undefined, { audience: request.audience }), sources_checked: checked };
+      return dryRunAnswer(outcome, [catalogWriteChange(entry.name, null, entry), ...(await previewReplicas({ models: preview.catalog.models }))]);
+    }
     const model = await catalog.add(entry, requireActor(request));
     const answer: AddedModelView = { ...modelView(model, catalog.declaredIn, undefined, { audience: request.audience }), sources_checked: checked };
     return reply.status(201).send(answer);
   });
 
-  app.delete("/api/v1/models/:name", { config: { access: "admin" } }, async (request) => {
+  app.delete("/api/v1/models/:name", { config: { access: "admin", dryRun: true, api: { summary: "Remove a runtime model" } } }, async (request) => {
     const { name } = nameParams.parse(request.params);
+    if (request.dryRun) {
+      const preview = await catalog.previewRemove(name);
+      return dryRunAnswer({ removed: name }, [catalogWriteChange(name, preview.before, null), ...(await previewReplicas({ models: preview.catalog.models }))]);
+    }
     await catalog.remove(name, requireActor(request));
     return { removed: name };
   });
 
-  app.post("/api/v1/models/:name/scale", { config: { access: "admin" } }, async (request) => {
-    const { name } = nameParams.parse(request.params);
-    await catalog.scale(name, parseBody(scaleBody, request.body), requireActor(request));
-    return view(name, request.audience);
-  });
-
-  app.post("/api/v1/models/:name/resources", { config: { access: "admin" } }, async (request) => {
-    const { name } = nameParams.parse(request.params);
-    await catalog.resources(name, parseBody(resourcesBody, request.body), requireActor(request));
-    return view(name, request.audience);
-  });
-
-  app.post("/api/v1/models/:name/class", { config: { access: "admin" } }, async (request) => {
-    const { name } = nameParams.parse(request.params);
-    await catalog.setClass(name, parseBody(classBody, request.body).class, requireActor(request));
-    return view(name, request.audience);
-  });
-
-  app.post("/api/v1/models/:name/owner", { config: { access: "admin" } }, async (request) => {
-    const { name } = nameParams.parse(request.params);
-    await catalog.setOwner(name, parseBody(ownerBody, request.body).owner, requireActor(request));
-    return view(name, request.audience);
-  });
-
-  app.post("/api/v1/models/:name/target", { config: { access: "admin" } }, async (request) => {
-    const { name } = nameParams.parse(request.params);
-    await catalog.setTarget(name, parseBody(targetBody, request.body).in_flight, requireActor(request));
-    return view(name, request.audience);
-  });
-
-  app.post("/api/v1/models/:name/fallbacks", { config: { access: "admin" } }, async (request) => {
-    const { name } = nameParams.parse(request.params);
-    await catalog.setFallbacks(name, parseBody(fallbacksBody, request.body).fallbacks, requireActor(request));
-    return view(name, request.audience);
-  });
+  app.post("/api/v1/models/:name/scale", { config: { access: "admin", dryRun: true, api: { summary: "Replicas kept running and the ceiling", body: scaleBody } } }, async (request) => change(request, catalogEdits.scale(parseBody(scaleBody, request.body))));
+  app.post("/api/v1/models/:name/resources", { config: { access: "admin", dryRun: true, api: { summary: "Host memory and cores one replica reserves", body: resourcesBody } } }, async (request) => change(request, catalogEdits.resources(parseBody(resourcesBody, request.body))));
+  app.post("/api/v1/models/:name/class", { config: { access: "admin", dryRun: true, api: { summary: "The model's class", body: classBody } } }, async (request) => change(request, catalogEdits.setClass(parseBody(classBody, request.body).class)));
+  app.post("/api/v1/models/:name/owner", { config: { access: "admin", dryRun: true, api: { summary: "Who owns the model", body: ownerBody } } }, async (request) => change(request, catalogEdits.setOwner(parseBody(ownerBody, request.body).owner)));
+  app.post("/api/v1/models/:name/target", { config: { access: "admin", dryRun: true, api: { summary: "Grow toward max above this many requests in flight per replica", body: targetBody } } }, async (request) => change(request, catalogEdits.setTarget(parseBody(targetBody, request.body).in_flight)));
+  app.post("/api/v1/models/:name/fallbacks", { config: { access: "admin", dryRun: true, api: { summary: "The fallbacks, in order", body: fallbacksBody } } }, async (request) => change(request, catalogEdits.setFallbacks(parseBody(fallbacksBody, request.body).fallbacks)));
 }

@@ -59,7 +59,7 @@ const readOnlyRefusal = {
 };
 
 export function registerPlanRoutes(app: FastifyInstance, settings: PlanSettings, fleetSource: FleetSource): void {
-  app.get("/api/v1/plan", { config: { access: "admin", readOnlyRefusal } }, async (request) => {
+  app.get("/api/v1/plan", { config: { access: "admin", readOnlyRefusal, api: { summary: "Does a model fit, and how to split it (docs/PLAN.md)", query: planQuery } } }, async (request) => {
     const query = parseQuery(planQuery, request.query);
     return planSource(query.source, {
       gpus: query.gpus,

@@ -3,7 +3,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { temporaryDirectory } from "../../../test/support/temporary-directory.js";
 import { hashToken, newToken } from "../../auth/tokens.js";
-import { startHubServer, type HubServer } from "../../demo/local-hub.js";
+import { startHubServer, type HubServer } from "../../hub/local-hub.js";
 import { writePresetCheckpoints } from "../../demo/preset-checkpoints.js";
 import type { PresetView } from "../../protocol/views.js";
 import { buildApp } from "../../server/build-app.js";

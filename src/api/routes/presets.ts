@@ -5,13 +5,17 @@ import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
 import { readFileSize } from "../../plan/read-file-size.js";
 import { readModelSource } from "../../plan/read-model-source.js";
 import { PresetService, type PresetFleet } from "../../services/preset-service.js";
-import type { CatalogService } from "../../services/catalog-service.js";
+import type { CatalogPreview, CatalogService } from "../../services/catalog-service.js";
 import { serverReadOptions, type PlanSettings } from "./plan.js";
 import { requireActor } from "../access.js";
 import { modelView } from "../model-view.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
 import type { AddedModelView } from "../../protocol/views.js";
+
+import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";
+import { catalogWriteChange } from "../../services/catalog-write-change.js";
+import { dryRunAnswer } from "../../protocol/dry-run.js";
 
 const nameParams = z.object({ name: z.string() });
 // The body is optional: an empty POST adds the preset under its own name.
@@ -23,7 +27,13 @@ const addBody = z.strictObject({ name: modelNameSchema.optional() });
  * listing makes the server read the presets' sources from the hub.
  * POST /api/v1/presets/{name}: adds one to the catalog.
  */
-export function registerPresetRoutes(app: FastifyInstance, catalog: CatalogService, fleet: PresetFleet | undefined, plan: PlanSettings): void {
+export function registerPresetRoutes(
+  app: FastifyInstance,
+  catalog: CatalogService,
+  fleet: PresetFleet | undefined,
+  plan: PlanSettings,
+  previewReplicas: PreviewReplicas = noReplicaPreview,
+): void {
   const presets = new PresetService(shippedPresets, catalog, fleet, {
     // The plan's own reader and settings: a preset needs what `ctl model plan` says of its source.
     readFacts: (source) => readModelSource(source, serverReadOptions(plan)),
@@ -35,18 +45,24 @@ export function registerPresetRoutes(app: FastifyInstance, catalog: CatalogServi
     because: "listing presets needs an admin token, since the server reads each preset's source from the hub to say what it needs",
     hint: "Use an admin token (--token or LLMGW_TOKEN).",
   };
-  app.get("/api/v1/presets", { config: { access: "admin", readOnlyRefusal } }, async () => ({ presets: await presets.list() }));
+  app.get("/api/v1/presets", { config: { access: "admin", readOnlyRefusal, api: { summary: "The shipped presets, priced against the live fleet" } } }, async () => ({ presets: await presets.list() }));
 
-  app.get("/api/v1/presets/:name", { config: { access: "admin", readOnlyRefusal } }, async (request) => presets.view(nameParams.parse(request.params).name));
+  app.get("/api/v1/presets/:name", { config: { access: "admin", readOnlyRefusal, api: { summary: "One preset" } } }, async (request) => presets.view(nameParams.parse(request.params).name));
 
-  app.post("/api/v1/presets/:name", { config: { access: "admin" } }, async (request, reply) => {
+  app.post("/api/v1/presets/:name", { config: { access: "admin", dryRun: true, api: { summary: "Add a model from a preset", query: sourceCheckQuery, body: addBody, status: 201 } } }, async (request, reply) => {
     const { name } = nameParams.parse(request.params);
     const { source_check: sourceCheck } = parseQuery(sourceCheckQuery, request.query);
     const body = parseBody(addBody, request.body);
-    const { model, checked } = await presets.add(name, body.name, requireActor(request), async (entry) =>
-      sourceCheck === "false" ? null : await checkSourcesAtDoor(entry, plan),
+    let preview: CatalogPreview | undefined;
+    const { model, checked } = await presets.add(
+      name,
+      body.name,
+      requireActor(request),
+      async (entry) => (sourceCheck === "false" ? null : await checkSourcesAtDoor(entry, plan)),
+      request.dryRun ? (made) => (preview = made) : undefined,
     );
     const answer: AddedModelView = { ...modelView(model, catalog.declaredIn, undefined, { audience: request.audience }), sources_checked: checked };
+    if (preview) return dryRunAnswer(answer, [catalogWriteChange(model.name, null, preview.after), ...(await previewReplicas({ models: preview.catalog.models }))]);
     return reply.status(201).send(answer);
   });
 }

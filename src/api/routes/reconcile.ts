@@ -13,16 +13,32 @@ import { requireActor } from "../access.js";
 import { describeActor } from "../../catalog/actor.js";
 import { flagSchema, isSet } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
+import { decodeIdCursor, encodeIdCursor, isPaged, pageQueryShape } from "../lists/list-query.js";
+import { maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
+import type { PreviewReplicas } from "../dry-run.js";
+import { dryRunAnswer, type Change } from "../../protocol/dry-run.js";
+
+/** Events shown when no limit is given, as before paging. */
+const defaultEventsLimit = 200;
 
 const nameParams = z.object({ name: z.string() });
 const eventsQuery = z.strictObject({
+  ...pageQueryShape,
   model: z.string().optional(),
+  node: z.string().min(1).optional(),
+  kind: z.string().min(1).optional(),
   /** An event id (those after it) or an ISO time (those at or after it). */
   since: z.string().optional(),
-  limit: z.coerce.number().int().min(1).max(10_000).default(200),
+  limit: z.coerce.number().int().min(1).max(10_000).optional().describe("At most this many events (200 without it), the newest; the answer then carries next_cursor toward older ones."),
   follow: flagSchema,
 });
 const restartBody = z.strictObject({ in_place: z.boolean().optional() });
+
+const nodeControlMeaning = {
+  cordon: "nothing new is placed there; its replicas keep serving",
+  uncordon: "replicas may be placed there again",
+  drain: "nothing new is placed there, and its replicas move elsewhere",
+} as const;
 
 /** How often a followed event stream looks for new events. */
 const followPollMs = 500;
@@ -37,19 +53,31 @@ function sinceFilter(since: string | undefined): Pick<EventFilter, "afterId" | "
 }
 
 /** The reconciler's routes: events, on-demand starts, rolling restarts, and cordoning and draining nodes. */
-export function registerReconcileRoutes(app: FastifyInstance, parts: { store: Store; catalog: CatalogService; fleet: FleetService; reconciler: Reconciler }): void {
-  const { store, catalog, fleet, reconciler } = parts;
+export function registerReconcileRoutes(
+  app: FastifyInstance,
+  parts: { store: Store; catalog: CatalogService; fleet: FleetService; reconciler: Reconciler; previewReplicas: PreviewReplicas },
+): void {
+  const { store, catalog, fleet, reconciler, previewReplicas } = parts;
 
-  app.get("/api/v1/events", { config: { access: "read" } }, async (request, reply) => {
+  app.get("/api/v1/events", { config: { access: "read", api: { summary: "What the reconciler did and refused; NDJSON while following", query: eventsQuery } } }, async (request, reply) => {
     const query = parseQuery(eventsQuery, request.query);
-    const filter = { model: query.model, limit: query.limit, ...sinceFilter(query.since) };
+    const limit = query.limit ?? defaultEventsLimit;
+    const filter = { model: query.model, node: query.node, kind: query.kind, text: query.q, limit, ...sinceFilter(query.since) };
+    if (!isSet(query.follow)) {
+      // One more than asked, to tell whether an older page follows; pages go back in time from the newest.
+      const read = await listEvents(store.db, { ...filter, limit: limit + 1, beforeId: decodeIdCursor(query.cursor) });
+      const events: EventView[] = read.length > limit ? read.slice(1) : read;
+      const nextCursor = read.length > limit && events[0] !== undefined ? encodeIdCursor(events[0].id) : null;
+      // Events are never changed once written, so their ids say what the page holds.
+      const etag = weakEtag(JSON.stringify(query), request.audience, events.map((event) => event.id).join(","));
+      return sendList(request, reply, etag, () => maskedJson(isPaged(query) ? { events, next_cursor: nextCursor } : { events }, request.audience));
+    }
     const first: EventView[] = await listEvents(store.db, filter);
-    if (!isSet(query.follow)) return { events: first };
     // Followed: one JSON event per line as they come, until the client goes.
     const abort = new AbortController();
     request.raw.on("close", () => abort.abort());
     async function* lines(): AsyncGenerator<string> {
-      let lastId = first.at(-1)?.id ?? (await listEvents(store.db, { model: query.model, limit: 1 })).at(-1)?.id ?? 0;
+      let lastId = first.at(-1)?.id ?? (await listEvents(store.db, { ...filter, limit: 1 })).at(-1)?.id ?? 0;
       for (const event of first) yield `${JSON.stringify(event)}\n`;
       while (!abort.signal.aborted) {
         try {
@@ -57,7 +85,7 @@ export function registerReconcileRoutes(app: FastifyInstance, parts: { store: St
         } catch {
           return;
         }
-        for (const event of await listEvents(store.db, { model: query.model, afterId: lastId, limit: 1000 })) {
+        for (const event of await listEvents(store.db, { ...filter, since: undefined, afterId: lastId, limit: 1000 })) {
           lastId = event.id;
           yield `${JSON.stringify(event)}\n`;
         }
@@ -69,22 +97,23 @@ export function registerReconcileRoutes(app: FastifyInstance, parts: { store: St
   });
 
   // Which server's reconciler acts now: operators of several servers on one Postgres ask it after losing one.
-  app.get("/api/v1/reconciler", { config: { access: "read" } }, async () => {
+  app.get("/api/v1/reconciler", { config: { access: "read", api: { summary: "Which server's reconciler acts" } } }, async () => {
     const lease = await readLease(store.db);
     const live = lease !== undefined && Date.parse(lease.expires_at) > Date.now();
     return { holder: live ? lease.holder : null, expires_at: live ? lease.expires_at : null, this_server: reconciler.holder, this_server_holds: live && lease.holder === reconciler.holder };
   });
 
-  app.post("/api/v1/models/:name/demand", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/demand", { config: { access: "admin", dryRun: true, api: { summary: "Demand for an on-demand model (the gateway calls it)" } } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     const model = await catalog.get(name);
     if (model.entry.external) {
       throw new DomainError("invalid_profile", `${name} is an external model: it runs at its provider, and nothing is started for it`, "Report demand for models with profiles.");
     }
+    if (request.dryRun) return dryRunAnswer({ model: name, demand_at: new Date().toISOString() }, await previewReplicas({ demand: name }));
     return { model: name, demand_at: await reconciler.demand(name) };
   });
 
-  app.post("/api/v1/models/:name/restart", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/restart", { config: { access: "admin", dryRun: true, api: { summary: "Rolling restart of a model's replicas", body: restartBody } } }, async (request) => {
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(restartBody, request.body ?? {});
@@ -92,7 +121,13 @@ export function registerReconcileRoutes(app: FastifyInstance, parts: { store: St
     if (model.entry.external) {
       throw new DomainError("invalid_profile", `${name} is an external model: it has no replicas to restart`, "Restart models with profiles.");
     }
-    return { model: name, ...(await reconciler.requestRestart(model, body.in_place ?? false, describeActor(actor))) };
+    const inPlace = body.in_place ?? false;
+    if (request.dryRun) {
+      const replicas = await reconciler.checkRestart(model, inPlace);
+      const outcome = { model: name, restart_before: new Date().toISOString(), in_place: inPlace, replicas: replicas.length };
+      return dryRunAnswer(outcome, await previewReplicas({ restart: { model: name, inPlace } }));
+    }
+    return { model: name, ...(await reconciler.requestRestart(model, inPlace, describeActor(actor))) };
   });
 
   for (const [action, change] of [
@@ -100,10 +135,14 @@ export function registerReconcileRoutes(app: FastifyInstance, parts: { store: St
     ["uncordon", { cordoned: false, draining: false }],
     ["drain", { cordoned: true, draining: true }],
   ] as const) {
-    app.post(`/api/v1/nodes/:name/${action}`, { config: { access: "admin" } }, async (request) => {
+    app.post(`/api/v1/nodes/:name/${action}`, { config: { access: "admin", dryRun: true, api: { summary: `${action === "cordon" ? "Place nothing new on a node" : action === "uncordon" ? "Allow placing on a node again" : "Move a node's replicas away and cordon it"}` } } }, async (request) => {
       const actor = requireActor(request);
       const { name } = nameParams.parse(request.params);
-      await fleet.getNode(name);
+      const node = await fleet.getNode(name);
+      if (request.dryRun) {
+        const control: Change = { kind: `node-${action}`, summary: `${action} node ${name}: ${nodeControlMeaning[action]}`, node: name };
+        return dryRunAnswer({ ...node, ...change }, [control, ...(await previewReplicas({ node: { name, ...change } }))]);
+      }
       await reconciler.controlNode(name, change, describeActor(actor));
       return await fleet.getNode(name);
     });

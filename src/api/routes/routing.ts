@@ -21,7 +21,7 @@ const routingQuery = z.strictObject({
  * read-only token sees replicas through `ctl replicas`, never their keys.
  */
 export function registerRoutingRoutes(app: FastifyInstance, feed: RoutingTableFeed): void {
-  app.get("/api/v1/routing", { config: { access: "admin" } }, async (request) => {
+  app.get("/api/v1/routing", { config: { access: "admin", api: { summary: "The routing table, at once or when its revision passes after (carries replica keys)", query: routingQuery } } }, async (request) => {
     const query = parseQuery(routingQuery, request.query);
     const gone = new AbortController();
     request.raw.once("close", () => gone.abort());

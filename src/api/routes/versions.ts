@@ -25,28 +25,28 @@ function checkOrigin(origin: string): void {
 
 /** Routes of a model's versions: origin, updates, update, rollback, history. */
 export function registerVersionRoutes(app: FastifyInstance, versions: VersionService): void {
-  app.get("/api/v1/models/:name/origin", { config: { access: "read" } }, async (request) => versions.origin(nameParams.parse(request.params).name));
+  app.get("/api/v1/models/:name/origin", { config: { access: "read", api: { summary: "Where a model's weights come from" } } }, async (request) => versions.origin(nameParams.parse(request.params).name));
 
-  app.post("/api/v1/models/:name/origin", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/origin", { config: { access: "admin", dryRun: true, api: { summary: "Set where a model's weights come from", body: originBody } } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     const { origin } = parseBody(originBody, request.body);
     checkOrigin(origin);
-    return versions.setOrigin(name, origin, requireActor(request));
+    return versions.setOrigin(name, origin, requireActor(request), request.dryRun);
   });
 
-  app.get("/api/v1/updates", { config: { access: "read" } }, async () => ({ models: await versions.updates() }));
+  app.get("/api/v1/updates", { config: { access: "read", api: { summary: "Models whose branch has a newer commit" } } }, async () => ({ models: await versions.updates() }));
 
-  app.post("/api/v1/models/:name/update", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/update", { config: { access: "admin", dryRun: true, api: { summary: "Move to a revision by surge, after checking it", body: updateBody } } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     const body = parseBody(updateBody, request.body);
-    return versions.update(name, body.to, body.in_place ?? false, requireActor(request));
+    return versions.update(name, body.to, body.in_place ?? false, requireActor(request), request.dryRun);
   });
 
-  app.post("/api/v1/models/:name/rollback", { config: { access: "admin" } }, async (request) => {
+  app.post("/api/v1/models/:name/rollback", { config: { access: "admin", dryRun: true, api: { summary: "Back to the previous revision by surge", body: rollbackBody } } }, async (request) => {
     const { name } = nameParams.parse(request.params);
     const body = parseBody(rollbackBody, request.body);
-    return versions.rollback(name, body.in_place ?? false, requireActor(request));
+    return versions.rollback(name, body.in_place ?? false, requireActor(request), request.dryRun);
   });
 
-  app.get("/api/v1/models/:name/history", { config: { access: "read" } }, async (request) => versions.history(nameParams.parse(request.params).name));
+  app.get("/api/v1/models/:name/history", { config: { access: "read", api: { summary: "Every update, rollback and canary promotion" } } }, async (request) => versions.history(nameParams.parse(request.params).name));
 }

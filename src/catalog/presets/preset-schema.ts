@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { modelEntrySchema } from "../schema.js";
 
-/** What a preset's model is for: the /v1 routes a client calls it through. */
-export const presetTasks = ["chat", "completions", "embeddings", "images", "image-to-3d"] as const;
+/** What a preset's model is for: the /v1 routes a client calls it through (rerank: /v1/rerank and /v1/score). */
+export const presetTasks = ["chat", "completions", "embeddings", "rerank", "images", "image-to-3d"] as const;
 export type PresetTask = (typeof presetTasks)[number];
 
 const oneLine = (what: string) =>

@@ -1,6 +1,6 @@
 import type { ModelEntry } from "../../catalog/schema.js";
 import type { AddedModelView } from "../../protocol/views.js";
-import type { ApiClient } from "../api-client.js";
+import type { ApiClient } from "../../client/api-client.js";
 import { renderTable } from "../output.js";
 
 /** Help text of `--no-source-check`, the same on every command that adds a model. */

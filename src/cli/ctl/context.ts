@@ -3,13 +3,16 @@ import path from "node:path";
 import type { Command } from "commander";
 import { defaultDataDir, defaultListen } from "../../catalog/server-config.js";
 import { adminTokenFileName } from "../../server/admin-token.js";
-import { ApiClient } from "../api-client.js";
+import { ApiClient } from "../../client/api-client.js";
+import { caFromOption, verifyingDispatcher } from "../../net/tls-files.js";
 
 export interface CtlOptions {
   server?: string;
   token?: string;
   dataDir?: string;
+  ca?: string;
   json?: boolean;
+  dryRun?: boolean;
 }
 
 /** The options of a ctl subcommand together with the ones given to `ctl` itself. */
@@ -25,7 +28,12 @@ export function ctlOptions(command: Command): CtlOptions {
 export function apiClient(options: CtlOptions): ApiClient {
   const server = options.server ?? process.env.LLMGW_SERVER ?? `http://${defaultListen}`;
   const baseUrl = /^https?:\/\//.test(server) ? server : `http://${server}`;
-  return new ApiClient(baseUrl.replace(/\/+$/, ""), options.token ?? process.env.LLMGW_TOKEN ?? tokenFromDataDir(options.dataDir));
+  return new ApiClient(
+    baseUrl.replace(/\/+$/, ""),
+    options.token ?? process.env.LLMGW_TOKEN ?? tokenFromDataDir(options.dataDir),
+    options.dryRun ? { json: options.json === true } : undefined,
+    verifyingDispatcher(caFromOption(options.ca)),
+  );
 }
 
 function tokenFromDataDir(dataDir: string | undefined): string | undefined {
@@ -34,7 +42,7 @@ function tokenFromDataDir(dataDir: string | undefined): string | undefined {
   try {
     return readFileSync(file, "utf8").trim() || undefined;
   } catch {
-    return undefined; // unreadable (another user's file): the server's 401 says where the token is
+    return undefined; // unreadable (another user's file): the server's 401 says how to get a token
   }
 }
 
@@ -42,5 +50,6 @@ export function registerCtlOptions(ctl: Command): Command {
   return ctl
     .option("--server <url>", `the llmgw server (env LLMGW_SERVER; default http://${defaultListen})`)
     .option("--token <token>", "an admin-API token (env LLMGW_TOKEN; default: DATA_DIR/admin-token when present)")
+    .option("--ca <file>", "a PEM CA certificate to trust besides the system's, for a server whose certificate a private CA signed (env LLMGW_CA)")
     .option("--data-dir <dir>", `where to find admin-token on the server's machine (env LLMGW_DATA_DIR; default ${defaultDataDir})`);
 }

@@ -25,7 +25,7 @@ export function registerGatewayKeysCommands(ctl: Command): void {
     .description("the gateway API keys: names, models, limits, expiry and state (never the keys themselves)")
     .option("--json", "print the API's JSON ({keys: [...]})")
     .action(async (_options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).get<{ keys: GatewayKeyView[] }>("/api/v1/keys");
+      const result = await apiClient(ctlOptions(command)).getAll<{ keys: GatewayKeyView[] }>("/api/v1/keys", "keys");
       if (ctlOptions(command).json) return printJson(result);
       if (result.keys.length === 0) return print("No gateway keys yet. Make one with `llmgw ctl key create NAME`.");
       print(
@@ -62,6 +62,8 @@ export function registerGatewayKeysCommands(ctl: Command): void {
           "It is shown this once; give it to its user and keep no other copy:",
           `  ${created.key}`,
           "Clients send it as the OpenAI SDK's apiKey (Authorization: Bearer KEY) to this server's /v1.",
+          // Last, where the eye ends: a key that nothing checks must not pass for one that limits.
+          ...(created.notice ? ["", `Note: ${created.notice}`] : []),
         ].join("\n"),
       );
     });
@@ -90,7 +92,7 @@ export function registerGatewayKeysCommands(ctl: Command): void {
       if (options.model !== undefined) query.set("model", options.model);
       if (options.since !== undefined) query.set("since", options.since);
       const text = query.toString();
-      const answer = await apiClient(ctlOptions(command)).get<UsageAnswer>(`/api/v1/usage${text ? `?${text}` : ""}`);
+      const answer = await apiClient(ctlOptions(command)).getAll<UsageAnswer>(`/api/v1/usage${text ? `?${text}` : ""}`, "usage");
       if (ctlOptions(command).json) return printJson(answer);
       const period = `from ${shortTime(answer.since)} to ${shortTime(answer.until)}`;
       if (answer.usage.length === 0) return print(`No gateway usage ${period}${options.key || options.model ? " for that key and model" : ""}.`);

@@ -29,7 +29,12 @@ function printModel(command: Command, model: ModelView, headline: string): void 
 function unplacedLines(models: readonly ModelView[]): string {
   const lines = models.flatMap((model) => {
     if (model.placement?.state === "unplaceable" || model.placement?.state === "waiting") return [`${model.name}: ${model.placement.state}: ${model.placement.reason ?? "-"}`];
-    if (model.last_failure?.retry_at) return [`${model.name}: failing (${model.last_failure.failures} in a row): ${model.last_failure.reason.split("\n")[0]}`];
+    // Failures in a row reset to 0 at the next ready replica, so a count above 0 means "still failing",
+    // also in the moment between the end of a backoff and the next failure (when retry_at is null).
+    if (model.last_failure && model.last_failure.failures > 0) {
+      const next = model.last_failure.retry_at ? `next start at ${model.last_failure.retry_at}` : "starting again now";
+      return [`${model.name}: failing (${model.last_failure.failures} in a row; ${next}): ${model.last_failure.reason.split("\n")[0]}`];
+    }
     return [];
   });
   return lines.length > 0 ? `\n\n${lines.join("\n")}` : "";
@@ -41,7 +46,7 @@ export function registerModelsCommands(ctl: Command): void {
     .description("list the catalog: every model, where it is defined, its state and replicas")
     .option("--json", "print the API's JSON ({models: [...]}) for tools")
     .action(async (_options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).get<{ models: ModelView[] }>("/api/v1/models");
+      const result = await apiClient(ctlOptions(command)).getAll<{ models: ModelView[] }>("/api/v1/models", "models");
       if (ctlOptions(command).json) return printJson(result);
       if (result.models.length === 0) return print(`The catalog is empty. Add a model with \`${printedLlmgwCommand()} ctl model add -f model.yaml\`, or declare one in server.yaml.`);
       print(
@@ -111,7 +116,7 @@ export function registerModelsCommands(ctl: Command): void {
       const added = await addModel(client, entry, { sourceCheck: options.sourceCheck });
       if (ctlOptions(command).json) printJson(added);
       else print(`Added ${added.name}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
-      if (!ctlOptions(command).json && added.profiles.some((profile) => profile.engine === "comfyui")) print(comfyuiNodesNote(added, (await client.get<{ nodes: NodeView[] }>("/api/v1/nodes")).nodes));
+      if (!ctlOptions(command).json && added.profiles.some((profile) => profile.engine === "comfyui")) print(comfyuiNodesNote(added, (await client.getAll<{ nodes: NodeView[] }>("/api/v1/nodes", "nodes")).nodes));
       await wait(added.name);
     });
 
@@ -148,7 +153,7 @@ export function registerModelsCommands(ctl: Command): void {
   model
     .command("resources")
     .argument("<name>", "model name")
-    .description("set the host memory and CPU cores a replica reserves (first profile unless --profile)")
+    .description("set the host memory and CPU cores a replica reserves (the model's profile on cards, or its only profile, unless --profile)")
     .requiredOption("--memory <gb>", "host memory in GB", positiveNumber)
     .option("--cores <n>", "CPU cores", positiveNumber)
     .option("--profile <profile>", "which profile (see `ctl model show`)")
@@ -159,7 +164,9 @@ export function registerModelsCommands(ctl: Command): void {
         memory_gb: options.memory,
         cpu_cores: options.cores,
       });
-      printModel(command, view, `Resources of ${view.name} changed.`);
+      // The server chose the profile when none was named: it is the one that now holds these figures.
+      const acted = options.profile ?? view.profiles.find((profile) => profile.memory_gb === options.memory && (options.cores === undefined || profile.cpu_cores === options.cores))?.name;
+      printModel(command, view, `Resources of ${view.name}${acted === undefined ? "" : `/${acted}`} changed: ${options.memory} GB host memory${options.cores === undefined ? "" : `, ${options.cores} CPU cores`} per replica.`);
     });
 
   model

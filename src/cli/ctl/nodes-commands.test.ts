@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../protocol/views.js";
-import { describeNodes, describeReplicaState } from "./nodes-commands.js";
+import { describeNodes, describeReplicaState, replicaEngineText } from "./nodes-commands.js";
 
 const GiB = 1024 ** 3;
 const now = new Date().toISOString();
@@ -33,6 +33,7 @@ const card = (index: number, fabric: string, replica: string | null = null) => (
   class: "h100",
   memory_bytes: 80 * GiB,
   memory_used_bytes: null,
+  memory_foreign_bytes: null,
   fabric,
   replica,
 });
@@ -53,6 +54,7 @@ const replica: ReplicaView = {
   since: now,
   created_at: now,
   arm: "stable",
+  llama_cpp: null,
 };
 
 describe("ctl nodes", () => {
@@ -73,5 +75,14 @@ describe("ctl nodes", () => {
 
   it("shows how far a fetch has come", () => {
     expect(describeReplicaState({ state: "fetching", progress: { fraction: 0.425, bytes_done: 4 * GiB, bytes_total: 10 * GiB } })).toBe("fetching 42% of 10 GiB");
+  });
+});
+
+describe("ctl replicas' ENGINE column", () => {
+  it("names the llama.cpp a llamacpp replica runs: the built-in engine and its build, or llama-server and its version", () => {
+    expect(replicaEngineText({ engine: "llamacpp", llama_cpp: { kind: "built-in", version: "3.21.1", build: "cuda" } })).toBe("llamacpp (built-in 3.21.1, cuda build)");
+    expect(replicaEngineText({ engine: "llamacpp", llama_cpp: { kind: "llama-server", path: "/usr/bin/llama-server", version: "version: 4567 (abc1234)" } })).toBe("llamacpp (llama-server 4567 (abc1234))");
+    expect(replicaEngineText({ engine: "llamacpp", llama_cpp: { kind: "llama-server", path: "/usr/bin/llama-server", version: null } })).toBe("llamacpp (llama-server)");
+    expect(replicaEngineText({ engine: "vllm", llama_cpp: null })).toBe("vllm");
   });
 });

@@ -5,6 +5,7 @@ import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
 import { printedLlmgwCommand } from "../invocation.js";
+import { DomainError } from "../../errors/domain-error.js";
 
 const GiB = 1024 ** 3;
 
@@ -32,13 +33,28 @@ function cardList(text: string): number[] {
   return cards.map(Number);
 }
 
+/** "(llama.cpp: llama-server version: 4567)" or "(llama.cpp: built-in, cpu build)", after the engines. */
+/** "llamacpp (built-in, cuda build)" or "llamacpp (llama-server 4567 (abc1234))": which llama.cpp a replica runs; the engine alone otherwise. */
+export function replicaEngineText(replica: Pick<ReplicaView, "engine" | "llama_cpp">): string {
+  const llamaCpp = replica.llama_cpp;
+  if (llamaCpp === null || llamaCpp === undefined) return replica.engine;
+  if (llamaCpp.kind === "built-in") return `${replica.engine} (built-in ${llamaCpp.version}, ${llamaCpp.build} build)`;
+  return `${replica.engine} (llama-server${llamaCpp.version !== null ? ` ${llamaCpp.version.replace(/^version:\s*/i, "")}` : ""})`;
+}
+
+export function llamaCppText(llamaCpp: NodeView["llama_cpp"]): string {
+  if (llamaCpp === undefined || llamaCpp === null) return "";
+  if (llamaCpp.kind === "llama-server") return `  (llama.cpp: llama-server${llamaCpp.version !== null ? ` ${llamaCpp.version}` : ""} at ${llamaCpp.path})`;
+  return `  (llama.cpp: built-in node-llama-cpp ${llamaCpp.version}, ${llamaCpp.build} build; installed: ${llamaCpp.builds.join(", ")})`;
+}
+
 export function describeNodes(nodes: readonly NodeView[], replicas: readonly ReplicaView[]): string {
   const blocks = nodes.map((node) => {
     // The node's fabric is only the default for its cards (a card group may name its own): show the ones the cards are on.
     const fabrics = node.gpus.length > 0 ? [...new Set(node.gpus.map((gpu) => gpu.fabric))].join(",") : node.fabric;
     const control = node.draining ? ", draining" : node.cordoned ? ", cordoned" : "";
     const header = `${node.name}  ${node.state}${node.simulated ? " (simulated)" : ""}${control}  ${node.address}  fabric ${fabrics}  ${node.cpu_cores} cores  ${gibibytes(node.memory_bytes)} RAM  ${gibibytes(node.disk_free_bytes)} disk free  seen ${ago(node.last_seen_at)}`;
-    const engines = `  engines: ${node.engines.join(", ") || "none found"}`;
+    const engines = `  engines: ${node.engines.join(", ") || "none found"}${llamaCppText(node.llama_cpp)}`;
     const cards =
       node.gpus.length === 0
         ? ["  no GPUs (CPU replicas only)"]
@@ -63,10 +79,10 @@ export function registerNodesCommands(ctl: Command): void {
     .option("--json", "print the API's JSON ({nodes: [...]})")
     .action(async (_options, command: Command) => {
       const client = apiClient(ctlOptions(command));
-      const result = await client.get<{ nodes: NodeView[] }>("/api/v1/nodes");
+      const result = await client.getAll<{ nodes: NodeView[] }>("/api/v1/nodes", "nodes");
       if (ctlOptions(command).json) return printJson(result);
       if (result.nodes.length === 0) return print(`No node has joined. Get a join token with \`${printedLlmgwCommand()} ctl node token\`, then run \`${printedLlmgwCommand()} agent --server URL --token TOKEN\` on each machine.`);
-      const { replicas } = await client.get<{ replicas: ReplicaView[] }>("/api/v1/replicas");
+      const { replicas } = await client.getAll<{ replicas: ReplicaView[] }>("/api/v1/replicas", "replicas");
       print(describeNodes(result.nodes, replicas));
     });
 
@@ -84,7 +100,7 @@ export function registerNodesCommands(ctl: Command): void {
 
   ctl
     .command("replicas")
-    .description("replicas on every node: state (fetching N%, starting, ready, draining, failed with its reason), endpoint")
+    .description("replicas on every node: state (fetching N%, starting, ready, draining, lost with its node, failed with its reason), endpoint")
     .option("--model <name>", "only this model's replicas")
     .option("--node <name>", "only this node's replicas")
     .option("--json", "print the API's JSON ({replicas: [...]})")
@@ -104,7 +120,7 @@ export function registerNodesCommands(ctl: Command): void {
           replica.profile,
           replica.node,
           replica.gpus.join(",") || "cpu",
-          replica.engine,
+          replicaEngineText(replica),
           describeReplicaState(replica),
           replica.endpoint ?? "-",
         ]),
@@ -148,13 +164,33 @@ export function registerNodesCommands(ctl: Command): void {
 
   ctl
     .command("logs")
-    .argument("<replica>", "replica id")
+    .argument("<replica>", "replica id, or a model's name when it has one replica (its replicas are listed when it has several)")
     .option("--tail <lines>", "how many lines from the end (default 100)", wholeNumber(0))
     .option("-f, --follow", "keep printing new lines until the replica ends (Ctrl-C to stop)")
     .description("a replica's engine log (stdout and stderr), from its node")
-    .action(async (id: string, options: { tail?: number; follow?: boolean }, command: Command) => {
+    .action(async (written: string, options: { tail?: number; follow?: boolean }, command: Command) => {
+      const client = apiClient(ctlOptions(command));
+      const id = await replicaOfLogs(client, written);
       const query = new URLSearchParams({ tail: String(options.tail ?? 100), ...(options.follow ? { follow: "1" } : {}) });
-      const body = await apiClient(ctlOptions(command)).stream(`/api/v1/replicas/${encodeURIComponent(id)}/logs?${query}`);
+      const body = await client.stream(`/api/v1/replicas/${encodeURIComponent(id)}/logs?${query}`);
       for await (const chunk of body) process.stdout.write(chunk);
     });
+}
+
+/**
+ * The replica whose log `ctl logs NAME` shows: NAME itself, or the one
+ * replica of the model NAME (a replica id is its model's name and a suffix,
+ * so the two never collide). A model with several is refused with their ids.
+ */
+async function replicaOfLogs(client: ReturnType<typeof apiClient>, name: string): Promise<string> {
+  const { replicas } = await client.get<{ replicas: ReplicaView[] }>(`/api/v1/replicas?model=${encodeURIComponent(name)}`);
+  const [only] = replicas;
+  if (only === undefined) return name;
+  if (replicas.length === 1) return only.id;
+  throw new DomainError(
+    "invalid_input",
+    `model ${name} has ${replicas.length} replicas (${replicas.map((replica) => replica.id).join(", ")}); name the one whose log to show`,
+    `\`llmgw ctl logs REPLICA\` with one of them.`,
+    replicas.map((replica) => ({ where: replica.id, message: `on ${replica.node} (${replica.gpus.length > 0 ? `cards ${replica.gpus.join(",")}` : "cpu"}), ${replica.state}` })),
+  );
 }

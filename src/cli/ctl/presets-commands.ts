@@ -18,7 +18,7 @@ function profileNeeds(profile: PresetProfileView): string {
     return `${profile.name}: ${profile.gpus} ${profile.gpus === 1 ? "card" : "cards"}${profile.gpu_class ? ` ${profile.gpu_class}` : ""}${perCard}`;
   }
   const memory = profile.memory_bytes !== null ? formatGiB(profile.memory_bytes) : "memory unset";
-  return `${profile.name}: ${memory}${profile.cpu_cores !== null ? `, ${profile.cpu_cores} cores` : ""}`;
+  return `${profile.name}: ${memory}${profile.cpu_cores !== null ? `, ${profile.cpu_cores} ${profile.cpu_cores === 1 ? "core" : "cores"}` : ""}`;
 }
 
 /** The checkpoint sizes of its profiles, largest first: "15.2 GiB / 4.4 GiB". */
@@ -27,9 +27,18 @@ function sizes(preset: PresetView): string {
   return known.length > 0 ? known.map(formatGiB).join(" / ") : "unknown";
 }
 
+/** "yes on cpu-node (built-in, cpu build)": whether it answers for real on a CPU of the fleet; "-" with no CPU profile. */
+function realOnCpu(preset: PresetView): string {
+  const cpu = preset.on_cpu;
+  if (cpu === null || cpu === undefined) return "-";
+  if (cpu.node === null) return "no (below)";
+  const engine = cpu.llama_cpp === null ? "llama.cpp" : cpu.llama_cpp.kind === "llama-server" ? "llama-server" : `built-in, ${cpu.llama_cpp.build} build`;
+  return `yes on ${cpu.node} (${engine})`;
+}
+
 export function renderPresets(presets: readonly PresetView[]): string {
   const table = renderTable(
-    ["NAME", "TASKS", "SIZE", "NEEDS", "LICENCE", "FITS"],
+    ["NAME", "TASKS", "SIZE", "NEEDS", "LICENCE", "FITS", "REAL ON CPU"],
     presets.map((preset) => [
       preset.name,
       preset.tasks.join(","),
@@ -37,6 +46,7 @@ export function renderPresets(presets: readonly PresetView[]): string {
       preset.profiles.map(profileNeeds).join("; "),
       preset.licence.name,
       preset.runs_on ? `yes on ${preset.runs_on.node} (${takes(preset.runs_on)})` : "no (below)",
+      realOnCpu(preset),
     ]),
   );
   // Reasons are long (one per profile), so they go under the table rather than in it.
@@ -47,6 +57,10 @@ export function renderPresets(presets: readonly PresetView[]): string {
     if (preset.added_as.length > 0) lines.push(`${preset.name}: in the catalog as ${preset.added_as.join(", ")}`);
     return lines;
   });
+  // One line per reason: on a fleet with no real llama.cpp every CPU preset has the same one.
+  const notOnCpu = new Map<string, string[]>();
+  for (const preset of presets) if (preset.on_cpu?.why_not) notOnCpu.set(preset.on_cpu.why_not, [...(notOnCpu.get(preset.on_cpu.why_not) ?? []), preset.name]);
+  for (const [why, names] of notOnCpu) notes.push(`${names.join(", ")}: not for real on a CPU now: ${why}`);
   return notes.length > 0 ? `${table}\n\n${notes.join("\n")}` : table;
 }
 

@@ -93,14 +93,17 @@ export function registerServeCommand(ctl: Command): void {
       const added = await addModel(client, choice.entry, { sourceCheck: true });
       if (json) printJson(added);
       else print(`${describeSourcesChecked(added)}\n\nAdded ${added.name}.`);
+      let ready: string | undefined;
       if (options.wait ?? process.stdout.isTTY === true) {
-        await waitForModel(client, added.name, {
+        ready = await waitForModel(client, added.name, {
           since: new Date(0).toISOString(),
           timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000,
           // Progress stays off stdout under --json, which holds one JSON document.
           ...(json ? { say: (line: string) => void process.stderr.write(`${line}\n`) } : {}),
+          holdReadyLine: !json,
         });
       }
-      if (!json) print(["", "Try it through the gateway:", ...gatewayTryLines(client.baseUrl, added.name).slice(0, 2)].join("\n"));
+      // Ends as `model add --wait` does: the line saying it serves comes last.
+      if (!json) print(["", "Try it through the gateway:", ...gatewayTryLines(client.baseUrl, added.name).slice(0, 2), ...(ready ? ["", ready] : [])].join("\n"));
     });
 }

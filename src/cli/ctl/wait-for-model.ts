@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DomainError } from "../../errors/domain-error.js";
 import type { ModelView, ReplicaView } from "../../protocol/views.js";
-import type { ApiClient } from "../api-client.js";
+import type { ApiClient } from "../../client/api-client.js";
 import { print } from "../output.js";
 import { describeReplicaState } from "./nodes-commands.js";
 
@@ -14,7 +14,11 @@ const pollMs = 500;
  * at the first failure or refusal after `since`, so the command exits
  * non-zero saying why.
  */
-export async function waitForModel(client: ApiClient, name: string, options: { since: string; timeoutMs: number; say?: (line: string) => void }): Promise<void> {
+export async function waitForModel(
+  client: ApiClient,
+  name: string,
+  options: { since: string; timeoutMs: number; say?: (line: string) => void; /** The last line (ready, or why nothing starts) is returned, not said. */ holdReadyLine?: boolean },
+): Promise<string> {
   const say = options.say ?? print;
   const path = encodeURIComponent(name);
   const shown = new Map<string, string>();
@@ -36,14 +40,17 @@ export async function waitForModel(client: ApiClient, name: string, options: { s
       throw new DomainError("does_not_fit", `${name} cannot be placed: ${model.placement.reason ?? "no reason given"}`, "Free cards (`llmgw ctl nodes`), add a node, or change the model's profiles.");
     }
     if (model.scaling.max === 0 || (model.scaling.min === 0 && replicas.length === 0)) {
-      say(model.scaling.max === 0 ? `${name} is kept in the catalog only (max 0): nothing starts.` : `${name} runs on demand: nothing starts until a request comes.`);
-      return;
+      const settled = model.scaling.max === 0 ? `${name} is kept in the catalog only (max 0): nothing starts.` : `${name} runs on demand: nothing starts until a request comes.`;
+      if (!options.holdReadyLine) say(settled);
+      return settled;
     }
     const serving = replicas.filter((replica) => replica.state === "ready");
     const old = replicas.filter((replica) => replica.created_at < options.since && replica.state !== "stopped" && replica.state !== "failed");
     if (serving.length >= Math.max(model.scaling.min, 1) && old.length === 0 && serving.every((replica) => replica.created_at >= options.since)) {
-      say(`${name} is ready: ${serving.length} replica${serving.length === 1 ? "" : "s"} serving.`);
-      return;
+      const ready = `${name} is ready: ${serving.length} replica${serving.length === 1 ? "" : "s"} serving.`;
+      // A caller with more to print says it last, where the eye ends.
+      if (!options.holdReadyLine) say(ready);
+      return ready;
     }
     if (Date.now() > deadline) {
       throw new DomainError("internal", `gave up waiting for ${name} after ${Math.round(options.timeoutMs / 1000)} s`, `It may still become ready: follow it with \`llmgw ctl events --model ${name} --follow\`.`);

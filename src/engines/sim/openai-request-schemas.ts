@@ -29,6 +29,25 @@ const adapterSelectionFields = {
 
 const contentPartSchema = z.looseObject({ type: z.string(), text: z.string().optional() });
 
+/**
+ * Answers per request. vLLM takes more; the bound keeps one request from
+ * holding a slot's worth of answers for each of hundreds of choices.
+ */
+export const mostChoices = 16;
+
+/** What every text route shares: choices, and the seed that makes an answer reproducible. */
+const samplingFields = {
+  n: z.number().int().min(1).max(mostChoices).nullish(),
+  seed: z.number().int().nullish(),
+};
+
+const toolSchema = z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string().min(1), parameters: z.unknown().optional() }) });
+const toolChoiceSchema = z.union([z.enum(["none", "auto", "required"]), z.looseObject({ type: z.literal("function"), function: z.looseObject({ name: z.string().min(1) }) })]);
+export const responseFormatSchema = z.looseObject({
+  type: z.enum(["text", "json_object", "json_schema"]),
+  json_schema: z.looseObject({ name: z.string().optional(), schema: z.unknown().optional() }).optional(),
+});
+
 export const chatCompletionRequestSchema = z.looseObject({
   model: z.string().min(1),
   messages: z
@@ -45,6 +64,12 @@ export const chatCompletionRequestSchema = z.looseObject({
   stream_options: streamOptionsSchema,
   /** vLLM's sampling extension: generate exactly max_tokens. */
   ignore_eos: z.boolean().nullish(),
+  ...samplingFields,
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  tools: z.array(toolSchema).nullish(),
+  tool_choice: toolChoiceSchema.nullish(),
+  response_format: responseFormatSchema.nullish(),
   ...adapterSelectionFields,
 });
 export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
@@ -56,6 +81,9 @@ export const completionRequestSchema = z.looseObject({
   stream: z.boolean().nullish(),
   stream_options: streamOptionsSchema,
   ignore_eos: z.boolean().nullish(),
+  ...samplingFields,
+  /** The legacy API's form: how many alternatives per token, 0 to 5. */
+  logprobs: z.number().int().min(0).max(5).nullish(),
   ...adapterSelectionFields,
 });
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
@@ -79,3 +107,36 @@ export const faultRequestSchema = z.strictObject({ fault: z.string() });
 /** vLLM's and SGLang's runtime LoRA bodies (POST /v1/load_lora_adapter, /load_lora_adapter and their unload twins). */
 export const loadAdapterRequestSchema = z.looseObject({ lora_name: z.string().min(1), lora_path: z.string().min(1) });
 export const unloadAdapterRequestSchema = z.looseObject({ lora_name: z.string().min(1) });
+
+/** OpenAI's Responses API, the parts the simulated engine reads (vLLM's ResponsesRequest takes the same). */
+export const responsesRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  input: z.union([
+    z.string(),
+    z.array(z.looseObject({ role: z.string().optional(), type: z.string().optional(), content: z.union([z.string(), z.array(contentPartSchema)]).optional() })),
+  ]),
+  instructions: z.string().nullish(),
+  max_output_tokens: maxTokensSchema,
+  stream: z.boolean().nullish(),
+  text: z
+    .looseObject({ format: z.looseObject({ type: z.enum(["text", "json_object", "json_schema"]), name: z.string().optional(), schema: z.unknown().optional() }).optional() })
+    .nullish(),
+  tools: z.array(z.looseObject({ type: z.string(), name: z.string().min(1).optional(), parameters: z.unknown().optional() })).nullish(),
+  tool_choice: z.union([z.enum(["none", "auto", "required"]), z.looseObject({ type: z.literal("function"), name: z.string().min(1) })]).nullish(),
+});
+export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
+
+/** vLLM's, SGLang's and llama-server's rerank body: a query and the documents to rank against it. */
+export const rerankRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  query: z.string(),
+  documents: z.array(z.union([z.string(), z.looseObject({ text: z.string() })])).min(1).max(2048),
+  top_n: z.number().int().min(0).nullish(),
+});
+
+/** vLLM's score body: text_1 against each text_2, or pairs when both are lists. */
+export const scoreRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  text_1: z.union([z.string(), z.array(z.string()).min(1).max(2048)]),
+  text_2: z.union([z.string(), z.array(z.string()).min(1).max(2048)]),
+});

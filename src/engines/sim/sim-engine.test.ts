@@ -9,6 +9,9 @@ import { sglangDriver } from "../drivers/sglang.js";
 import { SimEngineExited, startSimEngine, type SimEngineHandle } from "./sim-engine.js";
 
 const model = "qwen2.5-7b";
+
+/** An answer's first line: the model's name and the prompt's first words, which say who answered what. */
+const firstLine = (content: string | null | undefined) => content?.split("\n\n")[0];
 const running: SimEngineHandle[] = [];
 
 interface StartedSim {
@@ -69,10 +72,13 @@ describe("the simulated engine over HTTP", () => {
     });
     expect(completion.object).toBe("chat.completion");
     expect(completion.model).toBe(model);
-    expect(completion.choices[0]?.message.content).toBe("Simulated answer from qwen2.5-7b: Say hello to the simulated world");
+    expect(firstLine(completion.choices[0]?.message.content)).toBe("Simulated answer from qwen2.5-7b: Say hello to the simulated world");
     expect(completion.choices[0]?.finish_reason).toBe("stop");
     // "system: Be brief.\nuser: Say hello to the simulated world" is 56 characters: 14 tokens at four characters each.
-    expect(completion.usage).toEqual({ prompt_tokens: 14, completion_tokens: 10, total_tokens: 24 });
+    // The first line and then a body: "Say hello…" is an instruction of six words, answered in a paragraph or two.
+    const completionTokens = completion.usage?.completion_tokens ?? 0;
+    expect(completionTokens).toBeGreaterThanOrEqual(10 + 40);
+    expect(completion.usage).toEqual({ prompt_tokens: 14, completion_tokens: completionTokens, total_tokens: 14 + completionTokens });
   });
 
   it("streams the same answer as separate chunks, ending with [DONE] and usage when asked", async () => {
@@ -165,7 +171,7 @@ describe("the simulated engine over HTTP", () => {
     expect(models.every((entry) => entry.owned_by === "llmgw-sim")).toBe(true);
     expect(models[1]).toMatchObject({ parent: model, root: "/a/qwen-sql" });
     const answer = await client.chat.completions.create({ model: "qwen-sql", messages: [{ role: "user", content: "select" }] });
-    expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen-sql: select");
+    expect(firstLine(answer.choices[0]?.message.content)).toBe("Simulated answer from qwen-sql: select");
   });
 
   it("loads and unloads an adapter at runtime, as vLLM does with runtime LoRA updating on", async () => {
@@ -175,7 +181,7 @@ describe("the simulated engine over HTTP", () => {
     expect(loaded.status).toBe(200);
     expect(await loaded.text()).toBe("Success: LoRA adapter 'qwen-legal' added successfully.");
     const answer = await client.chat.completions.create({ model: "qwen-legal", messages: [{ role: "user", content: "sue" }] });
-    expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen-legal: sue");
+    expect(firstLine(answer.choices[0]?.message.content)).toBe("Simulated answer from qwen-legal: sue");
     expect((await post("/v1/load_lora_adapter", { lora_name: "qwen-legal", lora_path: "/a/qwen-legal" })).status).toBe(400);
     expect((await post("/v1/unload_lora_adapter", { lora_name: "qwen-legal" })).status).toBe(200);
     await expect(client.chat.completions.create({ model: "qwen-legal", messages: [{ role: "user", content: "sue" }] })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
@@ -288,9 +294,9 @@ describe("choosing an adapter the way each engine expects", () => {
       messages: [{ role: "user", content: "hello" }],
       ...({ lora: llamaCppLoraSelection(adapters, "qwen-legal") } as object),
     });
-    expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen-legal: hello");
+    expect(firstLine(answer.choices[0]?.message.content)).toBe("Simulated answer from qwen-legal: hello");
     const base = await client.chat.completions.create({ model, messages: [{ role: "user", content: "hello" }], ...({ lora: llamaCppLoraSelection(adapters, undefined) } as object) });
-    expect(base.choices[0]?.message.content).toBe("Simulated answer from qwen2.5-7b: hello");
+    expect(firstLine(base.choices[0]?.message.content)).toBe("Simulated answer from qwen2.5-7b: hello");
   });
 
   it("SGLang: BASE:ADAPTER as the model", async () => {
@@ -299,7 +305,7 @@ describe("choosing an adapter the way each engine expects", () => {
     running.push(sim);
     const client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "unused", maxRetries: 0 });
     const answer = await client.chat.completions.create({ model: `${model}:qwen-sql`, messages: [{ role: "user", content: "hello" }] });
-    expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen-sql: hello");
+    expect(firstLine(answer.choices[0]?.message.content)).toBe("Simulated answer from qwen-sql: hello");
   });
 });
 
@@ -332,7 +338,7 @@ describe("faults", () => {
     const cleared = await fetch(`${sim.url}/sim/fault`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ fault: "none" }) });
     expect(cleared.status).toBe(200);
     const answer = await client.chat.completions.create({ model, messages: [{ role: "user", content: "x" }] });
-    expect(answer.choices[0]?.message.content).toBe("Simulated answer from qwen2.5-7b: x");
+    expect(firstLine(answer.choices[0]?.message.content)).toBe("Simulated answer from qwen2.5-7b: x");
   });
 
   it("stalls on request: accepts inference and health requests and answers neither", async () => {
@@ -352,7 +358,7 @@ describe("faults", () => {
     await client.chat.completions.create({ model, messages: [{ role: "user", content: "one" }] });
     expect(exitCodes).toEqual([]);
     const second = await client.chat.completions.create({ model, messages: [{ role: "user", content: "two" }] });
-    expect(second.choices[0]?.message.content).toBe("Simulated answer from qwen2.5-7b: two");
+    expect(firstLine(second.choices[0]?.message.content)).toBe("Simulated answer from qwen2.5-7b: two");
     await eventually(() => exitCodes.length > 0, "the engine exits");
     expect(exitCodes).toEqual([134]);
   });
@@ -413,5 +419,100 @@ describe("a replica's API key, passed the way each engine takes it", () => {
     const sim = await startSimEngine({ engine: "vllm", argv: launch.argv.slice(1), environment: launch.env, log: (line) => lines.push(line), exit: () => undefined });
     running.push(sim);
     expect(lines.join("\n")).toContain("on http://0.0.0.0:");
+  });
+});
+
+describe("what the real engines do, done by the simulated engine too", () => {
+  it("answers n choices, each reproducible with the same seed, streamed side by side", async () => {
+    const { client } = await startSim();
+    const request = { model, messages: [{ role: "user" as const, content: "Describe a quiet harbour" }], n: 3, seed: 11, max_tokens: 60 };
+    const first = await client.chat.completions.create(request);
+    expect(first.choices.map((choice) => choice.index)).toEqual([0, 1, 2]);
+    expect(new Set(first.choices.map((choice) => choice.message.content)).size).toBe(3);
+    const again = await client.chat.completions.create(request);
+    expect(again.choices.map((choice) => choice.message.content)).toEqual(first.choices.map((choice) => choice.message.content));
+    expect(first.usage?.completion_tokens).toBe(3 * 60);
+    const streamed = ["", "", ""];
+    for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) {
+      for (const choice of chunk.choices) streamed[choice.index] += choice.delta.content ?? "";
+    }
+    expect(streamed).toEqual(first.choices.map((choice) => choice.message.content));
+  });
+
+  it("returns the log probabilities of its tokens, the chosen one the likeliest, in chat and completions", async () => {
+    const { client } = await startSim();
+    const chat = await client.chat.completions.create({ model, messages: [{ role: "user", content: "What is two and two?" }], logprobs: true, top_logprobs: 3, max_tokens: 8 });
+    const entries = chat.choices[0]?.logprobs?.content ?? [];
+    expect(entries.map((entry) => entry.token).join("")).toBe(chat.choices[0]?.message.content);
+    for (const entry of entries) {
+      expect(entry.logprob).toBeLessThanOrEqual(0);
+      expect(entry.top_logprobs).toHaveLength(3);
+      expect(entry.top_logprobs[0]?.token).toBe(entry.token);
+      expect(Math.max(...entry.top_logprobs.map((alternative) => alternative.logprob))).toBe(entry.logprob);
+      expect(entry.bytes).toEqual([...Buffer.from(entry.token)]);
+    }
+    const completion = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: 5, logprobs: 2 });
+    const legacy = completion.choices[0]?.logprobs;
+    expect(legacy?.tokens?.join("")).toBe(completion.choices[0]?.text);
+    expect(legacy?.token_logprobs).toHaveLength(5);
+    expect(Object.keys(legacy?.top_logprobs?.[0] ?? {})).toHaveLength(2);
+  });
+
+  it("calls the named tool, or the first with tool_choice required, with arguments that fit its parameters", async () => {
+    const { client } = await startSim();
+    const tools = [
+      { type: "function" as const, function: { name: "get_time", parameters: { type: "object", properties: { zone: { type: "string" } } } } },
+      {
+        type: "function" as const,
+        function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" }, unit: { enum: ["celsius", "fahrenheit"] }, days: { type: "integer", minimum: 1, maximum: 7 } }, required: ["city"] } },
+      },
+    ];
+    const messages = [{ role: "user" as const, content: "Weather in Oslo?" }];
+    const named = await client.chat.completions.create({ model, messages, tools, tool_choice: { type: "function", function: { name: "get_weather" } } });
+    const call = named.choices[0]?.message.tool_calls?.[0];
+    expect(named.choices[0]?.finish_reason).toBe("tool_calls");
+    expect(call?.type === "function" ? call.function.name : undefined).toBe("get_weather");
+    const argumentsValue = JSON.parse(call?.type === "function" ? call.function.arguments : "") as { city: string; unit: string; days: number };
+    expect(typeof argumentsValue.city).toBe("string");
+    expect(["celsius", "fahrenheit"]).toContain(argumentsValue.unit);
+    expect(argumentsValue.days).toBeGreaterThanOrEqual(1);
+    expect(argumentsValue.days).toBeLessThanOrEqual(7);
+    const required = await client.chat.completions.create({ model, messages, tools, tool_choice: "required" });
+    const first = required.choices[0]?.message.tool_calls?.[0];
+    expect(first?.type === "function" ? first.function.name : undefined).toBe("get_time");
+    // Streamed, the openai client's helper puts the call together from its pieces.
+    const stream = client.chat.completions.stream({ model, messages, tools, tool_choice: "required" });
+    const final = await stream.finalChatCompletion();
+    const streamedCall = final.choices[0]?.message.tool_calls?.[0];
+    expect(streamedCall?.type === "function" ? streamedCall.function.arguments : undefined).toBe(first?.type === "function" ? first.function.arguments : undefined);
+    const unknown = await client.chat.completions.create({ model, messages, tools, tool_choice: { type: "function", function: { name: "nope" } } }).catch((error: unknown) => error);
+    expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((unknown as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("tool_choice");
+  });
+
+  it("answers valid JSON for response_format json_object and json_schema, and refuses a schema it cannot follow", async () => {
+    const { client } = await startSim();
+    const messages = [{ role: "user" as const, content: "Describe a cat as JSON" }];
+    const object = await client.chat.completions.create({ model, messages, response_format: { type: "json_object" } });
+    expect(JSON.parse(object.choices[0]?.message.content ?? "")).toEqual({ answer: expect.stringContaining("Simulated answer from") });
+    const schema = { type: "object", properties: { name: { type: "string" }, legs: { type: "integer", minimum: 4, maximum: 4 }, tags: { type: "array", items: { type: "string" } } }, required: ["name", "legs"] };
+    const typed = await client.chat.completions.create({ model, messages, response_format: { type: "json_schema", json_schema: { name: "cat", schema } } });
+    expect(JSON.parse(typed.choices[0]?.message.content ?? "")).toEqual({ name: expect.any(String), legs: 4, tags: [expect.any(String), expect.any(String)] });
+    const refused = await client.chat.completions
+      .create({ model, messages, response_format: { type: "json_schema", json_schema: { name: "cat", schema: { $ref: "#/definitions/cat" } } } })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("response_format");
+    expect((refused as Error).message).toContain("$ref");
+  });
+
+  it("names the field that was wrong: max_tokens past the context is about max_tokens, a prompt past it about messages", async () => {
+    const { client } = await startSim({ context: 64 });
+    const tooLong = await client.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }], max_tokens: 100 }).catch((error: unknown) => error);
+    expect((tooLong as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("max_tokens");
+    const bigPrompt = await client.chat.completions.create({ model, messages: [{ role: "user", content: "word ".repeat(100) }], max_tokens: 4 }).catch((error: unknown) => error);
+    expect((bigPrompt as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("messages");
+    const badN = await client.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }], n: 0 }).catch((error: unknown) => error);
+    expect((badN as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("n");
   });
 });

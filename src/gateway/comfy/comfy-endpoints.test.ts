@@ -9,13 +9,13 @@ import { testLaunchInput } from "../../engines/drivers/test-launch-input.js";
 import { simulatedPng } from "../../engines/sim/sim-images.js";
 import { startSimEngine, type SimEngineHandle } from "../../engines/sim/sim-engine.js";
 import type { RoutingModel, RoutingTable } from "../../protocol/routing-table.js";
-import { Gateway } from "../gateway.js";
+import { Gateway } from "../request/gateway.js";
 import { routingModel } from "../testing/routing-model.js";
-import type { GatewayPolicy, UsageRecord } from "../gateway-policy.js";
-import { GatewayRefusal } from "../gateway-policy.js";
-import { gatewayServerFactory } from "../gateway-server-factory.js";
-import { openPolicy } from "../open-policy.js";
-import { registerGatewayRoutes } from "../register-gateway-routes.js";
+import type { GatewayPolicy, UsageRecord } from "../policy/gateway-policy.js";
+import { GatewayRefusal } from "../policy/gateway-policy.js";
+import { gatewayServerFactory } from "../front/gateway-server-factory.js";
+import { openPolicy } from "../policy/open-policy.js";
+import { registerGatewayRoutes } from "../front/register-gateway-routes.js";
 
 const started: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -116,6 +116,13 @@ describe("images through ComfyUI", () => {
     expect((chat as APIError).message).toContain("model flux serves images, not text");
   });
 
+  it("names a pooling model's own routes when it is asked for an image", async () => {
+    const { url } = await gatewayFor([{ ...chatModel("reranker"), pooling: { flag: "--runner pooling", routes: ["rerank", "score"] } }]);
+    const refused = await client(url).images.generate({ model: "reranker", prompt: "a cat" }).catch((error: unknown) => error);
+    expect((refused as APIError).code).toBe("wrong_model_task");
+    expect((refused as APIError).message).toContain("model reranker serves text by pooling (/v1/rerank, /v1/score), not images");
+  });
+
   it("refuses a size that is not WIDTHxHEIGHT in steps of 8, before any engine sees it", async () => {
     const { url } = await gatewayFor([comfyModel("flux", "flux1-schnell", [])]);
     const refused = (await client(url).images.generate({ model: "flux", prompt: "a cat", size: "1000x7" }).catch((error: unknown) => error)) as APIError;
@@ -156,7 +163,7 @@ describe("images through ComfyUI", () => {
       admit: (caller, name) => {
         if (caller.allowedModels !== null && !caller.allowedModels.includes(name)) throw new GatewayRefusal(403, "permission_error", "model_not_allowed", `key may not use ${name}`);
       },
-      record: (usage) => records.push(usage),
+      record: (usage) => void records.push(usage),
     };
     const { url } = await gatewayFor([comfyModel("flux", "flux1-schnell", [engine.url]), comfyModel("flux-2", "flux1-schnell", [engine.url])], policy);
     await client(url).images.generate({ model: "flux", prompt: "a cat", size: "64x64" });

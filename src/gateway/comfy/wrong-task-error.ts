@@ -22,10 +22,12 @@ export function taskOf(model: RoutingModel): GatewayTask {
  */
 export function wrongTaskError(model: RoutingModel, wanted: GatewayTask): DomainError {
   const has = taskOf(model);
-  const hasText = has === "text" ? "text (chat, completions, embeddings)" : has;
+  // A model that pools serves only its pooling routes, not chat: say those.
+  const pooling = has === "text" ? model.pooling?.routes.map((route) => `/v1/${route}`) : undefined;
+  const hasText = pooling ? `text by pooling (${pooling.join(", ")})` : has === "text" ? "text (chat, completions, embeddings)" : has;
   return new DomainError(
     "wrong_model_task",
     `model ${model.name} serves ${hasText}, not ${wanted === "text" ? "text" : wanted}`,
-    `Send it to ${routeOf[has]}, or ask for a model that serves ${wanted} (GET /v1/models).`,
+    `Send it to ${pooling ? `POST ${pooling.join(" or ")}` : routeOf[has]}, or ask for a model that serves ${wanted} (GET /v1/models).`,
   );
 }

@@ -1,0 +1,58 @@
+import "@mantine/core/styles.css";
+import { MantineProvider, createTheme } from "@mantine/core";
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { StrictMode, lazy } from "react";
+import { createRoot } from "react-dom/client";
+import { RouterProvider, createBrowserRouter } from "react-router";
+import { Layout } from "./Layout.tsx";
+import { LoginPage } from "./pages/LoginPage.tsx";
+import { takeTokenFromFragment } from "./token.ts";
+
+// Before anything reads the address: the token leaves the fragment (and the history) at once.
+takeTokenFromFragment();
+
+// Shade 9 keeps white text on filled buttons and links on white above 4.5:1 contrast.
+const theme = createTheme({ primaryColor: "blue", primaryShade: 9 });
+
+const queryClient = new QueryClient({
+  defaultOptions: { queries: { staleTime: 5_000, retry: 1, refetchOnWindowFocus: false } },
+});
+
+// Each page is its own chunk: the first page loads only what it shows.
+const page = (load: () => Promise<{ default: React.ComponentType }>) => {
+  const Page = lazy(load);
+  return <Page />;
+};
+
+const router = createBrowserRouter([
+  { path: "/login", element: <LoginPage /> },
+  {
+    path: "/",
+    element: <Layout />,
+    children: [
+      { index: true, element: page(() => import("./pages/OverviewPage.tsx")) },
+      { path: "fleet", element: page(() => import("./pages/FleetPage.tsx")) },
+      { path: "models", element: page(() => import("./pages/ModelsPage.tsx")) },
+      { path: "models/:name", element: page(() => import("./pages/ModelPage.tsx")) },
+      { path: "plan", element: page(() => import("./pages/PlanPage.tsx")) },
+      { path: "playground", element: page(() => import("./pages/PlaygroundPage.tsx")) },
+      { path: "keys", element: page(() => import("./pages/KeysPage.tsx")) },
+      { path: "events", element: page(() => import("./pages/EventsPage.tsx")) },
+      { path: "audit", element: page(() => import("./pages/AuditPage.tsx")) },
+      { path: "*", element: page(() => import("./pages/NotFoundPage.tsx")) },
+    ],
+  },
+]);
+
+const root = document.getElementById("root");
+if (root) {
+  createRoot(root).render(
+    <StrictMode>
+      <MantineProvider theme={theme}>
+        <QueryClientProvider client={queryClient}>
+          <RouterProvider router={router} />
+        </QueryClientProvider>
+      </MantineProvider>
+    </StrictMode>,
+  );
+}

@@ -1,0 +1,22 @@
+/**
+ * The shapes the console reads: the admin API's own views from src/protocol
+ * (one definition for the API, the CLI and the console), and the few the
+ * console alone reads, as the server documents them.
+ */
+export type {
+  AuditEventView,
+  EventView,
+  ModelView,
+  NodeGpuView,
+  NodeView,
+  PresetView,
+  ReplicaView,
+  AddedModelView,
+} from "../../src/protocol/views.ts";
+export type { CanaryView, ArmView } from "../../src/protocol/canary-views.ts";
+export type { GatewayKeyView, GatewayKeyCreated, UsageAnswer, UsageView } from "../../src/protocol/gateway-views.ts";
+export type { HistoryView } from "../../src/protocol/version-views.ts";
+export type { Plan, PlanCandidate } from "../../src/plan/candidates.ts";
+
+export type { SessionView, SeriesPoint, SeriesView, HeadroomView, CardMemoryAnswer, GpuMemoryView as CardMemory, PlannedMemoryView as PlannedShare } from "../../src/protocol/console.ts";
+export type { DryRunAnswer as DryRunView, Change as PlannedChange } from "../../src/protocol/dry-run.ts";

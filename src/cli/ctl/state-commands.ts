@@ -1,0 +1,95 @@
+import { createWriteStream, existsSync, readFileSync } from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import { pipeline } from "node:stream/promises";
+import type { Command } from "commander";
+import { Document } from "yaml";
+import { parseWithSchema } from "../../catalog/schema-errors.js";
+import { parseYamlSource } from "../../catalog/yaml-source.js";
+import { DomainError } from "../../errors/domain-error.js";
+import { catalogExportSchema, type CatalogExport, type CatalogImportResult } from "../../protocol/catalog-export.js";
+import { print, printJson } from "../output.js";
+import { apiClient, ctlOptions } from "./context.js";
+
+const exportHeader = [
+  " The runtime state of an llmgw server, for `llmgw ctl import` on another (or the same) server.",
+  " models: the models added at runtime (ctl model add), in server.yaml's entry shape, with the revisions",
+  "   each moved through (versions). Models declared in a server.yaml are not here: that file is their record.",
+  " keys and tokens: names and limits only, never a secret. An import makes each a new secret and shows it once;",
+  "   clients of a key need the new one. Names equal on both sides with equal settings are left as they are.",
+].join("\n");
+
+/** The export as YAML with its header: stable for equal state, so two exports can be compared as text. */
+export function renderExport(document: CatalogExport): string {
+  const yaml = new Document(document);
+  yaml.commentBefore = exportHeader;
+  return yaml.toString({ lineWidth: 0 });
+}
+
+/** Reads an export file, refusing bad YAML or a bad value with its file, line and column, and the fix. */
+export function parseExportFile(text: string, fileName: string): CatalogExport {
+  const source = parseYamlSource(text, fileName);
+  return parseWithSchema(catalogExportSchema, source.value, { label: fileName, locate: source.locate });
+}
+
+function importLines(result: CatalogImportResult): string[] {
+  const lines: string[] = [];
+  const names = (list: readonly string[]) => (list.length > 0 ? list.join(", ") : "none");
+  lines.push(`Models added: ${names(result.models.added)}; unchanged: ${names(result.models.unchanged)}.`);
+  lines.push(`Gateway keys created: ${names(result.keys.created.map((key) => key.name))}; unchanged: ${names(result.keys.unchanged)}.`);
+  lines.push(`Tokens created: ${names(result.tokens.created.map((token) => token.name))}; unchanged: ${names(result.tokens.unchanged)}.`);
+  const secrets = [
+    ...result.keys.created.filter((key) => key.key !== null).map((key) => `  key ${key.name}: ${key.key}`),
+    ...result.tokens.created.filter((token) => token.token !== null).map((token) => `  ${token.role} token ${token.name}: ${token.token}`),
+  ];
+  if (secrets.length > 0) lines.push("New secrets, shown this once (give each to whoever used the old one):", ...secrets);
+  return lines;
+}
+
+export function registerStateCommands(ctl: Command): void {
+  ctl
+    .command("export")
+    .description("print the runtime catalog, gateway keys and tokens (names and limits, never a secret) as YAML: `ctl export > catalog.yaml`")
+    .option("--json", "print the API's JSON instead of YAML")
+    .action(async (_options, command: Command) => {
+      const document = await apiClient(ctlOptions(command)).get<CatalogExport>("/api/v1/catalog/export");
+      if (ctlOptions(command).json) return printJson(document);
+      process.stdout.write(renderExport(document));
+    });
+
+  ctl
+    .command("import")
+    .argument("<file>", "a file `llmgw ctl export` wrote")
+    .option("--json", "print the API's JSON, new secrets included")
+    .description("add what an export holds, in one transaction: a name that collides refuses the whole import, naming each; equal entries are left as they are")
+    .action(async (file: string, _options, command: Command) => {
+      let text: string;
+      try {
+        text = readFileSync(file, "utf8");
+      } catch (error) {
+        throw new DomainError("invalid_input", `cannot read ${file}: ${(error as Error).message}`, "Give the path of a file `llmgw ctl export` wrote.");
+      }
+      const document = parseExportFile(text, file);
+      const result = await apiClient(ctlOptions(command)).post<CatalogImportResult>("/api/v1/catalog/import", document);
+      if (ctlOptions(command).json) return printJson(result);
+      print(importLines(result).join("\n"));
+    });
+
+  ctl
+    .command("backup")
+    .argument("<file>", "where to write the copy (a new file; it holds token hashes and usage, so it is made 0600)")
+    .description("copy the server's SQLite state while it runs (consistent, online); restore by starting a server with the copy as <data-dir>/llmgw.db")
+    .action(async (file: string, _options, command: Command) => {
+      if (existsSync(file)) throw new DomainError("invalid_input", `${file} exists already`, "Give the path of a new file; a backup never overwrites one.");
+      const body = await apiClient(ctlOptions(command)).stream("/api/v1/backup");
+      // Written beside the target and renamed when whole: a cut connection leaves no truncated copy under the name.
+      const partial = `${file}.partial`;
+      try {
+        await pipeline(body, createWriteStream(partial, { flags: "wx", mode: 0o600 }));
+      } catch (error) {
+        if ((error as { code?: string }).code !== "EEXIST") await rm(partial, { force: true });
+        throw new DomainError("invalid_input", `could not write the backup to ${file}: ${(error as Error).message}`, "Give a path in a writable folder; nothing was left under that name.");
+      }
+      await rename(partial, file);
+      print(`Wrote a consistent copy of the server's state to ${file}. To restore: stop the server, put the copy at <data-dir>/llmgw.db (remove llmgw.db-wal and llmgw.db-shm there), and start it.`);
+    });
+}

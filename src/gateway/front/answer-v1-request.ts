@@ -1,0 +1,116 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { DomainError } from "../../errors/domain-error.js";
+import type { Gateway } from "../request/gateway.js";
+import type { GatewayEndpoint, GatewayLog } from "../wire/gateway-exchange.js";
+import { openAIErrorAnswer } from "../wire/openai-error-body.js";
+import { requestIdFrom } from "./request-id-from.js";
+import { writeOpenAIError } from "../wire/write-openai-error.js";
+import { headerText } from "../wire/header-text.js";
+import { comfyRouteFor } from "../comfy/comfy-route.js";
+
+/** Bodies OpenAI's API takes are small; long contexts of a million tokens are a few MB. */
+export const gatewayBodyLimit = 32 * 1024 * 1024;
+
+const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
+  ["/v1/chat/completions", "chat/completions"],
+  ["/v1/completions", "completions"],
+  ["/v1/embeddings", "embeddings"],
+  // Not on the front's fast path (gateway-front.ts): node's server reads these, then the same Gateway.handle answers.
+  ["/v1/responses", "responses"],
+  ["/v1/rerank", "rerank"],
+  ["/v1/score", "score"],
+]);
+
+/**
+ * Answers /v1 and everything under it straight from node:http, before any
+ * web framework sees the request: this is the path every client takes on
+ * every call, and a framework's routing, hooks and reply objects cost more
+ * than the proxying itself. Returns false for any other path, which the
+ * caller hands on (to the admin API's app).
+ *
+ * `log` writes a warning about one request; the request id is added to it.
+ */
+export function answerV1Request(gateway: Gateway, request: IncomingMessage, response: ServerResponse, log: GatewayLog): boolean {
+  const url = request.url ?? "/";
+  if (!url.startsWith("/v1") || (url.length > 3 && url[3] !== "/" && url[3] !== "?")) return false;
+  const id = requestIdFrom(request.headers["x-request-id"]);
+  const queryAt = url.indexOf("?");
+  let path = queryAt < 0 ? url : url.slice(0, queryAt);
+  // The admin API ignores a trailing slash; /v1 does the same, so both read alike.
+  if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1);
+  const requestLog: GatewayLog = { warn: (facts, message) => log.warn({ reqId: id, ...facts }, message) };
+  const endpoint = request.method === "POST" ? endpoints.get(path) : undefined;
+  if (endpoint !== undefined) {
+    readBody(request, (body) => {
+      if (body === "too-large") return answerTooLarge(response, id);
+      void gateway.handle(endpoint, { id, headers: request.headers, body, response, log: requestLog });
+    });
+    return true;
+  }
+  const comfyRoute = comfyRouteFor(request.method, path);
+  if (comfyRoute !== undefined) {
+    // Kept images' URLs point back at the address the client used.
+    const baseUrl = `${"encrypted" in request.socket && request.socket.encrypted ? "https" : "http"}://${request.headers.host ?? "localhost"}`;
+    readBody(request, (body) => {
+      if (body === "too-large") return answerTooLarge(response, id);
+      void gateway.comfy.handle(comfyRoute, { id, headers: request.headers, body, response, log: requestLog, baseUrl });
+    });
+    return true;
+  }
+  if (request.method === "GET" && path === "/v1/models") {
+    let text: string;
+    try {
+      text = JSON.stringify(gateway.listModels(headerText(request.headers.authorization)));
+    } catch (error) {
+      writeOpenAIError(response, id, openAIErrorAnswer(error, id));
+      return true;
+    }
+    response.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "x-request-id": id });
+    response.end(text);
+    return true;
+  }
+  const notFound = new DomainError(
+    "route_not_found",
+    `no OpenAI route at ${request.method ?? "?"} ${path} here; this gateway serves GET /v1/models and POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/rerank, /v1/score, /v1/images/generations, /v1/llmgw/comfy/MODEL`,
+    "Point the OpenAI client's base URL at this server's /v1.",
+  );
+  // A body sent to a wrong route is read and dropped, so the client can read the answer.
+  request.resume();
+  writeOpenAIError(response, id, openAIErrorAnswer(notFound, id));
+  return true;
+}
+
+function answerTooLarge(response: ServerResponse, id: string): void {
+  const tooLarge = new DomainError("body_too_large", `the body is larger than the gateway accepts (${gatewayBodyLimit / 1024 / 1024} MiB)`, "Send a shorter prompt, or fewer inputs per request.");
+  // The rest of the body is not read: the connection cannot carry another request.
+  response.shouldKeepAlive = false;
+  writeOpenAIError(response, id, openAIErrorAnswer(tooLarge, id));
+}
+
+/** The body's bytes, in one buffer; "too-large" past the limit (the rest is left unread). A client that goes away mid-body gets nothing. */
+function readBody(request: IncomingMessage, done: (body: Buffer | "too-large") => void): void {
+  const declared = Number(request.headers["content-length"]);
+  if (declared > gatewayBodyLimit) {
+    done("too-large");
+    return;
+  }
+  const parts: Buffer[] = [];
+  let length = 0;
+  const onData = (part: Buffer) => {
+    length += part.length;
+    if (length > gatewayBodyLimit) {
+      request.removeListener("data", onData);
+      request.removeListener("end", onEnd);
+      request.pause();
+      done("too-large");
+      return;
+    }
+    parts.push(part);
+  };
+  const onEnd = () => done(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, length));
+  request.on("data", onData);
+  request.on("end", onEnd);
+  // A client gone mid-body is nobody to answer; without a listener its reset would be thrown.
+  request.on("error", () => undefined);
+}
+

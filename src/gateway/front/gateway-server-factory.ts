@@ -1,0 +1,76 @@
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { TlsFiles } from "../../net/tls-files.js";
+import { createRenewingHttpsServer } from "../../net/https-server.js";
+import { answerV1Request } from "./answer-v1-request.js";
+import type { Gateway } from "../request/gateway.js";
+import type { GatewayLog } from "../wire/gateway-exchange.js";
+import { GatewayFront } from "./gateway-front.js";
+
+/**
+ * Limits against slow and numerous clients, in force on every port that
+ * carries the gateway (documented in docs/security-and-operations.md): a
+ * request's head must arrive within headersTimeout and the whole request
+ * within requestTimeout (answered 408 otherwise), and past maxConnections
+ * new connections are closed at once while those open are served.
+ */
+export const frontLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, maxConnections: 10_000 } as const;
+
+/** The settings fastify would have applied to a server it made itself. */
+interface FactorySettings {
+  readonly http?: ServerOptions | null;
+  readonly keepAliveTimeout?: number;
+  readonly requestTimeout?: number;
+  readonly connectionTimeout?: number;
+  readonly maxRequestsPerSocket?: number | null;
+}
+
+/**
+ * Fastify's `serverFactory` for an app that carries the gateway: one
+ * node:http server on one port. Each connection is read first by the
+ * gateway's front (GatewayFront), which answers the OpenAI POST routes on
+ * the socket itself and hands every other connection to node's server.
+ * There, /v1 is answered by the gateway's own listener (answerV1Request)
+ * and everything else (the admin API, /metrics, health) by fastify. The
+ * server stays fastify's, so listen, close and shutdown behave as before.
+ * `log` is read per warning: the app's logger does not exist yet when the
+ * server is made.
+ *
+ * With `tls` the server is node's HTTPS server and the front reads the
+ * decrypted socket: node hands HTTP its TLS sockets on "secureConnection"
+ * (the "connection" event there carries the raw TCP socket TLS reads), so
+ * the front takes over that event instead, and the /v1 hot path is the same
+ * code over TLS as over plain TCP.
+ */
+export function gatewayServerFactory(
+  gateway: Gateway,
+  log: GatewayLog,
+  tls?: TlsFiles,
+): (fastifyHandler: (request: IncomingMessage, response: ServerResponse) => void, settings: FactorySettings) => Server {
+  return (fastifyHandler, settings) => {
+    const handler = (request: IncomingMessage, response: ServerResponse): void => {
+      if (!answerV1Request(gateway, request, response, log)) fastifyHandler(request, response);
+    };
+    // A renewed certificate reaches new connections without a restart; open ones keep theirs.
+    const server = tls
+      ? createRenewingHttpsServer(tls, settings.http ?? {}, handler, {
+          renewed: (file) => log.info?.({ file }, "tls-certificate-renewed: new connections get the new certificate"),
+          failed: (message) => log.warn({}, `tls-certificate-not-renewed: ${message}`),
+        })
+      : createServer(settings.http ?? {}, handler);
+    if (settings.keepAliveTimeout !== undefined) server.keepAliveTimeout = settings.keepAliveTimeout;
+    server.headersTimeout = frontLimits.headersTimeoutMs;
+    server.requestTimeout = settings.requestTimeout !== undefined && settings.requestTimeout > 0 ? settings.requestTimeout : frontLimits.requestTimeoutMs;
+    server.maxConnections = frontLimits.maxConnections;
+    if (settings.connectionTimeout !== undefined) server.setTimeout(settings.connectionTimeout);
+    if (settings.maxRequestsPerSocket !== undefined && settings.maxRequestsPerSocket !== null && settings.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = settings.maxRequestsPerSocket;
+    // Node's own "connection" listener is what reads HTTP on a socket: the front calls it for the connections it hands over.
+    const httpEvent = tls ? "secureConnection" : "connection";
+    const nodeListeners = server.listeners(httpEvent) as ((socket: Socket) => void)[];
+    server.removeAllListeners(httpEvent);
+    const front = new GatewayFront({ gateway, log, server, handOff: (socket) => nodeListeners.forEach((listener) => listener.call(server, socket)) });
+    server.on(httpEvent, (socket: Socket) => front.accept(socket));
+    gateway.closingSignal.addEventListener("abort", () => front.close(), { once: true });
+    return server;
+  };
+}

@@ -1,0 +1,48 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { UsageIncrement } from "../../protocol/gateway-keys-feed.js";
+import { UsageLedger } from "./usage-ledger.js";
+import { UsageJournal } from "./usage-journal.js";
+
+const root = mkdtempSync(path.join(tmpdir(), "llmgw-usage-journal-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const usage = { errors: 0, promptTokens: 11, completionTokens: 7 };
+
+describe("the usage journal", () => {
+  it("has a request's usage on disk when count's promise settles, and removes it once the store has the batch", async () => {
+    const directory = path.join(root, "one");
+    const written: UsageIncrement[] = [];
+    const ledger = new UsageLedger(async (increments) => void written.push(...increments), Date.now, UsageJournal.open(directory));
+    await Promise.all([ledger.count("k", "m", usage), ledger.count("k", "m", usage)]);
+    const [segment] = readdirSync(directory);
+    expect(readFileSync(path.join(directory, segment as string), "utf8").trim().split("\n")).toHaveLength(2);
+    await ledger.flush();
+    expect(written).toEqual([expect.objectContaining({ key: "k", model: "m", requests: 2, promptTokens: 22, completionTokens: 14 })]);
+    // The sealed segment went with its batch; the new one is empty, and goes at close.
+    await ledger.close();
+    expect(readdirSync(directory)).toEqual([]);
+  });
+
+  it("adopts what a dead process left, once, skipping a torn last line, and keeps it when the store refuses", async () => {
+    const directory = path.join(root, "two");
+    const journal = UsageJournal.open(directory, { isRunning: (pid) => pid === process.pid });
+    writeFileSync(path.join(directory, "usage-999999-1-1.jsonl"), `${JSON.stringify(["k", "m", "2026-12-02T03:30Z", 1, 5, 6])}\n["k","m","2026-12-02T03:3`);
+    let refuse = true;
+    const written: UsageIncrement[] = [];
+    const ledger = new UsageLedger(async (increments) => {
+      if (refuse) throw new Error("store down");
+      written.push(...increments);
+    }, Date.now, journal);
+    await expect(ledger.flush()).rejects.toThrow("store down");
+    // Refused: the adopted segment is still on disk, under this process's name.
+    expect(readdirSync(directory).some((name) => name.startsWith(`usage-${process.pid}-`) && name.endsWith("-a1.jsonl"))).toBe(true);
+    refuse = false;
+    await ledger.flush();
+    expect(written).toEqual([expect.objectContaining({ minute: "2026-12-02T03:30Z", requests: 1, errors: 1, promptTokens: 5, completionTokens: 6 })]);
+    await ledger.close();
+    expect(readdirSync(directory)).toEqual([]);
+  });
+});

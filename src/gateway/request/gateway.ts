@@ -1,0 +1,411 @@
+import type { Socket } from "node:net";
+import { DomainError } from "../../errors/domain-error.js";
+import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
+import { chooseReplica } from "../routing/choose-replica.js";
+import { ArmStats } from "../routing/arm-stats.js";
+import { armOf, chooseArm, sameArmFirst, stickyKeyOf } from "../routing/choose-arm.js";
+import { hashText } from "../routing/hash-text.js";
+import { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { SeriesSteps } from "../metrics/series-steps.js";
+import type { GatewayCaller, GatewayPolicy } from "../policy/gateway-policy.js";
+import { openAIErrorAnswer } from "../wire/openai-error-body.js";
+import { writeOpenAIError } from "../wire/write-openai-error.js";
+import { RetryLater } from "../wire/retry-later.js";
+import { prefixText, type GatewayBody } from "./prompt-text.js";
+import { readGatewayBody, requireEndpointFields } from "./read-gateway-body.js";
+import type { RoutingTarget } from "../routing/routing-snapshot.js";
+import { RoutingState } from "../routing/routing-state.js";
+import { TokenCounter } from "./token-counter.js";
+import { UpstreamError } from "../upstream/upstream-error.js";
+import { headerText } from "../wire/header-text.js";
+import { ComfyEndpoints, type ComfyEndpointsOptions } from "../comfy/comfy-endpoints.js";
+import { wrongTaskError } from "../comfy/wrong-task-error.js";
+import type { V1Response } from "../wire/v1-response.js";
+import type { GatewayEndpoint, GatewayExchange, GatewayLog } from "../wire/gateway-exchange.js";
+import { forward, type Attempt, type Outcome } from "./attempt.js";
+import { completionsDefaultMaxTokens, limitProblem, type LimitFields } from "./request-limits.js";
+import { readExtraBody } from "./read-extra-body.js";
+import { engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/engine-routes.js";
+import { upstreamBody } from "./upstream-body.js";
+import { UpstreamRoutes } from "./upstream-routes.js";
+import { loadingRetryAfterSeconds, shuttingDown, snapshotWithReplica, type ReplicaQueue } from "./wait-for-replica.js";
+
+export interface GatewayOptions {
+  readonly policy: GatewayPolicy;
+  /**
+   * Tells the control plane a model is wanted and has no ready replica (the
+   * reconciler starts one for an on-demand model). Called without waiting;
+   * a failure is the callee's to log.
+   */
+  readonly reportDemand: (model: string) => void;
+  /** Where external models' keys are read from, by the variable the catalog names. */
+  readonly environment: Readonly<Record<string, string | undefined>>;
+  /** For what happens off the request path (a tokenizer that cannot be read); request lines go to the request's own log. */
+  readonly log: GatewayLog;
+  /** Requests that may wait per model for its first replica; one more is answered 429 at once. */
+  readonly maxQueuePerModel?: number;
+  /** Replicas tried per model before its fallbacks. */
+  readonly maxAttempts?: number;
+  readonly random?: () => number;
+  /** Deadlines and the kept-image budget of the ComfyUI routes (images, image to 3D). */
+  readonly comfy?: Pick<ComfyEndpointsOptions, "runDeadlineMs" | "keepImagesMs" | "keepImagesBytes">;
+}
+
+/** Characters of the prompt's start that make up its prefix for affinity: a system prompt and the start of the context. */
+const prefixLength = 1024;
+
+/**
+ * The OpenAI-compatible request path, the same for the server's own /v1 and
+ * every `llmgw gateway`: authenticate and admit through the policy, resolve
+ * the name in the routing table, refuse what is over the model's limits,
+ * choose a replica, proxy the body through, retry what failed before the
+ * first byte, and fall back in the catalog's order. It reads only the
+ * routing table in memory; the store is never on this path.
+ */
+export class Gateway {
+  readonly state = new RoutingState();
+  readonly metrics = new GatewayMetrics();
+  /** Requests, errors and latency per arm of models with a canary, for the canary's gate. */
+  readonly arms = new ArmStats();
+  /** Requests, errors, latency, time to first token and tokens per model over the last hour, for the console's charts. */
+  readonly series = new SeriesSteps();
+  readonly #routes: UpstreamRoutes;
+  readonly #tokens: TokenCounter;
+  readonly #inFlight = new Map<string, number>();
+  readonly #isClosing = (): boolean => this.#closing.signal.aborted;
+  readonly #closing = new AbortController();
+  readonly #queue: ReplicaQueue;
+  readonly #maxAttempts: number;
+  readonly #random: () => number;
+  #active = 0;
+  #idle: (() => void) | undefined;
+  /** POST /v1/images/generations and the other ComfyUI routes, with this gateway's table, policy and metrics. */
+  readonly comfy: ComfyEndpoints;
+
+  constructor(private readonly options: GatewayOptions) {
+    this.#routes = new UpstreamRoutes(options.environment);
+    this.#queue = { state: this.state, metrics: this.metrics, reportDemand: options.reportDemand, maxQueue: options.maxQueuePerModel ?? 256, closing: this.#closing.signal };
+    this.#maxAttempts = options.maxAttempts ?? 3;
+    this.#random = options.random ?? Math.random;
+    this.comfy = new ComfyEndpoints({ ...options.comfy, policy: options.policy, state: this.state, metrics: this.metrics, reportDemand: options.reportDemand, closing: this.#closing.signal });
+    this.#tokens = new TokenCounter((model, reason) => options.log.warn({ model, reason }, "tokenizer-unreadable: counting this model's prompts by estimate"));
+    this.state.onSwap((snapshot) => {
+      this.metrics.observeTable(snapshot);
+      this.#tokens.prepare(snapshot.table.models);
+      this.#routes.retain(snapshot.table.models);
+    });
+  }
+
+  swap(table: RoutingTable): void {
+    // A canary that appears in this table begins now here: its counts start in slots of their own.
+    for (const model of table.models) {
+      if (model.canary_weight !== undefined && this.state.current.model(model.name)?.canary_weight === undefined) this.arms.startEpoch(model.name, Date.now());
+    }
+    this.state.swap(table);
+  }
+
+  /** GET /v1/models: every name the caller may use (models, aliases, adapters). */
+  listModels(authorization: string | undefined): { object: "list"; data: { id: string; object: "model"; created: number; owned_by: string; parent: string | null }[] } {
+    const caller = this.options.policy.authenticate(authorization);
+    const created = Math.floor(Date.now() / 1000);
+    const data = this.state.current
+      .names()
+      .filter((entry) => caller.allowedModels === null || caller.allowedModels.includes(entry.name))
+      .map((entry) => ({
+        id: entry.name,
+        object: "model" as const,
+        created,
+        owned_by: "llmgw",
+        parent: entry.name === entry.model.name ? null : entry.model.name,
+      }));
+    return { object: "list", data };
+  }
+
+  /** Answers one POST /v1/...; always writes the response itself (the route is hijacked). */
+  async handle(endpoint: GatewayEndpoint, exchange: GatewayExchange): Promise<void> {
+    const arrivedAt = performance.now();
+    // Taken now: a response that has finished has already let go of its socket, which shutdown must still close.
+    const socket = exchange.response.socket;
+    this.#active += 1;
+    let caller: GatewayCaller | undefined;
+    let requested = "";
+    let promptTokens = 0;
+    try {
+      if (this.#closing.signal.aborted) throw shuttingDown();
+      caller = this.options.policy.authenticate(headerText(exchange.headers.authorization));
+      const extra = isExtraRoute(endpoint) ? readExtraBody(exchange.body, endpoint) : undefined;
+      const body = extra?.body ?? readGatewayBody(exchange.body);
+      if (extra === undefined) requireEndpointFields(body, endpoint);
+      requested = body.model;
+      const snapshot = this.state.current;
+      const target = snapshot.resolve(body.model);
+      if (!target) {
+        throw new DomainError("model_not_found", `no model named ${body.model} at this gateway`, "GET /v1/models lists the models, aliases and adapters you may use.");
+      }
+      if (target.model.comfy) throw wrongTaskError(target.model, "text");
+      if (isExtraRoute(endpoint)) refuseUnservedRoute(target.model, endpoint);
+      refuseGenerationFromPoolingModel(target.model, endpoint);
+      promptTokens = extra ? approximateTokens(extra.promptText) : this.#tokens.count(target.model, body);
+      const maxTokens = extra ? extra.maxTokens : (body.max_completion_tokens ?? body.max_tokens ?? (endpoint === "completions" ? completionsDefaultMaxTokens : undefined));
+      // Rerank and score read each pair on its own: their sum is not one prompt, so only a Responses request is held to the context.
+      const overLimit = endpoint === "rerank" || endpoint === "score" ? undefined : limitProblem(target.model, promptTokens, maxTokens, endpoint, limitFields(endpoint, body));
+      if (overLimit) throw overLimit;
+      const admitting = this.options.policy.admit(caller, body.model, promptTokens + (maxTokens ?? 0));
+      if (admitting) await admitting;
+      const outcome = await this.#serve(endpoint, exchange, body, target, { arrivedAt, promptTokens, maxTokens, caller });
+      this.#finish(outcome, arrivedAt);
+    } catch (error) {
+      const answer = openAIErrorAnswer(error, exchange.id);
+      if (answer.status >= 500) exchange.log.warn({ model: requested, code: answer.body.error.code, err: error instanceof DomainError ? undefined : error }, answer.body.error.message);
+      const model = this.state.current.resolve(requested)?.model.name ?? "unknown";
+      // A refusal is usage too (a request and an error): on disk before the client has it, as an answer's is.
+      const recorded = caller ? this.options.policy.record({ caller, model, promptTokens: 0, completionTokens: 0, error: true }) : undefined;
+      if (recorded) await recorded;
+      writeOpenAIError(exchange.response, exchange.id, answer);
+      this.metrics.model(model).answered(answer.status);
+      this.series.record({ model, at: Date.now(), latencyMs: performance.now() - arrivedAt, ttftMs: undefined, error: true, completionTokens: 0 });
+    } finally {
+      // While closing, a kept-alive connection would hold the server's close open until its idle timeout.
+      if (this.#closing.signal.aborted) endConnectionAfter(exchange.response, socket);
+      this.#active -= 1;
+      if (this.#active === 0) this.#idle?.();
+    }
+  }
+
+  /** Metrics and series of an answer that has left; its usage was recorded before its last byte (Attempt.record). */
+  #finish(outcome: Outcome, arrivedAt: number): void {
+    const modelMetrics = this.metrics.model(outcome.model);
+    modelMetrics.answered(outcome.status);
+    const latencyMs = performance.now() - arrivedAt;
+    modelMetrics.latency.observe(latencyMs / 1000);
+    if (outcome.usage) modelMetrics.countTokens(outcome.usage.promptTokens, outcome.usage.completionTokens);
+    this.series.record({ model: outcome.model, at: Date.now(), latencyMs, ttftMs: outcome.ttftMs, error: outcome.failed || outcome.status >= 500, completionTokens: outcome.usage?.completionTokens ?? 0 });
+  }
+
+  /**
+   * The model asked for, then its fallbacks in order. A model is left for the
+   * next when it has no replica within its deadline, or when every replica
+   * tried failed before its first byte.
+   */
+  async #serve(
+    endpoint: GatewayEndpoint,
+    exchange: GatewayExchange,
+    body: GatewayBody,
+    target: RoutingTarget,
+    counted: { arrivedAt: number; promptTokens: number; maxTokens: number | undefined; caller: GatewayCaller },
+  ): Promise<Outcome> {
+    const fallbacks = target.model.fallbacks;
+    const stream = (endpoint === "chat/completions" || endpoint === "completions" || endpoint === "responses") && body.stream === true;
+    // The Responses API has no stream_options: its last event always carries the usage.
+    const dropUsageEvent = stream && endpoint !== "responses" && body.stream_options?.include_usage !== true;
+    let loading: RoutingModel | undefined;
+    let unavailable: RoutingModel | undefined;
+    let lastFailure: UpstreamError | undefined;
+    for (let position = 0; position <= fallbacks.length; position += 1) {
+      const isFallback = position > 0;
+      let candidate = target;
+      if (isFallback) {
+        // Read from the table in force when its turn comes: the first may have waited for a replica.
+        const fallback = this.state.current.model(fallbacks[position - 1] as string);
+        if (!fallback) continue;
+        candidate = { model: fallback, adapter: undefined };
+      }
+      // A fallback with a smaller context than the request needs cannot answer it either.
+      if (isFallback && limitProblem(candidate.model, counted.promptTokens, counted.maxTokens, endpoint, limitFields(endpoint, body))) continue;
+      if (isFallback && isExtraRoute(endpoint) && candidate.model.engine !== null && !engineServes(candidate.model.engine, endpoint)) continue;
+      if (isFallback && candidate.model.pooling !== undefined && generates(endpoint)) continue;
+      const answeringName = candidate.adapter?.name ?? candidate.model.name;
+      const attempt: Attempt = {
+        target: candidate,
+        body,
+        answeringName,
+        payload: upstreamBody(exchange.body, body, candidate, dropUsageEvent),
+        stream,
+        dropUsageEvent,
+        arrivedAt: counted.arrivedAt,
+        exchange,
+        endpoint,
+        record: (outcome) =>
+          this.options.policy.record({
+            caller: counted.caller,
+            model: answeringName,
+            promptTokens: outcome.usage?.promptTokens ?? counted.promptTokens,
+            completionTokens: outcome.usage?.completionTokens ?? 0,
+            error: outcome.failed,
+          }),
+      };
+      try {
+        if (candidate.model.external) return await this.#external(attempt, candidate.model);
+        // Placement's word is in the table: waiting out the deadline for a replica that will not come helps no one.
+        if (candidate.model.unavailable && candidate.model.replicas.length === 0) {
+          unavailable ??= candidate.model;
+          continue;
+        }
+        const served = await this.#replicas(attempt, isFallback);
+        if (served === "no-replica") {
+          loading ??= candidate.model;
+          continue;
+        }
+        return served;
+      } catch (error) {
+        if (!(error instanceof UpstreamError) || !error.retryable) throw error;
+        lastFailure = error;
+        this.metrics.retries.inc({ model: candidate.model.name });
+        exchange.log.warn({ model: candidate.model.name, upstream: error.upstream, status: error.status }, `upstream-failed: ${error.message}`);
+      }
+    }
+    if (loading && !lastFailure) {
+      // The estimate as the table has it now, after the wait: the replica's progress moved on meanwhile.
+      const eta = this.state.current.model(loading.name)?.loading_eta_s ?? undefined;
+      const retryAfter = eta ?? loadingRetryAfterSeconds;
+      throw new RetryLater(
+        "model_loading",
+        `model ${loading.name} is loading: no replica became ready within ${Math.round(loading.queue_timeout_ms / 1000)} s${eta !== undefined ? `; its replica should be ready in about ${eta} s` : ""}${target.model.fallbacks.length > 0 ? ", and no fallback could answer" : ""}`,
+        `Retry in ${retryAfter} s; \`llmgw ctl replicas --model ${loading.name}\` shows its progress.`,
+        retryAfter,
+      );
+    }
+    if (unavailable && !lastFailure) {
+      throw new DomainError(
+        "model_unavailable",
+        `model ${unavailable.name} has no replica and none will start: ${unavailable.unavailable ?? ""}${target.model.fallbacks.length > 0 ? "; no fallback could answer" : ""}`,
+        `\`llmgw ctl model show ${unavailable.name}\` and \`llmgw ctl events --model ${unavailable.name}\` say what placement decided; give it room or change its profiles, then retry.`,
+      );
+    }
+    throw new DomainError(
+      "upstream_failed",
+      `every replica tried for ${target.model.name}${target.model.fallbacks.length > 0 ? " and its fallbacks" : ""} failed before answering (last: ${lastFailure?.upstream ?? "none"}: ${lastFailure?.message ?? "no replica"})`,
+      "Retry; if it persists, `llmgw ctl replicas` shows which replicas are failing.",
+    );
+  }
+
+  /** Serves from the model's replicas, waiting for a first one when it has none; "no-replica" when none came in time. */
+  async #replicas(attempt: Attempt, isFallback: boolean): Promise<Outcome | "no-replica"> {
+    const model = attempt.target.model;
+    const snapshot = await snapshotWithReplica(this.#queue, model, isFallback, attempt.exchange.response);
+    if (snapshot === "no-replica") return "no-replica";
+    const replicas = snapshot.model(model.name)?.replicas ?? [];
+    const prefixHash = model.routing === "prefix" ? hashText(prefixText(attempt.body, prefixLength)) : undefined;
+    const tried = new Set<string>();
+    let lastFailure: UpstreamError | undefined;
+    const arm = model.canary_weight === undefined ? undefined : chooseArm(model.canary_weight, stickyKeyOf(attempt.body.user, attempt.exchange.headers["x-session-id"]), this.#random);
+    for (let count = 0; count < this.#maxAttempts; count += 1) {
+      const left = replicas.filter((candidate) => !tried.has(candidate.id));
+      const replica = chooseReplica({
+        candidates: arm === undefined ? left : sameArmFirst(left, arm),
+        inFlight: this.#inFlight,
+        prefixHash,
+        random: this.#random,
+      });
+      if (!replica) break;
+      tried.add(replica.id);
+      if (arm !== undefined) attempt.exchange.response.setHeader("x-llmgw-arm", armOf(replica));
+      try {
+        const outcome = await this.#toReplica(attempt, replica);
+        if (arm !== undefined) this.#countArm(model.name, replica, attempt, outcome.status >= 500 || (outcome.failed && outcome.status < 400));
+        return outcome;
+      } catch (error) {
+        if (arm !== undefined) this.#countArm(model.name, replica, attempt, true);
+        if (!(error instanceof UpstreamError) || !error.retryable) throw error;
+        lastFailure = error;
+        this.metrics.retries.inc({ model: model.name });
+        attempt.exchange.log.warn({ model: model.name, replica: replica.id, status: error.status }, `replica-attempt-failed: ${error.message}`);
+      }
+    }
+    throw lastFailure ?? new UpstreamError(undefined, true, model.name, "no ready replica left to try");
+  }
+
+  #countArm(model: string, replica: RoutingReplica, attempt: Attempt, error: boolean): void {
+    this.arms.record(model, armOf(replica), performance.now() - attempt.arrivedAt, error, Date.now());
+  }
+
+  async #toReplica(attempt: Attempt, replica: RoutingReplica): Promise<Outcome> {
+    const route = this.#routes.replica(replica);
+    this.#inFlight.set(replica.id, (this.#inFlight.get(replica.id) ?? 0) + 1);
+    try {
+      return await forward(attempt, route, this.metrics, this.#isClosing);
+    } finally {
+      const left = (this.#inFlight.get(replica.id) ?? 1) - 1;
+      if (left <= 0) this.#inFlight.delete(replica.id);
+      else this.#inFlight.set(replica.id, left);
+    }
+  }
+
+  async #external(attempt: Attempt, model: RoutingModel): Promise<Outcome> {
+    return await forward(attempt, this.#routes.external(model), this.metrics, this.#isClosing);
+  }
+
+  /** Aborted when the gateway starts closing: its front stops reading new requests then. */
+  get closingSignal(): AbortSignal {
+    return this.#closing.signal;
+  }
+
+  /** Stops taking requests: queued ones are answered 503 at once, those being answered finish; then the pools close. */
+  async close(): Promise<void> {
+    this.#closing.abort();
+    if (this.#active > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+    await this.#routes.close();
+  }
+}
+
+
+function endConnectionAfter(response: V1Response, socket: Socket | null): void {
+  const end = () => socket?.end();
+  if (response.writableFinished) end();
+  else response.once("finish", end);
+}
+
+function isExtraRoute(endpoint: GatewayEndpoint): endpoint is ExtraRoute {
+  return (extraRoutes as readonly string[]).includes(endpoint);
+}
+
+/** About four characters a token: the estimate for routes whose prompt the model's tokenizer is not asked to count. */
+function approximateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+/** The fields a limit refusal names, as each route calls them. */
+function limitFields(endpoint: GatewayEndpoint, body: GatewayBody): LimitFields {
+  if (endpoint === "responses") return { maxTokens: "max_output_tokens", prompt: "input" };
+  const maxTokens = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? "max_completion_tokens" : "max_tokens";
+  return { maxTokens, prompt: endpoint === "chat/completions" ? "messages" : endpoint === "completions" ? "prompt" : "input" };
+}
+
+/** The routes that ask a model to write text, which an engine started to pool cannot answer. */
+function generates(endpoint: GatewayEndpoint): boolean {
+  return endpoint === "chat/completions" || endpoint === "completions" || endpoint === "responses";
+}
+
+/**
+ * A chat, completions or Responses request to a model whose engine pools
+ * (an embedding model, a reranker) is refused here, naming the routes it
+ * serves: vLLM would answer "does not support Chat Completions API" and
+ * llama-server 501, neither saying where to go instead.
+ */
+function refuseGenerationFromPoolingModel(model: RoutingModel, endpoint: GatewayEndpoint): void {
+  if (model.pooling === undefined || !generates(endpoint)) return;
+  const routes = model.pooling.routes.map((route) => `/v1/${route}`);
+  const served = routes.length === 1 ? (routes[0] as string) : `${routes.slice(0, -1).join(", ")} or ${routes.at(-1) as string}`;
+  throw new DomainError(
+    "wrong_model_task",
+    `model ${model.name} pools rather than generates (its engine runs with ${model.pooling.flag}): it serves ${served}, not POST /v1/${endpoint}`,
+    `Send it ${served} requests, or ask for a chat model (GET /v1/models lists them).`,
+    [{ where: "model", message: `${model.name} runs with ${model.pooling.flag} and writes no text` }],
+  );
+}
+
+/**
+ * A route the model's engine does not serve is refused here, naming the
+ * engines that do: the engine would answer a bare 404 in its own shape.
+ * External models are the provider's to judge.
+ */
+function refuseUnservedRoute(model: RoutingModel, route: ExtraRoute): void {
+  if (model.engine === null || engineServes(model.engine, route)) return;
+  throw new DomainError(
+    "wrong_model_task",
+    `model ${model.name} runs on ${model.engine}, which does not serve POST /v1/${route}`,
+    `POST /v1/${route} is served by models on ${enginesServing(route).join(", ")}; send this model's requests to /v1/chat/completions${route === "responses" ? " (the same conversation, as messages)" : ""}, or use a model on one of those engines.`,
+    [{ where: "model", message: `${model.engine} does not serve /v1/${route}` }],
+  );
+}
+

@@ -1,0 +1,70 @@
+import type { RoutingReplica } from "../../protocol/routing-table.js";
+import { hashText } from "./hash-text.js";
+
+export interface ReplicaChoice {
+  /** Ready replicas not yet tried for this request. */
+  readonly candidates: readonly RoutingReplica[];
+  /** Requests this gateway has in flight per replica id. */
+  readonly inFlight: ReadonlyMap<string, number>;
+  /** A hash of the prompt's leading text, for models routed by prefix; undefined otherwise. */
+  readonly prefixHash: number | undefined;
+  /** 0 ≤ x < 1; Math.random in production, fixed in tests. */
+  readonly random: () => number;
+}
+
+/**
+ * How many more requests than the least busy candidate the prefix's own
+ * replica may hold before the request goes elsewhere: enough that the prefix
+ * cache pays off, few enough that one popular system prompt cannot pile every
+ * request onto one replica while the others idle.
+ */
+export const prefixOverloadMargin = 4;
+
+/**
+ * Picks a replica (pure). Fewest requests in flight by the power of two random
+ * choices: two candidates drawn at random, the less busy one wins. That keeps
+ * load even without every gateway herding onto the one replica that looked
+ * least busy a moment ago, which is what "always the least busy" does with
+ * several gateways. Draining replicas are never candidates.
+ *
+ * With a prefix hash, the prompt's own replica comes first (rendezvous
+ * hashing: the same prefix picks the same replica, and a replica coming or
+ * going moves only its own share of prefixes) while it holds at most
+ * `prefixOverloadMargin` more requests than the least busy candidate.
+ */
+export function chooseReplica(choice: ReplicaChoice): RoutingReplica | undefined {
+  const ready = choice.candidates.filter((replica) => replica.state === "ready");
+  if (ready.length === 0) return undefined;
+  const load = (replica: RoutingReplica) => choice.inFlight.get(replica.id) ?? 0;
+  if (choice.prefixHash !== undefined) {
+    let owner = ready[0] as RoutingReplica;
+    let best = -1;
+    for (const replica of ready) {
+      const weight = mix(choice.prefixHash ^ hashText(replica.id));
+      if (weight > best) {
+        best = weight;
+        owner = replica;
+      }
+    }
+    const least = Math.min(...ready.map(load));
+    if (load(owner) <= least + prefixOverloadMargin) return owner;
+  }
+  if (ready.length === 1) return ready[0];
+  const first = Math.floor(choice.random() * ready.length);
+  let second = Math.floor(choice.random() * (ready.length - 1));
+  if (second >= first) second += 1;
+  const a = ready[first] as RoutingReplica;
+  const b = ready[second] as RoutingReplica;
+  return load(b) < load(a) ? b : a;
+}
+
+/** A 32-bit finaliser (murmur3's), so replica weights for one prefix are not correlated. */
+function mix(value: number): number {
+  let hash = value >>> 0;
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
+  return hash >>> 0;
+}

@@ -1,0 +1,38 @@
+import { parseDuration } from "../catalog/duration.js";
+import type { CatalogModel } from "../catalog/catalog-model.js";
+import { demandBytesPerCard, demandProfile, type DemandProfile } from "../placement/index.js";
+import type { ModelStatusRow } from "../store/reconcile-rows.js";
+import type { ModelFactsCache } from "./model-facts-cache.js";
+import type { DesiredModel } from "./types.js";
+
+/** What should run of a model, as the pure diff reads it: the catalog's scaling with the model's stored status. */
+export function desiredModel(model: CatalogModel, status: ModelStatusRow | undefined, facts: ModelFactsCache | undefined, busyAtMs: number | undefined): DesiredModel {
+  return {
+    name: model.name,
+    modelClass: model.class,
+    min: model.scaling.min,
+    max: model.scaling.max,
+    idleTimeoutMs: parseDuration(model.scaling.idle_timeout) ?? 600_000,
+    targetInFlight: model.entry.target?.in_flight,
+    profiles: demandProfiles(model, facts),
+    demandAtMs: status?.demand_at ? Date.parse(status.demand_at) : undefined,
+    backoffUntilMs: status?.backoff_until ? Date.parse(status.backoff_until) : undefined,
+    restartBeforeMs: status?.restart_before ? Date.parse(status.restart_before) : undefined,
+    restartInPlace: status?.restart_in_place === 1,
+    busyAtMs,
+    placement: status?.placement_state ? { state: status.placement_state, reason: status.placement_reason } : undefined,
+  };
+}
+
+/**
+ * A model's profiles as placement takes them, in the model's order of
+ * preference, with the bytes each card must hold when the model's files have
+ * been read (the planner's own arithmetic at the model's context).
+ */
+export function demandProfiles(model: CatalogModel, facts: ModelFactsCache | undefined): DemandProfile[] {
+  return model.profiles.map((profile) => {
+    // A ComfyUI profile's source is a repository of many files, not one checkpoint to price: it is not read.
+    const read = profile.gpus > 0 && profile.engine !== "comfyui" ? facts?.get(profile.source) : undefined;
+    return demandProfile(profile, read ? demandBytesPerCard(read, profile, model.entry.context) : undefined);
+  });
+}

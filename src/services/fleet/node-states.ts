@@ -1,0 +1,42 @@
+import { nodeState, type NodeState } from "../../fleet/node-state.js";
+import { oldestLastSeen, type StoredNode } from "../../store/fleet-rows.js";
+import type { Store } from "../../store/open-store.js";
+import type { FleetSettings } from "./fleet-settings.js";
+import type { NodesHeard } from "./nodes-heard.js";
+
+/** Whether each node is ready, settling or lost, from when it was last heard and when this server started. */
+export class NodeStates {
+  constructor(
+    private readonly store: Store,
+    private readonly settings: FleetSettings,
+    private readonly startedAtMs: number,
+    private readonly now: () => number,
+    private readonly heard: NodesHeard,
+  ) {}
+
+  /** Whether every node has reported since this server started (which closes the settling window early). */
+  everyNodeReportedSince(oldest: string | undefined): boolean {
+    return oldest === undefined || Date.parse(oldest) >= this.startedAtMs;
+  }
+
+  stateOf(node: Pick<StoredNode, "name" | "last_seen_at">, everyNodeReportedSinceStart: boolean): NodeState {
+    return nodeState({
+      lastSeenMs: this.heard.lastSeenMs(node),
+      nowMs: this.now(),
+      heartbeatDeadlineMs: this.settings.heartbeatDeadlineMs,
+      serverStartedMs: this.startedAtMs,
+      settlingWindowMs: this.settings.settlingWindowMs,
+      everyNodeReportedSinceStart,
+    });
+  }
+
+  nodeStates(nodes: readonly Pick<StoredNode, "name" | "last_seen_at">[]): Map<string, NodeState> {
+    const everyNodeReported = nodes.every((node) => this.heard.lastSeenMs(node) >= this.startedAtMs);
+    return new Map(nodes.map((node) => [node.name, this.stateOf(node, everyNodeReported)]));
+  }
+
+  /** One node's state, read with one row and one aggregate rather than the whole fleet. */
+  async nodeStateByKey(node: StoredNode): Promise<NodeState> {
+    return this.stateOf(node, this.everyNodeReportedSince(await oldestLastSeen(this.store.db)));
+  }
+}
