@@ -220,6 +220,23 @@ describe("desiredCount", () => {
     expect(desiredCount({ ...onDemand, demandAtMs: now - 61_000 }, { ready: 1, live: 1, inFlight: 2 }, now, 1000).count).toBe(1);
   });
 
+  it("lets the replica a demand started finish starting, however long past idle_timeout its load takes", () => {
+    const onDemand = model("m", { min: 0, max: 1, idleTimeoutMs: 3_000, demandAtMs: now - 10_000 });
+    expect(desiredCount(onDemand, { ready: 0, live: 1, inFlight: 0 }, now, 1000).count).toBe(1);
+    // Once it serves, idle time runs again: with no request since, it goes.
+    expect(desiredCount(onDemand, { ready: 1, live: 1, inFlight: 0 }, now, 1000).count).toBe(0);
+  });
+
+  it("keeps an on-demand replica that is still loading when its demand is older than idle_timeout, and renews the demand so idle time counts from ready", () => {
+    const onDemand = model("m", { min: 0, max: 1, idleTimeoutMs: 3_000, demandAtMs: now - 10_000, placement: { state: "placed", reason: null } });
+    const loading = [replica("m-a", "m", "gpu-1", [0], { state: "starting" })];
+    const actions = diff({ models: [onDemand] }, observed([node("gpu-1")], loading), settings);
+    expect(kinds(actions)).toEqual(["demand-seen"]);
+    // The same replica ready, with the demand as old: it is withdrawn.
+    const ready = diff({ models: [onDemand] }, observed([node("gpu-1")], [replica("m-a", "m", "gpu-1", [0])]), settings);
+    expect(kinds(ready)).toContain("withdraw");
+  });
+
   it("grows one replica at a time toward max while replicas carry more than the target, and shrinks after the cool-down", () => {
     const target = model("m", { min: 1, max: 3, targetInFlight: 4 });
     expect(desiredCount(target, { ready: 1, live: 1, inFlight: 9 }, now, 1000)).toEqual({ count: 2, busy: true });

@@ -1,7 +1,7 @@
 import type { ModelClass } from "../catalog/schema.js";
 import type { ReplicaDemand, Snapshot } from "../placement/types.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
-import { desiredCount } from "./desired-count.js";
+import { desiredCount, startingForDemand } from "./desired-count.js";
 import { placeReplicas, preemptionGate, victimsFor } from "./placement-functions.js";
 import type { ModelStanding } from "../placement/index.js";
 import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
@@ -106,9 +106,11 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     const current = live.filter((replica) => !outdated.includes(replica));
     const readyCurrent = current.filter(isReady).length;
     const inFlight = live.reduce((sum, replica) => sum + (replica.inFlight ?? 0), 0);
-    // Demand and load are the model's, told by its stable arm; a canary's count is fixed.
-    if (inFlight > 0 && !model.canary) actions.push({ kind: "demand-seen", model: model.name });
-    const { count, busy } = desiredCount(model, { ready: live.filter(isReady).length, live: live.length, inFlight }, now, settings.scaleDownCooldownMs);
+    const load = { ready: live.filter(isReady).length, live: live.length, inFlight };
+    // Demand and load are the model's, told by its stable arm; a canary's count is fixed. A replica
+    // still starting renews the demand too, so an on-demand model's idle time counts from when it is ready.
+    if ((inFlight > 0 || (model.min === 0 && startingForDemand(load))) && !model.canary) actions.push({ kind: "demand-seen", model: model.name });
+    const { count, busy } = desiredCount(model, load, now, settings.scaleDownCooldownMs);
     if (busy && !model.canary) actions.push({ kind: "busy", model: model.name });
     const withdrawing = ofModel.some((replica) => withdrawn.has(replica.id) && !isTerminal(replica));
 
