@@ -85,6 +85,14 @@ export function buildRoutingTable(
     });
     byModel.set(replica.model, list);
   }
+  // Loading replicas by model, grouped once: a filter per model is quadratic at thousands of models.
+  const loadingByModel = new Map<string, ReplicaForRouting[]>();
+  for (const replica of replicas) {
+    if (!loadingStates.has(replica.state)) continue;
+    const list = loadingByModel.get(replica.model);
+    if (list) list.push(replica);
+    else loadingByModel.set(replica.model, [replica]);
+  }
   const aliases: Record<string, string> = {};
   const routed: RoutingModel[] = models.map((model) => {
     for (const alias of model.aliases) aliases[alias] = model.name;
@@ -93,10 +101,7 @@ export function buildRoutingTable(
     const modelReplicas = byModel.get(model.name) ?? [];
     const unavailable = unavailableReason(model, placements.get(model.name), modelReplicas.length);
     const pooling = firstProfile ? poolingRunner(firstProfile.engine, firstProfile.args) : undefined;
-    const eta = loadingEtaSeconds(
-      replicas.filter((replica) => replica.model === model.name),
-      now,
-    );
+    const eta = loadingEtaSeconds(loadingByModel.get(model.name) ?? [], now);
     return {
       name: model.name,
       context: entry.context ?? null,

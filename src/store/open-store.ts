@@ -5,6 +5,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } fr
 import pg from "pg";
 import { DomainError } from "../errors/domain-error.js";
 import { migrationProvider } from "./migrations.js";
+import { cachingStatements } from "./statement-cache.js";
 import type { Database, StoreKind } from "./schema.js";
 
 export interface Store {
@@ -34,7 +35,7 @@ export interface StoreLocation {
 export async function openStore(location: StoreLocation): Promise<Store> {
   const kind: StoreKind = location.database ? "postgres" : "sqlite";
   const sqlite = kind === "sqlite" ? openSqliteFile(location.dataDir) : undefined;
-  const db = sqlite ? new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }) : openPostgres(location.database as string);
+  const db = sqlite ? new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) }) : openPostgres(location.database as string);
   try {
     await migrate(db, kind);
   } catch (error) {

@@ -1,0 +1,99 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Inventory, ReplicaStatus } from "../protocol/agent-protocol.js";
+import { modelEntrySchema } from "../catalog/schema.js";
+import { replicaStatus } from "../../test/support/replica-status.js";
+import { findReplica, upsertReplica } from "../store/fleet-rows.js";
+import { openStore, type Store } from "../store/open-store.js";
+import { storesUnderTest } from "../../test/support/postgres.js";
+import { CatalogService } from "../services/catalog-service.js";
+import { FleetService } from "../services/fleet-service.js";
+import { RoutingTableSource } from "./routing-table-source.js";
+
+const inventory: Inventory = {
+  hostname: "host-a",
+  gpus: [{ index: 0, uuid: "GPU-0", name: "NVIDIA H100 80GB HBM3", class: "h100", memory_bytes: 80 * 1024 ** 3, fabric: "node-a" }],
+  memory_bytes: 64 * 1024 ** 3,
+  cpu_cores: 16,
+  engines: ["vllm"],
+  disk_free_bytes: 10 ** 12,
+  simulated: false,
+};
+
+/**
+ * The table is rebuilt only when what it is built from changed; each kind of
+ * change below must still reach it, and a tick with no change must not read
+ * the fleet whole.
+ */
+describe.each(storesUnderTest)("the routing table over $kind", (engine) => {
+  let store: Store;
+  let drop: () => Promise<void>;
+  let clock: number;
+  let catalog: CatalogService;
+  let fleet: FleetService;
+  let source: RoutingTableSource;
+  let credential: string;
+
+  const beat = async (replicas: ReplicaStatus[]) => {
+    const at = new Date(clock).toISOString();
+    for (const replica of replicas) {
+      if (replica.state === "stopped" || (await findReplica(store.db, replica.id))) continue;
+      await upsertReplica(store.db, { id: replica.id, node: "node-a", status: { ...replica, state: "fetching" }, pending: true, spec: null, stop_requested: false, created_at: at, updated_at: at });
+    }
+    await fleet.heartbeat(`Bearer ${credential}`, { protocol: 1, name: "node-a", address: "http://127.0.0.1:7070", replicas });
+  };
+  const routed = () => source.current.models.find((model) => model.name === "tiny")?.replicas.map((replica) => replica.id);
+
+  beforeEach(async () => {
+    const { location, drop: dropDatabase } = await engine.location();
+    drop = dropDatabase;
+    store = await openStore(location);
+    clock = Date.now();
+    catalog = new CatalogService(store, [], "server.yaml");
+    await catalog.add(modelEntrySchema.parse({ name: "tiny", profiles: [{ name: "default", engine: "vllm", source: "hf://org/tiny@main" }] }), { token: "admin", user: null });
+    fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    const { token } = await fleet.createJoinToken("admin");
+    credential = (await fleet.join({ protocol: 1, join_token: token, name: "node-a", address: "http://127.0.0.1:7070", fabric: "node-a", labels: {}, inventory })).credential;
+    source = new RoutingTableSource(catalog, fleet, (error) => {
+      throw error;
+    });
+    await source.refresh();
+  });
+  afterEach(async () => {
+    source.stop();
+    await store.close();
+    await drop();
+  });
+
+  it("follows replicas, node states and the catalog, and leaves the fleet unread while none of them changed", async () => {
+    expect(routed()).toEqual([]);
+    await beat([replicaStatus("r1", "ready", { endpoint: "http://127.0.0.1:41000" })]);
+    await source.refresh();
+    expect(routed()).toEqual(["r1"]);
+
+    const revision = source.current.revision;
+    const read = vi.spyOn(fleet, "routingReplicas");
+    await beat([replicaStatus("r1", "ready", { endpoint: "http://127.0.0.1:41000" })]); // "still here": nothing the table shows
+    await source.refresh();
+    expect(read).not.toHaveBeenCalled();
+    expect(source.current.revision).toBe(revision);
+
+    await catalog.add(modelEntrySchema.parse({ name: "other", profiles: [{ name: "default", engine: "vllm", source: "hf://org/other@main" }] }), { token: "admin", user: null });
+    await source.refresh();
+    expect(source.current.models.map((model) => model.name).sort()).toEqual(["other", "tiny"]);
+
+    // The node falls silent past the deadline: its state changes with the clock alone, and its replica leaves the table.
+    clock += 60_000;
+    await source.refresh();
+    expect(routed()).toEqual([]);
+    expect(read).toHaveBeenCalled();
+  });
+
+  it("drops a replica that stops being ready at the next build", async () => {
+    await beat([replicaStatus("r1", "ready", { endpoint: "http://127.0.0.1:41000" })]);
+    await source.refresh();
+    expect(routed()).toEqual(["r1"]);
+    await beat([replicaStatus("r1", "failed", { reason: "engine exited" })]);
+    await source.refresh();
+    expect(routed()).toEqual([]);
+  });
+});
