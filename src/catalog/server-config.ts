@@ -9,6 +9,7 @@ import { parseWithSchema } from "./schema-errors.js";
 import { serverConfigSchema, type ModelEntry } from "./schema.js";
 import { parseYamlSource } from "./yaml-source.js";
 import { defaultReconcileSettings, type ReconcileSettings } from "./reconcile-settings.js";
+import { defaultDataDir, defaultListen } from "./server-defaults.js";
 
 /** The server's settings, validated once at start and frozen. */
 export interface ServerConfig {
@@ -44,8 +45,7 @@ export interface ServerOverrides {
   readonly gatewayAuth?: "keys" | "open" | undefined;
 }
 
-export const defaultListen = "127.0.0.1:8080";
-export const defaultDataDir = "./llmgw-data";
+export { defaultDataDir, defaultListen };
 
 /** HOST:PORT, [IPv6]:PORT, or a bare PORT (or :PORT) on loopback. */
 export function parseListen(text: string, where: string): { host: string; port: number } {

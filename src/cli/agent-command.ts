@@ -1,10 +1,8 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { describeFailure } from "./report-failure.js";
 import { engineNames, type EngineName } from "../catalog/schema.js";
-import { startAgent, type AgentOptions } from "../agent/agent.js";
-import { readCaFile, tlsFromFlags } from "../net/tls-files.js";
+import type { AgentOptions, startAgent } from "../agent/agent.js";
 import { isDomainError } from "../errors/domain-error.js";
-import { watchParentLifeline } from "../agent/parent-lifeline.js";
 
 function parseLabels(text: string): Record<string, string> {
   const labels: Record<string, string> = {};
@@ -99,6 +97,12 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
       // keeps the environment the process started with there, whatever process.env becomes, and a
       // process of the same uid (an engine, code that came with a model) can read that file.
       delete process.env.LLMGW_JOIN_TOKEN;
+      // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the agent to do it.
+      const [{ startAgent }, { watchParentLifeline }, { readCaFile, tlsFromFlags }] = await Promise.all([
+        import("../agent/agent.js"),
+        import("../agent/parent-lifeline.js"),
+        import("../net/tls-files.js"),
+      ]);
       let agent: Awaited<ReturnType<typeof startAgent>> | undefined;
       let parentGone = false;
       if (options.exitWithParent) {

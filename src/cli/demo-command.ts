@@ -1,9 +1,5 @@
 import type { Command } from "commander";
-import { request } from "undici";
 import { z } from "zod";
-import { shippedPresets } from "../catalog/presets/shipped-presets.js";
-import { runDemo } from "../demo/run-demo.js";
-import { demoSummary } from "./demo-summary.js";
 import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
 
@@ -32,6 +28,7 @@ const questions = {
 
 /** One real request through the gateway's /v1, as proof the whole path answers. */
 async function askGateway(url: string, model: string): Promise<string> {
+  const [{ shippedPresets }, { request }] = await Promise.all([import("../catalog/presets/shipped-presets.js"), import("undici")]);
   const task = shippedPresets().find((preset) => preset.name === model)?.preset.tasks[0];
   const question = task === "completions" || task === "embeddings" ? questions[task] : questions.chat;
   const response = await request(`${url}${question.path}`, {
@@ -59,6 +56,8 @@ export function registerDemoCommand(program: Command): void {
           ? "llmgw demo: a control plane, two simulated GPU nodes and a CPU node that answers for real, on this machine (no GPU needed)\n"
           : "llmgw demo: a control plane and two simulated GPU nodes on this machine (no GPU needed)\n",
       );
+      // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the demo to do it.
+      const [{ runDemo }, { demoSummary }] = await Promise.all([import("../demo/run-demo.js"), import("./demo-summary.js")]);
       const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, gguf: options.gguf, say: (line) => print(`  ${line}`) });
       let stopping = false;
       const stop = (signal: string) => {

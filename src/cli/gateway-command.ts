@@ -3,11 +3,8 @@ import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
 import { DomainError } from "../errors/domain-error.js";
-import { httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits, type PrimaryChannel } from "../gateway/policy/index.js";
-import { startGateway, startGatewayCluster, WorkerStartFailed } from "../gateway/process/index.js";
+import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
 import { print } from "./output.js";
-import { setGlobalDispatcher } from "undici";
-import { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher } from "../net/tls-files.js";
 
 interface GatewayCommandOptions {
   server?: string;
@@ -67,6 +64,13 @@ export function registerGatewayCommand(program: Command): void {
       if (!server) throw new DomainError("config_invalid", "--server is missing: the gateway follows a server's routing table", "Give --server http://HOST:PORT (or set LLMGW_SERVER).");
       if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN); `llmgw ctl token create NAME --role admin` makes one.");
       if (options.auth !== "keys" && options.auth !== "open") throw new DomainError("config_invalid", `--auth ${options.auth}: expected keys or open`, "Use --auth keys, or --auth open on loopback.");
+      // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the gateway to do it.
+      const [{ httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }] = await Promise.all([
+        import("../gateway/policy/index.js"),
+        import("../gateway/process/index.js"),
+        import("undici"),
+        import("../net/tls-files.js"),
+      ]);
       const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);
       // Checked before any worker starts, so a wrong file is one error, not one per worker.
       const tls = tlsFromFlags(options.tlsCert, options.tlsKey);
@@ -157,6 +161,7 @@ const primaryChannel: PrimaryChannel = {
 
 /** `--workers N` with N > 1: this process forks the workers, keeps their rate limits, and drains them all on SIGTERM. */
 async function runPrimary(workers: number, server: string, token: string, options: GatewayCommandOptions): Promise<void> {
+  const { startGatewayCluster, WorkerStartFailed } = await import("../gateway/process/index.js");
   let running;
   try {
     running = await startGatewayCluster({ workers, workerEnvironment: { LLMGW_TOKEN: token }, note: (line) => process.stderr.write(`${line}\n`) });

@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { runLlamaEngine } from "../engines/llama/llama-engine.js";
 
 /**
  * `llmgw llama-engine -- LLAMA-SERVER-ARGS...`: llmgw's built-in llama.cpp
@@ -15,6 +14,8 @@ export function registerLlamaEngineCommand(program: Command): void {
     .argument("[llama-server-arguments...]", "llama-server's arguments, after --")
     .allowUnknownOption(true)
     .action(async (engineArguments: string[]) => {
+      // Loaded when run: the command tree is built by every `llmgw` start.
+      const { runLlamaEngine } = await import("../engines/llama/llama-engine.js");
       await runLlamaEngine(engineArguments);
     });
 }

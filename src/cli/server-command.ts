@@ -1,10 +1,9 @@
 import type { Command } from "commander";
-import { defaultDataDir, defaultListen } from "../catalog/server-config.js";
-import { describeStorage, startServer } from "../server/start-server.js";
+import { defaultDataDir, defaultListen } from "../catalog/server-defaults.js";
 import { softwareVersion } from "../protocol/api-version.js";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { adminTokenFileName, dataDirOption } from "../server/admin-token.js";
+import { adminTokenFileName, dataDirOption } from "../server/admin-token-file.js";
 import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
 
@@ -18,6 +17,8 @@ export function registerServerCommand(program: Command): void {
     .option("--database <url>", "postgres://... to share state between servers (default: embedded SQLite in the data directory)")
     .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
     .action(async (options: { config?: string; listen?: string; dataDir?: string; database?: string; logLevel: string }) => {
+      // Loaded here, not at the top: every `llmgw ctl` builds this command tree, and must not load the server to do it.
+      const { describeStorage, startServer } = await import("../server/start-server.js");
       const server = await startServer({
         configPath: options.config,
         listen: options.listen,

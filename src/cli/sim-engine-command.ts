@@ -1,6 +1,5 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { engineNames, type EngineName } from "../catalog/schema.js";
-import { runSimEngine } from "../engines/sim/run-sim-engine.js";
 
 function engineName(value: string): EngineName {
   const engine = engineNames.find((name) => name === value);
@@ -26,6 +25,8 @@ export function registerSimEngineCommand(program: Command): void {
     .requiredOption("--engine <engine>", `the engine to simulate: ${engineNames.join(", ")}`, engineName)
     .argument("[engine-arguments...]", "the engine's arguments, after --")
     .action(async (engineArguments: string[], options: { engine: EngineName }) => {
+      // Loaded when run: the command tree is built by every `llmgw` start.
+      const { runSimEngine } = await import("../engines/sim/run-sim-engine.js");
       await runSimEngine({ engine: options.engine, argv: engineArguments });
     });
 }

@@ -2,12 +2,11 @@ import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { hashToken, newToken } from "../auth/tokens.js";
-import { defaultDataDir } from "../catalog/server-config.js";
 import type { Store } from "../store/open-store.js";
 import { countTokens, insertToken } from "../store/token-rows.js";
-import { shellWord } from "./shell-word.js";
+import { adminTokenFileName } from "./admin-token-file.js";
 
-export const adminTokenFileName = "admin-token";
+export { adminTokenFileName, dataDirOption } from "./admin-token-file.js";
 
 /**
  * On the very first start (no tokens in the store) creates the admin token,
@@ -33,7 +32,3 @@ export async function bootstrapAdminToken(store: Store, dataDir: string): Promis
 export const adminTokenHint =
   "Send an admin-API token: --token or LLMGW_TOKEN (the header Authorization: Bearer TOKEN). Ask the server's operator for one; on the server's machine, `llmgw ctl token create NAME` makes one.";
 
-/** The ctl option that finds this data dir's admin token from `workingDirectory`: none when ctl's default (./llmgw-data) is that dir. */
-export function dataDirOption(dataDir: string, workingDirectory: string = process.cwd()): string {
-  return path.resolve(workingDirectory, defaultDataDir) === path.resolve(workingDirectory, dataDir) ? "" : ` --data-dir ${shellWord(path.resolve(workingDirectory, dataDir))}`;
-}

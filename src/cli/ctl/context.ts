@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import { defaultDataDir, defaultListen } from "../../catalog/server-config.js";
-import { adminTokenFileName } from "../../server/admin-token.js";
+import { defaultDataDir, defaultListen } from "../../catalog/server-defaults.js";
+import { adminTokenFileName } from "../../server/admin-token-file.js";
 import { ApiClient } from "../../client/api-client.js";
 import { caFromOption, verifyingDispatcher } from "../../net/tls-files.js";
 
