@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { comfySchema } from "./comfy-schema.js";
 import { boundedDurationSchema } from "./duration.js";
+import { limitsSchema } from "./server-limits.js";
 
 /**
  * The model entry. The same schema reads server.yaml entries, the
@@ -203,6 +204,8 @@ export const serverConfigSchema = z.strictObject({
       events_kept: wholeNumber("a whole number of events", 100, { value: 10_000_000, why: "more events than are worth keeping in the database" }).optional(),
     })
     .optional(),
+  /** Limits against abuse on every port that carries the gateway; every key has a default (server-limits.ts). */
+  limits: limitsSchema.optional(),
   models: z.array(modelEntrySchema).optional(),
 });
 export type ServerConfigInput = z.infer<typeof serverConfigSchema>;

@@ -10,6 +10,7 @@ import { serverConfigSchema, type ModelEntry } from "./schema.js";
 import { parseYamlSource } from "./yaml-source.js";
 import { defaultReconcileSettings, type ReconcileSettings } from "./reconcile-settings.js";
 import { defaultDataDir, defaultListen } from "./server-defaults.js";
+import { resolveLimits, type ServerLimits } from "./server-limits.js";
 
 /** The server's settings, validated once at start and frozen. */
 export interface ServerConfig {
@@ -33,6 +34,8 @@ export interface ServerConfig {
   readonly gatewayAuth: "keys" | "open";
   /** The reconciler's pacing (`reconcile:`), defaults filled in. */
   readonly reconcile: ReconcileSettings;
+  /** Limits against abuse on the server's port (`limits:`), defaults filled in. */
+  readonly limits: ServerLimits;
   /** Declared models with the place each was written, for catalog errors that name the line. */
   readonly declared: readonly PlacedEntry[];
 }
@@ -140,6 +143,7 @@ export function loadServerConfig(
       withdrawDelayMs: duration(file.reconcile?.withdraw_delay, defaultReconcileSettings.withdrawDelayMs),
       eventsKept: file.reconcile?.events_kept ?? defaultReconcileSettings.eventsKept,
     }),
+    limits: resolveLimits(file.limits, (key) => `${label}: limits.${key}`),
     declared: Object.freeze(declared),
   });
 }

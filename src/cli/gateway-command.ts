@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { DomainError } from "../errors/domain-error.js";
 import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
 import { print } from "./output.js";
+import { limitsFromText, type LimitsInput } from "../catalog/server-limits.js";
 
 interface GatewayCommandOptions {
   server?: string;
@@ -17,6 +18,30 @@ interface GatewayCommandOptions {
   tlsKey?: string;
   ca?: string;
   usageJournal?: string;
+  bodyBytes?: string;
+  headerBytes?: string;
+  headerTimeout?: string;
+  requestTimeout?: string;
+  idleTimeout?: string;
+  connections?: string;
+  requestsPerKey?: string;
+}
+
+/** The limits flags, named as server.yaml's `limits:` keys with - for _, so one page documents both. */
+function limitsFromFlags(options: GatewayCommandOptions) {
+  const flag = (key: keyof LimitsInput) => `--${key.replaceAll("_", "-")}`;
+  return limitsFromText(
+    {
+      body_bytes: options.bodyBytes,
+      header_bytes: options.headerBytes,
+      header_timeout: options.headerTimeout,
+      request_timeout: options.requestTimeout,
+      idle_timeout: options.idleTimeout,
+      connections: options.connections,
+      requests_per_key: options.requestsPerKey,
+    },
+    flag,
+  );
 }
 
 /**
@@ -58,6 +83,14 @@ export function registerGatewayCommand(program: Command): void {
     .option("--ca <file>", "a PEM CA certificate to trust besides the system's, for a server whose certificate a private CA signed (env LLMGW_CA)")
     .option("--usage-journal <dir>", "where answered requests' usage is kept on disk until the server has it, so a crash loses none (env LLMGW_USAGE_JOURNAL; default ~/.local/state/llmgw/gateway-usage/LISTEN-for-SERVER)")
     .option("--workers <n>", "gateway processes sharing the port: a number, or auto (one per core); rate limits hold across them", "1")
+    // Limits against abuse, as server.yaml's `limits:` (docs/server-yaml.md); each worker holds them on its own.
+    .option("--body-bytes <n>", "the largest /v1 request body in bytes (default 33554432, 32 MiB)")
+    .option("--header-bytes <n>", "the largest request head in bytes; longer is answered 431 (default 16384)")
+    .option("--header-timeout <duration>", "a request's head must arrive within this, or 408 (default 10s)")
+    .option("--request-timeout <duration>", "a whole request must arrive within this, or 408 (default 60s)")
+    .option("--idle-timeout <duration>", "a kept-alive connection with no request is closed after this (default 72s)")
+    .option("--connections <n>", "open connections per worker; new ones past it are closed at once (default 10000)")
+    .option("--requests-per-key <n>", "requests one gateway key may have in flight per worker; one more is answered 429 (default 256)")
     .action(async (options: GatewayCommandOptions) => {
       const server = options.server ?? process.env.LLMGW_SERVER;
       const token = options.token ?? process.env.LLMGW_TOKEN;
@@ -72,6 +105,8 @@ export function registerGatewayCommand(program: Command): void {
         import("../net/tls-files.js"),
       ]);
       const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);
+      // Checked before any worker starts, as the certificate is below.
+      const limits = limitsFromFlags(options);
       // Checked before any worker starts, so a wrong file is one error, not one per worker.
       const tls = tlsFromFlags(options.tlsCert, options.tlsKey);
       const serverDispatcher = verifyingDispatcher(caFromOption(options.ca));
@@ -104,6 +139,7 @@ export function registerGatewayCommand(program: Command): void {
           token,
           listen: options.listen,
           tls,
+          limits,
           policy: keys,
           logger: { level: options.logLevel },
           ...(cluster.isWorker ? { primary: primaryChannel } : {}),

@@ -59,7 +59,7 @@ export const errorCodes = {
   weights_metadata_missing: "A model source has no weights metadata to count parameters from (no safetensors header, index or GGUF tensors).",
   body_too_large: "A request body over the server's size limit; the message states the limit.",
   uri_too_long: "A path segment longer than any name or id the API accepts.",
-  headers_too_large: "The request line and headers together exceed what the server reads (about 16 KB).",
+  headers_too_large: "The request line and headers together exceed what the server reads (limits.header_bytes, 16 KiB unless set); the message states the limit.",
   request_timeout: "The client did not send the whole request in time.",
   adapter_invalid: "A LoRA adapter that its base model's engine cannot attach: not a LoRA, for another architecture, of a rank above the engine's maximum, or in the other engine's format.",
   adapter_not_found: "The model has no adapter of that name; `ctl model adapters M` lists them.",

@@ -26,3 +26,15 @@ describe("error answers", () => {
     });
   });
 });
+
+describe("a body over the app's limit", () => {
+  it("is refused 413 stating the limit in force, and where the admin API's is set", async () => {
+    const app = Fastify({ bodyLimit: 2048 });
+    installErrorHandling(app);
+    app.post("/echo", async (request) => ({ got: request.body }));
+    const response = await app.inject({ method: "POST", url: "/echo", headers: { "content-type": "application/json" }, payload: JSON.stringify({ text: "x".repeat(3000) }) });
+    await app.close();
+    expect(response.statusCode).toBe(413);
+    expect(response.json().error).toMatchObject({ code: "body_too_large", message: "request: the body is larger than the server accepts (2 KiB)", hint: expect.stringContaining("limits.body_bytes in server.yaml") });
+  });
+});

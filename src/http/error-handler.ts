@@ -5,9 +5,7 @@ import { statusForCode } from "../protocol/http-status.js";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { redactUrl } from "../catalog/redact.js";
 import { softwareVersion, versionHeader } from "../protocol/api-version.js";
-
-/** The largest request body the admin API reads; a model entry with many profiles is a few KB. */
-export const bodyLimitBytes = 4 * 1024 * 1024;
+import { defaultServerLimits, formatBytes } from "../catalog/server-limits.js";
 
 export interface ErrorHandlingOptions {
   /** Who answers, put before messages the framework makes ("agent gpu-1"); the admin API leaves it out. */
@@ -30,8 +28,10 @@ const adminApiErrors: ErrorHandlingOptions = {
  */
 export function installErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions = adminApiErrors): void {
   const prefix = options.speaker === undefined ? "" : `${options.speaker}: `;
+  // The app's own limit (server.yaml's limits.body_bytes for the admin API, the agent's own): the 413 states the one in force.
+  const bodyLimit = app.initialConfig.bodyLimit ?? defaultServerLimits.adminBodyBytes;
   app.setErrorHandler(async (error: FastifyError | DomainError | Error, request, reply) => {
-    const domainError = toDomainError(error, prefix, options.logHint);
+    const domainError = toDomainError(error, prefix, options.logHint, bodyLimit);
     if (domainError.code === "internal") request.log.error({ err: error }, "request failed");
     if (domainError.code === "body_too_large") await discardRestOfBody(request.raw);
     return reply.status(statusForCode[domainError.code]).send(shownBody(domainError));
@@ -101,11 +101,21 @@ export function segmentTooLong(path: string): DomainError {
  * line or chunked body, a client too slow to send. The answer is written to
  * the socket by hand (there is no request object yet), in the same body shape
  * and with the version header, and the connection is then closed, since the
- * parser cannot find the start of the next request.
+ * parser cannot find the start of the next request. `headerBytes` is the
+ * server's maxHeaderSize, stated in the 431.
  */
+export function clientErrorAnswerer(headerBytes: number): (error: NodeJS.ErrnoException, socket: Socket) => void {
+  return (error, socket) => answerClientErrorWith(error, socket, headerBytes);
+}
+
+/** clientErrorAnswerer for a server with node's own head limit. */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  answerClientErrorWith(error, socket, defaultServerLimits.headerBytes);
+}
+
+function answerClientErrorWith(error: NodeJS.ErrnoException, socket: Socket, headerBytes: number): void {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
-  const domainError = clientErrorAsDomainError(error);
+  const domainError = clientErrorAsDomainError(error, headerBytes);
   const status = statusForCode[domainError.code];
   const body = JSON.stringify(domainError.toBody());
   if (socket.writable) {
@@ -118,12 +128,12 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
   socket.destroy();
 }
 
-function clientErrorAsDomainError(error: NodeJS.ErrnoException): DomainError {
+function clientErrorAsDomainError(error: NodeJS.ErrnoException, headerBytes: number): DomainError {
   if (error.code === "HPE_HEADER_OVERFLOW") {
     return new DomainError(
       "headers_too_large",
-      "the request line and headers are longer than the server reads (about 16 KB together)",
-      "Send shorter headers and a shorter path; names and ids are at most 128 characters.",
+      `the request line and headers are longer than the server reads (${formatBytes(headerBytes)} together)`,
+      "Send shorter headers and a shorter path; names and ids are at most 128 characters. The operator sets the limit as limits.header_bytes in server.yaml (--header-bytes for llmgw gateway).",
     );
   }
   if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") {
@@ -136,14 +146,15 @@ function clientErrorAsDomainError(error: NodeJS.ErrnoException): DomainError {
   );
 }
 
-function toDomainError(error: FastifyError | DomainError | Error, prefix = "", logHint = adminApiErrors.logHint): DomainError {
+function toDomainError(error: FastifyError | DomainError | Error, prefix = "", logHint = adminApiErrors.logHint, bodyLimit = defaultServerLimits.adminBodyBytes): DomainError {
   if (isDomainError(error)) return error;
   const fastifyError = error as FastifyError;
   if (fastifyError.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
     return new DomainError(
       "body_too_large",
-      `${prefix}request: the body is larger than the server accepts (${bodyLimitBytes / 1024 / 1024} MiB)`,
-      "Send a smaller body: one model entry per request.",
+      `${prefix}request: the body is larger than the server accepts (${formatBytes(bodyLimit)})`,
+      // Only the admin API's limit is the operator's to set; an agent's is its own.
+      `Send a smaller body: one model entry per request.${prefix === "" ? " The operator sets the limit as limits.body_bytes in server.yaml." : ""}`,
     );
   }
   const status = fastifyError.statusCode;

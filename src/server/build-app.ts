@@ -2,7 +2,8 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { installAccessControl } from "../api/access.js";
 import { installDryRun, type PreviewReplicas } from "../api/dry-run.js";
-import { answerClientError, answerFrameworkError, bodyLimitBytes, installErrorHandling } from "../http/error-handler.js";
+import { answerFrameworkError, clientErrorAnswerer, installErrorHandling } from "../http/error-handler.js";
+import { defaultServerLimits, type ServerLimits } from "../catalog/server-limits.js";
 import { noReplicas, type ModelStatusSource, type ReplicaCountSource } from "../api/model-view.js";
 import { maxParamLength } from "../http/router-limits.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";
@@ -67,6 +68,8 @@ export interface AppParts {
   readonly gateway?: Gateway;
   /** HTTPS with this certificate (server.yaml's `tls`); only with a gateway, whose server factory makes the server. */
   readonly tls?: TlsFiles | undefined;
+  /** server.yaml's `limits:` (default: defaultServerLimits); the body limit holds for the admin API, the rest on the gateway's port. */
+  readonly limits?: ServerLimits;
   /** GET /api/v1/routing for standalone gateways. */
   readonly routing?: RoutingTableFeed;
   /** The built web console served at `/`; default `dist/console/` of the package. */
@@ -82,16 +85,17 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   // Warnings about one /v1 request go to the app's log, which exists once Fastify() has returned.
   let built: FastifyInstance | undefined;
   const gatewayLog: GatewayLog = { warn: (facts, message) => built?.log.warn(facts, message), info: (facts, message) => built?.log.info(facts, message) };
+  const limits = parts.limits ?? defaultServerLimits;
   const app = Fastify({
     // /v1 is answered before fastify on the same server: the hot path skips its routing, hooks and replies.
-    ...(parts.gateway ? { serverFactory: gatewayServerFactory(parts.gateway, gatewayLog, parts.tls) } : {}),
+    ...(parts.gateway ? { serverFactory: gatewayServerFactory(parts.gateway, gatewayLog, parts.tls, limits) } : {}),
     logger: parts.logger ?? false,
     // Names may contain "/" (org/model); clients send it encoded, and it must stay one segment.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength },
-    bodyLimit: bodyLimitBytes,
+    bodyLimit: limits.adminBodyBytes,
     // The router's and Node's parser's own refusals, in the one error shape with the version header.
     frameworkErrors: answerFrameworkError,
-    clientErrorHandler: answerClientError,
+    clientErrorHandler: clientErrorAnswerer(limits.headerBytes),
     // A caller's x-request-id is kept (a client or load balancer tracing its own ids), so every log line and answer carries it.
     genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
   });

@@ -145,6 +145,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         }),
       environment: process.env,
       log,
+      requestsPerKey: { max: config.limits.requestsPerKey, setting: "limits.requests_per_key in server.yaml" },
     });
     const previewReplicas: PreviewReplicas = (change) => reconciler.preview(change, config.gpuMemoryUtilization);
     const app = await buildApp({
@@ -178,6 +179,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       routing,
       plan: sourceSettings,
       tls: config.tls,
+      limits: config.limits,
     });
     appLog = app.log;
     reportBackground = (error, during) => app.log.warn({ err: error }, `gateway: failed ${during}; retrying on the next round`);

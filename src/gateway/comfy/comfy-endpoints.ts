@@ -6,6 +6,7 @@ import { DomainError } from "../../errors/domain-error.js";
 import type { RoutingComfy, RoutingModel, RoutingReplica } from "../../protocol/routing-table.js";
 import { chooseReplica } from "../routing/choose-replica.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { KeySlots } from "../policy/key-slots.js";
 import type { GatewayCaller, GatewayPolicy } from "../policy/gateway-policy.js";
 import type { GatewayLog } from "../wire/gateway-exchange.js";
 import { headerText } from "../wire/header-text.js";
@@ -43,6 +44,8 @@ export interface ComfyEndpointsOptions {
   readonly metrics: GatewayMetrics;
   readonly reportDemand: (model: string) => void;
   readonly closing: AbortSignal;
+  /** Requests in flight per key, shared with the text routes: a key's images count against the same cap. */
+  readonly slots?: KeySlots;
   /** How long one workflow may run on the engine; image-to-3D takes minutes on a real card. */
   readonly runDeadlineMs?: number;
   /** How long a `url` image is kept, and the most bytes kept in all. */
@@ -117,11 +120,13 @@ export class ComfyEndpoints {
     const arrivedAt = performance.now();
     let caller: GatewayCaller | undefined;
     let modelName = "unknown";
+    let release: (() => void) | undefined;
     try {
       if (this.options.closing.aborted) {
         throw new RetryLater("gateway_shutting_down", "this gateway is shutting down", "Send the request to another gateway, or again in a moment.", 1);
       }
       caller = this.options.policy.authenticate(headerText(exchange.headers.authorization));
+      release = this.options.slots?.take(caller);
       if (route.kind === "images") {
         const body = parseImagesRequest(exchange.body);
         const model = this.#comfyModel(body.model, "images");
@@ -144,6 +149,8 @@ export class ComfyEndpoints {
       writeOpenAIError(exchange.response, exchange.id, answer);
       this.options.metrics.model(modelName).answered(answer.status);
       if (caller) this.options.policy.record({ caller, model: modelName, promptTokens: 0, completionTokens: 0, error: true });
+    } finally {
+      release?.();
     }
   }
 

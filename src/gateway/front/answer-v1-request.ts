@@ -7,9 +7,7 @@ import { requestIdFrom } from "./request-id-from.js";
 import { writeOpenAIError } from "../wire/write-openai-error.js";
 import { headerText } from "../wire/header-text.js";
 import { comfyRouteFor } from "../comfy/comfy-route.js";
-
-/** Bodies OpenAI's API takes are small; long contexts of a million tokens are a few MB. */
-export const gatewayBodyLimit = 32 * 1024 * 1024;
+import { defaultServerLimits, formatBytes } from "../../catalog/server-limits.js";
 
 const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
   ["/v1/chat/completions", "chat/completions"],
@@ -29,8 +27,9 @@ const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
  * caller hands on (to the admin API's app).
  *
  * `log` writes a warning about one request; the request id is added to it.
+ * A body past `bodyBytes` (limits.body_bytes) is answered 413.
  */
-export function answerV1Request(gateway: Gateway, request: IncomingMessage, response: ServerResponse, log: GatewayLog): boolean {
+export function answerV1Request(gateway: Gateway, request: IncomingMessage, response: ServerResponse, log: GatewayLog, bodyBytes = defaultServerLimits.bodyBytes): boolean {
   const url = request.url ?? "/";
   if (!url.startsWith("/v1") || (url.length > 3 && url[3] !== "/" && url[3] !== "?")) return false;
   const id = requestIdFrom(request.headers["x-request-id"]);
@@ -41,8 +40,8 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   const requestLog: GatewayLog = { warn: (facts, message) => log.warn({ reqId: id, ...facts }, message) };
   const endpoint = request.method === "POST" ? endpoints.get(path) : undefined;
   if (endpoint !== undefined) {
-    readBody(request, (body) => {
-      if (body === "too-large") return answerTooLarge(response, id);
+    readBody(request, bodyBytes, (body) => {
+      if (body === "too-large") return answerTooLarge(response, id, bodyBytes);
       void gateway.handle(endpoint, { id, headers: request.headers, body, response, log: requestLog });
     });
     return true;
@@ -51,8 +50,8 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   if (comfyRoute !== undefined) {
     // Kept images' URLs point back at the address the client used.
     const baseUrl = `${"encrypted" in request.socket && request.socket.encrypted ? "https" : "http"}://${request.headers.host ?? "localhost"}`;
-    readBody(request, (body) => {
-      if (body === "too-large") return answerTooLarge(response, id);
+    readBody(request, bodyBytes, (body) => {
+      if (body === "too-large") return answerTooLarge(response, id, bodyBytes);
       void gateway.comfy.handle(comfyRoute, { id, headers: request.headers, body, response, log: requestLog, baseUrl });
     });
     return true;
@@ -80,17 +79,21 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   return true;
 }
 
-function answerTooLarge(response: ServerResponse, id: string): void {
-  const tooLarge = new DomainError("body_too_large", `the body is larger than the gateway accepts (${gatewayBodyLimit / 1024 / 1024} MiB)`, "Send a shorter prompt, or fewer inputs per request.");
+function answerTooLarge(response: ServerResponse, id: string, bodyBytes: number): void {
+  const tooLarge = new DomainError(
+    "body_too_large",
+    `the body is larger than the gateway accepts (${formatBytes(bodyBytes)})`,
+    "Send a shorter prompt, or fewer inputs per request; the operator sets the limit as limits.body_bytes in server.yaml (--body-bytes for llmgw gateway).",
+  );
   // The rest of the body is not read: the connection cannot carry another request.
   response.shouldKeepAlive = false;
   writeOpenAIError(response, id, openAIErrorAnswer(tooLarge, id));
 }
 
 /** The body's bytes, in one buffer; "too-large" past the limit (the rest is left unread). A client that goes away mid-body gets nothing. */
-function readBody(request: IncomingMessage, done: (body: Buffer | "too-large") => void): void {
+function readBody(request: IncomingMessage, limit: number, done: (body: Buffer | "too-large") => void): void {
   const declared = Number(request.headers["content-length"]);
-  if (declared > gatewayBodyLimit) {
+  if (declared > limit) {
     done("too-large");
     return;
   }
@@ -98,7 +101,7 @@ function readBody(request: IncomingMessage, done: (body: Buffer | "too-large") =
   let length = 0;
   const onData = (part: Buffer) => {
     length += part.length;
-    if (length > gatewayBodyLimit) {
+    if (length > limit) {
       request.removeListener("data", onData);
       request.removeListener("end", onEnd);
       request.pause();

@@ -59,9 +59,10 @@ describe("readFrontRequest", () => {
     expect(read(text)).toBe("other");
   });
 
-  it("leaves a head over the limit to node, ended or not", () => {
+  it("says a head is over the limit, ended or not, whatever route it asks for", () => {
     const long = `x-long: ${"a".repeat(limits.maxHeadBytes)}\r\n`;
-    expect(read(post("/v1/chat/completions", `host: gw\r\ncontent-length: 2\r\n${long}`))).toBe("other");
-    expect(read(`POST /v1/chat/completions HTTP/1.1\r\n${long}`)).toBe("other");
+    expect(read(post("/v1/chat/completions", `host: gw\r\ncontent-length: 2\r\n${long}`))).toBe("head-too-large");
+    expect(read(`POST /v1/chat/completions HTTP/1.1\r\n${long}`)).toBe("head-too-large");
+    expect(read(`GET /api/v1/models HTTP/1.1\r\nhost: gw\r\n${long}\r\n`)).toBe("head-too-large");
   });
 });

@@ -14,19 +14,22 @@ export interface FrontRequest {
 
 /**
  * What the bytes at `start` are: "incomplete" until the head has ended,
- * a FrontRequest when the front can answer it, "other" for anything else.
+ * a FrontRequest when the front can answer it, "head-too-large" for a head
+ * (ended or not) past `maxHeadBytes`, whatever it asks, "other" for anything else.
  * "other" is not a refusal: the connection goes to node's HTTP server, which
  * answers every request it can and refuses the rest as it always has. So
  * this reads strictly and accepts only what it fully understands: an
  * HTTP/1.1 POST to /v1/chat/completions, /v1/completions or /v1/embeddings
  * with one content-length, a host, no transfer coding, no Expect or Upgrade,
- * no header twice and no control character, a head of at most
- * `maxHeadBytes` and a body of at most `maxBodyBytes`.
+ * no header twice and no control character, and a body of at most
+ * `maxBodyBytes`. The head's limit is the front's own to refuse: node's
+ * parser counts only some of a head's bytes (names and values, not the
+ * separators), so a head past the limit handed to it could be read whole.
  */
-export function readFrontRequest(bytes: Buffer, start: number, limits: { maxHeadBytes: number; maxBodyBytes: number }): FrontRequest | "incomplete" | "other" {
+export function readFrontRequest(bytes: Buffer, start: number, limits: { maxHeadBytes: number; maxBodyBytes: number }): FrontRequest | "incomplete" | "head-too-large" | "other" {
   const end = bytes.indexOf(headEnd, start);
-  if (end < 0) return bytes.length - start > limits.maxHeadBytes ? "other" : "incomplete";
-  if (end - start > limits.maxHeadBytes) return "other";
+  if (end < 0) return bytes.length - start > limits.maxHeadBytes ? "head-too-large" : "incomplete";
+  if (end - start > limits.maxHeadBytes) return "head-too-large";
   const head = bytes.toString("latin1", start, end);
   const lineEnd = head.indexOf("\r\n");
   const endpoint = endpoints.get(lineEnd < 0 ? head : head.slice(0, lineEnd));

@@ -1,15 +1,16 @@
-import { createServer, get, type IncomingHttpHeaders } from "node:http";
-import { connect, type AddressInfo, type Socket } from "node:net";
+import { createServer, get } from "node:http";
+import type { AddressInfo } from "node:net";
 import Fastify from "fastify";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RoutingModel } from "../../protocol/routing-table.js";
 import { Gateway } from "../request/gateway.js";
 import { gatewayServerFactory } from "./gateway-server-factory.js";
-import { Http1ResponseReader } from "../upstream/http1-response-reader.js";
+import { RawClient, type RawAnswer } from "../testing/raw-client.js";
 import { openPolicy } from "../policy/open-policy.js";
 import { registerGatewayRoutes } from "./register-gateway-routes.js";
 import { routingModel } from "../testing/routing-model.js";
+import { defaultServerLimits } from "../../catalog/server-limits.js";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -47,80 +48,15 @@ const echoModel = (baseUrl: string): RoutingModel => routingModel("echo", { engi
 async function gatewayServer(options: { keepAliveTimeout?: number; headersTimeout?: number } = {}): Promise<{ port: number; url: string; close: () => Promise<void> }> {
   const gateway = new Gateway({ policy: openPolicy, reportDemand: () => undefined, environment: {}, log: { warn: () => undefined } });
   gateway.swap({ revision: 1, models: [echoModel(await echoProvider())], aliases: {} });
-  const app = Fastify({ logger: false, serverFactory: gatewayServerFactory(gateway, { warn: () => undefined }), ...(options.keepAliveTimeout ? { keepAliveTimeout: options.keepAliveTimeout } : {}) });
+  const limits = { ...defaultServerLimits, ...(options.keepAliveTimeout ? { idleTimeoutMs: options.keepAliveTimeout } : {}), ...(options.headersTimeout ? { headerTimeoutMs: options.headersTimeout } : {}) };
+  const app = Fastify({ logger: false, serverFactory: gatewayServerFactory(gateway, { warn: () => undefined }, undefined, limits) });
   registerGatewayRoutes(app, gateway);
   app.get("/health", async () => ({ ok: true }));
   app.post("/echo-admin", async (request) => ({ got: request.body }));
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
-  if (options.headersTimeout) app.server.headersTimeout = options.headersTimeout;
   const close = () => app.close();
   closers.push(close);
   return { port: (app.server.address() as AddressInfo).port, url, close };
-}
-
-interface RawAnswer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** A client connection that reads answers one after another with the gateway's own response reader. */
-class RawClient {
-  readonly socket: Socket;
-  readonly #answers: RawAnswer[] = [];
-  #waiting: ((answer: RawAnswer) => void) | undefined;
-  #reader: Http1ResponseReader;
-  closed: Promise<void>;
-
-  constructor(port: number) {
-    this.socket = connect({ host: "127.0.0.1", port });
-    this.socket.on("error", () => undefined);
-    this.closed = new Promise((resolve) => this.socket.on("close", () => resolve()));
-    this.#reader = this.#newReader();
-    this.socket.on("data", (chunk: Buffer) => {
-      // One read may carry the end of one answer and the start of the next.
-      let rest = chunk;
-      while (rest.length > 0) {
-        let used: number;
-        try {
-          used = this.#reader.push(rest);
-        } catch {
-          this.socket.destroy();
-          return;
-        }
-        if (!this.#reader.done) break;
-        this.#reader = this.#newReader();
-        rest = rest.subarray(used);
-      }
-    });
-    closers.push(async () => void this.socket.destroy());
-  }
-
-  #current: { status: number; headers: IncomingHttpHeaders; parts: Buffer[] } = { status: 0, headers: {}, parts: [] };
-
-  #newReader(): Http1ResponseReader {
-    return new Http1ResponseReader({
-      onHead: (status, headers) => (this.#current = { status, headers, parts: [] }),
-      onBody: (chunk) => this.#current.parts.push(Buffer.from(chunk)),
-      onEnd: () => {
-        const answer = { status: this.#current.status, headers: this.#current.headers, body: Buffer.concat(this.#current.parts).toString() };
-        const waiting = this.#waiting;
-        this.#waiting = undefined;
-        if (waiting) waiting(answer);
-        else this.#answers.push(answer);
-      },
-    });
-  }
-
-  send(bytes: string | Buffer): void {
-    this.socket.write(bytes);
-  }
-
-  next(): Promise<RawAnswer> {
-    const ready = this.#answers.shift();
-    if (ready) return Promise.resolve(ready);
-    return new Promise((resolve) => (this.#waiting = resolve));
-  }
 }
 
 const chat = (content: string, extraHeaders = "", stream = false) => {
@@ -144,7 +80,7 @@ describe("the gateway's front", () => {
 
   it("answers requests one after another on one kept-alive connection, with a date and the request id", async () => {
     const { port } = await gatewayServer();
-    const client = new RawClient(port);
+    const client = new RawClient(port, closers);
     for (const word of ["one", "two", "three"]) {
       client.send(chat(word, `x-request-id: id-${word}\r\n`));
       const answer = await client.next();
@@ -157,14 +93,14 @@ describe("the gateway's front", () => {
 
   it("answers pipelined requests in the order they were sent", async () => {
     const { port } = await gatewayServer();
-    const client = new RawClient(port);
+    const client = new RawClient(port, closers);
     client.send(chat("first") + chat("second") + chat("third"));
     expect([contentOf(await client.next()), contentOf(await client.next()), contentOf(await client.next())]).toEqual(["echo first", "echo second", "echo third"]);
   });
 
   it("answers a pipelined OpenAI request itself and hands the request after it to node, in order", async () => {
     const { port } = await gatewayServer();
-    const client = new RawClient(port);
+    const client = new RawClient(port, closers);
     client.send(chat("first") + "GET /v1/models HTTP/1.1\r\nhost: gw\r\n\r\n" + chat("third"));
     expect(contentOf(await client.next())).toBe("echo first");
     expect((JSON.parse((await client.next()).body) as { data: { id: string }[] }).data.map((entry) => entry.id)).toEqual(["echo"]);
@@ -173,7 +109,7 @@ describe("the gateway's front", () => {
 
   it("reads a request that arrives a few bytes at a time", async () => {
     const { port } = await gatewayServer();
-    const client = new RawClient(port);
+    const client = new RawClient(port, closers);
     const bytes = Buffer.from(chat("slowly"));
     for (let at = 0; at < bytes.length; at += 7) {
       client.send(bytes.subarray(at, at + 7));
@@ -184,7 +120,7 @@ describe("the gateway's front", () => {
 
   it("hands every other request to node's server on the same connection: /v1/models, the admin API, then the OpenAI routes again", async () => {
     const { port } = await gatewayServer();
-    const client = new RawClient(port);
+    const client = new RawClient(port, closers);
     client.send(chat("before"));
     expect(contentOf(await client.next())).toBe("echo before");
     client.send("GET /v1/models HTTP/1.1\r\nhost: gw\r\n\r\n");
@@ -208,7 +144,7 @@ describe("the gateway's front", () => {
         }).on("error", reject);
       });
     expect(await handOffs()).toBe(1);
-    const client = new RawClient(port);
+    const client = new RawClient(port, closers);
     for (const word of ["a", "b", "c"]) {
       client.send(chat(word));
       await client.next();
@@ -223,18 +159,18 @@ describe("the gateway's front", () => {
     const { port } = await gatewayServer();
     const body = JSON.stringify({ model: "echo", messages: [{ role: "user", content: "chunked" }] });
     // A body in chunks.
-    const chunked = new RawClient(port);
+    const chunked = new RawClient(port, closers);
     chunked.send(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ntransfer-encoding: chunked\r\ncontent-type: application/json\r\n\r\n${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`);
     expect(contentOf(await chunked.next())).toBe("echo chunked");
     // Expect: 100-continue, as curl sends for a larger body: node says continue, then answers.
-    const expecting = new RawClient(port);
+    const expecting = new RawClient(port, closers);
     expecting.send(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nexpect: 100-continue\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`);
     await new Promise((resolve) => setTimeout(resolve, 20));
     expecting.send(body);
     expect(contentOf(await expecting.next())).toBe("echo chunked");
     // A query string, and a trailing slash.
     for (const path of ["/v1/chat/completions?x=1", "/v1/chat/completions/"]) {
-      const other = new RawClient(port);
+      const other = new RawClient(port, closers);
       other.send(`POST ${path} HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
       expect(contentOf(await other.next())).toBe("echo chunked");
     }
@@ -247,7 +183,7 @@ describe("the gateway's front", () => {
       "POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nbad header\r\ncontent-length: 2\r\n\r\n{}",
       "POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}",
     ]) {
-      const client = new RawClient(port);
+      const client = new RawClient(port, closers);
       client.send(request);
       expect((await client.next()).status).toBe(400);
     }
@@ -255,7 +191,7 @@ describe("the gateway's front", () => {
 
   it("answers a client that half-closes after its request, then ends the connection", async () => {
     const { port } = await gatewayServer();
-    const client = new RawClient(port);
+    const client = new RawClient(port, closers);
     client.socket.end(chat("and goodbye"));
     expect(contentOf(await client.next())).toBe("echo and goodbye");
     await client.closed;
@@ -263,12 +199,12 @@ describe("the gateway's front", () => {
 
   it("closes an idle kept-alive connection after the server's keepAliveTimeout, and answers 408 to a head that never ends", async () => {
     const { port } = await gatewayServer({ keepAliveTimeout: 500, headersTimeout: 500 });
-    const idle = new RawClient(port);
+    const idle = new RawClient(port, closers);
     idle.send(chat("then idle"));
     const answer = await idle.next();
     expect(answer.headers["keep-alive"]).toBe("timeout=0");
     await idle.closed;
-    const slow = new RawClient(port);
+    const slow = new RawClient(port, closers);
     slow.send("POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\n");
     expect((await slow.next()).status).toBe(408);
     await slow.closed;
@@ -276,10 +212,10 @@ describe("the gateway's front", () => {
 
   it("closes idle connections when the server closes, and answers 503 to a request only partly sent instead of waiting for it", async () => {
     const { port, close } = await gatewayServer();
-    const idle = new RawClient(port);
+    const idle = new RawClient(port, closers);
     idle.send(chat("idle soon"));
     await idle.next();
-    const halfway = new RawClient(port);
+    const halfway = new RawClient(port, closers);
     halfway.send("POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\n");
     await new Promise((resolve) => setTimeout(resolve, 50));
     const closing = close();

@@ -5,11 +5,8 @@ import type { GatewayLog } from "../wire/gateway-exchange.js";
 import { readFrontRequest, type FrontRequest } from "./front-request-head.js";
 import { FrontResponse, type FrontResponseOwner } from "./front-response.js";
 import { requestIdFrom } from "./request-id-from.js";
-import { gatewayBodyLimit } from "./answer-v1-request.js";
-import { requestTimeoutAnswer } from "./timeout-answer.js";
-
-/** Node's own limit on a request's head (--max-http-header-size); past it the connection goes to node, which answers 431. */
-const maxHeadBytes = 16 * 1024;
+import { headTooLargeAnswer, requestTimeoutAnswer } from "./front-refusal.js";
+import type { ServerLimits } from "../../catalog/server-limits.js";
 
 export interface GatewayFrontOptions {
   readonly gateway: Gateway;
@@ -18,6 +15,8 @@ export interface GatewayFrontOptions {
   readonly server: Server;
   /** How the server itself hands a connection to its HTTP parser (its "connection" listener). */
   readonly handOff: (socket: Socket) => void;
+  /** The port's limits: the head and body sizes are read from here, the timeouts from `server` (which the factory set from them). */
+  readonly limits: Pick<ServerLimits, "headerBytes" | "bodyBytes" | "headerTimeoutMs" | "idleTimeoutMs">;
 }
 
 /**
@@ -31,7 +30,9 @@ export interface GatewayFrontOptions {
  * with the bytes already read to node's server, which keeps it from then on
  * and answers exactly as it would have.
  *
- * The server's own timeouts hold here too: a head or body not sent within
+ * The server's own limits hold here too: a head past limits.header_bytes is
+ * answered 431 (whichever route it asks for), a body past limits.body_bytes
+ * goes to node and is answered 413, a head or body not sent within
  * headersTimeout / requestTimeout is answered 408, an idle kept-alive
  * connection is closed after keepAliveTimeout.
  */
@@ -41,8 +42,10 @@ export class GatewayFront {
   #closing = false;
 
   constructor(readonly options: GatewayFrontOptions) {
-    // One timer for every connection, not one per request.
-    this.#sweep = setInterval(() => this.#expire(Date.now()), 1_000).unref();
+    // One timer for every connection, not one per request; a quarter of the shortest timeout, so none is overshot by more than a quarter.
+    const { headerTimeoutMs, idleTimeoutMs } = options.limits;
+    const every = Math.max(minSweepMs, Math.min(maxSweepMs, Math.floor(Math.min(headerTimeoutMs, idleTimeoutMs) / 4)));
+    this.#sweep = setInterval(() => this.#expire(Date.now()), every).unref();
   }
 
   accept(socket: Socket): void {
@@ -75,6 +78,13 @@ export class GatewayFront {
     for (const connection of this.#connections) connection.expire(now, server.keepAliveTimeout, server.headersTimeout, server.requestTimeout);
   }
 }
+
+/** How often the front looks for connections past their timeouts, at most and at least. */
+const maxSweepMs = 1_000;
+const minSweepMs = 25;
+
+/** How long a refused client has to read the answer before its connection is destroyed. */
+const refusalGraceMs = 2_000;
 
 /** One client connection while the front reads it: one request at a time, the next read once the answer has left. */
 class FrontConnection implements FrontResponseOwner {
@@ -131,8 +141,13 @@ class FrontConnection implements FrontResponseOwner {
     }
     let request = this.#pending;
     if (request === undefined) {
-      const read = readFrontRequest(this.#joined(), 0, { maxHeadBytes, maxBodyBytes: gatewayBodyLimit });
+      const { limits } = this.front.options;
+      const read = readFrontRequest(this.#joined(), 0, { maxHeadBytes: limits.headerBytes, maxBodyBytes: limits.bodyBytes });
       if (read === "incomplete") return;
+      if (read === "head-too-large") {
+        this.#refuse(headTooLargeAnswer(this.#headSoFar(), limits.headerBytes));
+        return;
+      }
       if (read === "other") {
         this.#handOff();
         return;
@@ -209,11 +224,25 @@ class FrontConnection implements FrontResponseOwner {
     }
     // Slow to send its request (a head that never ends, a body that trickles): answered 408, as node does.
     const limit = this.#pending === undefined ? headersMs : requestMs;
-    if (limit > 0 && now - started >= limit) {
-      this.front.forget(this);
-      const head = this.#length === 0 ? "" : this.#joined().toString("latin1", 0, Math.min(this.#length, 256));
-      this.socket.end(requestTimeoutAnswer(head, limit));
-    }
+    if (limit > 0 && now - started >= limit) this.#refuse(requestTimeoutAnswer(this.#headSoFar(), limit));
+  }
+
+  /** The start of what was read, enough for the request line: a refusal's shape follows the path it names. */
+  #headSoFar(): string {
+    return this.#length === 0 ? "" : this.#joined().toString("latin1", 0, Math.min(this.#length, 256));
+  }
+
+  /** Answers a request the front will not read on (too slow, too large) and closes its connection: what follows cannot be framed. */
+  #refuse(answer: string): void {
+    this.front.forget(this);
+    this.#chunks = [];
+    this.#length = 0;
+    // What the client still sends is read and dropped, so its kernel does not reset the connection before the answer is read.
+    this.socket.removeListener("data", this.#onData);
+    this.socket.on("data", () => undefined);
+    this.socket.end(answer);
+    // The port keeps sockets half open (allowHalfOpen): one whose client never closes is not left to hold a connection slot.
+    setTimeout(() => this.socket.destroy(), refusalGraceMs).unref();
   }
 
   #end(): void {

@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { parseListen } from "../../catalog/server-config.js";
 import { listenFailure } from "../../errors/listen-failure.js";
+import { clientErrorAnswerer } from "../../http/error-handler.js";
 import { Gateway } from "../request/gateway.js";
 import { gatewayServerFactory } from "../front/gateway-server-factory.js";
 import type { GatewayPolicy } from "../policy/gateway-policy.js";
@@ -14,6 +15,7 @@ import { reportSeriesOverHttp } from "../metrics/report-series-over-http.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import type { PrimaryChannel } from "../policy/ipc-shared-limits.js";
 import type { TlsFiles } from "../../net/tls-files.js";
+import { defaultServerLimits, type ServerLimits } from "../../catalog/server-limits.js";
 
 export interface StandaloneGatewayOptions {
   readonly server: string;
@@ -23,6 +25,8 @@ export interface StandaloneGatewayOptions {
   readonly logger?: LoggerOptions | false;
   /** Serve HTTPS with this certificate (--tls-cert/--tls-key), swapped for a renewed one without a restart. */
   readonly tls?: TlsFiles | undefined;
+  /** The port's limits against abuse (--body-bytes, --header-timeout...); default defaultServerLimits, as a server's. */
+  readonly limits?: ServerLimits;
   /** Set in a worker of `--workers N`: /metrics answers for all the workers, through the primary. */
   readonly primary?: PrimaryChannel;
 }
@@ -42,6 +46,7 @@ export interface RunningGateway {
  */
 export async function startGateway(options: StandaloneGatewayOptions): Promise<RunningGateway> {
   const listen = parseListen(options.listen, "--listen");
+  const limits = options.limits ?? defaultServerLimits;
   let built: FastifyInstance | undefined;
   const log = {
     warn: (facts: Record<string, unknown>, message: string) => built?.log.warn(facts, message),
@@ -52,11 +57,14 @@ export async function startGateway(options: StandaloneGatewayOptions): Promise<R
     reportDemand: reportDemandOverHttp(options.server, options.token, log),
     environment: process.env,
     log,
+    requestsPerKey: { max: limits.requestsPerKey, setting: "--requests-per-key" },
   });
   const app = Fastify({
     logger: options.logger ?? false,
     // /v1 is answered before fastify on the same server: the hot path skips its routing, hooks and replies.
-    serverFactory: gatewayServerFactory(gateway, log, options.tls),
+    serverFactory: gatewayServerFactory(gateway, log, options.tls, limits),
+    // Node's parser's refusals (a head past --header-bytes) in the API's error shape, stating the limit.
+    clientErrorHandler: clientErrorAnswerer(limits.headerBytes),
     genReqId: (request) => requestIdFrom(request.headers["x-request-id"]),
     // Kept-alive idle connections are closed at shutdown; those mid-answer finish.
     forceCloseConnections: "idle",

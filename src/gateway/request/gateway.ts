@@ -8,6 +8,8 @@ import { hashText } from "../routing/hash-text.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { SeriesSteps } from "../metrics/series-steps.js";
 import type { GatewayCaller, GatewayPolicy } from "../policy/gateway-policy.js";
+import { KeySlots } from "../policy/key-slots.js";
+import { defaultServerLimits } from "../../catalog/server-limits.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
 import { writeOpenAIError } from "../wire/write-openai-error.js";
 import { RetryLater } from "../wire/retry-later.js";
@@ -44,6 +46,11 @@ export interface GatewayOptions {
   readonly log: GatewayLog;
   /** Requests that may wait per model for its first replica; one more is answered 429 at once. */
   readonly maxQueuePerModel?: number;
+  /**
+   * Requests one key may have in flight (limits.requests_per_key; default
+   * 256), and where its operator sets it, named in the 429 past it.
+   */
+  readonly requestsPerKey?: { readonly max: number; readonly setting: string };
   /** Replicas tried per model before its fallbacks. */
   readonly maxAttempts?: number;
   readonly random?: () => number;
@@ -77,6 +84,7 @@ export class Gateway {
   readonly #queue: ReplicaQueue;
   readonly #maxAttempts: number;
   readonly #random: () => number;
+  readonly #slots: KeySlots;
   #active = 0;
   #idle: (() => void) | undefined;
   /** POST /v1/images/generations and the other ComfyUI routes, with this gateway's table, policy and metrics. */
@@ -87,7 +95,8 @@ export class Gateway {
     this.#queue = { state: this.state, metrics: this.metrics, reportDemand: options.reportDemand, maxQueue: options.maxQueuePerModel ?? 256, closing: this.#closing.signal };
     this.#maxAttempts = options.maxAttempts ?? 3;
     this.#random = options.random ?? Math.random;
-    this.comfy = new ComfyEndpoints({ ...options.comfy, policy: options.policy, state: this.state, metrics: this.metrics, reportDemand: options.reportDemand, closing: this.#closing.signal });
+    this.#slots = new KeySlots(options.requestsPerKey?.max ?? defaultServerLimits.requestsPerKey, options.requestsPerKey?.setting ?? "limits.requests_per_key in server.yaml");
+    this.comfy = new ComfyEndpoints({ ...options.comfy, slots: this.#slots, policy: options.policy, state: this.state, metrics: this.metrics, reportDemand: options.reportDemand, closing: this.#closing.signal });
     this.#tokens = new TokenCounter((model, reason) => options.log.warn({ model, reason }, "tokenizer-unreadable: counting this model's prompts by estimate"));
     this.state.onSwap((snapshot) => {
       this.metrics.observeTable(snapshot);
@@ -130,9 +139,12 @@ export class Gateway {
     let caller: GatewayCaller | undefined;
     let requested = "";
     let promptTokens = 0;
+    let release: (() => void) | undefined;
     try {
       if (this.#closing.signal.aborted) throw shuttingDown();
       caller = this.options.policy.authenticate(headerText(exchange.headers.authorization));
+      // Held until this method returns: after the answer's last byte, a client's abort, or a stream's end.
+      release = this.#slots.take(caller);
       const extra = isExtraRoute(endpoint) ? readExtraBody(exchange.body, endpoint) : undefined;
       const body = extra?.body ?? readGatewayBody(exchange.body);
       if (extra === undefined) requireEndpointFields(body, endpoint);
@@ -165,6 +177,7 @@ export class Gateway {
       this.metrics.model(model).answered(answer.status);
       this.series.record({ model, at: Date.now(), latencyMs: performance.now() - arrivedAt, ttftMs: undefined, error: true, completionTokens: 0 });
     } finally {
+      release?.();
       // While closing, a kept-alive connection would hold the server's close open until its idle timeout.
       if (this.#closing.signal.aborted) endConnectionAfter(exchange.response, socket);
       this.#active -= 1;
