@@ -15,6 +15,7 @@ import type { PlanSettings } from "./plan.js";
 import type { AddedModelView, ModelState, ModelView } from "../../protocol/views.js";
 import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, sendList, weakEtag } from "../lists/list-answer.js";
+import { ItemTexts } from "../lists/item-texts.js";
 
 const nameParams = z.object({ name: z.string() });
 
@@ -87,17 +88,24 @@ export function registerModelRoutes(
   };
 
   const cache = new ListCache<BuiltModels>();
+  // One per audience: a read token's views mask what an admin's show.
+  const items = new Map<Audience, ItemTexts<ModelView>>();
   const build = async (audience: Audience): Promise<{ value: BuiltModels; validUntilMs: number }> => {
-    const [models, counts, statuses] = await Promise.all([catalog.list(), replicaCounts(), modelStatus()]);
-    // Masked as every object answer is (a text answer skips the hook that masks them), once per build.
-    const views = redactStrings(
-      models.map((model) => modelView(model, catalog.declaredIn, counts.get(model.name), { audience, status: statuses.get(model.name) })),
-      audience,
-    ) as ModelView[];
+    const [snapshot, counts, statuses] = await Promise.all([catalog.snapshot(), replicaCounts(), modelStatus()]);
+    const kept = items.get(audience) ?? new ItemTexts<ModelView>();
+    items.set(audience, kept);
+    const { views, texts } = kept.list(
+      snapshot.catalog.models,
+      (model) => model.name,
+      // A model's view is its catalog entry (the revision), its replica counts and the reconciler's status of it.
+      (model) => `${snapshot.revision}|${JSON.stringify(counts.get(model.name) ?? null)}|${JSON.stringify(statuses.get(model.name) ?? null)}`,
+      // Masked as every object answer is (a text answer skips the hook that masks them), once per change of the item.
+      (model) => redactStrings(modelView(model, catalog.declaredIn, counts.get(model.name), { audience, status: statuses.get(model.name) }), audience) as ModelView,
+    );
     // A failure's retry_at is shown only until that moment: the list holds until the first of them passes.
     const nowMs = Date.now();
     const retries = views.flatMap((view) => (view.last_failure?.retry_at ? [Date.parse(view.last_failure.retry_at)] : [])).filter((at) => at > nowMs);
-    return { value: { views, body: JSON.stringify({ models: views }) }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
+    return { value: { views, body: `{"models":[${texts.join(",")}]}` }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
   };
 
   app.get("/api/v1/models", { config: { access: "read", api: { summary: "The catalog, filtered and paged", query: modelsQuery } } }, async (request, reply) => {
