@@ -43,6 +43,7 @@ describe("readFrontRequest", () => {
     ["no host", post("/v1/chat/completions", "content-length: 2\r\n")],
     ["no length", post("/v1/chat/completions", "host: gw\r\n")],
     ["a length that is not a count", post("/v1/chat/completions", "host: gw\r\ncontent-length: +2\r\n")],
+    ["a length with a tab after it, which node's parser refuses", post("/v1/chat/completions", "host: gw\r\ncontent-length: 2\t\r\n")],
     ["two lengths", post("/v1/chat/completions", "host: gw\r\ncontent-length: 2\r\ncontent-length: 2\r\n")],
     ["any header twice", post("/v1/chat/completions", "host: gw\r\ncontent-length: 2\r\nauthorization: a\r\nAuthorization: b\r\n")],
     ["a body in chunks", post("/v1/chat/completions", "host: gw\r\ntransfer-encoding: chunked\r\n")],

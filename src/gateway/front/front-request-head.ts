@@ -52,7 +52,8 @@ export function readFrontRequest(bytes: Buffer, start: number, limits: { maxHead
     if (headers[name] !== undefined || refusedHeaders.has(name)) return "other";
     headers[name] = value;
     if (name === "content-length") {
-      if (!/^\d{1,10}$/.test(value)) return "other";
+      // Read as node's parser reads it, which takes spaces and tabs before the digits but only spaces after: a length node refuses must not frame a body here.
+      if (!contentLength.test(line.slice(colon + 1))) return "other";
       length = Number(value);
     } else if (name === "connection") {
       const options = value.toLowerCase();
@@ -74,6 +75,9 @@ function trimSpaceAndTab(line: string, from: number): string {
 }
 
 const headEnd = Buffer.from("\r\n\r\n");
+
+/** A content-length as it stands after the colon: at most ten digits (a body the limit could take), with the white space node's parser allows around them. */
+const contentLength = /^[ \t]*\d{1,10} *$/;
 
 const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
   ["POST /v1/chat/completions HTTP/1.1", "chat/completions"],
