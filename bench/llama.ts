@@ -24,7 +24,7 @@ import { packageRoot } from "../src/package-root.js";
 import { freePort } from "./admin-api.js";
 
 const bin = path.join(packageRoot.directory, "bin", "llmgw.js");
-const requests = 3;
+const requests = 10;
 const maxTokens = 32;
 const context = 512;
 // About 200 tokens of the tiny model's byte-level vocabulary.
@@ -108,10 +108,10 @@ async function waitFor<T>(what: string, withinMs: number, check: () => Promise<T
   throw new Error(`gave up waiting ${withinMs / 1000} s for ${what}`);
 }
 
-function stopGroup(child: ChildProcess | undefined): void {
-  if (child?.pid === undefined) return;
+function stopGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
   try {
-    process.kill(-child.pid, "SIGKILL");
+    process.kill(-pid, "SIGKILL");
   } catch {
     // already gone
   }
@@ -122,6 +122,7 @@ export async function llamaBench(say: (line: string) => void): Promise<LlamaBenc
   const model = path.join(folder, "tiny.gguf");
   await writeGgufFile(model, tinyModelGguf());
   const children: ChildProcess[] = [];
+  const enginePids: number[] = [];
   const start = (args: string[], env: Record<string, string | undefined> = {}) => {
     const child = spawn(process.execPath, [bin, ...args], { detached: true, stdio: "ignore", env: { ...process.env, CUDA_VISIBLE_DEVICES: "", ...env } });
     children.push(child);
@@ -135,7 +136,7 @@ export async function llamaBench(say: (line: string) => void): Promise<LlamaBenc
     const engineUrl = `http://127.0.0.1:${enginePort}`;
     await waitFor("the engine to load", 60_000, async () => ((await fetch(`${engineUrl}/health`)).ok ? true : undefined));
     const direct = await measure(engineUrl, "tiny");
-    stopGroup(engine);
+    stopGroup(engine.pid);
 
     say("llama: through a server, an agent and the gateway...");
     const port = await freePort();
@@ -163,11 +164,15 @@ export async function llamaBench(say: (line: string) => void): Promise<LlamaBenc
       return run?.firstMs;
     });
     const gateway = await measure(url, "tiny");
+    // The agent's engine is in a process group of its own and outlives the agent, as it must on a real
+    // node: the bench stops it by its pid, or every run would leave one more engine spinning on the cores.
+    const replicas = ((await (await fetch(`${url}/api/v1/replicas`, { headers })).json()) as { replicas: { pid: number | null }[] }).replicas;
+    for (const replica of replicas) if (replica.pid !== null) enginePids.push(replica.pid);
     const result = { direct, gateway, add_to_first_token_ms: firstToken };
     return { ...result, markdown: renderLlama(result) };
   } finally {
-    for (const child of children.reverse()) stopGroup(child);
-    // The agent's engine is in its own process group; the agent gone, nothing else restarts it.
+    for (const child of children.reverse()) stopGroup(child.pid);
+    for (const pid of enginePids) stopGroup(pid);
     await sleep(500);
     rmSync(folder, { recursive: true, force: true });
   }
