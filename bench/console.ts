@@ -88,7 +88,10 @@ export async function consoleBench(models = 2000, loads = 5): Promise<ConsoleBen
     });
     await first.goto(`${url}/#token=${token}`);
     await first.getByRole("heading", { name: "Overview" }).waitFor({ timeout: 60_000 });
-    await first.waitForLoadState("networkidle");
+    // Its figures drawn means its code has all loaded. Not "networkidle": the page keeps the server's
+    // live-change stream open, so the network is never idle and that wait ran out at 30 s.
+    await first.getByTestId("nodes-ready").waitFor({ timeout: 60_000 });
+    await first.waitForLoadState("load");
     const firstPageBytes = [...scripts].reduce((sum, file) => sum + gzipSizeOf(file), 0);
     await first.close();
 

@@ -6,7 +6,7 @@ import { createRoot } from "react-dom/client";
 import { RouterProvider, createBrowserRouter } from "react-router";
 import { Layout } from "./Layout.tsx";
 import { LoginPage } from "./pages/LoginPage.tsx";
-import { takeTokenFromFragment } from "./token.ts";
+import { currentToken, takeTokenFromFragment } from "./token.ts";
 
 // Before anything reads the address: the token leaves the fragment (and the history) at once.
 takeTokenFromFragment();
@@ -24,6 +24,8 @@ const page = (load: () => Promise<{ default: React.ComponentType }>) => {
   return <Page />;
 };
 
+const loadModelsPage = () => import("./pages/ModelsPage.tsx");
+
 const router = createBrowserRouter([
   { path: "/login", element: <LoginPage /> },
   {
@@ -32,7 +34,17 @@ const router = createBrowserRouter([
     children: [
       { index: true, element: page(() => import("./pages/OverviewPage.tsx")) },
       { path: "fleet", element: page(() => import("./pages/FleetPage.tsx")) },
-      { path: "models", element: page(() => import("./pages/ModelsPage.tsx")) },
+      {
+        path: "models",
+        // Not awaited: the page's code and its lists load side by side with the session check, not after it.
+        // Without a token there is nothing to ask for: the layout sends the visitor to the login page.
+        loader: () => {
+          void loadModelsPage();
+          if (currentToken() !== null) void import("./queries.ts").then(({ prefetchModelsPage }) => prefetchModelsPage(queryClient));
+          return null;
+        },
+        element: page(loadModelsPage),
+      },
       { path: "models/:name", element: page(() => import("./pages/ModelPage.tsx")) },
       { path: "plan", element: page(() => import("./pages/PlanPage.tsx")) },
       { path: "playground", element: page(() => import("./pages/PlaygroundPage.tsx")) },

@@ -17,6 +17,20 @@ function secondsUntil(iso: string, now: number): number {
  * serve of how many wanted, what a starting one is doing (fetching how far,
  * loading), why nothing is placed, and a failure with its backoff.
  */
+/**
+ * Replicas by model, grouped once: a page of 2,000 models that handed every
+ * model the whole replica list scanned it once per model.
+ */
+export function replicasByModel(replicas: readonly ReplicaView[]): ReadonlyMap<string, readonly ReplicaView[]> {
+  const byModel = new Map<string, ReplicaView[]>();
+  for (const replica of replicas) {
+    const list = byModel.get(replica.model);
+    if (list) list.push(replica);
+    else byModel.set(replica.model, [replica]);
+  }
+  return byModel;
+}
+
 export function modelStateText(model: ModelView, replicas: readonly ReplicaView[], now = Date.now()): StateText {
   const { ready, desired } = model.replicas;
   if (model.state === "external") return { group: "external", text: `external: served by ${model.external?.base_url ?? "its provider"}` };

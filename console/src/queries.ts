@@ -1,17 +1,28 @@
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, type QueryClient } from "@tanstack/react-query";
 import { api } from "./api.ts";
 import type { CardMemory, CardMemoryAnswer, EventView, ModelView, NodeView, ReplicaView, SeriesView } from "./types.ts";
 
 /** The lists most pages read; the stream marks them stale when they change. */
 export const useNodes = () => useQuery({ queryKey: ["nodes"], queryFn: () => api<{ nodes: NodeView[] }>("/api/v1/nodes").then((answer) => answer.nodes) });
-export const useModels = () => useQuery({ queryKey: ["models"], queryFn: () => api<{ models: ModelView[] }>("/api/v1/models").then((answer) => answer.models) });
+const modelsQuery = { queryKey: ["models"], queryFn: () => api<{ models: ModelView[] }>("/api/v1/models").then((answer) => answer.models) };
+export const useModels = () => useQuery(modelsQuery);
 /** One cache entry per model for every reader (the model page and a change being followed share it), so its shape is the same for all. */
-export const useReplicas = (model?: string, refetchInterval?: number) =>
-  useQuery({
-    queryKey: ["replicas", model ?? "all"],
-    queryFn: () => api<{ replicas: ReplicaView[] }>("/api/v1/replicas", { query: { model } }).then((answer) => answer.replicas),
-    ...(refetchInterval !== undefined ? { refetchInterval } : {}),
-  });
+const replicasQuery = (model?: string) => ({
+  queryKey: ["replicas", model ?? "all"],
+  queryFn: () => api<{ replicas: ReplicaView[] }>("/api/v1/replicas", { query: { model } }).then((answer) => answer.replicas),
+});
+export const useReplicas = (model?: string, refetchInterval?: number) => useQuery({ ...replicasQuery(model), ...(refetchInterval !== undefined ? { refetchInterval } : {}) });
+
+/**
+ * The models page's lists, asked for as the navigation starts: otherwise they
+ * were asked for only once the session check and the page's code had
+ * loaded, one after the other (about 400 ms of the page's 1.3 s with 2,000
+ * models here).
+ */
+export function prefetchModelsPage(client: QueryClient): void {
+  void client.prefetchQuery(modelsQuery);
+  void client.prefetchQuery(replicasQuery());
+}
 export const useEvents = (query: { model?: string; limit?: number } = {}) =>
   useQuery({ queryKey: ["events", query], queryFn: () => api<{ events: EventView[] }>("/api/v1/events", { query: { limit: query.limit ?? 200, model: query.model } }).then((answer) => answer.events) });
 export const useSeries = (model?: string) =>

@@ -6,7 +6,7 @@ import { Link, useSearchParams } from "react-router";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { ModelActions } from "../components/ModelActions.tsx";
 import { PageTitle } from "../components/Section.tsx";
-import { modelStateText, type StateGroup } from "../model-state.ts";
+import { modelStateText, replicasByModel, type StateGroup } from "../model-state.ts";
 import { useModels, useReplicas } from "../queries.ts";
 import type { ModelView } from "../types.ts";
 
@@ -53,24 +53,23 @@ export default function ModelsPage() {
     setParams(next, { replace: true });
   };
 
-  const rows = useMemo<Row[]>(
-    () =>
-      (models.data ?? []).map((model) => {
-        const state = modelStateText(model, replicas.data ?? []);
-        return {
-          model,
-          name: model.name,
-          state: state.text,
-          group: state.group,
-          class: model.class,
-          owner: model.owner ?? "",
-          engine: model.external ? "external" : [...new Set(model.profiles.map((profile) => profile.engine))].join(", "),
-          cards: model.profiles[0]?.gpus ?? 0,
-          ready: model.replicas.ready,
-        };
-      }),
-    [models.data, replicas.data],
-  );
+  const rows = useMemo<Row[]>(() => {
+    const byModel = replicasByModel(replicas.data ?? []);
+    return (models.data ?? []).map((model) => {
+      const state = modelStateText(model, byModel.get(model.name) ?? []);
+      return {
+        model,
+        name: model.name,
+        state: state.text,
+        group: state.group,
+        class: model.class,
+        owner: model.owner ?? "",
+        engine: model.external ? "external" : [...new Set(model.profiles.map((profile) => profile.engine))].join(", "),
+        cards: model.profiles[0]?.gpus ?? 0,
+        ready: model.replicas.ready,
+      };
+    });
+  }, [models.data, replicas.data]);
   const search = filter("q").toLowerCase();
   const shown = useMemo(
     () =>

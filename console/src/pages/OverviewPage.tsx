@@ -3,7 +3,7 @@ import { EventsTable } from "../components/EventsTable.tsx";
 import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { SeriesChart } from "../components/SeriesChart.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
-import { modelStateText } from "../model-state.ts";
+import { modelStateText, replicasByModel } from "../model-state.ts";
 import { useEvents, useModels, useNodes, useReplicas, useSeries } from "../queries.ts";
 
 function Figure({ label, value, testId }: { label: string; value: string; testId?: string }) {
@@ -36,8 +36,9 @@ export default function OverviewPage() {
     }
   }
   const groups = new Map<string, number>();
+  const byModel = replicasByModel(replicas.data ?? []);
   for (const model of models.data ?? []) {
-    const group = modelStateText(model, replicas.data ?? []).group;
+    const group = modelStateText(model, byModel.get(model.name) ?? []).group;
     groups.set(group, (groups.get(group) ?? 0) + 1);
   }
   const points = series.data?.points ?? [];
