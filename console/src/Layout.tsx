@@ -17,6 +17,7 @@ const pages = [
   { to: "/plan", label: "Plan and add" },
   { to: "/playground", label: "Playground" },
   { to: "/keys", label: "Keys and usage" },
+  { to: "/access", label: "Access" },
   { to: "/events", label: "Events" },
   { to: "/audit", label: "Audit" },
 ];

@@ -12,6 +12,8 @@ export type {
   PresetView,
   ReplicaView,
   AddedModelView,
+  TokenView,
+  CreatedTokenView,
 } from "../../src/protocol/views.ts";
 export type { CanaryView, ArmView } from "../../src/protocol/canary-views.ts";
 export type { GatewayKeyView, GatewayKeyCreated, UsageAnswer, UsageView } from "../../src/protocol/gateway-views.ts";

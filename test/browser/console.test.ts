@@ -175,6 +175,32 @@ describe("the web console against llmgw demo", () => {
     await row.getByTestId("key-state").filter({ hasText: "revoked" }).waitFor();
   });
 
+  it("makes a join token with the line that joins a machine, and creates and revokes an admin-API token", async () => {
+    const page = await signedIn("/access");
+    await page.getByRole("button", { name: "Make a join token" }).click();
+    const line = (await page.getByTestId("join-line-value").textContent()) ?? "";
+    expect(line).toMatch(new RegExp(`^llmgw agent --server ${demo.url.replace(/[.]/g, "\\.")} --token \\S{20,}$`));
+    // The same server lists no join token (it never shows one again), so the page's is the only copy: it is a fresh one each time.
+    await page.getByRole("button", { name: "Make a join token" }).click();
+    await page.getByTestId("join-line-value").filter({ hasNotText: line }).waitFor();
+
+    await page.getByRole("textbox", { name: /^Token name/ }).fill("console-reader");
+    await page.getByRole("button", { name: "Create token" }).click();
+    expect(await page.getByTestId("created-token-value").textContent()).toMatch(/\S{20,}/);
+    const row = page.locator('tr[data-token="console-reader"]');
+    await row.waitFor();
+    expect(await row.textContent()).toContain("read");
+    await row.locator('[data-action="Revoke"]').click();
+    await page.getByRole("button", { name: "Preview (dry run)" }).click();
+    await page.getByTestId("dry-run").waitFor();
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByTestId("applied").waitFor();
+    await page.keyboard.press("Escape");
+    await row.getByTestId("token-role").filter({ hasText: "revoked" }).waitFor();
+    const left = await call<{ tokens: { name: string }[] }>("GET", "/api/v1/tokens");
+    expect(left.tokens.map((token) => token.name)).not.toContain("console-reader");
+  });
+
   it("lists events live as they happen", async () => {
     const page = await signedIn("/events");
     await page.getByTestId("events-table").waitFor();
@@ -194,7 +220,7 @@ describe("the web console against llmgw demo", () => {
   });
 
   it("has a screenshot of every page at 1280 and 390 px, with no console error and no serious accessibility violation", async () => {
-    const pages = ["/", "/fleet", "/models", "/models/qwen2.5-7b-instruct", "/plan", "/playground", "/keys", "/events", "/audit"];
+    const pages = ["/", "/fleet", "/models", "/models/qwen2.5-7b-instruct", "/plan", "/playground", "/keys", "/access", "/events", "/audit"];
     const violations: string[] = [];
     for (const [label, size] of Object.entries(widths)) {
       // One tab per width, going from page to page as a person would: the session stays in the tab's storage.
