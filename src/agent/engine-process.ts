@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, readFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -15,6 +15,42 @@ export async function findFreePort(): Promise<number> {
       server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
     });
   });
+}
+
+/** Linux's default range for ports the kernel hands out on its own, when /proc does not say. */
+const defaultEphemeralPorts = { low: 32768, high: 60999 };
+/** The lowest port an engine is given: below it sit the well-known and registered services people run. */
+const lowestEnginePort = 10000;
+
+/** The range the kernel takes ports from by itself: for port-0 listeners and for every outgoing connection. */
+export function ephemeralPortRange(text?: string): { low: number; high: number } {
+  try {
+    const [low, high] = (text ?? readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")).trim().split(/\s+/).map(Number);
+    if (low !== undefined && high !== undefined && Number.isInteger(low) && Number.isInteger(high) && low > 0 && low <= high && high < 65536) return { low, high };
+  } catch {
+    // Not Linux, or /proc is not mounted: the usual range.
+  }
+  return defaultEphemeralPorts;
+}
+
+/**
+ * A port for an engine to listen on, free now and outside the kernel's own
+ * range. A port the kernel handed out for a port-0 listener and then freed
+ * goes back to that range, and any outgoing connection on the machine may
+ * take it as its source port before the engine binds it: on a busy machine
+ * an engine failed to start with EADDRINUSE that way. Below the range, only
+ * a program that binds a port by its number can take it. Where the kernel's
+ * range leaves too little room below it, the kernel picks as before.
+ */
+export async function findEnginePort(random: () => number = Math.random, range = ephemeralPortRange()): Promise<number> {
+  const high = range.low - 1;
+  if (high - lowestEnginePort >= 1000) {
+    for (let attempt = 0; attempt < 32; attempt += 1) {
+      const port = lowestEnginePort + Math.floor(random() * (high - lowestEnginePort + 1));
+      if (await isPortFree(port)) return port;
+    }
+  }
+  return await findFreePort();
 }
 
 /**

@@ -6,7 +6,7 @@ import { writePrivateFile } from "../../files/private-files.js";
 import type { ReplicaSpec } from "../../protocol/agent-protocol.js";
 import type { PersistedReplica } from "../agent-state.js";
 import { markerEnvironment, type EngineMarker } from "../engine-marker.js";
-import { findFreePort, isPortFree, isProcessAlive, processStartTicks, spawnEngine } from "../engine-process.js";
+import { findEnginePort, isPortFree, isProcessAlive, processStartTicks, spawnEngine } from "../engine-process.js";
 import { stopEngine, type StopOutcome } from "../stop-engine.js";
 import { engineCommandLine, engineInheritedEnvironment } from "./engine-command-line.js";
 import type { ReplicaFiles } from "./replica-files.js";
@@ -23,7 +23,7 @@ export class EngineLauncher {
   async launch(replica: Replica, weightsPath: string, adapters: { name: string; path: string; scale?: number }[], onExit: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void): Promise<void> {
     const { spec } = replica;
     const driver = this.options.driverFor(spec.engine);
-    const port = spec.port ?? (await findFreePort());
+    const port = spec.port ?? (await findEnginePort());
     if (!(await isPortFree(port))) throw this.portTaken(spec, port);
     const launch = driver.build({
       modelName: spec.model,
