@@ -1,4 +1,4 @@
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CanaryView } from "../../src/protocol/canary-views.js";
 import type { ReplicaView } from "../../src/protocol/views.js";
@@ -30,6 +30,16 @@ describe("the web console against llmgw demo", () => {
   }
 
   /** A page signed in through the login link the demo prints (the token in the fragment). */
+  /** A change as a person makes it: the button, its dry run, apply, and the dialog closed once it applied. */
+  async function previewAndApply(page: Page, button: Locator): Promise<void> {
+    await button.click();
+    await page.getByRole("button", { name: "Preview (dry run)" }).click();
+    await page.getByTestId("dry-run").waitFor();
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByTestId("applied").waitFor();
+    await page.keyboard.press("Escape");
+  }
+
   async function signedIn(path = "/", size: { width: number; height: number } = widths.desktop, token = demo.token): Promise<Page> {
     const watched = await openPage(browser, size);
     opened.push(watched);
@@ -166,12 +176,7 @@ describe("the web console against llmgw demo", () => {
     expect(key).toMatch(/\S{20,}/);
     const row = page.locator('tr[data-key="console-key"]');
     await row.getByTestId("key-state").filter({ hasText: "active" }).waitFor();
-    await row.locator('[data-action="Revoke"]').click();
-    await page.getByRole("button", { name: "Preview (dry run)" }).click();
-    await page.getByTestId("dry-run").waitFor();
-    await page.getByRole("button", { name: "Apply" }).click();
-    await page.getByTestId("applied").waitFor();
-    await page.keyboard.press("Escape");
+    await previewAndApply(page, row.locator('[data-action="Revoke"]'));
     await row.getByTestId("key-state").filter({ hasText: "revoked" }).waitFor();
   });
 
@@ -190,12 +195,7 @@ describe("the web console against llmgw demo", () => {
     const row = page.locator('tr[data-token="console-reader"]');
     await row.waitFor();
     expect(await row.textContent()).toContain("read");
-    await row.locator('[data-action="Revoke"]').click();
-    await page.getByRole("button", { name: "Preview (dry run)" }).click();
-    await page.getByTestId("dry-run").waitFor();
-    await page.getByRole("button", { name: "Apply" }).click();
-    await page.getByTestId("applied").waitFor();
-    await page.keyboard.press("Escape");
+    await previewAndApply(page, row.locator('[data-action="Revoke"]'));
     await row.getByTestId("token-role").filter({ hasText: "revoked" }).waitFor();
     const left = await call<{ tokens: { name: string }[] }>("GET", "/api/v1/tokens");
     expect(left.tokens.map((token) => token.name)).not.toContain("console-reader");

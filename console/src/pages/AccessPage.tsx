@@ -1,29 +1,15 @@
-import { Alert, Button, Code, CopyButton, Group, SegmentedControl, Table, Text, TextInput } from "@mantine/core";
+import { Button, Code, Group, SegmentedControl, Table, Text, TextInput } from "@mantine/core";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRef, useState } from "react";
 import { api } from "../api.ts";
 import { ChangeModal } from "../components/ChangeModal.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { ScrollTable } from "../components/ScrollTable.tsx";
+import { ShownOnce } from "../components/ShownOnce.tsx";
 import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { time } from "../format.ts";
 import { useChangePermission } from "../session.tsx";
 import type { CreatedTokenView, TokenView } from "../types.ts";
-
-/** A secret the server shows once: the value, a copy button, and what to do with it. */
-function ShownOnce({ title, value, testId, children }: { title: string; value: string; testId: string; children?: React.ReactNode }) {
-  return (
-    <Alert color="green" mt="sm" title={title} data-testid={testId} styles={{ message: { color: "var(--mantine-color-text)" } }}>
-      <Group gap="xs" wrap="nowrap" align="start">
-        <Code block style={{ whiteSpace: "pre-wrap", wordBreak: "break-all" }} data-testid={`${testId}-value`}>
-          {value}
-        </Code>
-        <CopyButton value={value}>{({ copied, copy }) => <Button size="compact-xs" variant="default" onClick={copy}>{copied ? "Copied" : "Copy"}</Button>}</CopyButton>
-      </Group>
-      {children}
-    </Alert>
-  );
-}
 
 /** The join token and the line that joins a machine, as `llmgw ctl node token` prints them. */
 function JoinNode() {

@@ -1,4 +1,4 @@
-import { Alert, Button, Code, CopyButton, Group, NumberInput, SegmentedControl, Table, Text, TextInput } from "@mantine/core";
+import { Button, Group, NumberInput, SegmentedControl, Table, Text, TextInput } from "@mantine/core";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../api.ts";
@@ -9,6 +9,7 @@ import { time } from "../format.ts";
 import { useChangePermission } from "../session.tsx";
 import type { GatewayKeyCreated, GatewayKeyView, UsageAnswer, UsageView } from "../types.ts";
 import { ScrollTable } from "../components/ScrollTable.tsx";
+import { ShownOnce } from "../components/ShownOnce.tsx";
 
 function CreateKey() {
   const permission = useChangePermission();
@@ -51,14 +52,7 @@ function CreateKey() {
       </Group>
       {!permission.allowed && <Text size="sm">{permission.reason}</Text>}
       <ErrorView error={create.error} />
-      {create.data && (
-        <Alert color="green" mt="sm" title={`Key ${create.data.name} created: it is shown this once`} data-testid="created-key" styles={{ message: { color: "var(--mantine-color-text)" } }}>
-          <Group gap="xs">
-            <Code data-testid="created-key-value">{create.data.key}</Code>
-            <CopyButton value={create.data.key}>{({ copied, copy }) => <Button size="compact-xs" variant="default" onClick={copy}>{copied ? "Copied" : "Copy"}</Button>}</CopyButton>
-          </Group>
-        </Alert>
-      )}
+      {create.data && <ShownOnce title={`Key ${create.data.name} created: it is shown this once`} value={create.data.key} testId="created-key" />}
     </form>
   );
 }

@@ -12,7 +12,7 @@ import { routingModel } from "../testing/routing-model.js";
 import { answerClientError, clientErrorAnswerer, installErrorHandling } from "../../http/error-handler.js";
 import { defaultServerLimits, type ServerLimits } from "../../catalog/server-limits.js";
 import type { GatewayPolicy } from "../policy/gateway-policy.js";
-import { RawClient } from "../testing/raw-client.js";
+import { closingExchange, RawClient } from "../testing/raw-client.js";
 
 /**
  * The front under abuse and under the request-smuggling cases proxies are
@@ -65,21 +65,6 @@ beforeAll(async () => {
 
 afterAll(async () => close?.());
 
-/** Sends bytes on a fresh connection and reads until the server closes it (or `waitMs` passes). */
-function exchange(to: number, bytes: string, waitMs = 3000): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port: to });
-    let text = "";
-    const timer = setTimeout(() => socket.destroy(), waitMs);
-    socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
-    socket.on("error", () => undefined);
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve(text);
-    });
-    socket.end(bytes);
-  });
-}
 
 const statusOf = (answer: string): number | undefined => {
   const match = /^HTTP\/1\.1 (\d{3})/.exec(answer);
@@ -111,7 +96,7 @@ describe("request smuggling at the gateway's front", () => {
   for (const [name, bytes] of Object.entries(smuggling)) {
     it(`refuses ${name} as node's own parser does, and no engine sees it`, async () => {
       const before = bodiesSeen.length;
-      const [atGateway, atNode] = await Promise.all([exchange(port, bytes), exchange(plainPort, bytes)]);
+      const [atGateway, atNode] = await Promise.all([closingExchange(port, bytes), closingExchange(plainPort, bytes)]);
       expect(statusOf(atNode), `node's own parser on ${name}`).not.toBe(200);
       expect(statusOf(atGateway), atGateway).toBe(statusOf(atNode));
       expect(bodiesSeen.length).toBe(before);
@@ -122,7 +107,7 @@ describe("request smuggling at the gateway's front", () => {
     const before = bodiesSeen.length;
     const whole = `${head}content-length: ${body.length}\r\n\r\n${body}`;
     const cut = `${head}content-length: ${body.length + 50}\r\n\r\n${body}`;
-    const answer = await exchange(port, whole + cut);
+    const answer = await closingExchange(port, whole + cut);
     expect(answer.match(/^HTTP\/1\.1 200/gm) ?? []).toHaveLength(1);
     expect(bodiesSeen.slice(before)).toEqual([body]);
   });
@@ -296,9 +281,9 @@ describe("limits.header_bytes", () => {
     const port = await limitedGateway({ headerBytes: 2048 }, provider.base);
     const long = `x-long: ${"a".repeat(3000)}\r\n`;
     const [v1, api, unended] = await Promise.all([
-      exchange(port, chatBytes("hi", long)),
-      exchange(port, `GET /api/v1/models HTTP/1.1\r\nhost: gw\r\n${long}\r\n`),
-      exchange(port, `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\n${long}`),
+      closingExchange(port, chatBytes("hi", long)),
+      closingExchange(port, `GET /api/v1/models HTTP/1.1\r\nhost: gw\r\n${long}\r\n`),
+      closingExchange(port, `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\n${long}`),
     ]);
     expect(statusOf(v1)).toBe(431);
     expect(bodyOf(v1)).toMatchObject({ error: { type: "invalid_request_error", code: "headers_too_large", message: expect.stringContaining("2 KiB") } });

@@ -67,3 +67,25 @@ export class RawClient {
     return new Promise((resolve) => (this.#waiting = resolve));
   }
 }
+
+/**
+ * Sends bytes on a fresh connection, closes the sending side, and reads
+ * until the server closes the connection (or `waitMs` passes), as latin1 so
+ * every byte comes back as it was sent. Node's own server drops a request
+ * still being answered when its client closes its side, so against node this
+ * suits only a handler that answers at once, or a request node refuses.
+ */
+export function closingExchange(port: number, bytes: string | Buffer, waitMs = 3000): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    let text = "";
+    const timer = setTimeout(() => socket.destroy(), waitMs);
+    socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+    socket.on("error", () => undefined);
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve(text);
+    });
+    socket.end(bytes);
+  });
+}

@@ -1,5 +1,5 @@
 import { createServer, type Server } from "node:http";
-import { connect, type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import fc from "fast-check";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +10,7 @@ import { openPolicy } from "../../../src/gateway/policy/open-policy.js";
 import { routingModel } from "../../../src/gateway/testing/routing-model.js";
 import { answerClientError } from "../../../src/http/error-handler.js";
 import { defaultServerLimits } from "../../../src/catalog/server-limits.js";
-import { RawClient } from "../../../src/gateway/testing/raw-client.js";
+import { closingExchange, RawClient } from "../../../src/gateway/testing/raw-client.js";
 import { FailureCounter, reportChaos } from "../chaos-report.js";
 
 /**
@@ -112,27 +112,6 @@ afterAll(async () => {
   }
 });
 
-/**
- * Writes the bytes on a fresh connection, closes its write side, and reads
- * until the server closes (or `waitMs` passes). For node's reference server,
- * whose handler answers at once: node's server drops a request still being
- * answered when its client closes its side, so this only suits a server
- * that has answered by then.
- */
-function closingExchange(port: number, bytes: Buffer, waitMs = 2500): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    let text = "";
-    const timer = setTimeout(() => socket.destroy(), waitMs);
-    socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
-    socket.on("error", () => undefined);
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve(text);
-    });
-    socket.end(bytes);
-  });
-}
 
 /**
  * Writes the bytes on a fresh connection and reads until `answers` whole
@@ -434,9 +413,9 @@ describe("the gateway's front against node's own HTTP parser", () => {
           const engineBefore = engineSaw.length;
           const nodeBefore = nodeParsed.length;
           // Node first: how many requests it parsed is how many answers to wait for from the gateway.
-          const atNode = await closingExchange(plainPort, bytes);
+          const atNode = await closingExchange(plainPort, bytes, 2500);
           const parsedByNode = nodeParsed.slice(nodeBefore);
-          const atGateway = parsedByNode.length === 0 ? await closingExchange(gatewayPort, bytes) : await answeredExchange(gatewayPort, bytes, parsedByNode.length);
+          const atGateway = parsedByNode.length === 0 ? await closingExchange(gatewayPort, bytes, 2500) : await answeredExchange(gatewayPort, bytes, parsedByNode.length);
           const askedOfEngine = engineSaw.slice(engineBefore);
           const gatewayStatuses = statusesOf(atGateway);
           const nodeStatuses = statusesOf(atNode);
