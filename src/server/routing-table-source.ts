@@ -86,24 +86,26 @@ export class RoutingTableSource {
   }
 
   /**
-   * What the last table was built from. Reading the fleet whole every 500 ms
-   * (every node with its inventory, every replica) was a sixth of a 500-node
-   * server's time while nothing changed; the key costs two small reads. It
+   * What the table is built from, as a key, and the canary weights read for
+   * it. Reading the fleet whole every 500 ms (every node with its inventory,
+   * every replica) took 25 of 205 profiled seconds of a 500-node server while
+   * nothing changed; the key costs a few small reads. It
    * is read before the data, so a change landing in between gives newer
    * data under an older key, which the next tick rebuilds, never the reverse.
    */
-  async #inputsKey(): Promise<string> {
+  async #inputs(): Promise<{ readonly key: string; readonly weights: ReadonlyMap<string, number> }> {
     const [snapshot, fleetKey, weights] = await Promise.all([this.catalog.snapshot(), this.fleet?.viewKey(), this.canaryWeights()]);
     // A loading replica's estimate moves with the clock alone: while one is shown, the table is rebuilt every few seconds.
     const clock = this.#showsLoading ? `|${Math.floor(Date.now() / loadingEstimateRefreshMs)}` : "";
-    return `${snapshot.revision}|${fleetKey?.key ?? ""}|${[...weights].join(",")}${clock}`;
+    return { key: `${snapshot.revision}|${fleetKey?.key ?? ""}|${[...weights].join(",")}${clock}`, weights };
   }
 
   async #build(): Promise<void> {
     try {
-      const key = await this.#inputsKey();
+      // The weights are part of the key, and the ones read for it are the ones built with.
+      const { key, weights } = await this.#inputs();
       if (key === this.#builtFrom) return;
-      const [models, replicas, weights, placements] = await Promise.all([this.catalog.list(), this.fleet?.routingReplicas() ?? Promise.resolve([]), this.canaryWeights(), this.placements()]);
+      const [models, replicas, placements] = await Promise.all([this.catalog.list(), this.fleet?.routingReplicas() ?? Promise.resolve([]), this.placements()]);
       const content = buildRoutingTable(models, replicas, weights, placements);
       this.#builtFrom = key;
       this.#showsLoading = content.models.some((model) => model.loading_eta_s !== undefined);
