@@ -6,13 +6,13 @@ import { Agent, fetch as undiciFetch } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { Gateway } from "../request/gateway.js";
 import { gatewayServerFactory } from "./gateway-server-factory.js";
-import { openPolicy } from "../policy/open-policy.js";
 import { registerGatewayRoutes } from "./register-gateway-routes.js";
 import { routingModel } from "../testing/routing-model.js";
-import { answerClientError, clientErrorAnswerer, installErrorHandling } from "../../http/error-handler.js";
+import { clientErrorAnswerer, installErrorHandling } from "../../http/error-handler.js";
 import { defaultServerLimits, type ServerLimits } from "../../catalog/server-limits.js";
 import type { GatewayPolicy } from "../policy/gateway-policy.js";
 import { closingExchange, RawClient } from "../testing/raw-client.js";
+import { echoChatCompletion, startEchoFront } from "../testing/echo-front.js";
 
 /**
  * The front under abuse and under the request-smuggling cases proxies are
@@ -22,44 +22,26 @@ import { closingExchange, RawClient } from "../testing/raw-client.js";
  * engine, and keep answering normal requests meanwhile.
  */
 
-let provider: Server;
 let plain: Server;
 let port: number;
 let plainPort: number;
 let close: () => Promise<void>;
-const bodiesSeen: string[] = [];
+let bodiesSeen: string[];
 
 beforeAll(async () => {
-  provider = createServer((request, response) => {
-    let text = "";
-    request.on("data", (chunk: Buffer) => (text += chunk.toString()));
-    request.on("end", () => {
-      bodiesSeen.push(text);
-      const body = JSON.stringify({ id: "x", object: "chat.completion", created: 1, model: "echo", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
-      response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
-    });
-  });
-  await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve));
+  const front = await startEchoFront({ ...defaultServerLimits, headerTimeoutMs: 1000, requestTimeoutMs: 1500 });
+  port = front.port;
+  bodiesSeen = front.engineSaw;
   plain = createServer((request, response) => {
     request.resume();
     request.on("end", () => response.end("parsed"));
   });
   await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
   plainPort = (plain.address() as AddressInfo).port;
-  const gateway = new Gateway({ policy: openPolicy, reportDemand: () => undefined, environment: {}, log: { warn: () => undefined } });
-  const base = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
-  gateway.swap({ revision: 1, aliases: {}, models: [routingModel("echo", { engine: null, external: { base_url: base, api_key_env: null, model: null } })] });
-  const limits = { ...defaultServerLimits, headerTimeoutMs: 1000, requestTimeoutMs: 1500 };
-  const app = Fastify({ logger: false, serverFactory: gatewayServerFactory(gateway, { warn: () => undefined }, undefined, limits), clientErrorHandler: answerClientError });
-  registerGatewayRoutes(app, gateway);
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  port = (app.server.address() as AddressInfo).port;
   close = async () => {
-    await app.close();
-    for (const server of [provider, plain]) {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
+    await front.close();
+    plain.closeAllConnections();
+    await new Promise<void>((resolve) => plain.close(() => resolve()));
   };
 });
 
@@ -169,8 +151,7 @@ async function holdingProvider(): Promise<{ base: string; held: () => number; re
           response.end("data: [DONE]\n\n");
           return;
         }
-        const body = JSON.stringify({ id: "x", object: "chat.completion", created: 1, model: "echo", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
-        response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+        response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(echoChatCompletion) }).end(echoChatCompletion);
       };
       if (asked.messages[0]?.content === "drip") {
         // An engine that keeps writing tokens until its connection is closed.

@@ -1,16 +1,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import fc from "fast-check";
-import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Gateway } from "../../../src/gateway/request/gateway.js";
-import { gatewayServerFactory } from "../../../src/gateway/front/gateway-server-factory.js";
-import { registerGatewayRoutes } from "../../../src/gateway/front/register-gateway-routes.js";
-import { openPolicy } from "../../../src/gateway/policy/open-policy.js";
-import { routingModel } from "../../../src/gateway/testing/routing-model.js";
-import { answerClientError } from "../../../src/http/error-handler.js";
 import { defaultServerLimits } from "../../../src/catalog/server-limits.js";
 import { closingExchange, RawClient } from "../../../src/gateway/testing/raw-client.js";
+import { startEchoFront } from "../../../src/gateway/testing/echo-front.js";
 import { FailureCounter, reportChaos } from "../chaos-report.js";
 
 /**
@@ -62,25 +56,18 @@ interface Parsed {
   readonly body: string;
 }
 
-let app: FastifyInstance;
-let provider: Server;
+let front: Awaited<ReturnType<typeof startEchoFront>>;
 let plain: Server;
 let gatewayPort: number;
 let plainPort: number;
-const engineSaw: string[] = [];
+let engineSaw: string[];
 const nodeParsed: Parsed[] = [];
 
 beforeAll(async () => {
-  provider = createServer((request, response) => {
-    const parts: Buffer[] = [];
-    request.on("data", (part: Buffer) => parts.push(part));
-    request.on("end", () => {
-      engineSaw.push(Buffer.concat(parts).toString("latin1"));
-      const answer = JSON.stringify({ id: "x", object: "chat.completion", created: 1, model: "echo", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
-      response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(answer) }).end(answer);
-    });
-  });
-  await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve));
+  // Short timeouts: a case the gateway neither answers nor closes costs a second, not the default minute.
+  front = await startEchoFront({ ...defaultServerLimits, headerTimeoutMs: 1000, requestTimeoutMs: 1500 });
+  gatewayPort = front.port;
+  engineSaw = front.engineSaw;
   // The reference: node's own parser, with the same head limit as the gateway's port, answering 200 to every request it parsed whole.
   plain = createServer({ maxHeaderSize: defaultServerLimits.headerBytes }, (request, response) => {
     const parts: Buffer[] = [];
@@ -92,26 +79,14 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
   plainPort = (plain.address() as AddressInfo).port;
-  const gateway = new Gateway({ policy: openPolicy, reportDemand: () => undefined, environment: {}, log: { warn: () => undefined } });
-  const base = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
-  gateway.swap({ revision: 1, aliases: {}, models: [routingModel("echo", { engine: null, external: { base_url: base, api_key_env: null, model: null } })] });
-  // Short timeouts: a case the gateway neither answers nor closes costs a second, not the default minute.
-  const limits = { ...defaultServerLimits, headerTimeoutMs: 1000, requestTimeoutMs: 1500 };
-  app = Fastify({ logger: false, serverFactory: gatewayServerFactory(gateway, { warn: () => undefined }, undefined, limits), clientErrorHandler: answerClientError });
-  registerGatewayRoutes(app, gateway);
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  gatewayPort = (app.server.address() as AddressInfo).port;
 });
 
 afterAll(async () => {
-  await app?.close();
-  for (const server of [provider, plain]) {
-    if (server === undefined) continue;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
+  await front?.close();
+  if (plain === undefined) return;
+  plain.closeAllConnections();
+  await new Promise<void>((resolve) => plain.close(() => resolve()));
 });
-
 
 /**
  * Writes the bytes on a fresh connection and reads until `answers` whole
