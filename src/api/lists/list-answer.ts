@@ -29,8 +29,8 @@ export function maskedJson(value: unknown, audience: Audience): string {
   return JSON.stringify(redactStrings(value, audience));
 }
 
-/** Answers 304 when the caller holds this version already, and the JSON text otherwise, with its ETag either way. */
-export function sendList(request: FastifyRequest, reply: FastifyReply, etag: string, body: () => string): FastifyReply {
+/** Answers 304 when the caller holds this version already, and the JSON (text or bytes) otherwise, with its ETag either way. */
+export function sendList(request: FastifyRequest, reply: FastifyReply, etag: string, body: () => string | Buffer): FastifyReply {
   reply.header("etag", etag);
   if (matchesEtag(request.headers["if-none-match"], etag)) return reply.status(304).send();
   return reply.type("application/json; charset=utf-8").send(body());

@@ -8,6 +8,8 @@ import type { NodeState, NodeView, ReplicaView } from "../../protocol/views.js";
 import { engineNames } from "../../catalog/schema.js";
 import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
+import { jsonListBody } from "../lists/json-list-body.js";
+import { KeptItems, type KeptItem } from "../lists/kept-items.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { describeActor } from "../../catalog/actor.js";
@@ -62,18 +64,18 @@ const onlyPaging = (query: Record<string, unknown>) => Object.entries(query).eve
 /** Placeholder for a node's last_seen_at in its kept JSON: the one field that moves at every beat, put in at each answer. */
 const lastSeenMark = "\u0000last_seen_at\u0000";
 
-/** A node's JSON, kept in two parts around its last_seen_at. */
+/** A node's JSON bytes, kept in two parts around its last_seen_at. */
 interface NodeText {
   readonly view: NodeView;
-  readonly head: string;
-  readonly tail: string;
+  readonly head: Buffer;
+  readonly tail: Buffer;
 }
 
 function nodeText(view: NodeView, audience: Audience): NodeText {
   const text = maskedJson({ ...view, last_seen_at: lastSeenMark }, audience);
   const mark = JSON.stringify(lastSeenMark);
   const at = text.indexOf(mark);
-  return { view, head: text.slice(0, at), tail: text.slice(at + mark.length) };
+  return { view, head: Buffer.from(text.slice(0, at)), tail: Buffer.from(text.slice(at + mark.length)) };
 }
 
 /** The secret values a replica runs with, from its model's profile as the catalog has it now; none once the model is gone. */
@@ -127,31 +129,39 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
     const page = isPaged(query) ? pageOf(matching, (text) => text.view.name, query) : { items: matching, next_cursor: null };
     const seenAt = (text: NodeText) => lastSeen.get(text.view.name) ?? text.view.last_seen_at;
     const etag = weakEtag(key, JSON.stringify(query), page.items.map(seenAt).join(","));
-    return sendList(request, reply, etag, () => {
-      const nodes = `[${page.items.map((text) => `${text.head}${JSON.stringify(seenAt(text))}${text.tail}`).join(",")}]`;
-      return isPaged(query) ? `{"nodes":${nodes},"next_cursor":${JSON.stringify(page.next_cursor)}}` : `{"nodes":${nodes}}`;
-    });
+    return sendList(request, reply, etag, () =>
+      jsonListBody(
+        "nodes",
+        page.items.map((text) => [text.head, Buffer.from(JSON.stringify(seenAt(text))), text.tail]),
+        isPaged(query) ? page.next_cursor : undefined,
+      ),
+    );
   });
   app.get("/api/v1/nodes/:name", { config: { access: "read", api: { summary: "One node" } } }, async (request) => fleet.getNode(nameParams.parse(request.params).name));
 
-  const replicasCache = new ListCache<{ readonly views: readonly ReplicaView[]; readonly body: string }>();
+  const replicasCache = new ListCache<{ readonly items: readonly KeptItem<ReplicaView>[]; readonly body: Buffer }>();
+  // One per audience, as the masking differs.
+  const keptReplicas = new Map<Audience, KeptItems<ReplicaView>>();
   app.get("/api/v1/replicas", { config: { access: "read", api: { summary: "Replicas, filtered and paged", query: replicasQuery } } }, async (request, reply) => {
     const query = parseQuery(replicasQuery, request.query);
     // The catalog's revision too: a failed replica's reason is masked with its model's secrets as the catalog has them.
     const revision = (await catalog.snapshot()).revision;
     const key = `${revision}|${(await fleet.viewKey()).key}|${request.audience}`;
     const built = await replicasCache.get(key, async () => {
-      // Masked once here, so the pages and filtered answers cut from these views are masked too.
-      const views = redactStrings(await shownReplicas(catalog, await fleet.listReplicas()), request.audience) as ReplicaView[];
-      return { value: { views, body: JSON.stringify({ replicas: views }) } };
+      const kept = keptReplicas.get(request.audience) ?? new KeptItems<ReplicaView>();
+      keptReplicas.set(request.audience, kept);
+      // Masked once per change of a replica, so the pages and filtered answers cut from these views are masked too.
+      const shown = await shownReplicas(catalog, await fleet.listReplicas());
+      const items = kept.list(shown, (replica) => replica.id, (replica) => JSON.stringify(replica), (replica) => redactStrings(replica, request.audience) as ReplicaView);
+      return { value: { items, body: jsonListBody("replicas", items.map((item) => item.json)) } };
     });
     const etag = weakEtag(key, JSON.stringify(query));
     if (Object.values(query).every((value) => value === undefined)) return sendList(request, reply, etag, () => built.body);
     return sendList(request, reply, etag, () => {
-      const matching = onlyPaging(query) ? built.views : built.views.filter((replica) => replicaMatches(replica, query));
-      if (!isPaged(query)) return JSON.stringify({ replicas: matching });
-      const page = pageOf(matching, (replica) => replica.id, query);
-      return JSON.stringify({ replicas: page.items, next_cursor: page.next_cursor });
+      const matching = onlyPaging(query) ? built.items : built.items.filter((item) => replicaMatches(item.view, query));
+      if (!isPaged(query)) return jsonListBody("replicas", matching.map((item) => item.json));
+      const page = pageOf(matching, (item) => item.view.id, query);
+      return jsonListBody("replicas", page.items.map((item) => item.json), page.next_cursor);
     });
   });
   app.get("/api/v1/replicas/:id", { config: { access: "read", api: { summary: "One replica" } } }, async (request) => shownReplica(catalog, await fleet.getReplica(idParams.parse(request.params).id)));

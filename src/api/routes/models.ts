@@ -15,7 +15,8 @@ import type { PlanSettings } from "./plan.js";
 import type { AddedModelView, ModelState, ModelView } from "../../protocol/views.js";
 import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, sendList, weakEtag } from "../lists/list-answer.js";
-import { ItemTexts } from "../lists/item-texts.js";
+import { KeptItems, type KeptItem } from "../lists/kept-items.js";
+import { jsonListBody } from "../lists/json-list-body.js";
 
 const nameParams = z.object({ name: z.string() });
 
@@ -41,8 +42,8 @@ function modelMatches(model: ModelView, query: ModelsQuery): boolean {
 
 /** One audience's list of models, and its JSON as sent whole. */
 interface BuiltModels {
-  readonly views: readonly ModelView[];
-  readonly body: string;
+  readonly items: readonly KeptItem<ModelView>[];
+  readonly body: Buffer;
 }
 
 // Bodies are cut from the catalog's own schema, so a field is checked (and
@@ -89,12 +90,12 @@ export function registerModelRoutes(
 
   const cache = new ListCache<BuiltModels>();
   // One per audience: a read token's views mask what an admin's show.
-  const items = new Map<Audience, ItemTexts<ModelView>>();
+  const items = new Map<Audience, KeptItems<ModelView>>();
   const build = async (audience: Audience): Promise<{ value: BuiltModels; validUntilMs: number }> => {
     const [snapshot, counts, statuses] = await Promise.all([catalog.snapshot(), replicaCounts(), modelStatus()]);
-    const kept = items.get(audience) ?? new ItemTexts<ModelView>();
+    const kept = items.get(audience) ?? new KeptItems<ModelView>();
     items.set(audience, kept);
-    const { views, texts } = kept.list(
+    const listed = kept.list(
       snapshot.catalog.models,
       (model) => model.name,
       // A model's view is its catalog entry (the revision), its replica counts and the reconciler's status of it.
@@ -104,8 +105,8 @@ export function registerModelRoutes(
     );
     // A failure's retry_at is shown only until that moment: the list holds until the first of them passes.
     const nowMs = Date.now();
-    const retries = views.flatMap((view) => (view.last_failure?.retry_at ? [Date.parse(view.last_failure.retry_at)] : [])).filter((at) => at > nowMs);
-    return { value: { views, body: `{"models":[${texts.join(",")}]}` }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
+    const retries = listed.flatMap(({ view }) => (view.last_failure?.retry_at ? [Date.parse(view.last_failure.retry_at)] : [])).filter((at) => at > nowMs);
+    return { value: { items: listed, body: jsonListBody("models", listed.map((item) => item.json)) }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
   };
 
   app.get("/api/v1/models", { config: { access: "read", api: { summary: "The catalog, filtered and paged", query: modelsQuery } } }, async (request, reply) => {
@@ -116,13 +117,13 @@ export function registerModelRoutes(
     const key = fleetKey === undefined ? undefined : `${revision}|${await fleetKey()}|${audience}`;
     const built = key === undefined ? (await build(audience)).value : await cache.get(key, () => build(audience));
     const whole = !isPaged(query) && Object.values(query).every((value) => value === undefined);
-    const etag = weakEtag(key ?? built.body, JSON.stringify(query));
+    const etag = weakEtag(key ?? built.body.toString(), JSON.stringify(query));
     if (whole) return sendList(request, reply, etag, () => built.body);
     return sendList(request, reply, etag, () => {
-      const matching = built.views.filter((model) => modelMatches(model, query));
-      if (!isPaged(query)) return JSON.stringify({ models: matching });
-      const page = pageOf(matching, (model) => model.name, query);
-      return JSON.stringify({ models: page.items, next_cursor: page.next_cursor });
+      const matching = built.items.filter((item) => modelMatches(item.view, query));
+      if (!isPaged(query)) return jsonListBody("models", matching.map((item) => item.json));
+      const page = pageOf(matching, (item) => item.view.name, query);
+      return jsonListBody("models", page.items.map((item) => item.json), page.next_cursor);
     });
   });
 
