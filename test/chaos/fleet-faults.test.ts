@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
-import { modelYaml, serverYaml, startCluster, type Cluster } from "../support/cluster.js";
+import { modelYaml, replicaIdentities, serverYaml, startCluster, type Cluster } from "../support/cluster.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";
 import { reportChaos } from "./chaos-report.js";
 import { cutStreamReason, seconds, SteadyLoad, type LoadResult } from "./steady-load.js";
@@ -31,10 +31,6 @@ const pairYaml = modelYaml("pair", "scaling: { min: 2, max: 2 }\n", '{ engine: v
 function inFlight(load: SteadyLoad, at: number): string {
   const open = load.inFlightAt(at);
   return `${open.requests} request(s) in flight at the kill, ${open.streams} of them streams, on either replica`;
-}
-
-function identities(replicas: readonly ReplicaView[]): string[] {
-  return replicas.map((replica) => `${replica.id} pid ${replica.pid} on ${replica.node}`).sort();
 }
 
 describe("chaos: faults of the fleet under load", () => {
@@ -89,10 +85,10 @@ describe("chaos: faults of the fleet under load", () => {
       failed: result.failed,
       reasons: result.failures.reasons,
       recovery: `${seconds(killedAt, heardAgainAt)} to the new agent's report of its adopted engines`,
-      notes: identities(after).join(", ") === identities(before).join(", ") ? "the engines served throughout; no replica restarted (the same 2 replica ids and engine pids)" : `REPLICAS CHANGED: ${identities(before).join(", ")} → ${identities(after).join(", ")}`,
+      notes: replicaIdentities(after).join(", ") === replicaIdentities(before).join(", ") ? "the engines served throughout; no replica restarted (the same 2 replica ids and engine pids)" : `REPLICAS CHANGED: ${replicaIdentities(before).join(", ")} → ${replicaIdentities(after).join(", ")}`,
     });
     expect(result.failed, JSON.stringify([...result.failures.reasons])).toBe(0);
-    expect(identities(after)).toEqual(identities(before));
+    expect(replicaIdentities(after)).toEqual(replicaIdentities(before));
   }, 180_000);
 
   it("kill -9 of a replica's engine: only streams that had begun fail, each with an error event, and a new replica is ready", async () => {

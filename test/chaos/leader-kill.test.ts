@@ -1,8 +1,8 @@
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
-import { Cluster, modelYaml, serverYaml } from "../support/cluster.js";
+import type { NodeView } from "../../src/protocol/views.js";
+import { Cluster, modelYaml, replicaIdentities, serverYaml } from "../support/cluster.js";
 import { waitFor } from "../support/fake-engine.js";
 import { createTestDatabase, postgresAdminUrl } from "../support/postgres.js";
 import { startServerProcess, type ServerProcess } from "../support/processes.js";
@@ -75,8 +75,7 @@ describe.skipIf(!postgresAdminUrl)("chaos: the Postgres leader of two servers ki
     let movedAt: number | undefined;
     try {
       await steady.until(() => steady.succeeded >= phase, `${phase} answers before the kill`);
-      const exited = new Promise((resolve) => leader.child.once("exit", resolve));
-      leader.child.kill("SIGKILL");
+      const exited = leader.kill();
       killedAt = Date.now();
       await exited;
       await waitFor(() => holds(survivor), 30_000, "the survivor to take the lease");
@@ -87,7 +86,6 @@ describe.skipIf(!postgresAdminUrl)("chaos: the Postgres leader of two servers ki
       result = await steady.stop();
     }
     const after = await cluster.readyReplicas("pair", 2);
-    const ids = (replicas: readonly ReplicaView[]) => replicas.map((replica) => `${replica.id}:${replica.pid}`).sort();
     reportChaos({
       scenario,
       sent: result.sent,
@@ -95,9 +93,9 @@ describe.skipIf(!postgresAdminUrl)("chaos: the Postgres leader of two servers ki
       failed: result.failed,
       reasons: result.failures.reasons,
       recovery: `${seconds(killedAt, movedAt)} for the lease to move (it lasts 3 s)`,
-      notes: `the survivor's gateway served throughout; ${ids(after).join() === ids(before).join() ? "no replica restarted by the takeover (the same 2 replica ids and engine pids)" : "REPLICAS CHANGED by the takeover"}`,
+      notes: `the survivor's gateway served throughout; ${replicaIdentities(after).join() === replicaIdentities(before).join() ? "no replica restarted by the takeover (the same 2 replica ids and engine pids)" : "REPLICAS CHANGED by the takeover"}`,
     });
     expect(result.failed, JSON.stringify([...result.failures.reasons])).toBe(0);
-    expect(ids(after)).toEqual(ids(before));
+    expect(replicaIdentities(after)).toEqual(replicaIdentities(before));
   }, 240_000);
 });

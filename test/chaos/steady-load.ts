@@ -49,6 +49,18 @@ export interface LoadRecord {
 /** The reason of a stream cut after it had sent bytes, and told with an error event: the one failure an engine's death may cause. */
 export const cutStreamReason = "stream cut after its first bytes, ended with an error event";
 
+const streamCutWithoutEventPrefix = "stream cut after its first bytes without an error event ";
+
+/**
+ * A request lost with its connection: refused or reset before an answer, or a stream whose socket closed under
+ * it after it had begun (undici ends the body with "terminated"). What a dead server may cause; a hang, an HTTP
+ * error or a stream ended cleanly without its finish reason is none of these.
+ */
+export function lostWithConnection(record: LoadRecord): boolean {
+  if (record.ok || record.reason === undefined) return false;
+  return record.reason.startsWith("connection failed") || (record.stream && !record.errorEvent && record.reason === `${streamCutWithoutEventPrefix}(terminated)`);
+}
+
 export interface LoadResult {
   readonly sent: number;
   readonly succeeded: number;
@@ -74,7 +86,7 @@ function reasonOf(error: unknown, record: LoadRecord, hangBoundMs: number): stri
     return `HTTP ${error.status}${error.code ? ` ${error.code}` : ""}`;
   }
   const message = (error as Error).message;
-  if (record.stream && record.chunks > 0) return `stream cut after its first bytes without an error event (${message})`;
+  if (record.stream && record.chunks > 0) return `${streamCutWithoutEventPrefix}(${message})`;
   return `other: ${message}`;
 }
 

@@ -46,6 +46,15 @@ export class Cluster {
     readonly port: number,
   ) {}
 
+  /**
+   * Starts the server on the cluster's port and data directory and makes it the cluster's: the first start,
+   * or a start again after a kill, which agents must find at the address they were given.
+   */
+  async startServer(): Promise<ServerProcess> {
+    this.server = await startServerProcess({ cwd: this.directory, dataDir: path.join(this.directory, "server-data"), args: ["-c", "server.yaml", "--listen", `127.0.0.1:${this.port}`] });
+    return this.server;
+  }
+
   ctlRaw(...args: string[]) {
     return ctlAgainst(this.server, args);
   }
@@ -139,7 +148,7 @@ export async function startCluster(prefix: string, nodes: readonly string[], sim
   const directory = temporaryDirectory(prefix);
   writeFileSync(path.join(directory, "server.yaml"), yaml);
   const cluster = new Cluster(directory, await freePort());
-  cluster.server = await startServerProcess({ cwd: directory, dataDir: path.join(directory, "server-data"), args: ["-c", "server.yaml", "--listen", `127.0.0.1:${cluster.port}`] });
+  await cluster.startServer();
   cluster.joinToken = (JSON.parse(await cluster.ctl("node", "token", "--json")) as { token: string }).token;
   for (const node of nodes) cluster.startAgent(node, simulate[node]);
   await waitFor(async () => {
@@ -147,6 +156,14 @@ export async function startCluster(prefix: string, nodes: readonly string[], sim
     return list.length === nodes.length && list.every((node) => node.state === "ready");
   }, 30_000, "the nodes to join");
   return cluster;
+}
+
+/**
+ * Each replica as id, engine pid and node, sorted: equal lists before and after a fault mean no replica was
+ * restarted, moved or placed anew (a new engine has a new pid, a new placement a new id).
+ */
+export function replicaIdentities(replicas: readonly ReplicaView[]): string[] {
+  return replicas.map((replica) => `${replica.id} pid ${replica.pid} on ${replica.node}`).sort();
 }
 
 /** One chat completion through the server's gateway (open on this loopback test), which finds the model's replicas itself. */

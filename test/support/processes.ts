@@ -84,6 +84,8 @@ export interface ServerProcess {
   readonly output: () => string;
   readonly child: ChildProcess;
   stop(): Promise<void>;
+  /** kill -9, as a crash: resolves once the process has exited, so its port and data directory are free for a start again. */
+  kill(): Promise<void>;
 }
 
 /** Starts `llmgw server` on a free loopback port and waits until it says where it listens. */
@@ -125,6 +127,12 @@ export async function startServerProcess(
         if (child.exitCode !== null) return resolve();
         child.once("exit", () => resolve());
         child.kill("SIGTERM");
+      }),
+    kill: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
       }),
   };
 }
