@@ -97,6 +97,12 @@ export class GatewayMetrics {
     labelNames: ["model"] as const,
     registers: [this.registry],
   });
+  readonly ejections = new Counter({
+    name: "llmgw_gateway_endpoint_ejections_total",
+    help: "Times a replica's endpoint was passed over for a few seconds after refusing a connection (refused, reset before any answer, connect timeout), by this gateway process",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
   readonly replicas = new Gauge({
     name: "llmgw_gateway_replicas",
     help: "Replicas in the routing table, by model and state",

@@ -12,6 +12,7 @@ import { openPolicy } from "../policy/open-policy.js";
 import { registerGatewayRoutes } from "../front/register-gateway-routes.js";
 import { gatewayServerFactory } from "../front/gateway-server-factory.js";
 import { routingModel } from "../testing/routing-model.js";
+import { closeServer, listenOnLoopback } from "../../../test/support/loopback-server.js";
 
 const replicaKey = "llmgw_replica_test-key-0123456789abcdef";
 
@@ -33,13 +34,17 @@ function model(name: string, replicas: { id: string; endpoint: string }[], extra
 let revision = 1;
 const table = (models: RoutingModel[]): RoutingTable => ({ revision: revision++, models, aliases: {} });
 
-async function gatewayApp(policy: GatewayPolicy, options: { maxQueuePerModel?: number; demand?: string[]; environment?: Record<string, string> } = {}): Promise<{ gateway: Gateway; app: FastifyInstance; url: string }> {
+async function gatewayApp(
+  policy: GatewayPolicy,
+  options: { maxQueuePerModel?: number; demand?: string[]; environment?: Record<string, string>; random?: () => number } = {},
+): Promise<{ gateway: Gateway; app: FastifyInstance; url: string }> {
   const gateway = new Gateway({
     policy,
     reportDemand: (name) => options.demand?.push(name),
     environment: options.environment ?? {},
     log: { warn: () => undefined },
     ...(options.maxQueuePerModel !== undefined ? { maxQueuePerModel: options.maxQueuePerModel } : {}),
+    ...(options.random !== undefined ? { random: options.random } : {}),
   });
   const app = Fastify({ logger: false, serverFactory: gatewayServerFactory(gateway, { warn: () => undefined }) });
   registerGatewayRoutes(app, gateway);
@@ -49,6 +54,13 @@ async function gatewayApp(policy: GatewayPolicy, options: { maxQueuePerModel?: n
 }
 
 const client = (url: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey: "client-key", maxRetries: 0, timeout: 30_000 });
+
+/** A model's count in one of the gateway's counters, as /metrics shows it; 0 when it has none. */
+async function counted(gateway: Gateway, metric: string, model: string): Promise<number> {
+  const text = await gateway.metrics.registry.getSingleMetricAsString(metric);
+  const line = text.split("\n").find((entry) => entry.startsWith(`${metric}{model="${model}"}`));
+  return line === undefined ? 0 : Number(line.split(" ").at(-1));
+}
 
 describe("the gateway's request path", () => {
   it("presents the replica's key to the engine, never the client's", async () => {
@@ -259,6 +271,62 @@ describe("the gateway's request path", () => {
     gateway.swap(table([external(["local"]), model("local", [{ id: "r1", endpoint: engine.url }])]));
     const { response } = await client(url).chat.completions.create({ model: "hosted", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }).withResponse();
     expect(response.headers.get("x-llmgw-model")).toBe("local");
+  });
+});
+
+describe("a replica whose engine is gone", () => {
+  // With random at 0 the choice between two idle replicas always falls on the first listed: here, the one under test.
+  const first = () => 0;
+  const ask = (url: string) => client(url).chat.completions.create({ model: "chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 });
+
+  it("gets one attempt after its engine stops listening, not every request's first, and every request is answered", async () => {
+    const engine = await simEngine("vllm", ["serve", "/weights", "--port", "0", "--served-model-name", "chat"]);
+    // An engine that was killed: its port refuses connections while the routing table still lists it as ready.
+    const killed = createServer((_request, response) => response.end());
+    const killedUrl = await listenOnLoopback(killed);
+    await closeServer(killed);
+    const { gateway, url } = await gatewayApp(openPolicy, { random: first });
+    gateway.swap(table([model("chat", [{ id: "killed", endpoint: killedUrl }, { id: "alive", endpoint: engine.url }])]));
+    for (let request = 0; request < 12; request += 1) {
+      const { data, response } = await ask(url).withResponse();
+      expect(data.choices[0]?.message.content).toBeTruthy();
+      expect(response.headers.get("x-llmgw-model")).toBe("chat");
+    }
+    // Each attempt the killed replica got was refused and retried on the other: one, not twelve.
+    expect(await counted(gateway, "llmgw_gateway_upstream_retries_total", "chat")).toBe(1);
+    expect(await counted(gateway, "llmgw_gateway_endpoint_ejections_total", "chat")).toBe(1);
+  });
+
+  it("is still tried while ejected when it is the model's only replica, and answers once its engine listens again", async () => {
+    const killed = createServer((_request, response) => response.end());
+    const killedUrl = await listenOnLoopback(killed);
+    await closeServer(killed);
+    const { gateway, url } = await gatewayApp(openPolicy, { random: first });
+    gateway.swap(table([model("chat", [{ id: "r1", endpoint: killedUrl }])]));
+    const error = await ask(url).catch((caught: unknown) => caught);
+    expect((error as APIError).status).toBe(502);
+    expect((error as APIError).code).toBe("upstream_failed");
+    expect(await counted(gateway, "llmgw_gateway_endpoint_ejections_total", "chat")).toBe(1);
+    // The engine starts again on the same port, well within the ejection: the next request reaches it.
+    await simEngine("vllm", ["serve", "/weights", "--port", new URL(killedUrl).port, "--served-model-name", "chat"]);
+    expect((await ask(url)).choices[0]?.message.content).toBeTruthy();
+  });
+
+  it("is never ejected for answering 503: an engine that answers is up, and gets its turn on every request", async () => {
+    const engine = await simEngine("vllm", ["serve", "/weights", "--port", "0", "--served-model-name", "chat"]);
+    let overloadedGot = 0;
+    const overloaded = createServer((_request, response) => {
+      overloadedGot += 1;
+      response.writeHead(503, { "content-type": "application/json" });
+      response.end(JSON.stringify({ error: { message: "overloaded", type: "server_error", code: null } }));
+    });
+    const overloadedUrl = await listenOnLoopback(overloaded);
+    started.push({ close: () => closeServer(overloaded) });
+    const { gateway, url } = await gatewayApp(openPolicy, { random: first });
+    gateway.swap(table([model("chat", [{ id: "overloaded", endpoint: overloadedUrl }, { id: "alive", endpoint: engine.url }])]));
+    for (let request = 0; request < 6; request += 1) expect((await ask(url)).choices[0]?.message.content).toBeTruthy();
+    expect(overloadedGot).toBe(6);
+    expect(await counted(gateway, "llmgw_gateway_endpoint_ejections_total", "chat")).toBe(0);
   });
 });
 

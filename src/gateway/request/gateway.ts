@@ -3,7 +3,8 @@ import { DomainError } from "../../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
 import { chooseReplica } from "../routing/choose-replica.js";
 import { ArmStats } from "../routing/arm-stats.js";
-import { armOf, chooseArm, sameArmFirst, stickyKeyOf } from "../routing/choose-arm.js";
+import { armOf, chooseArm, stickyKeyOf } from "../routing/choose-arm.js";
+import { EjectedEndpoints } from "../routing/ejected-endpoints.js";
 import { hashText } from "../routing/hash-text.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { SeriesSteps } from "../metrics/series-steps.js";
@@ -79,6 +80,8 @@ export class Gateway {
   readonly #routes: UpstreamRoutes;
   readonly #tokens: TokenCounter;
   readonly #inFlight = new Map<string, number>();
+  /** Replica endpoints that refused a connection a moment ago, passed over by the choice: this process's own, not shared with other workers. */
+  readonly #ejected = new EjectedEndpoints();
   readonly #isClosing = (): boolean => this.#closing.signal.aborted;
   readonly #closing = new AbortController();
   readonly #queue: ReplicaQueue;
@@ -305,7 +308,9 @@ export class Gateway {
     for (let count = 0; count < this.#maxAttempts; count += 1) {
       const left = replicas.filter((candidate) => !tried.has(candidate.id));
       const replica = chooseReplica({
-        candidates: arm === undefined ? left : sameArmFirst(left, arm),
+        candidates: left,
+        arm,
+        ejected: this.#ejected.isEjected,
         inFlight: this.#inFlight,
         prefixHash,
         random: this.#random,
@@ -322,7 +327,9 @@ export class Gateway {
         if (!(error instanceof UpstreamError) || !error.retryable) throw error;
         lastFailure = error;
         this.metrics.retries.inc({ model: model.name });
-        attempt.exchange.log.warn({ model: model.name, replica: replica.id, status: error.status }, `replica-attempt-failed: ${error.message}`);
+        const ejected = this.#ejected.noteFailure(replica, error);
+        if (ejected) this.metrics.ejections.inc({ model: model.name });
+        attempt.exchange.log.warn({ model: model.name, replica: replica.id, status: error.status, ejected }, `replica-attempt-failed: ${error.message}`);
       }
     }
     throw lastFailure ?? new UpstreamError(undefined, true, model.name, "no ready replica left to try");

@@ -1,5 +1,6 @@
 import type { RoutingReplica } from "../../protocol/routing-table.js";
 import { hashText } from "./hash-text.js";
+import { sameArmFirst, type Arm } from "./choose-arm.js";
 
 export interface ReplicaChoice {
   /** Ready replicas not yet tried for this request. */
@@ -10,6 +11,10 @@ export interface ReplicaChoice {
   readonly prefixHash: number | undefined;
   /** 0 ≤ x < 1; Math.random in production, fixed in tests. */
   readonly random: () => number;
+  /** True for a replica whose endpoint is ejected for now (EjectedEndpoints): it is passed over while any other is left. */
+  readonly ejected?: ((replica: RoutingReplica) => boolean) | undefined;
+  /** The canary arm chosen for the request: that arm's replicas, when it has any left (sameArmFirst). */
+  readonly arm?: Arm | undefined;
 }
 
 /**
@@ -27,14 +32,27 @@ export const prefixOverloadMargin = 4;
  * least busy a moment ago, which is what "always the least busy" does with
  * several gateways. Draining replicas are never candidates.
  *
+ * Ejected replicas are left out while any other is ready; when every one is
+ * ejected the choice is made among them as if none were (Envoy's panic
+ * threshold), so an ejection can make a model slower to answer, never
+ * unreachable. That comes before the canary arm: a canary whose only replica
+ * was killed sends its share to the stable arm, rather than each of its
+ * requests paying the refused connect first.
+ *
  * With a prefix hash, the prompt's own replica comes first (rendezvous
  * hashing: the same prefix picks the same replica, and a replica coming or
  * going moves only its own share of prefixes) while it holds at most
  * `prefixOverloadMargin` more requests than the least busy candidate.
  */
 export function chooseReplica(choice: ReplicaChoice): RoutingReplica | undefined {
-  const ready = choice.candidates.filter((replica) => replica.state === "ready");
+  let ready: readonly RoutingReplica[] = choice.candidates.filter((replica) => replica.state === "ready");
   if (ready.length === 0) return undefined;
+  const ejected = choice.ejected;
+  if (ejected !== undefined && ready.some(ejected)) {
+    const kept = ready.filter((replica) => !ejected(replica));
+    if (kept.length > 0) ready = kept;
+  }
+  if (choice.arm !== undefined) ready = sameArmFirst(ready, choice.arm);
   const load = (replica: RoutingReplica) => choice.inFlight.get(replica.id) ?? 0;
   if (choice.prefixHash !== undefined) {
     let owner = ready[0] as RoutingReplica;

@@ -201,7 +201,9 @@ export class ProxiedAnswer implements UpstreamHandler {
     }
     if (!this.#committed) {
       const when = this.#status === 0 ? "no answer" : "the answer was cut before its first byte";
-      this.#fail(new UpstreamError(this.#status === 0 ? undefined : this.#status, !this.#clientGone, this.options.upstream, `${when}: ${describeConnectionError(error)}`));
+      const noAnswer = this.#status === 0;
+      const code = noAnswer ? (error as NodeJS.ErrnoException).code : undefined;
+      this.#fail(new UpstreamError(noAnswer ? undefined : this.#status, !this.#clientGone, this.options.upstream, `${when}: ${describeConnectionError(error)}`, code));
       return;
     }
     if (!this.#filter) {
