@@ -54,6 +54,13 @@ export interface ChangeToPreview {
 
 /** The shortest time between two passes woken by changes. */
 const wakeSpacingMs = 250;
+/**
+ * Passes woken back to back keep at least this many times a pass's own
+ * length between them, so a large fleet whose reports change all the time
+ * leaves the server four fifths of its time for heartbeats and reads
+ * (a pass over 2,000 models and 500 nodes takes tens of milliseconds).
+ */
+const restPerPassTime = 4;
 
 /**
  * How long a start on a simulated node waits for its model's files to be
@@ -168,7 +175,15 @@ export class Reconciler {
     }
     // Wake-ups come with every heartbeat (hundreds a second on a large fleet): they are
     // coalesced into at most one pass per spacing, since each pass reads everything anew anyway.
-    this.schedule(Math.max(50, this.lastPassAt + wakeSpacingMs - this.now()));
+    this.schedule(Math.max(50, this.lastPassAt + this.wakeSpacing() - this.now()));
+  }
+
+  /** How long the last pass took, from its start to its end. */
+  private lastPassMs = 0;
+
+  private wakeSpacing(): number {
+    // Never longer than the pass's own interval: a change is acted on no later than without it.
+    return Math.min(Math.max(wakeSpacingMs, restPerPassTime * this.lastPassMs), this.settings.intervalMs);
   }
 
   private schedule(delayMs: number): void {
@@ -182,14 +197,16 @@ export class Reconciler {
       this.again = true;
       return await this.running;
     }
+    const startedAt = this.now();
     this.running = this.passOnce()
       .catch((error: unknown) => this.log.warn({ error: (error as Error).message }, "reconcile-pass-failed"))
       .finally(() => {
         this.running = undefined;
+        this.lastPassMs = Math.max(0, this.now() - startedAt);
         if (this.stopped) return;
         const soon = this.again;
         this.again = false;
-        this.schedule(soon ? wakeSpacingMs : Math.min(this.settings.intervalMs, this.settings.leaseMs / 3));
+        this.schedule(soon ? this.wakeSpacing() : Math.min(this.settings.intervalMs, this.settings.leaseMs / 3));
       });
     return await this.running;
   }
