@@ -31,6 +31,13 @@ export interface ServerLimits {
 const mebibyte = 1024 * 1024;
 
 /**
+ * The most requests in flight one key may be allowed, by limits.requests_per_key
+ * or by the key's own max_in_flight: more than a port holds connections
+ * (limits.connections' own bound), so a larger cap could never be reached.
+ */
+export const mostRequestsPerKey = 1_000_000;
+
+/**
  * The values in force before `limits:` existed, kept so a server.yaml
  * without the section runs as before. requestsPerKey is new: vLLM's default
  * batch (max_num_seqs) is 256 sequences, so a key at the cap can fill one
@@ -57,6 +64,11 @@ const wholeNumber = (what: string, minimum: number, maximum: number, why: string
   return z.number({ message }).int({ message }).min(minimum, { message }).max(maximum, { message });
 };
 
+const inFlightMessage = `requests this key may have in flight at once, a whole number from 1 to ${mostRequestsPerKey} (leave it out for the gateway's limits.requests_per_key)`;
+
+/** A gateway key's own cap on requests in flight (`max_in_flight`), in its place of limits.requests_per_key: lower or higher. */
+export const keyMaxInFlightSchema = z.number({ message: inFlightMessage }).int({ message: inFlightMessage }).min(1, { message: inFlightMessage }).max(mostRequestsPerKey, { message: inFlightMessage });
+
 /** server.yaml's `limits:`; every key optional, its default in defaultServerLimits. */
 export const limitsSchema = z.strictObject({
   body_bytes: wholeNumber("the largest request body in bytes", 1024, 1024 * mebibyte, "a body is held in memory whole: past 1 GiB a few requests exhaust the heap").optional(),
@@ -65,7 +77,7 @@ export const limitsSchema = z.strictObject({
   request_timeout: boundedDurationSchema(1000, 3_600_000, "how long a whole request may take to arrive; an answer's own time is not counted").optional(),
   idle_timeout: boundedDurationSchema(1000, 3_600_000, "how long a kept-alive connection may wait for its next request").optional(),
   connections: wholeNumber("a whole number of open connections per port", 1, 1_000_000, "past a million the process runs out of file descriptors first").optional(),
-  requests_per_key: wholeNumber("a whole number of requests in flight per gateway key", 1, 1_000_000, "more than a port holds connections").optional(),
+  requests_per_key: wholeNumber("a whole number of requests in flight per gateway key", 1, mostRequestsPerKey, "more than a port holds connections").optional(),
 });
 export type LimitsInput = z.infer<typeof limitsSchema>;
 

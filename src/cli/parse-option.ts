@@ -3,9 +3,12 @@ import { parseDuration } from "../catalog/duration.js";
 import { parseTokenCount } from "../plan/format.js";
 
 /** Commander argument parsers that say what was wrong with the value, for the person at the terminal. */
-export function wholeNumber(minimum: number) {
+export function wholeNumber(minimum: number, maximum?: number) {
   return (value: string): number => {
-    if (!/^\d+$/.test(value.trim()) || Number(value) < minimum) throw new InvalidArgumentError(`"${value}" is not a whole number of ${minimum} or more.`);
+    if (!/^\d+$/.test(value.trim()) || Number(value) < minimum) {
+      throw new InvalidArgumentError(maximum === undefined ? `"${value}" is not a whole number of ${minimum} or more.` : `"${value}" is not a whole number from ${minimum} to ${maximum}.`);
+    }
+    if (maximum !== undefined && Number(value) > maximum) throw new InvalidArgumentError(`"${value}" is more than ${maximum}, the most this takes.`);
     return Number(value);
   };
 }

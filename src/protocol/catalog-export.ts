@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { modelEntrySchema } from "../catalog/schema.js";
+import { keyMaxInFlightSchema } from "../catalog/server-limits.js";
 
 /**
  * What `ctl export` writes and `ctl import` reads: the state an operator made
@@ -29,6 +30,13 @@ export const exportedKeySchema = z.strictObject({
   models: z.array(z.string().min(1)).nullable(),
   rpm: z.number().int().positive().nullable(),
   tpm: z.number().int().positive().nullable(),
+  /**
+   * Requests the key may have in flight at once. Written only when the key
+   * has its own cap, so an export without one stays readable by a release
+   * before per-key caps (its schema refuses a key it does not know); absent
+   * or null, the target's limits.requests_per_key.
+   */
+  max_in_flight: keyMaxInFlightSchema.nullable().optional(),
   expires_at: isoTime.nullable(),
   /** A revoked key is kept revoked: its name stays taken, since usage is kept by key name. */
   revoked_at: isoTime.nullable(),

@@ -15,6 +15,8 @@ export const gatewayKeyFeedEntrySchema = z.object({
   models: z.array(z.string()).nullable(),
   rpm: z.number().int().positive().nullable(),
   tpm: z.number().int().positive().nullable(),
+  // Absent from the feed of a server older than per-key caps: its keys take the gateway's own cap.
+  max_in_flight: z.number().int().positive().nullable().default(null),
   expires_at: z.string().nullable(),
   created_at: z.string(),
   revoked_at: z.string().nullable(),
@@ -82,6 +84,8 @@ export interface GatewayKey {
   readonly models: readonly string[] | null;
   readonly rpm: number | null;
   readonly tpm: number | null;
+  /** Requests the key may have in flight at once; null for the gateway's limits.requests_per_key. */
+  readonly maxInFlight: number | null;
   readonly expiresAt: string | null;
   readonly createdAt: string;
   readonly revokedAt: string | null;

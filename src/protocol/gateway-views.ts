@@ -17,6 +17,8 @@ export interface GatewayKeyView {
   rpm: number | null;
   /** Prompt plus completion tokens per minute; null for no limit. */
   tpm: number | null;
+  /** Requests the key may have in flight at once; null for the gateway's limits.requests_per_key (256 unless set). */
+  max_in_flight: number | null;
   expires_at: string | null;
   created_at: string;
   revoked_at: string | null;

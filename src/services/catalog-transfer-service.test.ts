@@ -11,6 +11,7 @@ import { CatalogService } from "./catalog-service.js";
 import { CatalogTransferService } from "./catalog-transfer-service.js";
 import { GatewayKeyService } from "./gateway-key-service.js";
 import { TokenService } from "./token-service.js";
+import type { ExportedKey } from "../protocol/catalog-export.js";
 
 const actor = { token: "admin", user: "ana" };
 const external = { base_url: "http://127.0.0.1:9/v1" };
@@ -39,15 +40,31 @@ describe.each(storesUnderTest)("export and import between two stores ($kind)", (
     await source.catalog.add(summary, actor);
     await insertVersionChange(source.store.db, { model: "chat", from: "a".repeat(40), to: "b".repeat(40), kind: "update", actor: "admin", actor_user: "ana", at: "2026-11-01T10:00:00.000Z" });
     await source.keys.create({ name: "data-team", models: ["chat-latest"], rpm: 10 }, actor);
+    await source.keys.create({ name: "batch", max_in_flight: 1000 }, actor);
     await source.tokens.create("grafana", "read", actor);
     const exported = await source.transfer.export();
     expect(exported.versions).toHaveLength(1);
+    // A key's own cap travels; a key without one says nothing, so the file stays readable by a release before per-key caps.
+    expect(exported.keys.map((key) => [key.name, key.max_in_flight])).toEqual([
+      ["batch", 1000],
+      ["data-team", undefined],
+    ]);
+    expect(Object.keys(exported.keys[1] ?? {})).not.toContain("max_in_flight");
 
     const target = await fresh();
     const result = await target.transfer.import(exported, actor);
     expect(result.models.added).toEqual(["chat", "summary"]);
     expect(result.keys.created[0]?.key).toMatch(/^llmgw_key_/);
     expect(await target.transfer.export()).toEqual(exported);
+    expect((await target.keys.list()).map((key) => [key.name, key.max_in_flight])).toEqual([
+      ["batch", 1000],
+      ["data-team", null],
+    ]);
+    // The same file again changes nothing; a null cap in a hand-written file means the server's, as an absent one does.
+    const again = await target.transfer.import({ ...exported, keys: exported.keys.map((key) => ({ ...key, max_in_flight: key.max_in_flight ?? null })) }, actor);
+    expect([again.keys.created, again.keys.unchanged]).toEqual([[], ["batch", "data-team"]]);
+    // Another cap under a name taken here is a conflict, not a silent change.
+    await expect(target.transfer.import({ ...exported, keys: [{ ...(exported.keys[0] as ExportedKey), max_in_flight: 4 }] }, actor)).rejects.toMatchObject({ code: "import_conflict", details: [{ where: "keys batch" }] });
   });
 
   it("writes nothing when one name of many collides, and refuses what the catalog would refuse", async () => {

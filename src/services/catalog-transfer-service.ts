@@ -21,9 +21,16 @@ const keyMetadata = (row: GatewayKeyRow): ExportedKey => ({
   models: row.models === null ? null : [...row.models],
   rpm: row.rpm,
   tpm: row.tpm,
+  ...(row.maxInFlight !== null ? { max_in_flight: row.maxInFlight } : {}),
   expires_at: row.expiresAt,
   revoked_at: row.revokedAt,
 });
+
+/** A key of the file as keyMetadata writes it: a null or absent max_in_flight alike mean the server's cap, so neither is a conflict. */
+function asExported(key: ExportedKey): ExportedKey {
+  const { max_in_flight: maxInFlight, ...rest } = key;
+  return maxInFlight === null || maxInFlight === undefined ? rest : { ...rest, max_in_flight: maxInFlight };
+}
 
 /** What an import would do, decided on the target's state as read: pure, so the dry run and the import agree. */
 interface ImportPlan {
@@ -66,7 +73,7 @@ function planImport(
   for (const key of document.keys) {
     const existing = target.keys.find((candidate) => candidate.name === key.name);
     if (existing === undefined) keys.push(key);
-    else if (isDeepStrictEqual(existing, key)) unchangedKeys.push(key.name);
+    else if (isDeepStrictEqual(existing, asExported(key))) unchangedKeys.push(key.name);
     else conflicts.push({ where: `keys ${key.name}`, message: `a gateway key of that name exists here with other limits or models (names stay taken after a revocation); rename it in the file` });
   }
   const tokens: ExportedToken[] = [];
@@ -138,6 +145,7 @@ export class CatalogTransferService {
           models: key.models,
           rpm: key.rpm,
           tpm: key.tpm,
+          maxInFlight: key.max_in_flight ?? null,
           expiresAt: key.expires_at,
           createdAt: at,
           revokedAt: key.revoked_at,

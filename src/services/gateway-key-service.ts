@@ -17,6 +17,8 @@ export interface NewGatewayKey {
   readonly models?: readonly string[] | undefined;
   readonly rpm?: number | undefined;
   readonly tpm?: number | undefined;
+  /** Requests the key may have in flight at once; left out, the gateway's limits.requests_per_key. */
+  readonly max_in_flight?: number | undefined;
   /** A duration from now (30d) or a date; see parseMoment. */
   readonly expires?: string | undefined;
 }
@@ -57,6 +59,7 @@ export class GatewayKeyService {
         models,
         rpm: input.rpm ?? null,
         tpm: input.tpm ?? null,
+        maxInFlight: input.max_in_flight ?? null,
         expiresAt,
         createdAt: new Date(nowMs).toISOString(),
         revokedAt: null,
@@ -77,7 +80,7 @@ export class GatewayKeyService {
     const models = input.models === undefined ? null : [...new Set(input.models)];
     if (models !== null) await this.checkNames(models);
     await checkNameFree(this.store.db, input.name);
-    const view = gatewayKeyView({ id: "", name: input.name, hash: "", models, rpm: input.rpm ?? null, tpm: input.tpm ?? null, expiresAt, createdAt: new Date(nowMs).toISOString(), revokedAt: null }, nowMs);
+    const view = gatewayKeyView({ id: "", name: input.name, hash: "", models, rpm: input.rpm ?? null, tpm: input.tpm ?? null, maxInFlight: input.max_in_flight ?? null, expiresAt, createdAt: new Date(nowMs).toISOString(), revokedAt: null }, nowMs);
     const scope = models === null ? "every model" : models.join(", ");
     return dryRunAnswer(view, [{ kind: "key-create", summary: `create the gateway key ${input.name} for ${scope} (its value is shown once, by the real call)` }]);
   }
@@ -156,6 +159,7 @@ export function gatewayKeyView(row: GatewayKeyRow, nowMs: number): GatewayKeyVie
     models: row.models === null ? null : [...row.models],
     rpm: row.rpm,
     tpm: row.tpm,
+    max_in_flight: row.maxInFlight,
     expires_at: row.expiresAt,
     created_at: row.createdAt,
     revoked_at: row.revokedAt,

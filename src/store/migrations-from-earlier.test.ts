@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { storesUnderTest } from "../../test/support/postgres.js";
 import { migrationProvider } from "./migrations.js";
 import { listModelEntries } from "./model-rows.js";
-import { listGatewayKeys } from "./gateway-key-rows.js";
+import { insertGatewayKey, listGatewayKeys } from "./gateway-key-rows.js";
 import { openStore, openUnmigrated, type Store } from "./open-store.js";
 import type { Database } from "./schema.js";
 import { listTokens } from "./token-rows.js";
@@ -64,6 +64,8 @@ const rowsAt: Record<string, (db: Kysely<Database>) => Promise<void>> = {
   },
   // 0009 adds the fleet's revision, which its triggers raise: no rows of its own to keep.
   "0009_fleet_revision": async () => {},
+  // 0010 gives keys a cap of their own; the keys of before it keep the server's (checked below).
+  "0010_gateway_key_max_in_flight": async () => {},
 };
 
 const levels = Object.keys(rowsAt);
@@ -82,7 +84,8 @@ async function expectRowsFrom(store: Store, level: number): Promise<void> {
   }
   if (reached("0003_node_credential_hashes")) expect(await store.db.selectFrom("server_key_check").select("verifier").execute()).toEqual([{ verifier: "v" }]);
   if (reached("0004_gateway_keys_usage")) {
-    expect((await listGatewayKeys(store.db)).map((key) => [key.name, key.models, key.rpm])).toEqual([["data-team", ["chat"], 100]]);
+    // A key made before keys had a cap of their own has none: the server's limits.requests_per_key holds for it.
+    expect((await listGatewayKeys(store.db)).map((key) => [key.name, key.models, key.rpm, key.maxInFlight])).toEqual([["data-team", ["chat"], 100, null]]);
     expect(await sumUsage(store.db, { sinceMinute: "2026-01-01T00:00Z", key: undefined, model: undefined })).toEqual([
       { key: "data-team", model: "chat", requests: 7, errors: 1, promptTokens: 70, completionTokens: 140, firstMinute: "2026-11-01T10:00Z", lastMinute: "2026-11-01T10:00Z" },
     ]);
@@ -104,6 +107,9 @@ async function expectRowsFrom(store: Store, level: number): Promise<void> {
     expect(await store.db.selectFrom("canaries").select(["model", "state", "weight"]).execute()).toEqual([{ model: "chat", state: "running", weight: 0.1 }]);
     expect(await store.db.selectFrom("arm_counts").select("requests").execute()).toEqual([{ requests: 3 }]);
   }
+  // Whatever the level, a key made now keeps its own cap.
+  await insertGatewayKey(store.db, { id: "k2", name: "batch", hash: sha256("llmgw_key_y"), models: null, rpm: null, tpm: null, maxInFlight: 1000, expiresAt: null, createdAt: at, revokedAt: null });
+  expect((await listGatewayKeys(store.db)).find((key) => key.name === "batch")?.maxInFlight).toBe(1000);
 }
 
 describe.each(storesUnderTest)("a store made by each earlier schema opens with this release ($kind)", (storeUnderTest) => {

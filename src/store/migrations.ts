@@ -294,6 +294,17 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         await db.schema.dropTable("fleet_revision").execute();
       },
     },
+    "0010_gateway_key_max_in_flight": {
+      // A key's own cap on requests in flight, for the key that needs more or
+      // less than limits.requests_per_key (a batch job's, a trial's). Null, as
+      // every key made before has it, keeps the server's cap.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable("gateway_keys").addColumn("max_in_flight", "integer").execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.alterTable("gateway_keys").dropColumn("max_in_flight").execute();
+      },
+    },
   };
 }
 

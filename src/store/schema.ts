@@ -69,6 +69,8 @@ export interface Database {
     models: string | null;
     rpm: number | null;
     tpm: number | null;
+    /** Requests the key may have in flight at once; null (or absent on insert) for the gateway's limits.requests_per_key. */
+    max_in_flight: ColumnType<number | null, number | null | undefined, number | null>;
     expires_at: string | null;
     created_at: string;
     revoked_at: string | null;

@@ -171,11 +171,15 @@ describe("the web console against llmgw demo", () => {
   it("creates a gateway key, shows it once, and revokes it", async () => {
     const page = await signedIn("/keys");
     await page.getByRole("textbox", { name: /^Name/ }).fill("console-key");
+    await page.getByRole("textbox", { name: /^Max in flight/ }).fill("4");
     await page.getByRole("button", { name: "Create key" }).click();
     const key = await page.getByTestId("created-key-value").textContent();
     expect(key).toMatch(/\S{20,}/);
     const row = page.locator('tr[data-key="console-key"]');
     await row.getByTestId("key-state").filter({ hasText: "active" }).waitFor();
+    // The key's own cap, as the API stores it; a key made without one shows the server's.
+    expect(await row.getByTestId("key-max-in-flight").textContent()).toBe("4");
+    expect((await call<{ keys: { name: string; max_in_flight: number | null }[] }>("GET", "/api/v1/keys")).keys.find((each) => each.name === "console-key")?.max_in_flight).toBe(4);
     await previewAndApply(page, row.locator('[data-action="Revoke"]'));
     await row.getByTestId("key-state").filter({ hasText: "revoked" }).waitFor();
   });

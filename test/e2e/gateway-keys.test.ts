@@ -59,7 +59,7 @@ describe("gateway keys through llmgw server, ctl and the openai client", () => {
   it("prints a key once, lists it without its value, and the key calls the gateway", async () => {
     const created = await ctl("key", "create", "data-team", "--models", "fake,fake-chat", "--rpm", "100", "--tpm", "100000", "--expires", "30d");
     expect(created.code, created.stderr).toBe(0);
-    expect(created.stdout).toContain('Created gateway key "data-team" (models: fake, fake-chat; rpm: 100; tpm: 100000; expires: ');
+    expect(created.stdout).toContain('Created gateway key "data-team" (models: fake, fake-chat; rpm: 100; tpm: 100000; max in flight: the server\'s limits.requests_per_key; expires: ');
     const key = /^\s+(llmgw_key_\S+)$/m.exec(created.stdout)?.[1] as string;
     // A gateway that checks keys has nothing to warn of.
     expect(created.stdout).not.toContain("Note:");
@@ -68,7 +68,7 @@ describe("gateway keys through llmgw server, ctl and the openai client", () => {
     expect(answer.choices[0]?.message.content).toBe("hi");
 
     const listed = await ctl("keys");
-    expect(listed.stdout).toMatch(/^data-team\s+active\s+fake,fake-chat\s+100\s+100000\s+\d{4}-/m);
+    expect(listed.stdout).toMatch(/^data-team\s+active\s+fake,fake-chat\s+100\s+100000\s+default\s+\d{4}-/m);
     expect(listed.stdout + (await ctl("keys", "--json")).stdout).not.toContain(key);
   });
 
@@ -143,9 +143,29 @@ describe("gateway keys through llmgw server, ctl and the openai client", () => {
     expect(table.stdout).toMatch(/^streamer\s+fake\s+4\s+0\s+44\s+28$/m);
   });
 
+  it("makes a key with its own cap on requests in flight, which ctl prints and lists; a key without one shows the server's", async () => {
+    const created = await ctl("key", "create", "batch-job", "--max-in-flight", "1000");
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toContain('Created gateway key "batch-job" (models: any; rpm: no limit; tpm: no limit; max in flight: 1000; expires: never).');
+    await createKey("plain");
+    const listed = (await ctl("keys")).stdout;
+    expect(listed).toMatch(/^NAME\s+STATE\s+MODELS\s+RPM\s+TPM\s+MAX IN FLIGHT\s+EXPIRES\s+CREATED$/m);
+    expect(listed).toMatch(/^batch-job\s+active\s+any\s+-\s+-\s+1000\s+-\s+\d{4}-/m);
+    expect(listed).toMatch(/^plain\s+active\s+any\s+-\s+-\s+default\s+-\s+\d{4}-/m);
+    const json = JSON.parse((await ctl("keys", "--json")).stdout) as { keys: { name: string; max_in_flight: number | null }[] };
+    expect(json.keys.filter((key) => ["batch-job", "plain"].includes(key.name)).map((key) => key.max_in_flight)).toEqual([1000, null]);
+    const plainCreated = await ctl("key", "create", "plain-two");
+    expect(plainCreated.stdout).toContain("max in flight: the server's limits.requests_per_key;");
+  });
+
   it("refuses bad key options in ctl, naming the option", async () => {
     const zero = await ctl("key", "create", "zero", "--rpm", "0");
     expect([zero.code, zero.stderr]).toEqual([1, expect.stringContaining('"0" is not a whole number of 1 or more.')]);
+    const noSlots = await ctl("key", "create", "no-slots", "--max-in-flight", "0");
+    expect([noSlots.code, noSlots.stderr]).toEqual([1, expect.stringContaining("option '--max-in-flight <n>' argument '0' is invalid. \"0\" is not a whole number from 1 to 1000000.")]);
+    const tooMany = await ctl("key", "create", "too-many", "--max-in-flight", "1000001");
+    expect(tooMany.stderr).toContain('"1000001" is more than 1000000, the most this takes.');
+    expect((await ctl("keys")).stdout).not.toMatch(/^(no-slots|too-many)\s/m);
     const typo = await ctl("key", "create", "typo", "--models", "fak");
     expect(typo.stderr).toContain('"fak" is not a model, alias or adapter');
     const ghost = await ctl("key", "revoke", "ghost");

@@ -45,7 +45,7 @@ describe("ctl export, import and backup between real servers", () => {
     source = await start("source");
     await admin(source, "POST", "/api/v1/models", { name: "chat", external: external(), class: "critical", owner: "search-team", aliases: ["chat-latest"], fallbacks: ["declared"] });
     await admin(source, "POST", "/api/v1/models", { name: "summary", external: external(), queue_timeout: "30s" });
-    await admin(source, "POST", "/api/v1/keys", { name: "data-team", models: ["chat", "chat-latest"], rpm: 100, tpm: 5000 });
+    await admin(source, "POST", "/api/v1/keys", { name: "data-team", models: ["chat", "chat-latest"], rpm: 100, tpm: 5000, max_in_flight: 1000 });
     await admin(source, "POST", "/api/v1/keys", { name: "old-team" });
     await admin(source, "DELETE", "/api/v1/keys/old-team");
     await admin(source, "POST", "/api/v1/tokens", { name: "grafana", role: "read" });
@@ -65,6 +65,8 @@ describe("ctl export, import and backup between real servers", () => {
     expect(exported).toContain("Models declared in a server.yaml are not here");
     expect(exported).toContain("name: chat");
     expect(exported).toContain("owner: search-team");
+    // A key's own cap on requests in flight travels with it (the round trip below exports it again).
+    expect(exported).toContain("max_in_flight: 1000");
     expect(exported).not.toMatch(/name: declared/);
     expect(exported).not.toMatch(/llmgw_(key|admin|read)_/);
     const file = path.join(folder, "catalog.yaml");

@@ -18,6 +18,7 @@ function CreateKey() {
   const [models, setModels] = useState("");
   const [rpm, setRpm] = useState<string | number>("");
   const [tpm, setTpm] = useState<string | number>("");
+  const [maxInFlight, setMaxInFlight] = useState<string | number>("");
   const [expires, setExpires] = useState("");
   const create = useMutation({
     mutationFn: () =>
@@ -28,6 +29,7 @@ function CreateKey() {
           ...(models.trim() ? { models: models.split(",").map((each) => each.trim()).filter((each) => each !== "") } : {}),
           ...(typeof rpm === "number" ? { rpm } : {}),
           ...(typeof tpm === "number" ? { tpm } : {}),
+          ...(typeof maxInFlight === "number" ? { max_in_flight: maxInFlight } : {}),
           ...(expires.trim() ? { expires: expires.trim() } : {}),
         },
       }),
@@ -45,6 +47,7 @@ function CreateKey() {
         <TextInput label="Allowed models (comma separated; empty: all)" value={models} onChange={(event) => setModels(event.currentTarget.value)} w={300} />
         <NumberInput label="Requests/min" value={rpm} onChange={setRpm} min={1} w={130} />
         <NumberInput label="Tokens/min" value={tpm} onChange={setTpm} min={1} w={130} />
+        <NumberInput label="Max in flight (empty: server's)" value={maxInFlight} onChange={setMaxInFlight} min={1} max={1_000_000} allowDecimal={false} w={200} />
         <TextInput label="Expires (30d, or a date)" value={expires} onChange={(event) => setExpires(event.currentTarget.value)} w={170} />
         <Button type="submit" disabled={!permission.allowed || name.trim() === ""} loading={create.isPending} title={permission.reason ?? undefined}>
           Create key
@@ -140,6 +143,7 @@ export default function KeysPage() {
               <Table.Th>State</Table.Th>
               <Table.Th>Models</Table.Th>
               <Table.Th>Limits</Table.Th>
+              <Table.Th>Max in flight</Table.Th>
               <Table.Th>Expires</Table.Th>
               <Table.Th />
             </Table.Tr>
@@ -152,6 +156,9 @@ export default function KeysPage() {
                 <Table.Td>{key.models?.join(", ") ?? "all"}</Table.Td>
                 <Table.Td>
                   {key.rpm ?? "∞"} req/min · {key.tpm ?? "∞"} tok/min
+                </Table.Td>
+                <Table.Td data-testid="key-max-in-flight" title={key.max_in_flight === null ? "limits.requests_per_key in server.yaml (256 unless set)" : "this key's own cap"}>
+                  {key.max_in_flight ?? "server default"}
                 </Table.Td>
                 <Table.Td>{key.expires_at ? time(key.expires_at) : "never"}</Table.Td>
                 <Table.Td>

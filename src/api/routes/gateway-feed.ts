@@ -25,6 +25,7 @@ export function registerGatewayFeedRoutes(app: FastifyInstance, store: Store): v
       models: key.models === null ? null : [...key.models],
       rpm: key.rpm,
       tpm: key.tpm,
+      max_in_flight: key.maxInFlight,
       expires_at: key.expiresAt,
       created_at: key.createdAt,
       revoked_at: key.revokedAt,

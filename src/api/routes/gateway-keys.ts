@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { keyMaxInFlightSchema } from "../../catalog/server-limits.js";
 import type { GatewayKeyState } from "../../protocol/gateway-views.js";
 import type { GatewayKeyService } from "../../services/gateway-key-service.js";
 import { tokenNameSchema } from "../../services/token-service.js";
@@ -22,6 +23,7 @@ const createBody = z.strictObject({
   models: z.array(z.string().min(1)).min(1, { message: "at least one model, alias or adapter name (leave models out to allow every one)" }).optional(),
   rpm: perMinute("requests").optional(),
   tpm: perMinute("tokens").optional(),
+  max_in_flight: keyMaxInFlightSchema.optional(),
   expires: z.string().optional(),
 });
 const nameParams = z.object({ name: z.string() });

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { GatewayKeyCreated, GatewayKeyView, UsageAnswer } from "../../protocol/gateway-views.js";
 import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
+import { mostRequestsPerKey } from "../../catalog/server-limits.js";
 import { apiClient, ctlOptions } from "./context.js";
 
 const shortTime = (iso: string | null) => (iso === null ? "-" : iso.replace("T", " ").replace(/(:\d{2})?\.\d+Z$/, "Z"));
@@ -13,6 +14,7 @@ function describeKey(key: GatewayKeyView): string {
     `models: ${key.models === null ? "any" : key.models.join(", ")}`,
     `rpm: ${key.rpm ?? "no limit"}`,
     `tpm: ${key.tpm ?? "no limit"}`,
+    `max in flight: ${key.max_in_flight ?? "the server's limits.requests_per_key"}`,
     `expires: ${key.expires_at === null ? "never" : shortTime(key.expires_at)}`,
   ];
   return parts.join("; ");
@@ -30,8 +32,18 @@ export function registerGatewayKeysCommands(ctl: Command): void {
       if (result.keys.length === 0) return print("No gateway keys yet. Make one with `llmgw ctl key create NAME`.");
       print(
         renderTable(
-          ["NAME", "STATE", "MODELS", "RPM", "TPM", "EXPIRES", "CREATED"],
-          result.keys.map((key) => [key.name, key.state, key.models === null ? "any" : key.models.join(","), limit(key.rpm), limit(key.tpm), shortTime(key.expires_at), shortTime(key.created_at)]),
+          ["NAME", "STATE", "MODELS", "RPM", "TPM", "MAX IN FLIGHT", "EXPIRES", "CREATED"],
+          result.keys.map((key) => [
+            key.name,
+            key.state,
+            key.models === null ? "any" : key.models.join(","),
+            limit(key.rpm),
+            limit(key.tpm),
+            // "-" would read as no cap; a key without its own has the server's.
+            key.max_in_flight === null ? "default" : String(key.max_in_flight),
+            shortTime(key.expires_at),
+            shortTime(key.created_at),
+          ]),
         ),
       );
     });
@@ -44,15 +56,17 @@ export function registerGatewayKeysCommands(ctl: Command): void {
     .option("--models <names>", "model, alias or adapter names the key may use, comma-separated (default: every one)", modelList)
     .option("--rpm <n>", "requests per minute (default: no limit)", wholeNumber(1))
     .option("--tpm <n>", "prompt plus completion tokens per minute (default: no limit)", wholeNumber(1))
+    .option("--max-in-flight <n>", `requests the key may have in flight at once, 1 to ${mostRequestsPerKey}, lower or higher than the server's limits.requests_per_key (default: that setting, 256 unless set); set only when the key is made`, wholeNumber(1, mostRequestsPerKey))
     .option("--expires <when>", "a duration from now (30d, 12h) or a date (2027-01-31, UTC) after which the key stops working")
     .option("--json", "print the API's JSON, key included")
     .description("make a gateway key; it is printed once and only its hash is kept")
-    .action(async (name: string, options: { models?: string[]; rpm?: number; tpm?: number; expires?: string }, command: Command) => {
+    .action(async (name: string, options: { models?: string[]; rpm?: number; tpm?: number; maxInFlight?: number; expires?: string }, command: Command) => {
       const created = await apiClient(ctlOptions(command)).post<GatewayKeyCreated>("/api/v1/keys", {
         name,
         ...(options.models !== undefined ? { models: options.models } : {}),
         ...(options.rpm !== undefined ? { rpm: options.rpm } : {}),
         ...(options.tpm !== undefined ? { tpm: options.tpm } : {}),
+        ...(options.maxInFlight !== undefined ? { max_in_flight: options.maxInFlight } : {}),
         ...(options.expires !== undefined ? { expires: options.expires } : {}),
       });
       if (ctlOptions(command).json) return printJson(created);

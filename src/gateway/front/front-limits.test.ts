@@ -11,6 +11,9 @@ import { routingModel } from "../testing/routing-model.js";
 import { clientErrorAnswerer, installErrorHandling } from "../../http/error-handler.js";
 import { defaultServerLimits, type ServerLimits } from "../../catalog/server-limits.js";
 import type { GatewayPolicy } from "../policy/gateway-policy.js";
+import { KeysPolicy } from "../policy/keys-policy.js";
+import type { GatewayKey } from "../../protocol/gateway-keys-feed.js";
+import { hashToken } from "../../auth/tokens.js";
 import { closingExchange, RawClient } from "../testing/raw-client.js";
 import { echoChatCompletion, startEchoFront } from "../testing/echo-front.js";
 
@@ -184,10 +187,10 @@ const bearerIsKey: GatewayPolicy = {
 };
 
 /** A gateway on its own port with these limits, and an admin-style route that reads JSON bodies under the same body limit. */
-async function limitedGateway(limits: Partial<ServerLimits>, base: string): Promise<number> {
+async function limitedGateway(limits: Partial<ServerLimits>, base: string, policy: GatewayPolicy = bearerIsKey): Promise<number> {
   const full: ServerLimits = { ...defaultServerLimits, ...limits };
   const gateway = new Gateway({
-    policy: bearerIsKey,
+    policy,
     reportDemand: () => undefined,
     environment: {},
     log: { warn: () => undefined },
@@ -354,6 +357,35 @@ describe("limits.requests_per_key", () => {
     // Both slots are free once the answer and the stream have ended.
     const again = await Promise.all([ask(client), ask(client)]);
     expect(again.map((answer) => answer.choices[0]?.message.content)).toEqual(["ok", "ok"]);
+  });
+
+  it("holds a key with its own max_in_flight to that cap, lower or higher than the server's, and says which cap refused it", async () => {
+    const provider = await holdingProvider();
+    // Gateway keys as the store hands them over: each key's secret is its name, so a client is the key it names.
+    const key = (name: string, maxInFlight: number | null): GatewayKey => ({ id: name, name, hash: hashToken(name), models: null, rpm: null, tpm: null, maxInFlight, expiresAt: null, createdAt: "2026-12-01T00:00:00Z", revokedAt: null });
+    const keys = await KeysPolicy.start({ readKeys: async () => [key("trial", 2), key("batch", 4), key("team-b", null)], writeUsage: async () => undefined }, { refreshIntervalMs: 3_600_000, flushIntervalMs: 3_600_000 });
+    closers.push(() => keys.close());
+    const port = await limitedGateway({ requestsPerKey: 3 }, provider.base, keys);
+    const trial = openAI(port, "trial");
+    const open = [ask(trial, "hold"), ask(trial, "hold")];
+    await vi.waitFor(() => expect(provider.held()).toBe(2));
+    const refused = await refusedWith(ask(trial));
+    expect(refused.status).toBe(429);
+    expect(refused.error).toMatchObject({ type: "requests", code: "too_many_requests_in_flight" });
+    expect(refused.message).toContain('API key "trial" already has 2 requests in flight, the most this key may have (its own max_in_flight: 2');
+    expect(refused.message).toContain("in place of limits.requests_per_key in server.yaml: 3");
+    expect(refused.message).toContain("--max-in-flight");
+    expect(refused.headers?.get("retry-after")).toBe("1");
+    // Another key, under the server's cap, is served while trial is full.
+    expect((await ask(openAI(port, "team-b"))).choices[0]?.message.content).toBe("ok");
+    // A key allowed more than the server's 3 gets its 4 in flight; its fifth is refused at its own cap.
+    const batch = openAI(port, "batch");
+    open.push(...[1, 2, 3, 4].map(() => ask(batch, "hold")));
+    await vi.waitFor(() => expect(provider.held()).toBe(6));
+    expect((await refusedWith(ask(batch))).message).toContain("its own max_in_flight: 4");
+    provider.release();
+    expect((await Promise.all(open)).map((answer) => answer.choices[0]?.message.content)).toEqual(["ok", "ok", "ok", "ok", "ok", "ok"]);
+    expect((await ask(trial)).choices[0]?.message.content).toBe("ok");
   });
 
   it("frees the slots of streams the client gave up on while the engine was still writing", async () => {

@@ -14,6 +14,11 @@ export interface GatewayCaller {
   readonly key: string | null;
   /** Model, alias or adapter names this caller may use; null for any. */
   readonly allowedModels: readonly string[] | null;
+  /**
+   * The key's own cap on requests in flight (its max_in_flight), in place of
+   * the gateway's limits.requests_per_key; absent or null, the gateway's.
+   */
+  readonly maxInFlight?: number | null;
 }
 
 /** A refusal in OpenAI's error shape: the gateway sends it as it is. */

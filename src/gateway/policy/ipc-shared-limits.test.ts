@@ -91,7 +91,7 @@ describe("rate limits shared by the workers of one gateway", () => {
 
   it("keeps keys without limits in the worker: only a limited key's request waits for the primary", async () => {
     const { workers, sent } = primaryWithWorkers(1, Date.now);
-    const row = (name: string, rpm: number | null): GatewayKey => ({ id: name, name, hash: hashToken(`secret-${name}`), models: null, rpm, tpm: null, expiresAt: null, createdAt: "2026-11-30T00:00:00Z", revokedAt: null });
+    const row = (name: string, rpm: number | null): GatewayKey => ({ id: name, name, hash: hashToken(`secret-${name}`), models: null, rpm, tpm: null, maxInFlight: null, expiresAt: null, createdAt: "2026-11-30T00:00:00Z", revokedAt: null });
     const policy = await KeysPolicy.start({ readKeys: async () => [row("free", null), row("limited", 1)], writeUsage: async () => undefined }, { sharedLimits: workers[0] as IpcSharedLimits });
     try {
       expect(policy.admit(policy.authenticate("Bearer secret-free"), "any", 10)).toBeUndefined();

@@ -33,6 +33,7 @@ export function httpKeysBackend(server: string, token: string): KeysBackend {
         models: key.models,
         rpm: key.rpm,
         tpm: key.tpm,
+        maxInFlight: key.max_in_flight,
         expiresAt: key.expires_at,
         createdAt: key.created_at,
         revokedAt: key.revoked_at,

@@ -11,6 +11,7 @@ import type { PlacedEntry } from "../../catalog/build-catalog.js";
 import { GatewayRefusal } from "./gateway-policy.js";
 import { KeysPolicy } from "./keys-policy.js";
 import { httpKeysBackend } from "./keys-backend.js";
+import { gatewayKeyFeedSchema } from "../../protocol/gateway-keys-feed.js";
 import { storeKeysBackend } from "../../server/store-keys-backend.js";
 import { thrownBy } from "../../../test/support/refusal.js";
 
@@ -188,6 +189,41 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     expect(none.usage).toEqual([]);
   });
 
+  it("keeps a key's own cap on requests in flight: stored, listed, in the gateway's caller and in the standalone gateways' feed", async () => {
+    const created = await app.inject({ method: "POST", url: "/api/v1/keys", headers: as(admin), payload: { name: "trial-cap", max_in_flight: 4 } });
+    expect([created.statusCode, created.json().max_in_flight]).toEqual([201, 4]);
+    const key = (created.json() as { key: string }).key;
+    const plain = await createKey({ name: "no-cap" });
+    // The caller the gateway counts slots against carries the key's cap; a key without one leaves the gateway's in force.
+    expect(policy.authenticate(bearer(key)).maxInFlight).toBe(4);
+    expect(policy.authenticate(bearer(plain)).maxInFlight).toBeNull();
+    const listed = (await app.inject({ method: "GET", url: "/api/v1/keys", headers: as(admin) })).json().keys as { name: string; max_in_flight: number | null }[];
+    expect(listed.filter((row) => ["trial-cap", "no-cap"].includes(row.name)).map((row) => [row.name, row.max_in_flight])).toEqual([
+      ["trial-cap", 4],
+      ["no-cap", null],
+    ]);
+    const feed = (await app.inject({ method: "GET", url: "/api/v1/gateway/keys?q=cap", headers: as(admin) })).json().keys as { name: string; max_in_flight: number | null }[];
+    expect(feed.map((row) => [row.name, row.max_in_flight])).toEqual([
+      ["trial-cap", 4],
+      ["no-cap", null],
+    ]);
+    const audit = (await app.inject({ method: "GET", url: "/api/v1/audit", headers: as(admin) })).body;
+    expect(audit).toContain('"max_in_flight":4');
+  });
+
+  it("refuses a cap on requests in flight that is not a whole number from 1 to 1000000, naming max_in_flight and the way out", async () => {
+    for (const value of [0, -3, 2.5, 1_000_001, "8"]) {
+      const refused = await app.inject({ method: "POST", url: "/api/v1/keys", headers: as(admin), payload: { name: "bad-cap", max_in_flight: value } });
+      expect([refused.statusCode, refused.json().error.code], String(value)).toEqual([400, "invalid_input"]);
+      expect(refused.json().error.details[0]).toEqual({
+        where: "max_in_flight",
+        message: "requests this key may have in flight at once, a whole number from 1 to 1000000 (leave it out for the gateway's limits.requests_per_key)",
+      });
+    }
+    const names = ((await app.inject({ method: "GET", url: "/api/v1/keys", headers: as(admin) })).json().keys as { name: string }[]).map((key) => key.name);
+    expect(names).not.toContain("bad-cap");
+  });
+
   it("refuses keys it cannot honour: a duplicate name, an unknown model, a past expiry, a zero limit, an unknown key to revoke", async () => {
     await createKey({ name: "taken" });
     const duplicate = await app.inject({ method: "POST", url: "/api/v1/keys", headers: as(admin), payload: { name: "taken" } });
@@ -249,12 +285,15 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
   });
 
   it("serves standalone gateways the key table (hashes, never keys) and takes their usage, to admin tokens only", async () => {
-    const key = await createKey({ name: "remote", tpm: 500 });
+    const key = await createKey({ name: "remote", tpm: 500, max_in_flight: 3 });
     const address = await app.listen({ host: "127.0.0.1", port: 0 });
     try {
       const backend = httpKeysBackend(address, admin);
       const remote = (await backend.readKeys()).find((row) => row.name === "remote");
-      expect([remote?.hash, remote?.tpm]).toEqual([hashToken(key), 500]);
+      expect([remote?.hash, remote?.tpm, remote?.maxInFlight]).toEqual([hashToken(key), 500, 3]);
+      // A server of before per-key caps sends none: its keys take the gateway's own cap.
+      const older = gatewayKeyFeedSchema.parse({ keys: [{ name: "old", key_hash: "h", models: null, rpm: null, tpm: null, expires_at: null, created_at: "2026-11-01T00:00:00Z", revoked_at: null }] });
+      expect(older.keys[0]?.max_in_flight).toBeNull();
       await backend.writeUsage([{ key: "remote", model: "qwen", minute: "2030-03-01T10:00Z", requests: 2, errors: 1, promptTokens: 30, completionTokens: 40 }]);
       await backend.writeUsage([{ key: "remote", model: "qwen", minute: "2030-03-01T10:00Z", requests: 1, errors: 0, promptTokens: 5, completionTokens: 5 }]);
       const usage = (await app.inject({ method: "GET", url: "/api/v1/usage?key=remote&since=2030-03-01", headers: as(admin) })).json() as { usage: { requests: number; errors: number; prompt_tokens: number; completion_tokens: number }[] };

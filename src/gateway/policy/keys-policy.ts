@@ -40,11 +40,14 @@ interface KeyEntry {
 class KeyCaller implements GatewayCaller {
   chargedTokens = 0;
   countedRequest = false;
+  readonly maxInFlight: number | null;
   constructor(
     readonly key: string,
     readonly allowedModels: readonly string[] | null,
     readonly entry: KeyEntry,
-  ) {}
+  ) {
+    this.maxInFlight = entry.row.maxInFlight;
+  }
 }
 
 const bearer = /^Bearer\s+(\S+)\s*$/i;
