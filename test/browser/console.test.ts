@@ -94,7 +94,7 @@ describe("the web console against llmgw demo", () => {
     expect(await page.locator('[data-action="Drain"]').first().isDisabled()).toBe(true);
   });
 
-  it("shows the demo's cards, each replica's weights and KV cache on its card", async () => {
+  it("shows the demo's cards, each replica's weights and KV cache on its card, and memory held by another process", async () => {
     const page = await signedIn("/fleet");
     await page.getByTestId("node-gpu-node-1").waitFor();
     await page.getByTestId("gpu-tile").nth(5).waitFor();
@@ -102,6 +102,8 @@ describe("the web console against llmgw demo", () => {
     const shares = await page.getByTestId("node-gpu-node-1").getByTestId("card-share").allTextContents();
     expect(shares.some((line) => /qwen2\.5-7b-instruct weights \d+(\.\d)? GiB · KV \d+(\.\d)? GiB · overhead/.test(line))).toBe(true);
     expect(shares.some((line) => /llama-3\.1-8b weights \d+(\.\d)? GiB · KV/.test(line))).toBe(true);
+    // One card of the demo's has memory another process holds, shown apart from llmgw's replicas.
+    expect(await page.getByTestId("card-foreign").allTextContents()).toEqual(["held by processes llmgw did not start: 20.0 GiB (placement counts it as taken)"]);
   });
 
   it("previews a scale-up (placement shown, nothing started), applies it and follows it until both replicas are ready", async () => {
