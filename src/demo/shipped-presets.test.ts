@@ -25,7 +25,12 @@ const planned = presets.filter((preset) => sources(preset).length > 0);
 const comfyFileSources = (preset: Preset) => (preset.model.profiles ?? []).flatMap((profile) => (profile.comfy?.files ?? []).map((file) => file.source));
 const comfyPresets = presets.filter((preset) => comfyFileSources(preset).length > 0);
 
-/** The demo's two machines, as placement sees them with nothing running. */
+/**
+ * The demo's two machines, as placement sees them with nothing running, and
+ * without the 20 GiB another process holds on gpu-node-1's card 1: the demo's
+ * first two models take both H100s at once, and these tests ask what a free
+ * fleet of that shape runs (the 70B on two alike H100s first).
+ */
 function demoFleet(): Snapshot {
   const cards = (count: number, gpuClass: string, memoryGiB: number, fabric: string) =>
     Array.from({ length: count }, (_, index) => ({ index, gpuClass, memoryBytes: memoryGiB * GiB, fabric }));

@@ -11,7 +11,10 @@ import { gpuClassFromProductName, gpuClassInfo } from "./gpu-classes.js";
  * process llmgw did not start (for --simulate, what the pretend cards report;
  * for --gpus, cards partly taken by someone else).
  *
- * Each comma-separated GPU group is one node: COUNT x CARD[-MEMORY] [@FABRIC].
+ * A GPU group is COUNT x CARD[-MEMORY] [@FABRIC]. For --gpus each
+ * comma-separated group is one node; for --simulate the groups are all the
+ * agent's own cards, numbered in order, so a node can have one card part-held
+ * ("1xH100-80GB@nvl0,1xH100-80GB@nvl0+foreign=20g") beside an untouched twin.
  * `cpu:Nc/Mg` sets host cores and memory (for --simulate, the node's host; for
  * --gpus, a CPU-only node).
  */

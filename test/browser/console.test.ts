@@ -29,7 +29,13 @@ describe("the web console against llmgw demo", () => {
     return JSON.parse(text) as T;
   }
 
-  /** A page signed in through the login link the demo prints (the token in the fragment). */
+  /** Replaces the text of a CodeMirror editor as a person pasting would: focus it, select all, insert. */
+  async function typeInEditor(content: Locator, text: string): Promise<void> {
+    await content.click();
+    await content.page().keyboard.press("ControlOrMeta+A");
+    await content.page().keyboard.insertText(text);
+  }
+
   /** A change as a person makes it: the button, its dry run, apply, and the dialog closed once it applied. */
   async function previewAndApply(page: Page, button: Locator): Promise<void> {
     await button.click();
@@ -40,6 +46,7 @@ describe("the web console against llmgw demo", () => {
     await page.keyboard.press("Escape");
   }
 
+  /** A page signed in through the login link the demo prints (the token in the fragment). */
   async function signedIn(path = "/", size: { width: number; height: number } = widths.desktop, token = demo.token): Promise<Page> {
     const watched = await openPage(browser, size);
     opened.push(watched);
@@ -87,7 +94,7 @@ describe("the web console against llmgw demo", () => {
     expect(await page.locator('[data-action="Drain"]').first().isDisabled()).toBe(true);
   });
 
-  it("shows the demo's cards, each replica's weights and KV cache on its card", async () => {
+  it("shows the demo's cards, each replica's weights and KV cache on its card, and memory held by another process", async () => {
     const page = await signedIn("/fleet");
     await page.getByTestId("node-gpu-node-1").waitFor();
     await page.getByTestId("gpu-tile").nth(5).waitFor();
@@ -95,6 +102,8 @@ describe("the web console against llmgw demo", () => {
     const shares = await page.getByTestId("node-gpu-node-1").getByTestId("card-share").allTextContents();
     expect(shares.some((line) => /qwen2\.5-7b-instruct weights \d+(\.\d)? GiB · KV \d+(\.\d)? GiB · overhead/.test(line))).toBe(true);
     expect(shares.some((line) => /llama-3\.1-8b weights \d+(\.\d)? GiB · KV/.test(line))).toBe(true);
+    // One card of the demo's has memory another process holds, shown apart from llmgw's replicas.
+    expect(await page.getByTestId("card-foreign").allTextContents()).toEqual(["held by processes llmgw did not start: 20.0 GiB (placement counts it as taken)"]);
   });
 
   it("previews a scale-up (placement shown, nothing started), applies it and follows it until both replicas are ready", async () => {
@@ -156,13 +165,29 @@ describe("the web console against llmgw demo", () => {
     expect(await candidates.locator('tr[data-fits="true"]').count()).toBeGreaterThan(0);
     await candidates.locator('tr[data-fits="true"]').first().getByRole("button").click();
     const editor = page.getByTestId("yaml-editor");
+    const content = editor.getByRole("textbox", { name: "Model definition (YAML)" });
     await page.getByTestId("yaml-status").filter({ hasText: "The server accepts it" }).waitFor();
-    // A mistake is placed on its line, as ctl would name it.
-    const text = await editor.inputValue();
-    await editor.fill(text.replace(/gpus: \d+/, "gpus: -1"));
-    await page.getByTestId("yaml-errors").filter({ hasText: /line \d+, column \d+ \(profiles\[0\]\.gpus\)/ }).waitFor();
-    await editor.fill(text.replace(/^name: .*$/m, "name: chat-14b"));
+    // The whole entry is a few lines, all drawn: the editor's text is its lines'.
+    const text = (await content.locator(".cm-line").allTextContents()).join("\n");
+    expect(text).toMatch(/gpus: \d+/);
+    // A mistake is placed on its line, as ctl would name it: in the list below, and underlined on that line with a marker in the gutter.
+    await typeInEditor(content, text.replace(/gpus: \d+/, "gpus: -1"));
+    const listed = page.getByTestId("yaml-errors").filter({ hasText: /line \d+, column \d+ \(profiles\[0\]\.gpus\)/ });
+    await listed.waitFor();
+    const line = Number((await listed.textContent())?.match(/line (\d+), column \d+ \(profiles\[0\]\.gpus\)/)?.[1]);
+    const underlined = content.locator(".cm-line").nth(line - 1).locator(".cm-lintRange-error");
+    await underlined.waitFor();
+    expect(await underlined.textContent()).toBe("-1");
+    expect(await editor.locator(".cm-gutter-lint .cm-lint-marker-error").count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await typeInEditor(content, text.replace(/^name: .*$/m, "name: chat-14b"));
     await page.getByTestId("yaml-status").filter({ hasText: "The server accepts it" }).waitFor();
+    await editor.locator(".cm-lintRange-error").waitFor({ state: "detached" });
+    // Tab leaves the editor for the next control, as in any field: the keyboard is never trapped in it.
+    await content.click();
+    await page.keyboard.press("Tab");
+    expect(await editor.locator(":focus").count()).toBe(0);
+    expect(await page.locator("button:focus").textContent()).toBe("Add the model");
     await page.getByRole("button", { name: "Add the model" }).click();
     await page.getByTestId("follow-state").filter({ hasText: "chat-14b" }).waitFor();
     expect((await call<{ name: string }>("GET", "/api/v1/models/chat-14b")).name).toBe("chat-14b");

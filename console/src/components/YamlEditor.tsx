@@ -1,7 +1,7 @@
-import { Button, Group, List, Loader, Text, Textarea } from "@mantine/core";
+import { Box, Button, Group, List, Loader, Text } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
 import { useQuery } from "@tanstack/react-query";
-import { useState } from "react";
+import { Suspense, lazy, useMemo, useState } from "react";
 import { ApiError, api } from "../api.ts";
 import { useChangePermission } from "../session.tsx";
 import type { DryRunView } from "../types.ts";
@@ -9,16 +9,23 @@ import { parseYaml, type PlacedError } from "../yaml-errors.ts";
 import { ErrorView } from "./ErrorView.tsx";
 import { FollowModel } from "./ChangeFlow.tsx";
 
+// CodeMirror is about as large as the rest of the plan page: it loads when a candidate's YAML is opened, not with the page.
+const YamlCodeEditor = lazy(() => import("./YamlCodeEditor.tsx"));
+
+const label = "Model definition (YAML)";
+
 /**
  * A model's YAML, checked by the server as it is typed: each pause sends the
  * entry to the add route as a dry run, so the errors are ctl's own, each put
- * on the line and column of the field it names.
+ * on the line and column of the field it names: underlined there in the
+ * editor, and listed below it as text, which a screen reader reads (an
+ * underline it does not).
  */
 export function YamlEditor({ initial }: { initial: string }) {
   const permission = useChangePermission();
   const [text, setText] = useState(initial);
   const [debounced] = useDebouncedValue(text, 400);
-  const parsed = parseYaml(debounced);
+  const parsed = useMemo(() => parseYaml(debounced), [debounced]);
   const [added, setAdded] = useState<string | null>(null);
   const [addError, setAddError] = useState<unknown>(null);
   const [adding, setAdding] = useState(false);
@@ -37,7 +44,7 @@ export function YamlEditor({ initial }: { initial: string }) {
       }
     },
   });
-  const placed = parsed.errors.length > 0 ? parsed.errors : check.data && !check.data.ok ? check.data.placed : [];
+  const placed = useMemo(() => (parsed.errors.length > 0 ? parsed.errors : check.data && !check.data.ok ? check.data.placed : []), [parsed, check.data]);
   const add = async () => {
     setAdding(true);
     setAddError(null);
@@ -53,16 +60,15 @@ export function YamlEditor({ initial }: { initial: string }) {
   const valid = text === debounced && parsed.errors.length === 0 && check.data?.ok === true;
   return (
     <>
-      <Textarea
-        label="Model definition (YAML)"
-        value={text}
-        onChange={(event) => setText(event.currentTarget.value)}
-        autosize
-        minRows={10}
-        styles={{ input: { fontFamily: "monospace", fontSize: 13 } }}
-        data-testid="yaml-editor"
-        spellCheck={false}
-      />
+      <Box data-testid="yaml-editor">
+        {/* The editor's own name says the same words: hidden here so a screen reader says them once. */}
+        <Text size="sm" fw={500} mb={4} aria-hidden>
+          {label}
+        </Text>
+        <Suspense fallback={<Loader size="sm" aria-label="loading the editor" />}>
+          <YamlCodeEditor initial={initial} label={label} onChange={setText} errors={placed} checkedText={debounced} />
+        </Suspense>
+      </Box>
       <Group gap="xs" mt="xs">
         {check.isFetching && <Loader size="xs" aria-label="checking" />}
         <Text size="sm" data-testid="yaml-status">

@@ -65,7 +65,7 @@ function Candidates({ plan, onPick }: { plan: Plan; onPick: (candidate: PlanCand
                 {candidate.requires ? ` (needs ${candidate.requires})` : ""}
               </Table.Td>
               <Table.Td>
-                <Button size="compact-xs" variant="default" onClick={() => onPick(candidate)} aria-label={`Add with candidate ${index + 1}`}>
+                <Button size="compact-xs" variant="default" onClick={() => onPick(candidate)} aria-label={`Add with this candidate (${index + 1})`}>
                   Add with this candidate
                 </Button>
               </Table.Td>
@@ -148,7 +148,7 @@ export default function PlanPage() {
           <Candidates plan={plan.data} onPick={(candidate) => setPicked(stringify(entryFor(candidate, plan.data.source)))} />
         </>
       )}
-      <Modal opened={picked !== null} onClose={() => setPicked(null)} title="Add the model" size="xl">
+      <Modal opened={picked !== null} onClose={() => setPicked(null)} title="Add the model" size="xl" closeButtonProps={{ "aria-label": "Close" }}>
         {picked !== null && <YamlEditor initial={picked} />}
       </Modal>
       <SectionTitle>Presets</SectionTitle>

@@ -9,8 +9,10 @@ import { maxParamLength } from "../../http/router-limits.js";
  * The console's policy, sent with every page and file of it. Scripts come
  * only from this server, so an injected `<script>` or a `javascript:` URL
  * never runs; styles allow 'unsafe-inline' because the component library
- * writes its CSS into `<style>` tags at run time (CSS-in-JS), and a style
- * cannot run code or reach another origin under `connect-src 'self'`.
+ * and the YAML editor (CodeMirror) write their CSS into `<style>` tags at run
+ * time (CSS-in-JS), and a style cannot run code or reach another origin under
+ * `connect-src 'self'`. No nonce instead: a nonce in style-src makes browsers
+ * ignore 'unsafe-inline', and the component library's tags carry none.
  * `data:` and `blob:` images are the charts' and the playground's images.
  */
 export const consoleContentSecurityPolicy = [
