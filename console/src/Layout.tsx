@@ -18,6 +18,7 @@ const pages = [
   { to: "/playground", label: "Playground" },
   { to: "/keys", label: "Keys and usage" },
   { to: "/access", label: "Access" },
+  { to: "/catalog", label: "Catalog" },
   { to: "/events", label: "Events" },
   { to: "/audit", label: "Audit" },
 ];

@@ -50,6 +50,7 @@ const router = createBrowserRouter([
       { path: "playground", element: page(() => import("./pages/PlaygroundPage.tsx")) },
       { path: "keys", element: page(() => import("./pages/KeysPage.tsx")) },
       { path: "access", element: page(() => import("./pages/AccessPage.tsx")) },
+      { path: "catalog", element: page(() => import("./pages/CatalogPage.tsx")) },
       { path: "events", element: page(() => import("./pages/EventsPage.tsx")) },
       { path: "audit", element: page(() => import("./pages/AuditPage.tsx")) },
       { path: "*", element: page(() => import("./pages/NotFoundPage.tsx")) },

@@ -17,7 +17,8 @@ export type {
 } from "../../src/protocol/views.ts";
 export type { CanaryView, ArmView } from "../../src/protocol/canary-views.ts";
 export type { GatewayKeyView, GatewayKeyCreated, UsageAnswer, UsageView } from "../../src/protocol/gateway-views.ts";
-export type { HistoryView } from "../../src/protocol/version-views.ts";
+export type { HistoryView, OriginView, UpdateCheckView } from "../../src/protocol/version-views.ts";
+export type { CatalogExport, CatalogImportResult } from "../../src/protocol/catalog-export.ts";
 export type { Plan, PlanCandidate } from "../../src/plan/candidates.ts";
 
 export type { SessionView, SeriesPoint, SeriesView, HeadroomView, CardMemoryAnswer, GpuMemoryView as CardMemory, PlannedMemoryView as PlannedShare } from "../../src/protocol/console.ts";

@@ -46,7 +46,7 @@ export function ChangeModal({
       ) : (
         button
       )}
-      <Modal opened={opened} onClose={close} title={title} size="lg" closeButtonProps={{ "aria-label": "Close" }}>
+      <Modal opened={opened} onClose={close} title={title} size="lg" closeButtonProps={{ "aria-label": "Close the dialog" }}>
         <Stack>
           {children}
           <ChangeFlow request={request} follow={follow ?? null} />

@@ -1,6 +1,8 @@
-import { Group, NumberInput, Select, TextInput } from "@mantine/core";
+import { Group, NumberInput, Select, Text, TextInput } from "@mantine/core";
+import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import type { ModelView } from "../types.ts";
+import { api } from "../api.ts";
+import type { ModelView, OriginView } from "../types.ts";
 import { ChangeModal } from "./ChangeModal.tsx";
 
 const modelPath = (model: ModelView, tail = "") => `/api/v1/models/${encodeURIComponent(model.name)}${tail}`;
@@ -130,15 +132,68 @@ function AdapterAction({ model, refused }: { model: ModelView; refused: string |
   );
 }
 
+/**
+ * How replicas are replaced: a new one beside each old one (the default), or in place, for a fleet
+ * with no room beside it. A Select rather than a checkbox: the Models page loads this file, and a
+ * Select is already in its chunk.
+ */
+function InPlace({ value, onChange }: { value: boolean; onChange: (value: boolean) => void }) {
+  return (
+    <Select
+      label="how each replica is replaced"
+      data={[
+        { value: "surge", label: "a new replica starts beside the old one, which drains once it is ready" },
+        { value: "in-place", label: "in place: the old one stops before its replacement starts (when there is no room beside it)" },
+      ]}
+      value={value ? "in-place" : "surge"}
+      onChange={(chosen) => onChange(chosen === "in-place")}
+      allowDeselect={false}
+    />
+  );
+}
+
+function RestartAction({ model }: { model: ModelView }) {
+  const [inPlace, setInPlace] = useState(false);
+  return (
+    <ChangeModal label="Restart" title={`Restart ${model.name}: new replicas beside the old, then the old drain`} request={{ method: "POST", path: modelPath(model, "/restart"), body: { in_place: inPlace } }} follow={model.name}>
+      <InPlace value={inPlace} onChange={setInPlace} />
+    </ChangeModal>
+  );
+}
+
 function VersionActions({ model, refused }: { model: ModelView; refused: string | null }) {
   const [to, setTo] = useState("");
+  const [inPlace, setInPlace] = useState(false);
   return (
     <>
-      <ChangeModal label="Update" title={`Update ${model.name} to a new revision`} request={{ method: "POST", path: modelPath(model, "/update"), body: to ? { to } : {} }} follow={model.name} refusedBecause={refused}>
+      <ChangeModal label="Update" title={`Update ${model.name} to a new revision`} request={{ method: "POST", path: modelPath(model, "/update"), body: { ...(to ? { to } : {}), in_place: inPlace } }} follow={model.name} refusedBecause={refused}>
         <TextInput label="revision (empty: the newest)" value={to} onChange={(event) => setTo(event.currentTarget.value)} />
+        <InPlace value={inPlace} onChange={setInPlace} />
       </ChangeModal>
-      <ChangeModal label="Roll back" title={`Roll ${model.name} back to the revision before`} request={{ method: "POST", path: modelPath(model, "/rollback"), body: {} }} follow={model.name} refusedBecause={refused} />
+      <ChangeModal label="Roll back" title={`Roll ${model.name} back to the revision before`} request={{ method: "POST", path: modelPath(model, "/rollback"), body: { in_place: inPlace } }} follow={model.name} refusedBecause={refused}>
+        <InPlace value={inPlace} onChange={setInPlace} />
+      </ChangeModal>
     </>
+  );
+}
+
+/** What `ctl model origin` shows and sets: where the weights come from, which the update check follows. */
+function OriginAction({ model, refused }: { model: ModelView; refused: string | null }) {
+  const current = useQuery({ queryKey: ["model", model.name, "origin"], queryFn: () => api<OriginView>(modelPath(model, "/origin")) });
+  const [origin, setOrigin] = useState<string | null>(null);
+  const shown = origin ?? current.data?.origin ?? "";
+  const follows = current.data
+    ? current.data.repository === null
+      ? "It follows no hub repository, so it has no revisions to update to."
+      : `It follows ${current.data.repository} at ${current.data.revision ?? "?"}.`
+    : "";
+  return (
+    <ChangeModal label="Origin" title={`Where ${model.name}'s weights come from`} request={shown.trim() ? { method: "POST", path: modelPath(model, "/origin"), body: { origin: shown.trim() } } : null} refusedBecause={refused}>
+      <Text size="sm" data-testid="origin-now">
+        Now: {current.data?.origin ?? "(none set)"}. {follows}
+      </Text>
+      <TextInput label="origin (hf://org/name@revision, or a URL)" value={shown} onChange={(event) => setOrigin(event.currentTarget.value)} />
+    </ChangeModal>
   );
 }
 
@@ -195,7 +250,7 @@ export function ModelActions({ model, canaryRunning = false }: { model: ModelVie
       {!external && <ScaleAction model={model} refused={refused} />}
       {!external && <CardsAction model={model} refused={refused} />}
       {!external && <ContextAction model={model} refused={refused} />}
-      {!external && <ChangeModal label="Restart" title={`Restart ${model.name}: new replicas beside the old, then the old drain`} request={{ method: "POST", path: modelPath(model, "/restart"), body: {} }} follow={model.name} />}
+      {!external && <RestartAction model={model} />}
       {!external && <ResourcesAction model={model} refused={refused} />}
       {!external && <TargetAction model={model} refused={refused} />}
       <ClassAction model={model} refused={refused} />
@@ -203,6 +258,7 @@ export function ModelActions({ model, canaryRunning = false }: { model: ModelVie
       <FallbacksAction model={model} refused={refused} />
       {!external && <AdapterAction model={model} refused={refused} />}
       {!external && <VersionActions model={model} refused={refused} />}
+      {!external && <OriginAction model={model} refused={refused} />}
       {!external && <CanaryActions model={model} refused={refused} running={canaryRunning} />}
       {!external && <ChangeModal label="Pull" title={`Fetch ${model.name}'s weights onto its nodes ahead of any replica`} request={{ method: "POST", path: modelPath(model, "/pull"), body: {} }} />}
       <ChangeModal label="Remove" title={`Remove ${model.name}: its replicas stop`} request={{ method: "DELETE", path: modelPath(model) }} refusedBecause={refused} danger />

@@ -5,11 +5,12 @@ import { api } from "../api.ts";
 import { ChangeModal } from "../components/ChangeModal.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { MemoryBar, MemoryLegend } from "../components/MemoryBar.tsx";
+import { NodeReplicas } from "../components/NodeReplicas.tsx";
 import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { StateBadge } from "../components/StateBadge.tsx";
 import { ago, gib } from "../format.ts";
-import { useCardMemory, useModels, useNodes } from "../queries.ts";
-import type { CardMemory, HeadroomView, NodeView } from "../types.ts";
+import { useCardMemory, useModels, useNodes, useReplicas } from "../queries.ts";
+import type { CardMemory, HeadroomView, NodeView, ReplicaView } from "../types.ts";
 
 function nodeState(node: NodeView): string {
   if (node.state !== "ready") return node.state;
@@ -18,7 +19,7 @@ function nodeState(node: NodeView): string {
   return "ready";
 }
 
-function NodeCard({ node, memory }: { node: NodeView; memory: Map<string, CardMemory> | undefined }) {
+function NodeCard({ node, memory, replicas }: { node: NodeView; memory: Map<string, CardMemory> | undefined; replicas: readonly ReplicaView[] }) {
   const path = (action: string) => `/api/v1/nodes/${encodeURIComponent(node.name)}/${action}`;
   return (
     <Card withBorder padding="md" data-testid={`node-${node.name}`}>
@@ -57,6 +58,10 @@ function NodeCard({ node, memory }: { node: NodeView; memory: Map<string, CardMe
           ))}
         </SimpleGrid>
       )}
+      <Text size="sm" fw={600} mt="sm">
+        Replicas
+      </Text>
+      <NodeReplicas node={node.name} replicas={replicas} />
     </Card>
   );
 }
@@ -96,6 +101,7 @@ function Headroom() {
 export default function FleetPage() {
   const nodes = useNodes();
   const memory = useCardMemory();
+  const replicas = useReplicas();
   return (
     <>
       <PageTitle>Fleet</PageTitle>
@@ -105,7 +111,7 @@ export default function FleetPage() {
       <MemoryLegend />
       <Stack mt="sm">
         {(nodes.data ?? []).map((node) => (
-          <NodeCard key={node.name} node={node} memory={memory.data} />
+          <NodeCard key={node.name} node={node} memory={memory.data} replicas={replicas.data ?? []} />
         ))}
         {nodes.data?.length === 0 && <Text>No node has joined yet: `llmgw agent --server URL --token NODE_TOKEN` on a machine adds one.</Text>}
       </Stack>

@@ -17,6 +17,7 @@ import { useEvents, useReplicas, useSeries } from "../queries.ts";
 import type { ArmView, AuditEventView, CanaryView, HistoryView, ModelView } from "../types.ts";
 import { ChangeModal } from "../components/ChangeModal.tsx";
 import { ScrollTable } from "../components/ScrollTable.tsx";
+import { StartReplica } from "../components/StartReplica.tsx";
 
 function Arm({ name, arm }: { name: string; arm: ArmView }) {
   return (
@@ -93,6 +94,11 @@ export default function ModelPage() {
       <SectionTitle>Actions</SectionTitle>
       <ModelActions model={view} canaryRunning={canaryRunning} />
       <SectionTitle>Replicas</SectionTitle>
+      {view.external === null && (
+        <Group mb="xs">
+          <StartReplica model={view} />
+        </Group>
+      )}
       <ScrollTable label="replicas" minWidth={760}>
         <Table striped data-testid="replicas-table">
           <Table.Thead>

@@ -1,4 +1,5 @@
 import { Card, SimpleGrid, Text } from "@mantine/core";
+import { CanariesTable } from "../components/CanariesTable.tsx";
 import { EventsTable } from "../components/EventsTable.tsx";
 import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { SeriesChart } from "../components/SeriesChart.tsx";
@@ -63,6 +64,8 @@ export default function OverviewPage() {
         <SeriesChart title="Tokens per second" unit="tok/s" points={points} fields={[{ field: "tokens_per_s", label: "tokens" }]} />
         <SeriesChart title="Latency p95" unit="ms" points={points} fields={[{ field: "latency_p95_ms", label: "p95" }]} />
       </SimpleGrid>
+      <SectionTitle>Canaries</SectionTitle>
+      <CanariesTable />
       <SectionTitle>Latest events</SectionTitle>
       <EventsTable events={[...(events.data ?? [])].reverse()} />
     </>

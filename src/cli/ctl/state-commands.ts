@@ -2,28 +2,13 @@ import { createWriteStream, existsSync, readFileSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
-import { Document } from "yaml";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
 import { parseYamlSource } from "../../catalog/yaml-source.js";
 import { DomainError } from "../../errors/domain-error.js";
 import { catalogExportSchema, type CatalogExport, type CatalogImportResult } from "../../protocol/catalog-export.js";
+import { renderExport } from "../../protocol/catalog-export-yaml.js";
 import { print, printJson } from "../output.js";
 import { apiClient, ctlOptions } from "./context.js";
-
-const exportHeader = [
-  " The runtime state of an llmgw server, for `llmgw ctl import` on another (or the same) server.",
-  " models: the models added at runtime (ctl model add), in server.yaml's entry shape, with the revisions",
-  "   each moved through (versions). Models declared in a server.yaml are not here: that file is their record.",
-  " keys and tokens: names and limits only, never a secret. An import makes each a new secret and shows it once;",
-  "   clients of a key need the new one. Names equal on both sides with equal settings are left as they are.",
-].join("\n");
-
-/** The export as YAML with its header: stable for equal state, so two exports can be compared as text. */
-export function renderExport(document: CatalogExport): string {
-  const yaml = new Document(document);
-  yaml.commentBefore = exportHeader;
-  return yaml.toString({ lineWidth: 0 });
-}
 
 /** Reads an export file, refusing bad YAML or a bad value with its file, line and column, and the fix. */
 export function parseExportFile(text: string, fileName: string): CatalogExport {

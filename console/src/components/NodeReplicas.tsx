@@ -1,0 +1,58 @@
+import { Anchor, Table, Text } from "@mantine/core";
+import { Link } from "react-router";
+import type { ReplicaView } from "../types.ts";
+import { ChangeModal } from "./ChangeModal.tsx";
+import { ScrollTable } from "./ScrollTable.tsx";
+import { StateBadge } from "./StateBadge.tsx";
+
+/** `ctl replicas --node NAME`: what runs on one node, each with its stop (drained first), as on the model page. */
+export function NodeReplicas({ node, replicas }: { node: string; replicas: readonly ReplicaView[] }) {
+  const live = replicas.filter((replica) => replica.node === node && replica.state !== "stopped");
+  if (live.length === 0) return <Text size="sm">No replica runs here.</Text>;
+  return (
+    <ScrollTable label={`replicas on ${node}`} minWidth={560}>
+      <Table striped data-testid={`node-replicas-${node}`}>
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Replica</Table.Th>
+            <Table.Th>Model</Table.Th>
+            <Table.Th>Cards</Table.Th>
+            <Table.Th>State</Table.Th>
+            <Table.Th>Endpoint</Table.Th>
+            <Table.Th>Stop</Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {live.map((replica) => (
+            <Table.Tr key={replica.id} data-replica={replica.id}>
+              <Table.Td>{replica.id}</Table.Td>
+              <Table.Td>
+                <Anchor component={Link} to={`/models/${encodeURIComponent(replica.model)}`}>
+                  {replica.model}
+                </Anchor>
+              </Table.Td>
+              <Table.Td>{replica.gpus.length > 0 ? replica.gpus.join(", ") : "CPU"}</Table.Td>
+              <Table.Td>
+                <StateBadge state={replica.state} />
+              </Table.Td>
+              <Table.Td>
+                <Text size="xs" ff="monospace">
+                  {replica.endpoint ?? "—"}
+                </Text>
+              </Table.Td>
+              <Table.Td>
+                <ChangeModal
+                  label="Stop"
+                  title={`Stop replica ${replica.id} (drained first); the reconciler starts another if the model wants it`}
+                  request={{ method: "DELETE", path: `/api/v1/replicas/${encodeURIComponent(replica.id)}?drain=1` }}
+                  follow={replica.model}
+                  danger
+                />
+              </Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </ScrollTable>
+  );
+}
