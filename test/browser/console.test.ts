@@ -249,7 +249,7 @@ describe("the web console against llmgw demo", () => {
   });
 
   it("has a screenshot of every page at 1280 and 390 px, with no console error and no serious accessibility violation", async () => {
-    const pages = ["/", "/fleet", "/models", "/models/qwen2.5-7b-instruct", "/plan", "/playground", "/keys", "/access", "/events", "/audit"];
+    const pages = ["/", "/fleet", "/models", "/models/qwen2.5-7b-instruct", "/plan", "/playground", "/keys", "/access", "/catalog", "/events", "/audit"];
     const violations: string[] = [];
     for (const [label, size] of Object.entries(widths)) {
       // One tab per width, going from page to page as a person would: the session stays in the tab's storage.
