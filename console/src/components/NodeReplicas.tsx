@@ -1,7 +1,7 @@
 import { Anchor, Table, Text } from "@mantine/core";
 import { Link } from "react-router";
 import type { ReplicaView } from "../types.ts";
-import { ChangeModal } from "./ChangeModal.tsx";
+import { StopReplica } from "./StopReplica.tsx";
 import { ScrollTable } from "./ScrollTable.tsx";
 import { StateBadge } from "./StateBadge.tsx";
 
@@ -41,13 +41,7 @@ export function NodeReplicas({ node, replicas }: { node: string; replicas: reado
                 </Text>
               </Table.Td>
               <Table.Td>
-                <ChangeModal
-                  label="Stop"
-                  title={`Stop replica ${replica.id} (drained first); the reconciler starts another if the model wants it`}
-                  request={{ method: "DELETE", path: `/api/v1/replicas/${encodeURIComponent(replica.id)}?drain=1` }}
-                  follow={replica.model}
-                  danger
-                />
+                <StopReplica replica={replica} />
               </Table.Td>
             </Table.Tr>
           ))}

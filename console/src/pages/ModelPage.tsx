@@ -15,7 +15,7 @@ import { duration, time } from "../format.ts";
 import { modelStateText } from "../model-state.ts";
 import { useEvents, useReplicas, useSeries } from "../queries.ts";
 import type { ArmView, AuditEventView, CanaryView, HistoryView, ModelView } from "../types.ts";
-import { ChangeModal } from "../components/ChangeModal.tsx";
+import { StopReplica } from "../components/StopReplica.tsx";
 import { ScrollTable } from "../components/ScrollTable.tsx";
 import { StartReplica } from "../components/StartReplica.tsx";
 
@@ -140,13 +140,7 @@ export default function ModelPage() {
                     </button>
                   </Table.Td>
                   <Table.Td>
-                    <ChangeModal
-                      label="Stop"
-                      title={`Stop replica ${replica.id} (drained first); the reconciler starts another if the model wants it`}
-                      request={{ method: "DELETE", path: `/api/v1/replicas/${encodeURIComponent(replica.id)}?drain=1` }}
-                      follow={view.name}
-                      danger
-                    />
+                    <StopReplica replica={replica} />
                   </Table.Td>
                 </Table.Tr>
               );

@@ -151,6 +151,7 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
       const kept = keptReplicas.get(request.audience) ?? new KeptItems<ReplicaView>();
       keptReplicas.set(request.audience, kept);
       // Masked once per change of a replica, so the pages and filtered answers cut from these views are masked too.
+      // The view's own JSON is its signature: cheap next to the masking and encoding it saves.
       const shown = await shownReplicas(catalog, await fleet.listReplicas());
       const items = kept.list(shown, (replica) => replica.id, (replica) => JSON.stringify(replica), (replica) => redactStrings(replica, request.audience) as ReplicaView);
       return { value: { items, body: jsonListBody("replicas", items.map((item) => item.json)) } };

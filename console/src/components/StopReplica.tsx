@@ -1,0 +1,15 @@
+import type { ReplicaView } from "../types.ts";
+import { ChangeModal } from "./ChangeModal.tsx";
+
+/** ctl replica stop --drain: one replica drained, then stopped, from wherever it is listed (a model's page, a node's card). */
+export function StopReplica({ replica }: { replica: Pick<ReplicaView, "id" | "model"> }) {
+  return (
+    <ChangeModal
+      label="Stop"
+      title={`Stop replica ${replica.id} (drained first); the reconciler starts another if the model wants it`}
+      request={{ method: "DELETE", path: `/api/v1/replicas/${encodeURIComponent(replica.id)}?drain=1` }}
+      follow={replica.model}
+      danger
+    />
+  );
+}
