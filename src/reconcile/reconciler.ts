@@ -173,7 +173,7 @@ export class Reconciler {
       this.again = true;
       return;
     }
-    // Wake-ups come with every change (tens a second on a large fleet whose reports move): they are
+    // Wake-ups come with every heartbeat (hundreds a second on a large fleet): they are
     // coalesced into at most one pass per spacing, since each pass reads everything anew anyway.
     this.schedule(Math.max(50, this.lastPassAt + this.wakeSpacing() - this.now()));
   }

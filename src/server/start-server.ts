@@ -1,4 +1,3 @@
-import { agentPaths } from "../protocol/agent-protocol.js";
 import type { FastifyInstance } from "fastify";
 import type { LoggerOptions } from "pino";
 import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides } from "../catalog/server-config.js";
@@ -130,7 +129,6 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const hubReading = () => serverReadOptions(sourceSettings);
     const readFacts = (source: string) => readModelSource(source, hubReading());
     const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, readFacts);
-    fleet.onHeartbeatChange(() => reconciler.wake());
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
@@ -170,10 +168,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         registerCardMemoryRoutes(routes, { catalog, fleet, cardBytes: (model, profile) => reconciler.cardBytesOf(model, profile) });
         registerHeadroomRoutes(routes, { catalog, fleet, demandProfiles: (model) => reconciler.demandProfilesOf(model), gpuMemoryUtilization: config.gpuMemoryUtilization });
         registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, reconciler, readFacts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
-        // Every change (a catalog change, a join, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
-        // A heartbeat wakes it only when it changed something (the fleet service tells): most say "still here".
+        // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         routes.addHook("onResponse", async (request) => {
-          if (request.method !== "GET" && !request.dryRun && request.routeOptions.url !== agentPaths.heartbeat) reconciler.wake();
+          if (request.method !== "GET" && !request.dryRun) reconciler.wake();
         });
       },
       adminTokenHint,

@@ -102,27 +102,6 @@ describe.each(engines)("fleet over $kind", (engine) => {
     expect(await fleet.getReplica("r1")).toMatchObject({ state: "failed", reason: expect.stringContaining("no longer reports this replica") });
   });
 
-  it("tells of a heartbeat that changed the fleet, and not of one that only says the node is still there", async () => {
-    let told = 0;
-    fleet.onHeartbeatChange(() => (told += 1));
-    // The node's first beat since this server started: it is heard again.
-    await beat([status("r1", "starting")]);
-    expect(told).toBe(1);
-    clock += 2000;
-    await beat([status("r1", "starting")]);
-    expect(told).toBe(1);
-    clock += 2000;
-    await beat([status("r1", "ready")]);
-    expect(told).toBe(2);
-    clock += 2000;
-    await beat([status("r1", "ready")]);
-    expect(told).toBe(2);
-    // Heard again after a deadline's silence: lost, and now back.
-    clock += 30_000;
-    await beat([status("r1", "ready")]);
-    expect(told).toBe(3);
-  });
-
   it("calls a silent node lost after the deadline, and its replicas lost with it", async () => {
     await beat([status("r1", "ready")]);
     clock += 30_000;

@@ -78,18 +78,12 @@ export class FleetService {
     const controlSecretOf = (node: Pick<StoredNode, "credential_hash">): string => this.controlSecretOf(node);
     this.joins = new NodeJoin(store, settings, now, controlSecretOf);
     this.heard = new NodesHeard(store, settings.heartbeatDeadlineMs, this.startedAtMs, now);
-    this.heartbeats = new HeartbeatIntake(store, now, controlSecretOf, this.heard, settings.agentDispatcher, () => this.changeListeners.forEach((listener) => listener()));
+    this.heartbeats = new HeartbeatIntake(store, now, controlSecretOf, this.heard, settings.agentDispatcher);
     this.states = new NodeStates(store, settings, this.startedAtMs, now, this.heard);
   }
 
   private readonly joins: NodeJoin;
   private readonly heartbeats: HeartbeatIntake;
-  private readonly changeListeners: (() => void)[] = [];
-
-  /** `listener` is told of each heartbeat that changed the fleet: a replica's report, a node's inventory, a node heard again. */
-  onHeartbeatChange(listener: () => void): void {
-    this.changeListeners.push(listener);
-  }
   private readonly states: NodeStates;
   private readonly heard: NodesHeard;
 

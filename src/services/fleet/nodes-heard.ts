@@ -21,16 +21,9 @@ export class NodesHeard {
     private readonly now: () => number,
   ) {}
 
-  /**
-   * Records a beat; writes the node's row only when what it shows changed or
-   * the stored time grew coarse. Answers whether the beat changed what the
-   * fleet is (a new address or inventory, or a node heard again after a
-   * deadline's silence or for the first time since this server started):
-   * a beat that only says "still here" changes nothing to act on.
-   */
-  async record(node: StoredNode, beat: { address: string; inventory?: Inventory | undefined }): Promise<boolean> {
+  /** Records a beat; writes the node's row only when what it shows changed or the stored time grew coarse. */
+  async record(node: StoredNode, beat: { address: string; inventory?: Inventory | undefined }): Promise<void> {
     const nowMs = this.now();
-    const silentBefore = this.heardAt.get(node.name) === undefined || !(nowMs - this.lastSeenMs(node) < this.heartbeatDeadlineMs);
     this.heardAt.set(node.name, nowMs);
     const storedMs = Date.parse(node.last_seen_at);
     const address = beat.address !== node.address ? beat.address : undefined;
@@ -38,10 +31,8 @@ export class NodesHeard {
     // Written too when the stored time is from before this server started: whether every node has
     // reported since the start (which ends the settling window) is read from the store.
     const stale = !(nowMs - storedMs < this.heartbeatDeadlineMs / 3) || storedMs < this.startedAtMs;
-    const changed = address !== undefined || inventory !== undefined || silentBefore;
-    if (address === undefined && inventory === undefined && !stale) return changed;
+    if (address === undefined && inventory === undefined && !stale) return;
     await touchNode(this.store.db, node.name, { address: address ?? node.address, last_seen_at: new Date(nowMs).toISOString(), inventory });
-    return changed;
   }
 
   /** When a node was last heard from: by this server (in memory) or, as the store has it, by any. */
