@@ -1,69 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { defaultReconcileSettings } from "../catalog/reconcile-settings.js";
 import { backoffMs } from "./backoff.js";
 import { desiredCount } from "./desired-count.js";
 import { diff } from "./diff.js";
 import { failureMessage } from "./failure-message.js";
-import type { Action, DesiredModel, Observed, ObservedNode, ObservedReplica } from "./types.js";
+import { GiB, model, node, now, observed, replica, settings } from "../../test/support/reconcile-fixtures.js";
+import type { Action, DesiredModel, ObservedReplica } from "./types.js";
 
-const GiB = 1024 ** 3;
-const now = 1_000_000_000;
-const settings = { ...defaultReconcileSettings, withdrawDelayMs: 1000, resumeAfterMs: 5000 };
-
-function node(name: string, overrides: Partial<ObservedNode> = {}): ObservedNode {
-  return {
-    name,
-    state: "ready",
-    cordoned: false,
-    draining: false,
-    schedulable: true,
-    engines: ["vllm", "llamacpp"],
-    cards: [0, 1].map((index) => ({ index, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" })),
-    memoryBytes: 256 * GiB,
-    cpuCores: 32,
-    ...overrides,
-  };
-}
-
-function model(name: string, overrides: Partial<DesiredModel> = {}): DesiredModel {
-  return {
-    name,
-    modelClass: "standard",
-    min: 1,
-    max: 1,
-    idleTimeoutMs: 600_000,
-    targetInFlight: undefined,
-    profiles: [{ name: "h100", engine: "vllm", gpuClass: "h100", gpus: 1, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }],
-    demandAtMs: undefined,
-    backoffUntilMs: undefined,
-    restartBeforeMs: undefined,
-    restartInPlace: false,
-    busyAtMs: undefined,
-    placement: undefined,
-    ...overrides,
-  };
-}
-
-function replica(id: string, modelName: string, nodeName: string, cards: number[], overrides: Partial<ObservedReplica> = {}): ObservedReplica {
-  return {
-    id,
-    model: modelName,
-    profile: "h100",
-    node: nodeName,
-    cards,
-    state: "ready",
-    managed: true,
-    placedAtMs: now - 60_000,
-    withdrawnAtMs: undefined,
-    inFlight: undefined,
-    reason: null,
-    memoryBytes: 0,
-    cpuCores: 0,
-    ...overrides,
-  };
-}
-
-const observed = (nodes: ObservedNode[], replicas: ObservedReplica[] = []): Observed => ({ nowMs: now, nodes, replicas });
 const kinds = (actions: Action[]) => actions.map((action) => action.kind);
 const starts = (actions: Action[]) => actions.filter((action): action is Extract<Action, { kind: "start" }> => action.kind === "start");
 

@@ -19,6 +19,7 @@ import {
   type NewEvent,
 } from "../store/reconcile-rows.js";
 import { diff } from "./diff.js";
+import { nextMoment } from "./next-moment.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { placeReplicas } from "./placement-functions.js";
 import { DomainError } from "../errors/domain-error.js";
@@ -51,6 +52,11 @@ export interface ChangeToPreview {
   readonly promote?: string;
 }
 
+
+function earliestOf(moments: readonly (number | undefined)[]): number | undefined {
+  const known = moments.filter((moment): moment is number => moment !== undefined);
+  return known.length === 0 ? undefined : Math.min(...known);
+}
 
 /** The shortest time between two passes woken by changes. */
 const wakeSpacingMs = 250;
@@ -89,8 +95,10 @@ export class Reconciler {
   private readonly busyAt = new Map<string, number>();
   private readonly starting = new Set<string>();
   private lastPassAt = 0;
-  /** Runs first in every pass this server leads (the canary gate), so what it decides is acted on in the same pass. */
-  private passHook: ((nowMs: number) => Promise<void>) | undefined;
+  /** Runs first in every pass this server leads (the canary gate), so what it decides is acted on in the same pass; answers when it wants to be asked again. */
+  private passHook: ((nowMs: number) => Promise<number | undefined>) | undefined;
+  /** The earliest moment the last pass saw ahead at which time alone changes a decision (see nextMoment). */
+  private nextDueMs: number | undefined;
 
   constructor(
     private readonly store: Store,
@@ -162,7 +170,7 @@ export class Reconciler {
     this.leader = false;
   }
 
-  onPass(hook: (nowMs: number) => Promise<void>): void {
+  onPass(hook: (nowMs: number) => Promise<number | undefined>): void {
     this.passHook = hook;
   }
 
@@ -206,9 +214,21 @@ export class Reconciler {
         if (this.stopped) return;
         const soon = this.again;
         this.again = false;
-        this.schedule(soon ? this.wakeSpacing() : Math.min(this.settings.intervalMs, this.settings.leaseMs / 3));
+        this.schedule(soon ? this.wakeSpacing() : this.untilNextPass());
       });
     return await this.running;
+  }
+
+  /**
+   * With nothing waking it: the interval pass (which also renews the lease),
+   * or sooner when a moment the last pass saw ahead comes first, kept at
+   * least the wake spacing away so a moment that does not lead to an action
+   * cannot make passes run back to back.
+   */
+  private untilNextPass(): number {
+    const regular = Math.min(this.settings.intervalMs, this.settings.leaseMs / 3);
+    if (this.nextDueMs === undefined) return regular;
+    return Math.min(regular, Math.max(this.wakeSpacing(), this.nextDueMs - this.now()));
   }
 
   /** Reads what should run and what runs, in one go, as the pure functions take it. */
@@ -265,12 +285,13 @@ export class Reconciler {
     };
 
     const simulatedNodes = nodes.filter((node) => node.simulated).map((node) => node.name);
-    return { models, statuses, rows, intents, observed, canaries, simulatedNodes };
+    return { models, statuses, rows, intents, observed, canaries, simulatedNodes, nodes };
   }
 
   private async passOnce(): Promise<void> {
     const nowMs = this.now();
     this.lastPassAt = nowMs;
+    this.nextDueMs = undefined;
     const held = await holdLease(this.store.db, this.holder, new Date(nowMs).toISOString(), new Date(nowMs + this.settings.leaseMs).toISOString());
     if (!held) {
       if (this.leader) this.log.warn({ holder: this.holder }, "reconcile-lease-lost");
@@ -280,9 +301,14 @@ export class Reconciler {
     }
     if (!this.leader) this.log.info({ holder: this.holder }, "reconcile-lease-taken");
     this.leader = true;
-    if (this.passHook) await this.passHook(nowMs).catch((error: unknown) => this.log.warn({ error: (error as Error).message }, "reconcile-pass-hook-failed"));
+    const hookDueMs = this.passHook
+      ? await this.passHook(nowMs).catch((error: unknown) => {
+          this.log.warn({ error: (error as Error).message }, "reconcile-pass-hook-failed");
+          return undefined;
+        })
+      : undefined;
 
-    const { models, statuses, rows, intents, observed, canaries, simulatedNodes } = await this.observe(nowMs);
+    const { models, statuses, rows, intents, observed, canaries, simulatedNodes, nodes } = await this.observe(nowMs);
     this.passModels = new Map(models.map((model) => [model.name, model]));
     this.passSimulatedNodes = new Set(simulatedNodes);
     const events: NewEvent[] = [];
@@ -320,6 +346,7 @@ export class Reconciler {
 
     const desired = this.desiredState(models, statusOf, canaries, (model) => this.log.warn({ model }, "canary-revision-unusable"));
     const actions = diff(desired, observed, this.settings);
+    this.nextDueMs = earliestOf([hookDueMs, nextMoment(desired, observed, this.settings), this.fleet.nextNodeStateChangeMs(nodes)]);
     // Each action's events are written right after it, so whoever sees its effect finds its event too.
     await insertEvents(this.store.db, events.splice(0));
     for (const action of actions) {

@@ -18,6 +18,7 @@ import { Gateway, type GatewayLog } from "../gateway/request/index.js";
 import { RoutingTableSource } from "./routing-table-source.js";
 import { canaryWeights, startCanaries } from "./start-canaries.js";
 import pino from "pino";
+import { agentPaths } from "../protocol/agent-protocol.js";
 import { Reconciler } from "../reconcile/reconciler.js";
 import type { ReconcilerLog } from "../reconcile/reconciler-ports.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
@@ -129,6 +130,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const hubReading = () => serverReadOptions(sourceSettings);
     const readFacts = (source: string) => readModelSource(source, hubReading());
     const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, readFacts);
+    fleet.whenHeartbeatDecisive(() => reconciler.wake());
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
@@ -168,9 +170,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         registerCardMemoryRoutes(routes, { catalog, fleet, cardBytes: (model, profile) => reconciler.cardBytesOf(model, profile) });
         registerHeadroomRoutes(routes, { catalog, fleet, demandProfiles: (model) => reconciler.demandProfilesOf(model), gpuMemoryUtilization: config.gpuMemoryUtilization });
         registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, reconciler, readFacts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
-        // Every change (a catalog change, a heartbeat, a stop) wakes the reconciler; it reads everything anew, so wake-ups may be many.
+        // Every change (a catalog change, a stop, a node joining) wakes the reconciler; it reads everything anew, so wake-ups may be many.
+        // A heartbeat wakes it only when it changed what a pass decides on: most beats of a settled fleet change nothing.
         routes.addHook("onResponse", async (request) => {
-          if (request.method !== "GET" && !request.dryRun) reconciler.wake();
+          if (request.method !== "GET" && !request.dryRun && request.routeOptions.url !== agentPaths.heartbeat) reconciler.wake();
         });
       },
       adminTokenHint,

@@ -65,6 +65,9 @@ function isActive(row: CanaryRow | undefined): row is CanaryRow {
  * of which replica belongs to which arm; a hand promote or abort asks for it
  * and waits for the pass.
  */
+/** How often a running gated canary's numbers are looked at. */
+const gateLookEveryMs = 1000;
+
 export class CanaryService {
   readonly #now: () => number;
 
@@ -199,8 +202,12 @@ export class CanaryService {
   /**
    * The reconciler's pass hook: carries out requested promotions and aborts,
    * and asks each gated canary's gate about its numbers over the window.
+   * Answers when to ask again: a gate's verdict moves with the traffic its
+   * arms carry, which no write announces, so a running gated canary is
+   * looked at every second.
    */
-  async settle(nowMs: number): Promise<void> {
+  async settle(nowMs: number): Promise<number | undefined> {
+    let askAgainAt: number | undefined;
     for (const row of await listCanaries(this.parts.store.db)) {
       if (row.state === "promoting") await this.promote(row, row.decision ?? "promoted by hand", { token: row.ended_by ?? "unknown", user: null }, nowMs);
       else if (row.state === "aborting") await this.abort(row, row.decision ?? "aborted by hand", { token: row.ended_by ?? "unknown", user: null }, nowMs);
@@ -210,8 +217,10 @@ export class CanaryService {
         const verdict = canaryVerdict({ maxErrorRate: row.max_error_rate, maxP95Ms: row.max_p95_ms, minRequests: row.min_requests, windowMs: row.window_ms }, counts, nowMs - startedMs);
         if (verdict.decision === "promote") await this.promote({ ...row, ended_by: "gate" }, `promoted by its gate: ${verdict.reason}`, gateActor, nowMs);
         if (verdict.decision === "abort") await this.abort({ ...row, ended_by: "gate" }, `aborted by its gate: ${verdict.reason}`, gateActor, nowMs);
+        if (verdict.decision === "hold") askAgainAt = nowMs + gateLookEveryMs;
       }
     }
+    return askAgainAt;
   }
 
   /**

@@ -102,6 +102,29 @@ describe.each(engines)("fleet over $kind", (engine) => {
     expect(await fleet.getReplica("r1")).toMatchObject({ state: "failed", reason: expect.stringContaining("no longer reports this replica") });
   });
 
+  it("tells the reconciler of a beat only when it changes a decision: a state, a node back from silence", async () => {
+    let told = 0;
+    fleet.whenHeartbeatDecisive(() => (told += 1));
+    await beat([status("r1", "ready")]);
+    expect(told).toBe(1);
+    clock += 2000;
+    await beat([status("r1", "ready")]);
+    expect(told).toBe(1);
+    clock += 30_000;
+    await beat([status("r1", "ready")]);
+    expect(told).toBe(2);
+  });
+
+  it("names the next moment a node's state changes with no beat: its deadline, or the settling window's end", async () => {
+    // Joined at the start, before the settling window of 20 s closes.
+    expect(fleet.nextNodeStateChangeMs(await fleet.listNodes())).toBe(clock + 15_001);
+    clock += 18_000;
+    expect(fleet.nextNodeStateChangeMs(await fleet.listNodes())).toBe(clock + 2000);
+    await beat([]);
+    clock += 3000;
+    expect(fleet.nextNodeStateChangeMs(await fleet.listNodes())).toBe(clock - 3000 + 15_001);
+  });
+
   it("calls a silent node lost after the deadline, and its replicas lost with it", async () => {
     await beat([status("r1", "ready")]);
     clock += 30_000;

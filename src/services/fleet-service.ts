@@ -124,6 +124,16 @@ export class FleetService {
     return { key: `${revision}/${nodes.map((node) => states.get(node.name) ?? "lost").join(",")}`, lastSeen };
   }
 
+  /** Called after each heartbeat that changed what the reconciler decides on; the others change nothing it acts on. */
+  whenHeartbeatDecisive(listener: () => void): void {
+    this.heartbeats.whenDecisive(listener);
+  }
+
+  /** The next moment a node's state changes with no beat (see NodeStates), for the reconciler's timer. */
+  nextNodeStateChangeMs(nodes: readonly Pick<NodeView, "name" | "last_seen_at">[]): number | undefined {
+    return this.states.nextChangeMs(nodes);
+  }
+
   async listNodes(): Promise<NodeView[]> {
     const [nodes, replicas, controls] = await Promise.all([listNodes(this.store.db), listReplicaHoldings(this.store.db), this.nodeControls()]);
     const states = this.states.nodeStates(nodes);

@@ -32,7 +32,7 @@ describe("heartbeatDiff", () => {
   it("writes nothing for a beat that reports what is stored, whatever the order of its keys", () => {
     const ready = status("r1", "ready", { endpoint: "http://127.0.0.1:41000", pid: 7 });
     const reordered = Object.fromEntries(Object.entries(ready).reverse()) as ReplicaStatus;
-    expect(diff([reordered], [stored(ready)])).toEqual({ upserts: [], deletes: [], failures: [], stopsToSend: [], orphans: [] });
+    expect(diff([reordered], [stored(ready)])).toEqual({ upserts: [], deletes: [], failures: [], stopsToSend: [], orphans: [], changesDecisions: false });
   });
 
   it("writes a replica whose report changed, keeping its creation time and stop request", () => {
@@ -40,6 +40,18 @@ describe("heartbeatDiff", () => {
     const after = status("r1", "ready", { since: "2026-01-01T00:09:59Z" });
     const writes = diff([after], [stored(before, { stop_requested: true })]);
     expect(writes.upserts.map((write) => [write.id, write.status.state, write.created_at, write.stop_requested])).toEqual([["r1", "ready", longAgo, true]]);
+  });
+
+  it("writes a fetch's progress but says it changes no decision; a state, load or endpoint change does", () => {
+    const fetching = status("r1", "fetching", { progress: { fraction: 0.1, bytes_done: 1, bytes_total: 10 } });
+    const further = diff([{ ...fetching, progress: { fraction: 0.5, bytes_done: 5, bytes_total: 10 } }], [stored(fetching)]);
+    expect(further.upserts).toHaveLength(1);
+    expect(further.changesDecisions).toBe(false);
+    expect(diff([{ ...fetching, state: "loading" }], [stored(fetching)]).changesDecisions).toBe(true);
+    const ready = status("r2", "ready", { endpoint: "http://127.0.0.1:41000", load: { running: 0, waiting: 0 } });
+    expect(diff([{ ...ready, load: { running: 3, waiting: 1 } }], [stored(ready)]).changesDecisions).toBe(true);
+    expect(diff([{ ...ready, endpoint: "http://127.0.0.1:41001" }], [stored(ready)]).changesDecisions).toBe(true);
+    expect(diff([status("r3", "stopped")], [stored(status("r3", "draining"))]).changesDecisions).toBe(true);
   });
 
   it("writes no row for a replica the server never placed: it is an orphan to stop, unless already draining", () => {

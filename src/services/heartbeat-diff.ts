@@ -28,6 +28,18 @@ export interface HeartbeatWrites {
    * recorded on another node (a copied state file) from one nobody placed.
    */
   readonly orphans: readonly ReplicaStatus[];
+  /**
+   * Whether the beat changed what the reconciler decides on: a replica's
+   * state, endpoint, load or reason, a row deleted or failed. A fetch's
+   * progress is written and shown but decides nothing, so it wakes no pass.
+   */
+  readonly changesDecisions: boolean;
+}
+
+/** The report without what only a view shows. */
+function decisive(status: ReplicaStatus): ReplicaStatus {
+  const { progress: _shownOnly, ...rest } = status;
+  return rest;
 }
 
 /** The same report, whatever the order of its keys. */
@@ -60,6 +72,7 @@ export function heartbeatDiff(input: HeartbeatDiffInput): HeartbeatWrites {
   const failures: { id: string; status: ReplicaStatus }[] = [];
   const stopsToSend: string[] = [];
   const orphans: ReplicaStatus[] = [];
+  let changesDecisions = false;
   for (const status of input.reported) {
     reportedIds.add(status.id);
     const row = byId.get(status.id);
@@ -74,6 +87,7 @@ export function heartbeatDiff(input: HeartbeatDiffInput): HeartbeatWrites {
       continue;
     }
     if (!sameReport(row.status, status)) {
+      if (!sameReport(decisive(row.status), decisive(status))) changesDecisions = true;
       upserts.push({
         id: status.id,
         node: input.node,
@@ -99,5 +113,5 @@ export function heartbeatDiff(input: HeartbeatDiffInput): HeartbeatWrites {
       status: { ...row.status, state: "failed", reason: `the agent on node ${input.node} no longer reports this replica (its state file was lost or replaced)`, since: at },
     });
   }
-  return { upserts, deletes, failures, stopsToSend, orphans };
+  return { upserts, deletes, failures, stopsToSend, orphans, changesDecisions: changesDecisions || deletes.length > 0 || failures.length > 0 };
 }

@@ -35,6 +35,23 @@ export class NodeStates {
     return new Map(nodes.map((node) => [node.name, this.stateOf(node, everyNodeReported)]));
   }
 
+  /**
+   * The next moment a node's state changes with no beat: a ready node's
+   * deadline passes (it turns lost, or settling), or the settling window
+   * closes. No write announces either, so the reconciler times a pass to it.
+   */
+  nextChangeMs(nodes: readonly Pick<StoredNode, "name" | "last_seen_at">[]): number | undefined {
+    const nowMs = this.now();
+    let earliest: number | undefined;
+    const consider = (moment: number) => {
+      if (moment > nowMs && (earliest === undefined || moment < earliest)) earliest = moment;
+    };
+    consider(this.startedAtMs + this.settings.settlingWindowMs);
+    // Ready while silent for at most the deadline: it changes the millisecond after.
+    for (const node of nodes) consider(this.heard.lastSeenMs(node) + this.settings.heartbeatDeadlineMs + 1);
+    return earliest;
+  }
+
   /** One node's state, read with one row and one aggregate rather than the whole fleet. */
   async nodeStateByKey(node: StoredNode): Promise<NodeState> {
     return this.stateOf(node, this.everyNodeReportedSince(await oldestLastSeen(this.store.db)));

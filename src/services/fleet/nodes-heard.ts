@@ -21,9 +21,15 @@ export class NodesHeard {
     private readonly now: () => number,
   ) {}
 
-  /** Records a beat; writes the node's row only when what it shows changed or the stored time grew coarse. */
-  async record(node: StoredNode, beat: { address: string; inventory?: Inventory | undefined }): Promise<void> {
+  /**
+   * Records a beat; writes the node's row only when what it shows changed or the stored time grew coarse.
+   * Answers whether the beat changed what the reconciler decides on: the node's address or inventory,
+   * or its state (a node silent past the deadline is back; the first beat since this server started,
+   * which may close the settling window).
+   */
+  async record(node: StoredNode, beat: { address: string; inventory?: Inventory | undefined }): Promise<boolean> {
     const nowMs = this.now();
+    const silentMs = nowMs - this.lastSeenMs(node);
     this.heardAt.set(node.name, nowMs);
     const storedMs = Date.parse(node.last_seen_at);
     const address = beat.address !== node.address ? beat.address : undefined;
@@ -31,8 +37,10 @@ export class NodesHeard {
     // Written too when the stored time is from before this server started: whether every node has
     // reported since the start (which ends the settling window) is read from the store.
     const stale = !(nowMs - storedMs < this.heartbeatDeadlineMs / 3) || storedMs < this.startedAtMs;
-    if (address === undefined && inventory === undefined && !stale) return;
+    const returned = !(silentMs <= this.heartbeatDeadlineMs) || storedMs < this.startedAtMs;
+    if (address === undefined && inventory === undefined && !stale) return returned;
     await touchNode(this.store.db, node.name, { address: address ?? node.address, last_seen_at: new Date(nowMs).toISOString(), inventory });
+    return returned || address !== undefined || inventory !== undefined;
   }
 
   /** When a node was last heard from: by this server (in memory) or, as the store has it, by any. */
