@@ -17,6 +17,8 @@ describe("ModelFactsCache", () => {
     );
     expect(cache.get("/models/qwen")).toBeUndefined();
     expect(cache.get("/models/qwen")).toBeUndefined();
+    // Reads start on a later tick (they take their turn among the reads at once).
+    await new Promise((resolve) => setImmediate(resolve));
     expect(reads).toEqual(["/models/qwen"]);
     release(facts);
     await new Promise((resolve) => setImmediate(resolve));
@@ -41,6 +43,37 @@ describe("ModelFactsCache", () => {
     expect(reads).toBe(1);
     now = 5 * 60_000 + 1;
     cache.get("https://mirror/qwen/");
+    await new Promise((resolve) => setImmediate(resolve));
     expect(reads).toBe(2);
+  });
+
+  it("reads only so many sources at once, the rest in the order asked, and waits for a queued one as for one under way", async () => {
+    const started: string[] = [];
+    const releases = new Map<string, (facts: ModelFacts) => void>();
+    const facts = { architecture: { trainedContext: 4096 } } as unknown as ModelFacts; // only identity matters here
+    const cache = new ModelFactsCache(
+      (source) => {
+        started.push(source);
+        return new Promise((resolve) => releases.set(source, resolve));
+      },
+      () => undefined,
+      Date.now,
+      3,
+    );
+    const sources = Array.from({ length: 10 }, (_, index) => `/models/m${index}`);
+    for (const source of sources) expect(cache.get(source)).toBeUndefined();
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    await settle();
+    expect(started).toEqual(sources.slice(0, 3));
+    const last = cache.whenRead("/models/m9", 60_000);
+    releases.get("/models/m0")?.(facts);
+    await settle();
+    expect(started).toEqual(sources.slice(0, 4));
+    for (const source of sources.slice(1)) {
+      await settle();
+      releases.get(source)?.(facts);
+    }
+    expect(await last).toBe(facts);
+    expect(started).toEqual(sources);
   });
 });

@@ -47,7 +47,7 @@ describe("heartbeatDiff", () => {
     const further = diff([{ ...fetching, progress: { fraction: 0.5, bytes_done: 5, bytes_total: 10 } }], [stored(fetching)]);
     expect(further.upserts).toHaveLength(1);
     expect(further.changesDecisions).toBe(false);
-    expect(diff([{ ...fetching, state: "loading" }], [stored(fetching)]).changesDecisions).toBe(true);
+    expect(diff([{ ...fetching, state: "starting" }], [stored(fetching)]).changesDecisions).toBe(true);
     const ready = status("r2", "ready", { endpoint: "http://127.0.0.1:41000", load: { running: 0, waiting: 0 } });
     expect(diff([{ ...ready, load: { running: 3, waiting: 1 } }], [stored(ready)]).changesDecisions).toBe(true);
     expect(diff([{ ...ready, endpoint: "http://127.0.0.1:41001" }], [stored(ready)]).changesDecisions).toBe(true);
