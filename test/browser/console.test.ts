@@ -167,6 +167,8 @@ describe("the web console against llmgw demo", () => {
     const editor = page.getByTestId("yaml-editor");
     const content = editor.getByRole("textbox", { name: "Model definition (YAML)" });
     await page.getByTestId("yaml-status").filter({ hasText: "The server accepts it" }).waitFor();
+    // The editor is a chunk of its own, loaded with the dialog: the server's check can answer before it has drawn the text.
+    await content.locator(".cm-line", { hasText: /gpus: \d+/ }).waitFor();
     // The whole entry is a few lines, all drawn: the editor's text is its lines'.
     const text = (await content.locator(".cm-line").allTextContents()).join("\n");
     expect(text).toMatch(/gpus: \d+/);

@@ -78,6 +78,28 @@ function nodeText(view: NodeView, audience: Audience): NodeText {
   return { view, head: Buffer.from(text.slice(0, at)), tail: Buffer.from(text.slice(at + mark.length)) };
 }
 
+/**
+ * Each node's text, built again only when its view (less last_seen_at, put
+ * in at each answer) changed. The fleet's revision moves with every replica
+ * write, a fetch's progress included, which leaves nearly every node as it
+ * was: masking and encoding all 500 for the one that changed was most of a
+ * /nodes read. Nodes no longer listed are forgotten.
+ */
+function keptNodeTexts(views: readonly NodeView[], audience: Audience, kept: Map<string, { readonly signature: string; readonly text: NodeText }>): NodeText[] {
+  const seen = new Set<string>();
+  const texts = views.map((view) => {
+    seen.add(view.name);
+    const signature = JSON.stringify({ ...view, last_seen_at: "" });
+    const before = kept.get(view.name);
+    if (before !== undefined && before.signature === signature) return { ...before.text, view };
+    const text = nodeText(view, audience);
+    kept.set(view.name, { signature, text });
+    return text;
+  });
+  for (const name of kept.keys()) if (!seen.has(name)) kept.delete(name);
+  return texts;
+}
+
 /** The secret values a replica runs with, from its model's profile as the catalog has it now; none once the model is gone. */
 async function profileSecretValues(catalog: CatalogService, modelName: string, profileName: string): Promise<string[]> {
   const model = await catalog.get(modelName).catch(() => undefined);
@@ -119,12 +141,18 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
   });
 
   const nodesCache = new ListCache<readonly NodeText[]>();
+  // One per audience, as the masking differs.
+  const keptNodes = new Map<Audience, Map<string, { readonly signature: string; readonly text: NodeText }>>();
   app.get("/api/v1/nodes", { config: { access: "read", api: { summary: "Nodes, filtered and paged", query: nodesQuery } } }, async (request, reply) => {
     const query = parseQuery(nodesQuery, request.query);
     const { key: fleetKey, lastSeen } = await fleet.viewKey();
     // Who reads too: the text is masked for its audience.
     const key = `${fleetKey}|${request.audience}`;
-    const texts = await nodesCache.get(key, async () => ({ value: (await fleet.listNodes()).map((view) => nodeText(view, request.audience)) }));
+    const texts = await nodesCache.get(key, async () => {
+      const kept = keptNodes.get(request.audience) ?? new Map<string, { readonly signature: string; readonly text: NodeText }>();
+      keptNodes.set(request.audience, kept);
+      return { value: keptNodeTexts(await fleet.listNodes(), request.audience, kept) };
+    });
     const matching = texts.filter((text) => nodeMatches(text.view, query));
     const page = isPaged(query) ? pageOf(matching, (text) => text.view.name, query) : { items: matching, next_cursor: null };
     const seenAt = (text: NodeText) => lastSeen.get(text.view.name) ?? text.view.last_seen_at;

@@ -45,7 +45,7 @@ export class NodesHeard {
 
   /** When a node was last heard from: by this server (in memory) or, as the store has it, by any. */
   lastSeenMs(node: Pick<StoredNode, "name" | "last_seen_at">): number {
-    const stored = Date.parse(node.last_seen_at);
+    const stored = this.storedMs(node.last_seen_at);
     const heard = this.heardAt.get(node.name);
     return heard !== undefined && (Number.isNaN(stored) || heard > stored) ? heard : stored;
   }
@@ -53,7 +53,35 @@ export class NodesHeard {
   /** The stored text as it is (whatever it holds) unless this server heard the node later. */
   lastSeenText(node: Pick<StoredNode, "name" | "last_seen_at">): string {
     const heard = this.heardAt.get(node.name);
-    return heard !== undefined && heard === this.lastSeenMs(node) && heard !== Date.parse(node.last_seen_at) ? new Date(heard).toISOString() : node.last_seen_at;
+    if (heard === undefined || heard !== this.lastSeenMs(node) || heard === this.storedMs(node.last_seen_at)) return node.last_seen_at;
+    return this.isoOf(node.name, heard);
+  }
+
+  /**
+   * Every list read and routing tick works out every node's last-seen time:
+   * at 500 nodes, parsing and formatting the same times again was a few
+   * percent of the server's CPU, so the last text parsed and the last time
+   * formatted are kept per node (and per text, for other servers' times).
+   */
+  private readonly parsed = new Map<string, number>();
+  private readonly formatted = new Map<string, { readonly ms: number; readonly text: string }>();
+
+  private storedMs(text: string): number {
+    const known = this.parsed.get(text);
+    if (known !== undefined) return known;
+    // Stored times only ever move forward: a text seen once is not seen again after its node's next write.
+    if (this.parsed.size > 4 * this.heardAt.size + 1024) this.parsed.clear();
+    const ms = Date.parse(text);
+    this.parsed.set(text, ms);
+    return ms;
+  }
+
+  private isoOf(name: string, ms: number): string {
+    const known = this.formatted.get(name);
+    if (known !== undefined && known.ms === ms) return known.text;
+    const text = new Date(ms).toISOString();
+    this.formatted.set(name, { ms, text });
+    return text;
   }
 
   /** The node as shown: last seen when this server last heard it, if that is later than the store has it. */
