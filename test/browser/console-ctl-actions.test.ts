@@ -8,7 +8,7 @@ import type { HeadroomView } from "../../src/protocol/console.js";
 import type { OriginView } from "../../src/protocol/version-views.js";
 import type { GatewayKeyView } from "../../src/protocol/gateway-views.js";
 import type { ModelView, ReplicaView, TokenView } from "../../src/protocol/views.js";
-import { launchChromium, openPage, seriousViolations, widths, type WatchedPage } from "../support/browser.js";
+import { launchChromium, openSignedIn, seriousViolations, widths, type WatchedPage } from "../support/browser.js";
 import { startDemoProcess, stopDemo, type DemoProcess } from "../support/demo-process.js";
 
 /**
@@ -35,13 +35,7 @@ describe("every llmgw ctl action in the web console", () => {
     return JSON.parse(text) as T;
   }
 
-  async function signedIn(path: string, token = demo.token, size: { width: number; height: number } = widths.desktop): Promise<Page> {
-    const watched = await openPage(browser, size);
-    opened.push(watched);
-    await watched.page.goto(`${demo.url}${path}#token=${encodeURIComponent(token)}`);
-    await watched.page.getByRole("button", { name: "Log out" }).waitFor();
-    return watched.page;
-  }
+  const signedIn = (path: string, token = demo.token, size: { width: number; height: number } = widths.desktop): Promise<Page> => openSignedIn(browser, opened, demo.url, path, token, size);
 
   beforeAll(async () => {
     demo = await startDemoProcess();

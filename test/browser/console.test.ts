@@ -2,7 +2,7 @@ import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CanaryView } from "../../src/protocol/canary-views.js";
 import type { ReplicaView } from "../../src/protocol/views.js";
-import { launchChromium, openPage, screenshot, seriousViolations, widths, type WatchedPage } from "../support/browser.js";
+import { launchChromium, openPage, openSignedIn, screenshot, seriousViolations, widths, type WatchedPage } from "../support/browser.js";
 import { startDemoProcess, stopDemo, type DemoProcess } from "../support/demo-process.js";
 
 /**
@@ -47,13 +47,7 @@ describe("the web console against llmgw demo", () => {
   }
 
   /** A page signed in through the login link the demo prints (the token in the fragment). */
-  async function signedIn(path = "/", size: { width: number; height: number } = widths.desktop, token = demo.token): Promise<Page> {
-    const watched = await openPage(browser, size);
-    opened.push(watched);
-    await watched.page.goto(`${demo.url}${path}#token=${encodeURIComponent(token)}`);
-    await watched.page.getByTestId("who").or(watched.page.getByRole("button", { name: "Log out" })).first().waitFor();
-    return watched.page;
-  }
+  const signedIn = (path = "/", size: { width: number; height: number } = widths.desktop, token = demo.token): Promise<Page> => openSignedIn(browser, opened, demo.url, path, token, size);
 
   beforeAll(async () => {
     demo = await startDemoProcess();

@@ -38,6 +38,27 @@ export async function openPage(browser: Browser, size: { width: number; height: 
   return { page, context, errors };
 }
 
+/**
+ * A watched page of the console at `path`, signed in by the login link (the
+ * token in the URL fragment, as `llmgw demo` prints it), once the header
+ * shows who is signed in. `opened` collects it, for the test to check its
+ * errors and close it.
+ */
+export async function openSignedIn(
+  browser: Browser,
+  opened: WatchedPage[],
+  consoleUrl: string,
+  path: string,
+  token: string,
+  size: { width: number; height: number } = widths.desktop,
+): Promise<Page> {
+  const watched = await openPage(browser, size);
+  opened.push(watched);
+  await watched.page.goto(`${consoleUrl}${path}#token=${encodeURIComponent(token)}`);
+  await watched.page.getByTestId("who").or(watched.page.getByRole("button", { name: "Log out" })).first().waitFor();
+  return watched.page;
+}
+
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 export interface AxeViolation {
