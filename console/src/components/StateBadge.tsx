@@ -17,10 +17,14 @@ const colours: Record<string, string> = {
   "not-placed": "orange",
 };
 
-/** A state word with a coloured dot: the word carries the meaning, the colour only helps the eye. */
+/**
+ * A state word with a coloured dot: the word carries the meaning, the colour
+ * only helps the eye. Never narrower than the word: in a table squeezed onto
+ * a phone, Mantine's badge would otherwise shrink to its dot and an ellipsis.
+ */
 export function StateBadge({ state }: { state: string }) {
   return (
-    <Badge variant="dot" color={colours[state] ?? "gray"} styles={{ label: { color: "var(--mantine-color-text)" } }}>
+    <Badge variant="dot" color={colours[state] ?? "gray"} miw="max-content" styles={{ label: { color: "var(--mantine-color-text)" } }}>
       {state}
     </Badge>
   );
