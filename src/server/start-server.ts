@@ -27,6 +27,7 @@ import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
 import { ModelChangeService } from "../services/model-change-service.js";
 import { modelStatusSource, placementsForRouting } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
+import { defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
 import { throttleDemand } from "../gateway/routing/index.js";
 import { serverReadOptions, type PlanSettings } from "../api/routes/plan.js";
 import { checkDeclaredSources } from "./check-declared-sources.js";
@@ -129,7 +130,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     };
     const hubReading = () => serverReadOptions(sourceSettings);
     const readFacts = (source: string) => readModelSource(source, hubReading());
-    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, readFacts);
+    // The reconciler reads a few sources at a time (ModelFactsCache): a mirror that takes the connection and never answers must give up its turn after the source check's deadline, not after undici's five minutes with the other sources queued behind it.
+    const readFactsInTurn = (source: string) => readModelSource(source, { requestTimeoutMs: defaultSourceCheckTimeoutMs, ...hubReading() });
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, readFactsInTurn);
     fleet.whenHeartbeatDecisive(() => reconciler.wake());
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
