@@ -51,14 +51,19 @@ export const cutStreamReason = "stream cut after its first bytes, ended with an 
 
 const streamCutWithoutEventPrefix = "stream cut after its first bytes without an error event ";
 
+/** The socket closed after the answer's head and before any content: only a process dying mid-answer does that. */
+const answerCutBeforeContentReason = "connection cut after the answer began, before any content (terminated)";
+
 /**
- * A request lost with its connection: refused or reset before an answer, or a stream whose socket closed under
- * it after it had begun (undici ends the body with "terminated"). What a dead server may cause; a hang, an HTTP
+ * A request lost with its connection: refused or reset before an answer, an answer whose socket closed after
+ * its head and before any content, or a stream whose socket closed under it after it had begun (undici ends
+ * the body with "terminated"). What a dead server may cause; a hang, an HTTP
  * error or a stream ended cleanly without its finish reason is none of these.
  */
 export function lostWithConnection(record: LoadRecord): boolean {
   if (record.ok || record.reason === undefined) return false;
-  return record.reason.startsWith("connection failed") || (record.stream && !record.errorEvent && record.reason === `${streamCutWithoutEventPrefix}(terminated)`);
+  if (record.reason.startsWith("connection failed") || record.reason === answerCutBeforeContentReason) return true;
+  return record.stream && !record.errorEvent && record.reason === `${streamCutWithoutEventPrefix}(terminated)`;
 }
 
 export interface LoadResult {
@@ -87,6 +92,8 @@ function reasonOf(error: unknown, record: LoadRecord, hangBoundMs: number): stri
   }
   const message = (error as Error).message;
   if (record.stream && record.chunks > 0) return `${streamCutWithoutEventPrefix}(${message})`;
+  // undici ends a body whose socket closed under it with "terminated": the answer had begun, no content had come.
+  if (message === "terminated") return answerCutBeforeContentReason;
   return `other: ${message}`;
 }
 
