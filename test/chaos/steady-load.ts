@@ -40,7 +40,10 @@ export interface LoadRecord {
   ok: boolean;
   /** Why it failed, in the report's words; undefined for a success. */
   reason?: string;
-  /** For a stream: content chunks received before it ended (or failed). */
+  /**
+   * For a stream: its chunks received before it ended (or failed), the engine's opening role-only chunk
+   * included: once that has reached the client the stream has begun and cannot be retried elsewhere.
+   */
   chunks: number;
   /** The stream ended with the gateway's SSE error event (a cut it told the client about). */
   errorEvent: boolean;
@@ -86,7 +89,7 @@ function reasonOf(error: unknown, record: LoadRecord, hangBoundMs: number): stri
     // The SDK throws an APIError without a status for an error event inside a stream that had begun.
     if (error.status === undefined) {
       record.errorEvent = true;
-      return record.chunks > 0 ? cutStreamReason : `stream ended with an error event before any content (${error.code ?? error.message})`;
+      return record.chunks > 0 ? cutStreamReason : `stream ended with an error event before any chunk (${error.code ?? error.message})`;
     }
     return `HTTP ${error.status}${error.code ? ` ${error.code}` : ""}`;
   }
@@ -203,7 +206,7 @@ export class SteadyLoad {
         let finished = false;
         for await (const chunk of chunks) {
           const choice = chunk.choices[0];
-          if (choice?.delta.content) record.chunks += 1;
+          record.chunks += 1;
           if (choice?.finish_reason) finished = true;
         }
         // A stream that ends without its finish reason was cut, even when the connection closed cleanly.

@@ -312,6 +312,32 @@ describe("a replica whose engine is gone", () => {
     expect((await ask(url)).choices[0]?.message.content).toBeTruthy();
   });
 
+  it("retries a stream whose engine died inside its first event: the client gets the other replica's stream whole", async () => {
+    const engine = await simEngine("vllm", ["serve", "/weights", "--port", "0", "--served-model-name", "chat"]);
+    // An engine killed while writing its first event: the stream's head and half an event, then the socket is gone.
+    const dying = createServer((request, response) => {
+      request.resume();
+      request.on("end", () => {
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        response.write('data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"del', () => response.socket?.destroy());
+      });
+    });
+    const dyingUrl = await listenOnLoopback(dying);
+    started.push({ close: () => closeServer(dying) });
+    const { gateway, url } = await gatewayApp(openPolicy, { random: first });
+    gateway.swap(table([model("chat", [{ id: "dying", endpoint: dyingUrl }, { id: "alive", endpoint: engine.url }])]));
+    const stream = await client(url).chat.completions.create({ model: "chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 4, stream: true });
+    let text = "";
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(finish).toBeTruthy();
+    expect(await counted(gateway, "llmgw_gateway_upstream_retries_total", "chat")).toBe(1);
+  });
+
   it("is never ejected for answering 503: an engine that answers is up, and gets its turn on every request", async () => {
     const engine = await simEngine("vllm", ["serve", "/weights", "--port", "0", "--served-model-name", "chat"]);
     let overloadedGot = 0;

@@ -53,8 +53,9 @@ export interface ProxiedAnswerOptions {
 /**
  * One upstream answer, written to the client as undici hands it over: no
  * stream objects, no async iterator, no promise per chunk. Until the first
- * byte of the answer's body nothing reaches the client, so a refused or reset
- * connection, a 502 or 503, or a body cut before its first byte rejects
+ * byte of the answer's body (a stream's first whole event) nothing reaches the
+ * client, so a refused or reset connection, a 502 or 503, or a body cut before
+ * then rejects
  * `done` with a retryable UpstreamError and another upstream may answer.
  * After that nothing is retried: a cut JSON answer cuts the connection (it
  * must not look whole), a cut stream ends with an SSE error event.
@@ -139,11 +140,13 @@ export class ProxiedAnswer implements UpstreamHandler {
       }
       return;
     }
-    if (!this.#committed) this.#commit();
     const filter = this.#filter;
     if (filter) {
       const text = filter.push(chunk);
       if (text.length > 0) {
+        // A stream commits with its first whole event, not its first byte: an engine that dies inside its
+        // first event has sent the client nothing, so another upstream may still answer.
+        if (!this.#committed) this.#commit();
         // Corked to the end of this tick only: when the stream's end came in the same read, it leaves in the same packet.
         if (!this.#corked) {
           this.#corked = true;
@@ -154,6 +157,7 @@ export class ProxiedAnswer implements UpstreamHandler {
       }
       return;
     }
+    if (!this.#committed) this.#commit();
     this.#tail.push(chunk);
     this.#tailLength += chunk.length;
     while (this.#tailLength - (this.#tail[0] as Buffer).length >= usageTailLength) this.#tailLength -= (this.#tail.shift() as Buffer).length;
@@ -226,7 +230,7 @@ export class ProxiedAnswer implements UpstreamHandler {
     this.#succeed({ status: this.#status, usage: undefined, failed: true }, () => this.options.response.end(body));
   }
 
-  /** The answer's status and headers, fixed once its first byte is here: from now on nothing is retried. */
+  /** The answer's status and headers, fixed once its first byte (a stream's first whole event) is here: from now on nothing is retried. */
   #commit(): void {
     this.#committed = true;
     const headers = this.#headers;
