@@ -187,6 +187,11 @@ describe("the web console against llmgw demo", () => {
     await page.getByRole("button", { name: "Add the model" }).click();
     await page.getByTestId("follow-state").filter({ hasText: "chat-14b" }).waitFor();
     expect((await call<{ name: string }>("GET", "/api/v1/models/chat-14b")).name).toBe("chat-14b");
+    // The audit names what was added, field by field, not only that something was.
+    await page.goto(`${demo.url}/audit?model=chat-14b`);
+    const added = page.getByTestId("audit-table").locator("tr", { hasText: "model-added" });
+    await added.waitFor();
+    expect(await added.locator("td").last().textContent()).toMatch(/^added:\n {2}name: "chat-14b"\n/);
   });
 
   it("creates a gateway key, shows it once, and revokes it", async () => {

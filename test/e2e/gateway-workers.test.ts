@@ -138,9 +138,14 @@ describe("a gateway with several workers", () => {
     const gateway = await startWorkers("2");
     try {
       const client = freshConnections(gateway.url, key);
+      let reachedProvider = 0;
+      const count = () => (reachedProvider += 1);
+      provider.on("request", count);
       const slow = [0, 1, 2, 3].map(() => client.chat.completions.create({ model: "slow", messages: [{ role: "user", content: "take your time" }] }));
-      // All four are with the provider (1.5 s each) before the signal.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // All four are with the provider (1.5 s each) before the signal: a worker is answering each. A fixed pause
+      // was not enough on a loaded machine, where a request could still wait in the listen queue at the signal.
+      await waitFor(() => reachedProvider >= 4, 10_000, "the four requests to reach the provider");
+      provider.off("request", count);
       gateway.child.kill("SIGTERM");
       const answers = await Promise.all(slow);
       expect(answers.map((answer) => answer.choices[0]?.message.content)).toEqual(["hi", "hi", "hi", "hi"]);

@@ -16,6 +16,7 @@ export function ChangeModal({
   children,
   refusedBecause,
   danger,
+  onOpenedChange,
 }: {
   label: string;
   title: string;
@@ -25,8 +26,10 @@ export function ChangeModal({
   /** Why the server would refuse this change before it is asked (a model declared in server.yaml). */
   refusedBecause?: string | null;
   danger?: boolean;
+  /** Told when the dialog opens and closes: a list can keep the row it was opened from while it is open. */
+  onOpenedChange?: (opened: boolean) => void;
 }) {
-  const [opened, { open, close }] = useDisclosure(false);
+  const [opened, { open, close }] = useDisclosure(false, { onOpen: () => onOpenedChange?.(true), onClose: () => onOpenedChange?.(false) });
   const permission = useChangePermission();
   const disabledBecause = permission.reason ?? refusedBecause ?? null;
   const button = (

@@ -32,7 +32,7 @@ export function EventsTable({ events }: { events: readonly EventView[] }) {
                   "—"
                 )}
               </Table.Td>
-              <Table.Td>{event.node ?? "—"}</Table.Td>
+              <Table.Td style={{ whiteSpace: "nowrap" }}>{event.node ?? "—"}</Table.Td>
               <Table.Td>{event.message}</Table.Td>
             </Table.Tr>
           ))}

@@ -4,10 +4,11 @@ import type { ReplicaView } from "../types.ts";
 import { StopReplica } from "./StopReplica.tsx";
 import { ScrollTable } from "./ScrollTable.tsx";
 import { StateBadge } from "./StateBadge.tsx";
+import { useHeldReplicas } from "../held-rows.ts";
 
 /** `ctl replicas --node NAME`: what runs on one node, each with its stop (drained first), as on the model page. */
 export function NodeReplicas({ node, replicas }: { node: string; replicas: readonly ReplicaView[] }) {
-  const live = replicas.filter((replica) => replica.node === node && replica.state !== "stopped");
+  const { rows: live, hold } = useHeldReplicas(replicas.filter((replica) => replica.node === node && replica.state !== "stopped"));
   if (live.length === 0) return <Text size="sm">No replica runs here.</Text>;
   return (
     <ScrollTable label={`replicas on ${node}`} minWidth={560}>
@@ -41,7 +42,7 @@ export function NodeReplicas({ node, replicas }: { node: string; replicas: reado
                 </Text>
               </Table.Td>
               <Table.Td>
-                <StopReplica replica={replica} />
+                <StopReplica replica={replica} onOpenedChange={(opened) => hold(replica, opened)} />
               </Table.Td>
             </Table.Tr>
           ))}

@@ -2,7 +2,7 @@ import type { ReplicaView } from "../types.ts";
 import { ChangeModal } from "./ChangeModal.tsx";
 
 /** ctl replica stop --drain: one replica drained, then stopped, from wherever it is listed (a model's page, a node's card). */
-export function StopReplica({ replica }: { replica: Pick<ReplicaView, "id" | "model"> }) {
+export function StopReplica({ replica, onOpenedChange }: { replica: Pick<ReplicaView, "id" | "model">; onOpenedChange?: (opened: boolean) => void }) {
   return (
     <ChangeModal
       label="Stop"
@@ -10,6 +10,7 @@ export function StopReplica({ replica }: { replica: Pick<ReplicaView, "id" | "mo
       request={{ method: "DELETE", path: `/api/v1/replicas/${encodeURIComponent(replica.id)}?drain=1` }}
       follow={replica.model}
       danger
+      {...(onOpenedChange ? { onOpenedChange } : {})}
     />
   );
 }

@@ -139,6 +139,9 @@ function Import() {
       </Text>
       <FileInput
         label="Open an export file"
+        placeholder="Choose a .yaml file…"
+        // Mantine's placeholder grey is below the contrast a label needs, and this one says what the field is.
+        styles={{ placeholder: { color: "var(--mantine-color-text)" } }}
         accept=".yaml,.yml,application/yaml,text/yaml,text/plain"
         maw={420}
         clearable

@@ -1,4 +1,4 @@
-import { Alert, Button, Container, PasswordInput, Stack, Text, Title } from "@mantine/core";
+import { Alert, Button, Code, Container, PasswordInput, Stack, Text, Title } from "@mantine/core";
 import { useState } from "react";
 import { Navigate, useNavigate, useSearchParams } from "react-router";
 import { api } from "../api.ts";
@@ -43,7 +43,7 @@ export function LoginPage() {
               </Alert>
             )}
             <Text size="sm">
-              Sign in with an admin-API token: `llmgw ctl token create NAME` makes one (`--role read` for one that only looks). It is kept in this tab only.
+              Sign in with an admin-API token: <Code>llmgw ctl token create NAME</Code> makes one (<Code>--role read</Code> for one that only looks). It is kept in this tab only.
             </Text>
             <PasswordInput label="Admin-API token" value={value} onChange={(event) => setValue(event.currentTarget.value)} required autoFocus name="token" />
             <Button type="submit" loading={busy} disabled={value.trim() === ""}>

@@ -1,4 +1,4 @@
-import { Alert, Card, Group, SimpleGrid, Table, Tabs, Text } from "@mantine/core";
+import { Alert, Button, Card, Group, SimpleGrid, Table, Tabs, Text } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useParams } from "react-router";
@@ -18,6 +18,7 @@ import type { ArmView, AuditEventView, CanaryView, HistoryView, ModelView } from
 import { StopReplica } from "../components/StopReplica.tsx";
 import { ScrollTable } from "../components/ScrollTable.tsx";
 import { StartReplica } from "../components/StartReplica.tsx";
+import { useHeldReplicas } from "../held-rows.ts";
 
 function Arm({ name, arm }: { name: string; arm: ArmView }) {
   return (
@@ -66,10 +67,10 @@ export default function ModelPage() {
     queryFn: async () => (await api<{ canaries: CanaryView[] }>("/api/v1/canaries")).canaries.find((each) => each.model === name) ?? null,
   });
   const [logOf, setLogOf] = useState<string | null>(null);
+  const { rows: live, hold } = useHeldReplicas((replicas.data ?? []).filter((replica) => replica.state !== "stopped"));
   if (model.error) return <ErrorView error={model.error} title={`No model ${name}`} />;
   if (!model.data) return <Text>Loading {name}…</Text>;
   const view = model.data;
-  const live = (replicas.data ?? []).filter((replica) => replica.state !== "stopped");
   const points = series.data?.points ?? [];
   const canaryRunning = canary.data?.state === "running";
   return (
@@ -135,12 +136,12 @@ export default function ModelPage() {
                     </Text>
                   </Table.Td>
                   <Table.Td>
-                    <button type="button" onClick={() => setLogOf(logOf === replica.id ? null : replica.id)} style={{ cursor: "pointer" }}>
+                    <Button size="xs" variant="default" aria-pressed={logOf === replica.id} onClick={() => setLogOf(logOf === replica.id ? null : replica.id)}>
                       {logOf === replica.id ? "hide" : "follow"}
-                    </button>
+                    </Button>
                   </Table.Td>
                   <Table.Td>
-                    <StopReplica replica={replica} />
+                    <StopReplica replica={replica} onOpenedChange={(opened) => hold(replica, opened)} />
                   </Table.Td>
                 </Table.Tr>
               );

@@ -85,8 +85,9 @@ function Presets() {
       <Stack gap="xs">
         {(presets.data ?? []).map((preset) => (
           <Card key={preset.name} withBorder padding="sm" data-testid={`preset-${preset.name}`}>
-            <Group justify="space-between" wrap="wrap">
-              <div>
+            {/* The button keeps its place at the top right whatever the length of the texts beside it. */}
+            <Group justify="space-between" wrap="nowrap" align="flex-start">
+              <div style={{ flex: 1, minWidth: 0 }}>
                 <Text fw={600}>{preset.name}</Text>
                 <Text size="sm">{preset.description}</Text>
                 <Text size="sm">
@@ -129,7 +130,7 @@ export default function PlanPage() {
         }}
       >
         <Group align="end" gap="sm">
-          <TextInput label="Source: an HF id, a mirror URL or a path on the server" value={source} onChange={(event) => setSource(event.currentTarget.value)} w={360} required name="source" />
+          <TextInput label="Source" description="An HF id, a mirror URL or a path on the server" styles={{ description: { color: "var(--mantine-color-text)" } }} value={source} onChange={(event) => setSource(event.currentTarget.value)} w={360} required name="source" />
           <TextInput label="Context (optional)" placeholder="32k" value={context} onChange={(event) => setContext(event.currentTarget.value)} w={120} />
           <SegmentedControl value={fleet} onChange={(value) => setFleet(value === "what-if" ? "what-if" : "live")} data={[{ value: "live", label: "live fleet" }, { value: "what-if", label: "what-if fleet" }]} aria-label="Fleet to plan against" />
           {fleet === "what-if" && <TextInput label="What-if cards" value={whatIf} onChange={(event) => setWhatIf(event.currentTarget.value)} w={260} />}
