@@ -6,6 +6,9 @@
  *   direct    the client calls the backend itself;
  *   llmgw     through `llmgw server`'s /v1 (a gateway key on every call, an
  *             external model whose base_url is the backend): one process;
+ *   llmgw-write  the same server with `gateway.usage_sync: write`: each
+ *             answer's usage written to the journal, not synced (the
+ *             default syncs it before the answer's last byte);
  *   llmgw-w2  through `llmgw gateway --workers 2` following that server
  *             (the same key): a primary and two workers sharing the port;
  *   nginx     through Debian's nginx, one worker, as a plain reverse proxy;
@@ -35,7 +38,7 @@ const llmgwBin = process.env.LLMGW_BENCH_LLMGW ?? path.resolve(here, "..", "..",
 // LLMGW_BENCH_BASELINE points at another build's bin/llmgw.js, measured as the side "baseline" in the same run (a before/after of a change).
 const baselineBin = process.env.LLMGW_BENCH_BASELINE;
 
-type SideName = "direct" | "llmgw" | "llmgw-w2" | "baseline" | "nginx" | "nginx-w2";
+type SideName = "direct" | "llmgw" | "llmgw-write" | "llmgw-w2" | "baseline" | "nginx" | "nginx-w2";
 
 interface Side {
   readonly name: SideName;
@@ -73,11 +76,11 @@ export interface GatewayOverheadResults {
 const bodyFor = (stream: boolean) =>
   JSON.stringify({ model: "bench", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
 
-async function startLlmgw(folder: string, backendPort: number, bin = llmgwBin, name: SideName = "llmgw"): Promise<{ process: StartedProcess; side: Side; adminToken: string }> {
+async function startLlmgw(folder: string, backendPort: number, bin = llmgwBin, name: SideName = "llmgw", extraYaml = ""): Promise<{ process: StartedProcess; side: Side; adminToken: string }> {
   folder = path.join(folder, name);
   mkdirSync(folder, { recursive: true });
   const config = path.join(folder, "server.yaml");
-  writeFileSync(config, `models:\n  - name: bench\n    external:\n      base_url: http://127.0.0.1:${backendPort}/v1\n`);
+  writeFileSync(config, `${extraYaml}models:\n  - name: bench\n    external:\n      base_url: http://127.0.0.1:${backendPort}/v1\n`);
   const dataDir = path.join(folder, "llmgw-data");
   const port = await freePort();
   const server = await startProcess(process.execPath, [bin, "server", "-c", config, "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir], /listening on (http:\/\/\S+)/);
@@ -142,6 +145,13 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
       }
     } catch (error) {
       skipped.llmgw = (error as Error).message.split("\n")[0];
+    }
+    try {
+      const written = await startLlmgw(folder, backendPort, llmgwBin, "llmgw-write", "gateway:\n  usage_sync: write\n");
+      processes.push(written.process);
+      sides.push(written.side);
+    } catch (error) {
+      skipped["llmgw-write"] = (error as Error).message.split("\n")[0];
     }
     if (baselineBin !== undefined) {
       try {

@@ -249,4 +249,12 @@ models:
     expect(loadServerConfig(writeConfig("gateway: { auth: open }\n")).gatewayAuth).toBe("open");
     expect(loadServerConfig(writeConfig("listen: 127.0.0.1:9000\n")).gatewayAuth).toBe("keys");
   });
+
+  it("reads gateway.usage_sync, write by default, and refuses another value with its line and both choices", () => {
+    expect(loadServerConfig(writeConfig("gateway: { usage_sync: disk }\n")).usageSync).toBe("disk");
+    expect(loadServerConfig(writeConfig("listen: 127.0.0.1:9000\n")).usageSync).toBe("write");
+    const refused = failure(() => loadServerConfig(writeConfig("gateway:\n  usage_sync: fsync\n")));
+    const text = [refused.message, ...refused.details.map((detail) => `${detail.where}: ${detail.message}`)].join("\n");
+    expect(text).toMatch(/:2:\d+: gateway\.usage_sync: write \(each answer's usage written before it ends, not synced.*\) or disk \(synced too\)/);
+  });
 });

@@ -190,6 +190,8 @@ export const serverConfigSchema = z.strictObject({
     .strictObject({
       /** keys: every /v1 request needs a gateway key; open: anyone who reaches the port (a loopback demo). */
       auth: z.enum(["keys", "open"], { message: "keys (gateway API keys) or open (no key; loopback demos only)" }).optional(),
+      /** What an answer waits for in the usage journal: write (written; survives a crash of the process, not of the machine), the default, or disk (written and synced). */
+      usage_sync: z.enum(["write", "disk"], { message: "write (each answer's usage written before it ends, not synced: a crash of the machine may lose the last seconds' usage) or disk (synced too)" }).optional(),
     })
     .optional(),
   /** How the reconciler paces itself; every key has a default. */

@@ -32,6 +32,8 @@ export interface ServerConfig {
   readonly settlingWindowMs: number;
   /** keys: /v1 needs a gateway key; open: anyone who reaches the port (meant for a loopback demo). */
   readonly gatewayAuth: "keys" | "open";
+  /** What each answer waits for in the usage journal (`gateway.usage_sync`): write (written, not synced; the default) or disk (synced). */
+  readonly usageSync: "disk" | "write";
   /** The reconciler's pacing (`reconcile:`), defaults filled in. */
   readonly reconcile: ReconcileSettings;
   /** Limits against abuse on the server's port (`limits:`), defaults filled in. */
@@ -133,6 +135,7 @@ export function loadServerConfig(
     heartbeatDeadlineMs: duration(file.nodes?.heartbeat_deadline, 15_000),
     settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
     gatewayAuth: overrides.gatewayAuth ?? file.gateway?.auth ?? "keys",
+    usageSync: file.gateway?.usage_sync ?? "write",
     reconcile: Object.freeze({
       ...defaultReconcileSettings,
       intervalMs: duration(file.reconcile?.interval, defaultReconcileSettings.intervalMs),

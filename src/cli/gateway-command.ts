@@ -18,6 +18,7 @@ interface GatewayCommandOptions {
   tlsKey?: string;
   ca?: string;
   usageJournal?: string;
+  usageSync?: string;
   bodyBytes?: string;
   headerBytes?: string;
   headerTimeout?: string;
@@ -69,6 +70,16 @@ export function parseWorkers(text: string): number {
   return count;
 }
 
+/** --usage-sync (or LLMGW_USAGE_SYNC): checked before any worker starts, so a wrong value is one error. */
+export function parseUsageSync(text: string, where: string): "disk" | "write" {
+  if (text === "disk" || text === "write") return text;
+  throw new DomainError(
+    "config_invalid",
+    `${where} ${text}: expected write or disk`,
+    "Use write (the default: each answer's usage written before it ends; a crash of the process loses none, one of the machine may lose the last seconds') or disk (synced too: a crash of the machine loses none, at the cost of a sync per group of answers).",
+  );
+}
+
 export function registerGatewayCommand(program: Command): void {
   program
     .command("gateway")
@@ -82,6 +93,7 @@ export function registerGatewayCommand(program: Command): void {
     .option("--tls-key <file>", "the PEM private key of --tls-cert")
     .option("--ca <file>", "a PEM CA certificate to trust besides the system's, for a server whose certificate a private CA signed (env LLMGW_CA)")
     .option("--usage-journal <dir>", "where answered requests' usage is kept on disk until the server has it, so a crash loses none (env LLMGW_USAGE_JOURNAL; default ~/.local/state/llmgw/gateway-usage/LISTEN-for-SERVER)")
+    .option("--usage-sync <when>", "what each answer waits for in the journal: write (its usage written, not synced: survives a crash of the process, not of the machine) or disk (synced too) (env LLMGW_USAGE_SYNC; default write)")
     .option("--workers <n>", "gateway processes sharing the port: a number, or auto (one per core); rate limits hold across them", "1")
     // Limits against abuse, as server.yaml's `limits:` (docs/server-yaml.md); each worker holds them on its own.
     .option("--body-bytes <n>", "the largest /v1 request body in bytes (default 33554432, 32 MiB)")
@@ -105,6 +117,7 @@ export function registerGatewayCommand(program: Command): void {
         import("../net/tls-files.js"),
       ]);
       const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);
+      const usageSync = parseUsageSync(options.usageSync ?? process.env.LLMGW_USAGE_SYNC ?? "write", options.usageSync !== undefined ? "--usage-sync" : "LLMGW_USAGE_SYNC");
       // Checked before any worker starts, as the certificate is below.
       const limits = limitsFromFlags(options);
       // Checked before any worker starts, so a wrong file is one error, not one per worker.
@@ -128,6 +141,7 @@ export function registerGatewayCommand(program: Command): void {
         const backend = httpKeysBackend(server, token);
         const usageOptions = {
           journalDirectory: options.usageJournal ?? process.env.LLMGW_USAGE_JOURNAL ?? defaultUsageJournal(options.listen, server),
+          journalSync: usageSync,
           onBackgroundError: (error: unknown, during: string) => process.stderr.write(`gateway: failed ${during} (${(error as Error).message}); retrying on the next round\n`),
         };
         keys =

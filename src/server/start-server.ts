@@ -115,7 +115,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     });
     let reportBackground = (_error: unknown, _during: string): void => undefined;
     // Each answered request's usage is on disk here before its last byte leaves, until the store has it.
-    const usageOptions = { journalDirectory: path.join(config.dataDir, usageJournalDirectory), onBackgroundError: (error: unknown, during: string) => reportBackground(error, during) };
+    const usageOptions = { journalDirectory: path.join(config.dataDir, usageJournalDirectory), journalSync: config.usageSync, onBackgroundError: (error: unknown, during: string) => reportBackground(error, during) };
     const keysBackend = storeKeysBackend(store);
     gatewayKeys = config.gatewayAuth === "keys" ? await KeysPolicy.start(keysBackend, usageOptions) : undefined;
     const open = config.gatewayAuth === "open" && options.gatewayPolicy === undefined ? await OpenPolicy.start((increments) => keysBackend.writeUsage(increments), usageOptions) : undefined;

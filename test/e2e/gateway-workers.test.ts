@@ -213,4 +213,13 @@ describe("a gateway with several workers", () => {
       expect(run.stderr).toContain(`--workers ${workers}: expected a whole number from 1 to 256, or auto`);
     }
   });
+
+  it("refuses a --usage-sync (or LLMGW_USAGE_SYNC) it does not know, naming where it came from and both choices", async () => {
+    const flag = await runCli(["gateway", "--server", server.url, "--token", server.token, "--listen", "127.0.0.1:0", "--usage-sync", "fsync"]);
+    expect(flag.code).toBe(1);
+    expect(flag.stderr).toContain("--usage-sync fsync: expected write or disk");
+    const variable = await runCli(["gateway", "--server", server.url, "--token", server.token, "--listen", "127.0.0.1:0"], { env: { LLMGW_USAGE_SYNC: "never" } });
+    expect(variable.code).toBe(1);
+    expect(variable.stderr).toContain("LLMGW_USAGE_SYNC never: expected write or disk");
+  });
 });

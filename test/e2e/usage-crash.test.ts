@@ -106,12 +106,13 @@ describe("usage after a kill -9", () => {
     }
   }, 240_000);
 
-  it("loses none when a gateway of two workers is killed, once it is started again on its journal", async () => {
+  // The server above runs with the default (usage written, not synced: the kernel has it, and a kill of the process loses none); this gateway syncs too.
+  it("loses none when a gateway of two workers is killed, once it is started again on its journal (--usage-sync disk)", async () => {
     const server = await startServerProcess({ args: ["-c", config], dataDir: path.join(folder, "gateway-server-data") });
     const journal = path.join(folder, "gateway-journal");
     const startGateway = async (): Promise<{ child: ChildProcess; url: string }> => {
       let output = "";
-      const child = spawn(process.execPath, [llmgwBin, "gateway", "--server", server.url, "--listen", "127.0.0.1:0", "--workers", "2", "--usage-journal", journal], {
+      const child = spawn(process.execPath, [llmgwBin, "gateway", "--server", server.url, "--listen", "127.0.0.1:0", "--workers", "2", "--usage-journal", journal, "--usage-sync", "disk"], {
         detached: true,
         stdio: ["ignore", "pipe", "pipe"],
         env: { ...withoutLlmgwVariables(process.env), LLMGW_TOKEN: server.token },

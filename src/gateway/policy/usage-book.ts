@@ -1,5 +1,5 @@
 import type { UsageIncrement } from "../../protocol/gateway-keys-feed.js";
-import { UsageJournal } from "./usage-journal.js";
+import { UsageJournal, type UsageSync } from "./usage-journal.js";
 import { UsageLedger, type UsageCount } from "./usage-ledger.js";
 
 export interface UsageBookOptions {
@@ -12,6 +12,8 @@ export interface UsageBookOptions {
    * batch is lost when the process is killed.
    */
   readonly journalDirectory?: string | undefined;
+  /** What each answer waits for in the journal (see UsageSync); write unless said. */
+  readonly journalSync?: UsageSync | undefined;
   /** Flush failures off the request path: logged, never thrown at a client. */
   readonly onBackgroundError?: (error: unknown, during: "writing usage") => void;
 }
@@ -30,7 +32,7 @@ export class UsageBook {
 
   private constructor(write: (increments: readonly UsageIncrement[]) => Promise<void>, options: UsageBookOptions) {
     const report = options.onBackgroundError ?? (() => undefined);
-    const journal = options.journalDirectory === undefined ? undefined : UsageJournal.open(options.journalDirectory, { onError: (error) => report(error, "writing usage") });
+    const journal = options.journalDirectory === undefined ? undefined : UsageJournal.open(options.journalDirectory, { onError: (error) => report(error, "writing usage"), sync: options.journalSync ?? "write" });
     this.#ledger = new UsageLedger(write, options.now, journal);
   }
 

@@ -12,10 +12,11 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const usage = { errors: 0, promptTokens: 11, completionTokens: 7 };
 
 describe("the usage journal", () => {
-  it("has a request's usage on disk when count's promise settles, and removes it once the store has the batch", async () => {
-    const directory = path.join(root, "one");
+  // write leaves the sync to the kernel: what a crash of the process must not lose is in the file all the same.
+  it.each(["disk", "write"] as const)("has a request's usage in its file when count's promise settles (sync: %s), and removes it once the store has the batch", async (sync) => {
+    const directory = path.join(root, `one-${sync}`);
     const written: UsageIncrement[] = [];
-    const ledger = new UsageLedger(async (increments) => void written.push(...increments), Date.now, UsageJournal.open(directory));
+    const ledger = new UsageLedger(async (increments) => void written.push(...increments), Date.now, UsageJournal.open(directory, { sync }));
     await Promise.all([ledger.count("k", "m", usage), ledger.count("k", "m", usage)]);
     const [segment] = readdirSync(directory);
     expect(readFileSync(path.join(directory, segment as string), "utf8").trim().split("\n")).toHaveLength(2);

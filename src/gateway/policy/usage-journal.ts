@@ -13,7 +13,23 @@ export interface JournalRecord {
   readonly completionTokens: number;
 }
 
+/**
+ * What an answer waits for before its last byte:
+ * - write (the default): its usage written to the file, not synced: a crash
+ *   of the process (kill -9, out of memory) loses none, as the kernel has it;
+ *   a crash of the machine (power, kernel) may lose what was not yet on disk.
+ *   That is the embedded store's own trade (SQLite's synchronous = NORMAL).
+ * - disk: written and synced (fdatasync), so neither loses it. The sync was
+ *   most of the journal's cost: on a virtual machine's disk it put tens of
+ *   milliseconds on the gateway's p99 at 2,000 requests/s.
+ */
+export type UsageSync = "disk" | "write";
+
+export const usageSyncs: readonly UsageSync[] = ["disk", "write"];
+
 export interface UsageJournalOptions {
+  /** What an answer waits for; write unless said. */
+  readonly sync?: UsageSync;
   /** A write or sync that failed: the usage is still counted in memory, but would be lost in a crash. */
   readonly onError?: (error: unknown) => void;
   /** Whether a process id is running; a segment whose writer is gone is adopted by whoever finds it. */
@@ -227,6 +243,10 @@ export class UsageJournal {
     writeAll(group.fd, bytes, 0, (error) => {
       if (error) {
         this.options.onError?.(error);
+        next();
+        return;
+      }
+      if (this.options.sync !== "disk") {
         next();
         return;
       }
