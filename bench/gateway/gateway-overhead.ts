@@ -6,9 +6,9 @@
  *   direct    the client calls the backend itself;
  *   llmgw     through `llmgw server`'s /v1 (a gateway key on every call, an
  *             external model whose base_url is the backend): one process;
- *   llmgw-write  the same server with `gateway.usage_sync: write`: each
- *             answer's usage written to the journal, not synced (the
- *             default syncs it before the answer's last byte);
+ *   llmgw-disk  the same server with `gateway.usage_sync: disk`: each
+ *             answer's usage synced to disk before its last byte (the
+ *             default writes it without the sync);
  *   llmgw-w2  through `llmgw gateway --workers 2` following that server
  *             (the same key): a primary and two workers sharing the port;
  *   nginx     through Debian's nginx, one worker, as a plain reverse proxy;
@@ -38,7 +38,7 @@ const llmgwBin = process.env.LLMGW_BENCH_LLMGW ?? path.resolve(here, "..", "..",
 // LLMGW_BENCH_BASELINE points at another build's bin/llmgw.js, measured as the side "baseline" in the same run (a before/after of a change).
 const baselineBin = process.env.LLMGW_BENCH_BASELINE;
 
-type SideName = "direct" | "llmgw" | "llmgw-write" | "llmgw-w2" | "baseline" | "nginx" | "nginx-w2";
+type SideName = "direct" | "llmgw" | "llmgw-disk" | "llmgw-w2" | "baseline" | "nginx" | "nginx-w2";
 
 interface Side {
   readonly name: SideName;
@@ -147,11 +147,11 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
       skipped.llmgw = (error as Error).message.split("\n")[0];
     }
     try {
-      const written = await startLlmgw(folder, backendPort, llmgwBin, "llmgw-write", "gateway:\n  usage_sync: write\n");
-      processes.push(written.process);
-      sides.push(written.side);
+      const synced = await startLlmgw(folder, backendPort, llmgwBin, "llmgw-disk", "gateway:\n  usage_sync: disk\n");
+      processes.push(synced.process);
+      sides.push(synced.side);
     } catch (error) {
-      skipped["llmgw-write"] = (error as Error).message.split("\n")[0];
+      skipped["llmgw-disk"] = (error as Error).message.split("\n")[0];
     }
     if (baselineBin !== undefined) {
       try {
