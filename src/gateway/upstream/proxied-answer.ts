@@ -282,8 +282,15 @@ export class ProxiedAnswer implements UpstreamHandler {
       this.#resolve(outcome);
       return;
     }
+    // What this turn wrote stays gathered while the usage is recorded, and leaves with the end in one write:
+    // uncorked at the end of the turn, a short stream went out as two writes (its events, then its end), a
+    // system call more per answer, which was most of what the journal's wait cost a stream.
+    const response = this.options.response;
+    const holdCork = this.#corked;
+    if (holdCork) response.cork();
     void recorded.then(() => {
       lastByte();
+      if (holdCork) response.uncork();
       this.#resolve(outcome);
     });
   }
