@@ -25,8 +25,6 @@ export interface JournalRecord {
  */
 export type UsageSync = "disk" | "write";
 
-export const usageSyncs: readonly UsageSync[] = ["disk", "write"];
-
 export interface UsageJournalOptions {
   /** What an answer waits for; write unless said. */
   readonly sync?: UsageSync;
