@@ -8,7 +8,7 @@ import type { ReplicaView } from "./types.ts";
  * as soon as the server says so: without the hold, the dialog vanished with
  * the row before it could say the change was done.
  */
-export function useHeldReplicas(live: readonly ReplicaView[]): { rows: ReplicaView[]; hold: (replica: ReplicaView, held: boolean) => void } {
+export function useHeldReplicas(live: readonly ReplicaView[]): { rows: readonly ReplicaView[]; hold: (replica: ReplicaView, held: boolean) => void } {
   const [held, setHeld] = useState<ReadonlyMap<string, ReplicaView>>(new Map());
   const hold = useCallback((replica: ReplicaView, on: boolean) => {
     setHeld((before) => {
@@ -19,7 +19,7 @@ export function useHeldReplicas(live: readonly ReplicaView[]): { rows: ReplicaVi
       return next;
     });
   }, []);
-  if (held.size === 0) return { rows: [...live], hold };
+  if (held.size === 0) return { rows: live, hold };
   const listed = new Set(live.map((replica) => replica.id));
   const gone = [...held.values()].filter((replica) => !listed.has(replica.id)).map((replica): ReplicaView => ({ ...replica, state: "stopped" }));
   return { rows: [...live, ...gone], hold };

@@ -155,6 +155,14 @@ export const modelEntrySchema = z.strictObject({
 });
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
 
+/**
+ * What an answer waits for in the usage journal (`gateway.usage_sync`, and
+ * `llmgw gateway --usage-sync`): write (written; survives a crash of the
+ * process, not of the machine), the default, or disk (written and synced).
+ */
+export const usageSyncSchema = z.enum(["write", "disk"], { message: "write (each answer's usage written before it ends, not synced: a crash of the machine may lose the last seconds' usage) or disk (synced too)" });
+export type UsageSync = z.infer<typeof usageSyncSchema>;
+
 export const serverConfigSchema = z.strictObject({
   listen: z.string().optional(),
   data_dir: z.string().optional(),
@@ -190,8 +198,7 @@ export const serverConfigSchema = z.strictObject({
     .strictObject({
       /** keys: every /v1 request needs a gateway key; open: anyone who reaches the port (a loopback demo). */
       auth: z.enum(["keys", "open"], { message: "keys (gateway API keys) or open (no key; loopback demos only)" }).optional(),
-      /** What an answer waits for in the usage journal: write (written; survives a crash of the process, not of the machine), the default, or disk (written and synced). */
-      usage_sync: z.enum(["write", "disk"], { message: "write (each answer's usage written before it ends, not synced: a crash of the machine may lose the last seconds' usage) or disk (synced too)" }).optional(),
+      usage_sync: usageSyncSchema.optional(),
     })
     .optional(),
   /** How the reconciler paces itself; every key has a default. */

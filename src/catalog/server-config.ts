@@ -6,7 +6,7 @@ import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
 import { parseDuration } from "./duration.js";
 import { checkSecretEnv } from "./secret-env.js";
 import { parseWithSchema } from "./schema-errors.js";
-import { serverConfigSchema, type ModelEntry } from "./schema.js";
+import { serverConfigSchema, type ModelEntry, type UsageSync } from "./schema.js";
 import { parseYamlSource } from "./yaml-source.js";
 import { defaultReconcileSettings, type ReconcileSettings } from "./reconcile-settings.js";
 import { defaultDataDir, defaultListen } from "./server-defaults.js";
@@ -33,7 +33,7 @@ export interface ServerConfig {
   /** keys: /v1 needs a gateway key; open: anyone who reaches the port (meant for a loopback demo). */
   readonly gatewayAuth: "keys" | "open";
   /** What each answer waits for in the usage journal (`gateway.usage_sync`): write (written, not synced; the default) or disk (synced). */
-  readonly usageSync: "disk" | "write";
+  readonly usageSync: UsageSync;
   /** The reconciler's pacing (`reconcile:`), defaults filled in. */
   readonly reconcile: ReconcileSettings;
   /** Limits against abuse on the server's port (`limits:`), defaults filled in. */

@@ -6,6 +6,7 @@ import { DomainError } from "../errors/domain-error.js";
 import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
 import { print } from "./output.js";
 import { limitsFromText, type LimitsInput } from "../catalog/server-limits.js";
+import { usageSyncSchema, type UsageSync } from "../catalog/schema.js";
 
 interface GatewayCommandOptions {
   server?: string;
@@ -71,11 +72,12 @@ export function parseWorkers(text: string): number {
 }
 
 /** --usage-sync (or LLMGW_USAGE_SYNC): checked before any worker starts, so a wrong value is one error. */
-export function parseUsageSync(text: string, where: string): "disk" | "write" {
-  if (text === "disk" || text === "write") return text;
+export function parseUsageSync(text: string, where: string): UsageSync {
+  const parsed = usageSyncSchema.safeParse(text);
+  if (parsed.success) return parsed.data;
   throw new DomainError(
     "config_invalid",
-    `${where} ${text}: expected write or disk`,
+    `${where} ${text}: expected ${usageSyncSchema.options.join(" or ")}`,
     "Use write (the default: each answer's usage written before it ends; a crash of the process loses none, one of the machine may lose the last seconds') or disk (synced too: a crash of the machine loses none, at the cost of a sync per group of answers).",
   );
 }

@@ -1,5 +1,6 @@
 import type { UsageIncrement } from "../../protocol/gateway-keys-feed.js";
-import { UsageJournal, type UsageSync } from "./usage-journal.js";
+import type { UsageSync } from "../../catalog/schema.js";
+import { UsageJournal } from "./usage-journal.js";
 import { UsageLedger, type UsageCount } from "./usage-ledger.js";
 
 export interface UsageBookOptions {

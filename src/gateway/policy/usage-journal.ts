@@ -1,5 +1,6 @@
 import { mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, close, fdatasync, write } from "node:fs";
 import path from "node:path";
+import type { UsageSync } from "../../catalog/schema.js";
 import { DomainError } from "../../errors/domain-error.js";
 
 /** One request's usage as the journal keeps it until the store has it. */
@@ -13,20 +14,17 @@ export interface JournalRecord {
   readonly completionTokens: number;
 }
 
-/**
- * What an answer waits for before its last byte:
- * - write (the default): its usage written to the file, not synced: a crash
- *   of the process (kill -9, out of memory) loses none, as the kernel has it;
- *   a crash of the machine (power, kernel) may lose what was not yet on disk.
- *   That is the embedded store's own trade (SQLite's synchronous = NORMAL).
- * - disk: written and synced (fdatasync), so neither loses it. The sync was
- *   most of the journal's cost: on a virtual machine's disk it put tens of
- *   milliseconds on the gateway's p99 at 2,000 requests/s.
- */
-export type UsageSync = "disk" | "write";
-
 export interface UsageJournalOptions {
-  /** What an answer waits for; write unless said. */
+  /**
+   * What an answer waits for before its last byte; write unless said.
+   * - write: its usage written to the file, not synced: a crash of the process
+   *   (kill -9, out of memory) loses none, as the kernel has it; a crash of the
+   *   machine (power, kernel) may lose what was not yet on disk. That is the
+   *   embedded store's own trade (SQLite's synchronous = NORMAL).
+   * - disk: written and synced (fdatasync), so neither loses it. The sync was
+   *   most of the journal's cost: on a virtual machine's disk it put tens of
+   *   milliseconds on the gateway's p99 at 2,000 requests/s.
+   */
   readonly sync?: UsageSync;
   /** A write or sync that failed: the usage is still counted in memory, but would be lost in a crash. */
   readonly onError?: (error: unknown) => void;
