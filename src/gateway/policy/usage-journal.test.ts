@@ -4,7 +4,9 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { UsageIncrement } from "../../protocol/gateway-keys-feed.js";
 import { UsageLedger } from "./usage-ledger.js";
-import { UsageJournal } from "./usage-journal.js";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { processIsRunning, UsageJournal } from "./usage-journal.js";
 
 const root = mkdtempSync(path.join(tmpdir(), "llmgw-usage-journal-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -45,5 +47,18 @@ describe("the usage journal", () => {
     expect(written).toEqual([expect.objectContaining({ minute: "2026-12-02T03:30Z", requests: 1, errors: 1, promptTokens: 5, completionTokens: 6 })]);
     await ledger.close();
     expect(readdirSync(directory)).toEqual([]);
+  });
+
+  // Linux only: elsewhere there is no /proc to tell a zombie by.
+  it.runIf(existsSync("/proc/self/stat"))("counts a dead process not yet reaped (a zombie) as gone, and itself as running", () => {
+    expect(processIsRunning(process.pid)).toBe(true);
+    const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+    const pid = child.pid as number;
+    // Blocking the event loop keeps node from reaping the child: it stays a zombie until this test returns.
+    const until = Date.now() + 20_000;
+    const zombie = () => existsSync(`/proc/${pid}/stat`) && readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z") === true;
+    while (!zombie() && Date.now() < until);
+    expect(zombie()).toBe(true);
+    expect(processIsRunning(pid)).toBe(false);
   });
 });

@@ -277,13 +277,31 @@ function parseLine(line: string): JournalRecord | undefined {
   return { key, model, minute, errors: errors as number, promptTokens: promptTokens as number, completionTokens: completionTokens as number };
 }
 
-function processIsRunning(pid: number): boolean {
+/**
+ * Whether a segment's writer still runs. A process killed with -9 whose
+ * parent died with it stays a zombie until init reaps it, and kill(pid, 0)
+ * answers for a zombie as for a live process: its segments were then left
+ * unadopted by the gateway started in its place, and their usage missing
+ * until the next start. On Linux a zombie ("Z" in /proc/PID/stat) is gone.
+ */
+export function processIsRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+    const stat = readStat(pid);
+    // The state follows the command name's closing parenthesis, which the name itself may contain.
+    return stat === undefined || stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
   } catch (error) {
     // EPERM: it runs, as another user.
     return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function readStat(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    // No /proc (macOS), or it went in between: kill(pid, 0) has answered.
+    return undefined;
   }
 }
 
