@@ -35,6 +35,13 @@ describe("heartbeatDiff", () => {
     expect(diff([reordered], [stored(ready)])).toEqual({ upserts: [], deletes: [], failures: [], stopsToSend: [], orphans: [], changesDecisions: false });
   });
 
+  it("writes a pending replica's first report even when it matches the row word for word, as the report is what clears pending", () => {
+    const fetching = status("r1", "fetching");
+    const writes = diff([fetching], [stored(fetching, { pending: true })]);
+    expect(writes.upserts.map((write) => [write.id, write.status.state])).toEqual([["r1", "fetching"]]);
+    expect(writes.changesDecisions).toBe(true);
+  });
+
   it("writes a replica whose report changed, keeping its creation time and stop request", () => {
     const before = status("r1", "starting");
     const after = status("r1", "ready", { since: "2026-01-01T00:09:59Z" });

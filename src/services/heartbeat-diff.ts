@@ -86,8 +86,9 @@ export function heartbeatDiff(input: HeartbeatDiffInput): HeartbeatWrites {
       if (status.state !== "draining") orphans.push(status);
       continue;
     }
-    if (!sameReport(row.status, status)) {
-      if (!sameReport(decisive(row.status), decisive(status))) changesDecisions = true;
+    // A pending row is written even when the report matches it word for word: the report is what clears pending.
+    if (row.pending || !sameReport(row.status, status)) {
+      if (row.pending || !sameReport(decisive(row.status), decisive(status))) changesDecisions = true;
       upserts.push({
         id: status.id,
         node: input.node,
