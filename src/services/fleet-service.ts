@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import { resolveSecretEnv } from "../catalog/secret-env.js";
-import { replicaIdSchema, type HeartbeatResponse, type JoinResponse, type ReplicaSpec, type ReplicaStatus } from "../protocol/agent-protocol.js";
+import { replicaIdSchema, type HeartbeatResponse, type JoinResponse, type ReplicaProgress, type ReplicaSpec, type ReplicaStatus } from "../protocol/agent-protocol.js";
 import { newToken } from "../auth/tokens.js";
 import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
 import { DomainError } from "../errors/domain-error.js";
@@ -16,11 +16,13 @@ import {
   deleteReplica,
   findNode,
   findReplica,
+  findReplicas,
   listNodes,
   listNodeTimes,
   listReplicaHoldings,
+  listReplicaProgress,
   listReplicas,
-  readFleetRevision,
+  readFleetRevisions,
   updateReplica,
   upsertReplica,
   type StoredNode,
@@ -113,15 +115,18 @@ export class FleetService {
    * What the fleet's views depend on beside their rows: the revision the
    * store raises on every change they show, and each node's state now (time
    * alone makes a silent node lost). Equal keys mean equal views, except for
-   * each node's `last_seen_at`, given here apart (it moves at every beat).
+   * each node's `last_seen_at`, given here apart (it moves at every beat),
+   * and a replica's fetch progress, which only the replica list shows: its
+   * revision is given apart too, so the models, the nodes and the routing
+   * table are not built again while a fetch moves.
    */
-  async viewKey(): Promise<{ readonly key: string; readonly lastSeen: ReadonlyMap<string, string> }> {
-    // The revision first: a change landing before the times are read gives newer rows under an older key, which the next read rebuilds, never the reverse.
-    const revision = await readFleetRevision(this.store.db);
+  async viewKey(): Promise<{ readonly key: string; readonly lastSeen: ReadonlyMap<string, string>; readonly progressRevision: number }> {
+    // The revisions first: a change landing before the times are read gives newer rows under an older key, which the next read rebuilds, never the reverse.
+    const revisions = await readFleetRevisions(this.store.db);
     const nodes = await listNodeTimes(this.store.db);
     const states = this.states.nodeStates(nodes);
     const lastSeen = new Map(nodes.map((node) => [node.name, this.heard.lastSeenText(node)]));
-    return { key: `${revision}/${nodes.map((node) => states.get(node.name) ?? "lost").join(",")}`, lastSeen };
+    return { key: `${revisions.fleet}/${nodes.map((node) => states.get(node.name) ?? "lost").join(",")}`, lastSeen, progressRevision: revisions.progress };
   }
 
   /** Called after each heartbeat that changed what the reconciler decides on; the others change nothing it acts on. */
@@ -177,6 +182,38 @@ export class FleetService {
     const states = this.states.nodeStates(nodes);
     const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
     return replicas.map((row) => replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id)));
+  }
+
+  /**
+   * Every replica's view, with the progress each row held when read: the
+   * replica list follows a fetch's progress apart from the other changes
+   * (see viewKey), and compares this with replicaProgressNow to know which
+   * views to build again.
+   */
+  async listReplicasWithProgress(): Promise<{ readonly views: ReplicaView[]; readonly progress: ReadonlyMap<string, ReplicaProgress | undefined> }> {
+    const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db), this.replicaIntents()]);
+    const states = this.states.nodeStates(nodes);
+    const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
+    return {
+      views: replicas.map((row) => replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id))),
+      progress: new Map(replicas.map((row) => [row.id, row.status.progress])),
+    };
+  }
+
+  /** Each fetch's progress now, read from its column alone. */
+  async replicaProgressNow(): Promise<Map<string, ReplicaProgress>> {
+    return await listReplicaProgress(this.store.db);
+  }
+
+  /** The views of these replicas as they are now; an id with no row is left out. */
+  async replicasById(ids: readonly string[]): Promise<ReplicaView[]> {
+    const rows = await findReplicas(this.store.db, ids);
+    const names = [...new Set(rows.map((row) => row.node))];
+    const [nodes, times, intents] = await Promise.all([Promise.all(names.map(async (name) => await findNode(this.store.db, name))), listNodeTimes(this.store.db), this.replicaIntents()]);
+    const byName = new Map(nodes.filter((node) => node !== undefined).map((node) => [node.name, this.heard.seen(node)]));
+    // Every node's time, as the whole list has it: whether the settling window is still open depends on all of them.
+    const states = this.states.nodeStates(times);
+    return rows.map((row) => replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id)));
   }
 
   async getReplica(id: string): Promise<ReplicaView> {

@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import type { Selectable } from "kysely";
 import { describe, expect, it } from "vitest";
 import { readNodeRow, readReplicaRow } from "../store/fleet-rows.js";
 import type { Database } from "../store/schema.js";
@@ -32,7 +33,7 @@ const nodeRow: fc.Arbitrary<Database["nodes"]> = fc.record({
   last_seen_at: columnText,
 });
 
-const replicaRow: fc.Arbitrary<Database["replicas"]> = fc.record({
+const replicaRow: fc.Arbitrary<Selectable<Database["replicas"]>> = fc.record({
   id: fc.string(),
   node: fc.string(),
   model: fc.string(),
@@ -42,6 +43,7 @@ const replicaRow: fc.Arbitrary<Database["replicas"]> = fc.record({
   spec: fc.option(columnText),
   state: fc.oneof(fc.constantFrom("fetching", "starting", "ready", "draining", "stopped", "failed"), fc.string()),
   status: columnText,
+  progress: fc.option(columnText),
   stop_requested: fc.integer(),
   created_at: columnText,
   updated_at: columnText,
@@ -65,9 +67,22 @@ describe("fleet views over stored rows", () => {
   });
 
   it("shows an unreadable stored report as failed, never as ready", () => {
-    const replica = readReplicaRow({ id: "r1", node: "n", model: "m", profile: "p", engine: "vllm", cards: "[0]", spec: null, state: "ready", status: "{", stop_requested: 0, created_at: "", updated_at: "" });
+    const replica = readReplicaRow({ id: "r1", node: "n", model: "m", profile: "p", engine: "vllm", cards: "[0]", spec: null, state: "ready", status: "{", progress: null, stop_requested: 0, created_at: "", updated_at: "" });
     expect(replica.state).toBe("failed");
     expect(replicaView(replica, undefined, undefined)).toMatchObject({ state: "failed", endpoint: null, gpus: [0], reason: expect.stringContaining("cannot read") });
+  });
+
+  it("reads a fetch's progress from its column, from the report of a row written before that column, and drops one it cannot read", () => {
+    const row = (status: Record<string, unknown>, progress: string | null) => ({
+      id: "r1", node: "n", model: "m", profile: "p", engine: "vllm", cards: "[0]", spec: null, state: "fetching",
+      status: JSON.stringify({ id: "r1", model: "m", profile: "p", engine: "vllm", cards: [0], state: "fetching", since: "2026-01-01T00:00:00.000Z", ...status }),
+      progress, stop_requested: 0, created_at: "", updated_at: "",
+    });
+    const shown = (raw: ReturnType<typeof row>) => replicaView(readReplicaRow(raw), undefined, "ready").progress;
+    expect(shown(row({}, JSON.stringify({ fraction: 0.5, bytes_done: 5, bytes_total: 10 })))).toEqual({ fraction: 0.5, bytes_done: 5, bytes_total: 10 });
+    expect(shown(row({ progress: { fraction: 0.25, bytes_done: 1, bytes_total: 4 } }, null))).toEqual({ fraction: 0.25, bytes_done: 1, bytes_total: 4 });
+    expect(shown(row({}, "{not json"))).toBeNull();
+    expect(readReplicaRow(row({}, "{not json")).state).toBe("fetching");
   });
 
   it("moves an engine's endpoint to the node's host, and leaves out one that is not an http URL", () => {

@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import type { Kysely, Selectable } from "kysely";
 import { z } from "zod";
 import {
   inventorySchema,
@@ -7,6 +7,7 @@ import {
   replicaStates,
   replicaStatusSchema,
   type Inventory,
+  type ReplicaProgress,
   type ReplicaSpec,
   type ReplicaState,
   type ReplicaStatus,
@@ -59,7 +60,7 @@ export interface StoredReplica {
 }
 
 type NodeRow = Database["nodes"];
-type ReplicaRow = Database["replicas"];
+type ReplicaRow = Selectable<Database["replicas"]>;
 
 const emptyInventory: Inventory = { hostname: "", gpus: [], memory_bytes: 0, cpu_cores: 1, engines: [], disk_free_bytes: 0, simulated: false };
 const cardsSchema = z.array(z.number().int().min(0));
@@ -120,9 +121,13 @@ export function readReplicaRow(row: ReplicaRow): StoredReplica {
   const cardsColumn = cardsSchema.safeParse(parseJson(row.cards));
   const spec = row.spec === null ? undefined : replicaSpecSchema.safeParse(parseJson(row.spec));
   const reported = replicaStatusSchema.safeParse(parseJson(row.status));
+  // Kept in its own column since 0011; a row written before keeps it in the status.
+  const progress = row.progress === null || row.progress === undefined ? undefined : progressSchema.safeParse(parseJson(row.progress));
   const updatedAt = text(row.updated_at);
   const status: ReplicaStatus = reported.success
-    ? reported.data
+    ? progress?.success
+      ? { ...reported.data, progress: progress.data }
+      : reported.data
     : {
         id: text(row.id),
         model: text(row.model),
@@ -179,7 +184,10 @@ export interface ReplicaWrite {
   readonly updated_at: string;
 }
 
+const progressSchema = replicaStatusSchema.shape.progress.unwrap();
+
 function replicaRow(write: ReplicaWrite): ReplicaRow {
+  const { progress, ...status } = write.status;
   return {
     id: write.id,
     node: write.node,
@@ -189,7 +197,8 @@ function replicaRow(write: ReplicaWrite): ReplicaRow {
     cards: JSON.stringify(write.status.cards),
     spec: write.spec === null ? null : JSON.stringify(write.spec),
     state: write.pending ? pendingState : write.status.state,
-    status: JSON.stringify(write.status),
+    status: JSON.stringify(status),
+    progress: progress === undefined ? null : JSON.stringify(progress),
     stop_requested: write.stop_requested ? 1 : 0,
     created_at: write.created_at,
     updated_at: write.updated_at,
@@ -254,6 +263,32 @@ export async function listReplicas(db: Kysely<Database>, filter: { model?: strin
   return (await query.orderBy("model").orderBy("id").execute()).map(readReplicaRowOnce);
 }
 
+/** These replicas, read whole; an id with no row is left out. */
+export async function findReplicas(db: Kysely<Database>, ids: readonly string[]): Promise<StoredReplica[]> {
+  const rows: StoredReplica[] = [];
+  // Bounded IN lists: SQLite and Postgres both cap the parameters of one statement.
+  for (let start = 0; start < ids.length; start += 500) {
+    const slice = ids.slice(start, start + 500);
+    rows.push(...(await db.selectFrom("replicas").selectAll().where("id", "in", slice).execute()).map(readReplicaRowOnce));
+  }
+  return rows;
+}
+
+/**
+ * Every fetch's progress as its column holds it, by replica id, reading that
+ * column alone: what the replica list reads when only progress moved. A
+ * progress that cannot be read is left out, as readReplicaRow leaves it.
+ */
+export async function listReplicaProgress(db: Kysely<Database>): Promise<Map<string, ReplicaProgress>> {
+  const rows = await db.selectFrom("replicas").select(["id", "progress"]).where("progress", "is not", null).execute();
+  const progress = new Map<string, ReplicaProgress>();
+  for (const row of rows) {
+    const parsed = progressSchema.safeParse(parseJson(row.progress));
+    if (parsed.success) progress.set(text(row.id), parsed.data);
+  }
+  return progress;
+}
+
 /** Where a replica is and what holds it, without its report: what model counts and node listings need. */
 export interface ReplicaHolding {
   readonly id: string;
@@ -308,6 +343,7 @@ export async function upsertReplica(db: Kysely<Database>, write: ReplicaWrite): 
           cards: row.cards,
           state: row.state,
           status: row.status,
+          progress: row.progress,
           updated_at: row.updated_at,
           ...(row.spec !== null ? { spec: row.spec } : {}),
         })
@@ -318,11 +354,12 @@ export async function upsertReplica(db: Kysely<Database>, write: ReplicaWrite): 
 }
 
 export async function updateReplica(db: Kysely<Database>, id: string, changes: { status?: ReplicaStatus; stop_requested?: boolean; updated_at: string }): Promise<void> {
+  const { progress, ...status } = changes.status ?? {};
   await db
     .updateTable("replicas")
     .set({
       updated_at: changes.updated_at,
-      ...(changes.status !== undefined ? { state: changes.status.state, status: JSON.stringify(changes.status) } : {}),
+      ...(changes.status !== undefined ? { state: changes.status.state, status: JSON.stringify(status), progress: progress === undefined ? null : JSON.stringify(progress) } : {}),
       ...(changes.stop_requested !== undefined ? { stop_requested: changes.stop_requested ? 1 : 0 } : {}),
     })
     .where("id", "=", id)
@@ -333,8 +370,13 @@ export async function deleteReplica(db: Kysely<Database>, id: string): Promise<v
   await db.deleteFrom("replicas").where("id", "=", id).execute();
 }
 
-/** Raised by the store itself on every change a node, replica or model view shows (see migrations.ts). */
-export async function readFleetRevision(db: Kysely<Database>): Promise<number> {
-  const row = await db.selectFrom("fleet_revision").select("revision").where("id", "=", 1).executeTakeFirst();
-  return Number(row?.revision ?? 0);
+/**
+ * Raised by the store itself (see migrations.ts): `fleet` on every change a
+ * node, replica or model view shows but a fetch's progress, `progress` on
+ * every change of one.
+ */
+export async function readFleetRevisions(db: Kysely<Database>): Promise<{ readonly fleet: number; readonly progress: number }> {
+  const rows = await db.selectFrom("fleet_revision").select(["id", "revision"]).where("id", "in", [1, 2]).execute();
+  const of = (id: number) => Number(rows.find((row) => Number(row.id) === id)?.revision ?? 0);
+  return { fleet: of(1), progress: of(2) };
 }

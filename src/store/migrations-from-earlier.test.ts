@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { Migrator, type Kysely } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { storesUnderTest } from "../../test/support/postgres.js";
+import { findReplica, readFleetRevisions } from "./fleet-rows.js";
 import { migrationProvider } from "./migrations.js";
 import { listModelEntries } from "./model-rows.js";
 import { insertGatewayKey, listGatewayKeys } from "./gateway-key-rows.js";
@@ -38,6 +39,12 @@ const rowsAt: Record<string, (db: Kysely<Database>) => Promise<void>> = {
       .insertInto("replicas")
       .values({ id: "r1", node: "gpu-1", model: "chat", profile: "default", engine: "vllm", cards: "[0]", spec: null, state: "ready", status: "{}", stop_requested: 0, created_at: at, updated_at: at })
       .execute();
+    // Before 0011 a fetch's progress was kept inside the report.
+    const fetching = { id: "r2", model: "chat", profile: "default", engine: "vllm", cards: [1], state: "fetching", since: at, progress: { fraction: 0.5, bytes_done: 5, bytes_total: 10 } };
+    await db
+      .insertInto("replicas")
+      .values({ id: "r2", node: "gpu-1", model: "chat", profile: "default", engine: "vllm", cards: "[1]", spec: null, state: "fetching", status: JSON.stringify(fetching), stop_requested: 0, created_at: at, updated_at: at })
+      .execute();
   },
   "0003_node_credential_hashes": async (db) => {
     await db.insertInto("server_key_check").values({ id: 1, verifier: "v", created_at: at }).execute();
@@ -66,6 +73,8 @@ const rowsAt: Record<string, (db: Kysely<Database>) => Promise<void>> = {
   "0009_fleet_revision": async () => {},
   // 0010 gives keys a cap of their own; the keys of before it keep the server's (checked below).
   "0010_gateway_key_max_in_flight": async () => {},
+  // 0011 keeps a fetch's progress in a column of its own; a report of before it still shows its progress (checked below).
+  "0011_replica_progress": async () => {},
 };
 
 const levels = Object.keys(rowsAt);
@@ -79,7 +88,11 @@ async function expectRowsFrom(store: Store, level: number): Promise<void> {
   if (reached("0002_nodes_replicas")) {
     // A clear credential of before 0003 is kept only as its hash: the agent holding it still matches.
     expect(await store.db.selectFrom("nodes").select(["name", "credential_hash"]).execute()).toEqual([{ name: "gpu-1", credential_hash: sha256("clear-credential") }]);
-    expect(await store.db.selectFrom("replicas").select(["id", "state"]).execute()).toEqual([{ id: "r1", state: "ready" }]);
+    expect(await store.db.selectFrom("replicas").select(["id", "state"]).orderBy("id").execute()).toEqual([
+      { id: "r1", state: "ready" },
+      { id: "r2", state: "fetching" },
+    ]);
+    expect((await findReplica(store.db, "r2"))?.status.progress).toEqual({ fraction: 0.5, bytes_done: 5, bytes_total: 10 });
     expect(await store.db.selectFrom("join_tokens").select("id").execute()).toEqual([{ id: "j1" }]);
   }
   if (reached("0003_node_credential_hashes")) expect(await store.db.selectFrom("server_key_check").select("verifier").execute()).toEqual([{ verifier: "v" }]);
@@ -99,7 +112,7 @@ async function expectRowsFrom(store: Store, level: number): Promise<void> {
   }
   if (reached("0007_model_versions")) expect((await listVersionChanges(store.db, "chat")).map((change) => change.kind)).toEqual(["update"]);
   // Whatever the level, the store now counts fleet changes: a replica written raises the revision the kept lists follow.
-  const revision = async () => (await store.db.selectFrom("fleet_revision").select("revision").executeTakeFirstOrThrow()).revision;
+  const revision = async () => (await readFleetRevisions(store.db)).fleet;
   const before = await revision();
   await store.db.updateTable("node_controls").set({ cordoned: 0 }).execute();
   if (reached("0005_reconcile")) expect(await revision()).toBeGreaterThan(before);

@@ -305,7 +305,73 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         await db.schema.alterTable("gateway_keys").dropColumn("max_in_flight").execute();
       },
     },
+    "0011_replica_progress": {
+      // A fetch's progress in its own column, raising a revision of its own
+      // (row 2 of fleet_revision): it moves at every beat of a fetching
+      // replica and only the replica list shows it, so it must not make the
+      // models, nodes and routing table, all keyed on row 1, be built again.
+      // The update trigger of row 1 now compares the columns a view or a
+      // decision reads; updated_at is left out (the console's change feed
+      // reads it, and sees a progress write by it).
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable("replicas").addColumn("progress", "text").execute();
+        await db.insertInto("fleet_revision" as never).values({ id: 2, revision: 0 } as never).execute();
+        for (const statement of replicaProgressTriggers(kind)) await sql.raw(statement).execute(db);
+      },
+      async down(db: Kysely<unknown>) {
+        for (const statement of dropReplicaProgressTriggers(kind)) await sql.raw(statement).execute(db);
+        await db.deleteFrom("fleet_revision" as never).where("id" as never, "=", 2 as never).execute();
+        await db.schema.alterTable("replicas").dropColumn("progress").execute();
+      },
+    },
   };
+}
+
+/** What a replica view or a decision reads of a replica row: all but `progress` (its own revision) and `updated_at`. */
+const replicaShownColumns = ["id", "node", "model", "profile", "engine", "cards", "spec", "state", "status", "stop_requested", "created_at"] as const;
+const bumpProgressRevision = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 2";
+
+function replicaProgressTriggers(kind: "sqlite" | "postgres"): string[] {
+  const bump = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 1";
+  if (kind === "postgres") {
+    const changed = replicaShownColumns.map((column) => `OLD.${column} IS DISTINCT FROM NEW.${column}`).join(" OR ");
+    return [
+      // Row-level: Postgres fires a statement-level INSERT trigger for an upsert that only updated,
+      // so every beat's write of a fetch's progress, and every demand_at write, raised row 1 through it.
+      ...fleetRevisionSources.flatMap(({ table }) => [
+        `DROP TRIGGER ${table}_fleet_revision ON ${table}`,
+        `CREATE TRIGGER ${table}_fleet_revision AFTER INSERT OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION bump_fleet_revision()`,
+      ]),
+      "DROP TRIGGER replicas_fleet_revision_update ON replicas",
+      `CREATE TRIGGER replicas_fleet_revision_update AFTER UPDATE ON replicas FOR EACH ROW WHEN (${changed}) EXECUTE FUNCTION bump_fleet_revision()`,
+      `CREATE FUNCTION bump_replica_progress_revision() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${bumpProgressRevision}; RETURN NULL; END $$`,
+      "CREATE TRIGGER replicas_progress_revision AFTER UPDATE ON replicas FOR EACH ROW WHEN (OLD.progress IS DISTINCT FROM NEW.progress) EXECUTE FUNCTION bump_replica_progress_revision()",
+    ];
+  }
+  const changed = replicaShownColumns.map((column) => `OLD.${column} IS NOT NEW.${column}`).join(" OR ");
+  return [
+    "DROP TRIGGER replicas_fleet_revision_update",
+    `CREATE TRIGGER replicas_fleet_revision_update AFTER UPDATE ON replicas WHEN ${changed} BEGIN ${bump}; END`,
+    `CREATE TRIGGER replicas_progress_revision AFTER UPDATE ON replicas WHEN OLD.progress IS NOT NEW.progress BEGIN ${bumpProgressRevision}; END`,
+  ];
+}
+
+/** Back to 0009's triggers: statement-level inserts and deletes, and every update of replicas raises row 1. */
+function dropReplicaProgressTriggers(kind: "sqlite" | "postgres"): string[] {
+  const bump = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 1";
+  if (kind === "postgres") {
+    return [
+      "DROP TRIGGER replicas_progress_revision ON replicas",
+      "DROP FUNCTION bump_replica_progress_revision()",
+      "DROP TRIGGER replicas_fleet_revision_update ON replicas",
+      "CREATE TRIGGER replicas_fleet_revision_update AFTER UPDATE ON replicas FOR EACH STATEMENT EXECUTE FUNCTION bump_fleet_revision()",
+      ...fleetRevisionSources.flatMap(({ table }) => [
+        `DROP TRIGGER ${table}_fleet_revision ON ${table}`,
+        `CREATE TRIGGER ${table}_fleet_revision AFTER INSERT OR DELETE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION bump_fleet_revision()`,
+      ]),
+    ];
+  }
+  return ["DROP TRIGGER replicas_progress_revision", "DROP TRIGGER replicas_fleet_revision_update", `CREATE TRIGGER replicas_fleet_revision_update AFTER UPDATE ON replicas BEGIN ${bump}; END`];
 }
 
 /**
@@ -314,7 +380,8 @@ function migrations(kind: StoreKind): Record<string, Migration> {
  * (and a request on demand `demand_at` alone), so neither raises the
  * revision: the lists built once per revision stay valid while 500 nodes beat.
  * Triggers rather than a bump beside each write: servers sharing Postgres
- * each write, and no write path can forget it.
+ * each write, and no write path can forget it. (0011 replaces the update
+ * trigger of replicas, so a fetch's progress raises a revision of its own.)
  */
 const fleetRevisionSources: readonly { readonly table: string; readonly shown?: readonly string[] }[] = [
   { table: "nodes", shown: ["address", "fabric", "labels", "inventory", "credential_hash", "joined_at"] },

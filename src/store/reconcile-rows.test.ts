@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { storesUnderTest } from "../../test/support/postgres.js";
 import { findCanary, listCanaries, makeCanaryReplicasStable, putCanary, updateCanary, type CanaryRow } from "./canary-rows.js";
+import { readFleetRevisions } from "./fleet-rows.js";
 import { openStore, type Store } from "./open-store.js";
 import {
   findModelStatus,
@@ -94,6 +95,16 @@ describe.each(storesUnderTest)("reconcile rows on $kind", (engine) => {
     await updateModelStatus(store.db, "qwen", { demand_at: at(1) }, at(1));
     await updateModelStatus(store.db, "qwen", { failures: 2, last_failure: "engine exited", last_failure_at: at(2) }, at(2));
     expect(await findModelStatus(store.db, "qwen")).toMatchObject({ demand_at: at(1), failures: 2, last_failure: "engine exited", placement_state: null, updated_at: at(2) });
+  });
+
+  it("raises the fleet's revision for a placement change, and not for a demand_at write, which no view shows", async () => {
+    const revision = async () => (await readFleetRevisions(store.db)).fleet;
+    await updateModelStatus(store.db, "qwen", { placement_state: "unplaced" }, at(1));
+    const placed = await revision();
+    await updateModelStatus(store.db, "qwen", { demand_at: at(2) }, at(2));
+    expect(await revision()).toBe(placed);
+    await updateModelStatus(store.db, "qwen", { placement_reason: "no room" }, at(3));
+    expect(await revision()).toBeGreaterThan(placed);
   });
 
   it("keeps the first withdrawal's time, so a drain waits from when the replica left routing", async () => {

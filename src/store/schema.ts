@@ -9,6 +9,7 @@ export interface Database {
   /** One row. Every catalog change updates it first, which serializes catalog changes across servers sharing Postgres. */
   catalog_revision: { id: number; revision: number };
   /** One row, raised by triggers on every change a fleet or model view shows (migrations.ts names the columns). */
+  /** Row 1: every change a fleet view shows but a fetch's progress; row 2: progress, which only the replica list shows. */
   fleet_revision: { id: number; revision: number };
   models: { name: string; entry: string; created_at: string; updated_at: string };
   api_tokens: { id: string; name: string; role: string; token_hash: string; created_at: string };
@@ -53,6 +54,8 @@ export interface Database {
     spec: string | null;
     state: string;
     status: string;
+    /** A fetch's progress as JSON, apart from the status: it raises a revision of its own (see migrations.ts). */
+    progress: ColumnType<string | null, string | null | undefined, string | null>;
     stop_requested: number;
     created_at: string;
     updated_at: string;

@@ -6,7 +6,7 @@ import { modelEntrySchema } from "../../catalog/schema.js";
 import { storesUnderTest } from "../../../test/support/postgres.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
-import { findReplica, readFleetRevision, upsertReplica } from "../../store/fleet-rows.js";
+import { findReplica, readFleetRevisions, upsertReplica } from "../../store/fleet-rows.js";
 import { CatalogService } from "../../services/catalog-service.js";
 import { FleetService } from "../../services/fleet-service.js";
 import { buildApp } from "../../server/build-app.js";
@@ -204,11 +204,11 @@ describe.each(storesUnderTest)("admin lists over $kind", (engine) => {
   });
 
   it("writes nothing for a heartbeat that reports nothing new, and still shows when the node was heard", async () => {
-    const revision = await readFleetRevision(store.db);
+    const revision = (await readFleetRevisions(store.db)).fleet;
     const tag = (await get("/api/v1/replicas")).headers.etag as string;
     clock += 2000;
     await beat("node-a", [ready("alpha-1", "alpha"), ready("gamma-1", "gamma")]);
-    expect(await readFleetRevision(store.db)).toBe(revision);
+    expect((await readFleetRevisions(store.db)).fleet).toBe(revision);
     expect((await get("/api/v1/replicas", { "if-none-match": tag })).statusCode).toBe(304);
     const node = (await get("/api/v1/nodes")).json().nodes.find((candidate: { name: string }) => candidate.name === "node-a");
     expect(node.last_seen_at).toBe(new Date(clock).toISOString());
@@ -218,7 +218,40 @@ describe.each(storesUnderTest)("admin lists over $kind", (engine) => {
     clock += 5000;
     await beat("node-a", [ready("alpha-1", "alpha"), ready("gamma-1", "gamma")]);
     expect((await stored()).last_seen_at).toBe(new Date(clock).toISOString());
-    expect(await readFleetRevision(store.db)).toBe(revision);
+    expect((await readFleetRevisions(store.db)).fleet).toBe(revision);
+  });
+
+  it("shows a fetch's progress in the replica list, while the models and the fleet's revision stay as they were", async () => {
+    const fetching = (fraction: number): ReplicaStatus => ({ ...ready("delta-1", "delta-chat"), state: "fetching", endpoint: undefined, progress: { fraction, bytes_done: fraction * 100, bytes_total: 100 } });
+    const failed: ReplicaStatus = { ...ready("beta-1", "beta"), state: "failed", endpoint: undefined, reason: "out of memory" };
+    await beat("node-c", [failed, fetching(0.1)]);
+    const before = await readFleetRevisions(store.db);
+    const modelsTag = (await get("/api/v1/models")).headers.etag as string;
+    const replicasTag = (await get("/api/v1/replicas")).headers.etag as string;
+    clock += 2000;
+    await beat("node-c", [failed, fetching(0.6)]);
+    const after = await readFleetRevisions(store.db);
+    expect(after.fleet).toBe(before.fleet);
+    expect(after.progress).toBeGreaterThan(before.progress);
+    expect((await get("/api/v1/models", { "if-none-match": modelsTag })).statusCode).toBe(304);
+    const replicas = await get("/api/v1/replicas", { "if-none-match": replicasTag });
+    expect(replicas.statusCode).toBe(200);
+    expect(replicas.json().replicas.find((replica: ReplicaView) => replica.id === "delta-1").progress).toEqual({ fraction: 0.6, bytes_done: 60, bytes_total: 100 });
+    // Kept apart in the row, so the report's own column (which row 1 of the revision follows) did not change.
+    const row = await store.db.selectFrom("replicas").select(["status", "progress"]).where("id", "=", "delta-1").executeTakeFirstOrThrow();
+    expect(JSON.parse(row.status)).not.toHaveProperty("progress");
+    expect(JSON.parse(row.progress ?? "null")).toEqual({ fraction: 0.6, bytes_done: 60, bytes_total: 100 });
+    // Built again from the list kept whole, once per move: each read shows the progress of now.
+    const progressOf = async () => (await get("/api/v1/replicas")).json().replicas.find((replica: ReplicaView) => replica.id === "delta-1").progress;
+    await beat("node-c", [failed, fetching(0.9)]);
+    expect(await progressOf()).toEqual({ fraction: 0.9, bytes_done: 90, bytes_total: 100 });
+    await beat("node-c", [failed, { ...fetching(0.9), progress: undefined }]);
+    expect(await progressOf()).toBeNull();
+    expect((await readFleetRevisions(store.db)).fleet).toBe(before.fleet);
+    // Its fetch done, it starts: a change the models show.
+    await beat("node-c", [failed, { ...ready("delta-1", "delta-chat"), state: "starting", endpoint: undefined }]);
+    expect((await readFleetRevisions(store.db)).fleet).toBeGreaterThan(after.fleet);
+    expect((await get("/api/v1/replicas")).json().replicas.find((replica: ReplicaView) => replica.id === "delta-1").progress).toBeNull();
   });
 
   it("shows a node lost once its deadline passes, with no write to tell it", async () => {

@@ -1,7 +1,8 @@
 import { pipeline } from "node:stream";
+import { isDeepStrictEqual } from "node:util";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { agentPaths, heartbeatRequestSchema, heartbeatResponseSchema, joinRequestSchema, joinResponseSchema } from "../../protocol/agent-protocol.js";
+import { agentPaths, heartbeatRequestSchema, heartbeatResponseSchema, joinRequestSchema, joinResponseSchema, type ReplicaProgress } from "../../protocol/agent-protocol.js";
 import { startReplicaBodySchema, type FleetService } from "../../services/fleet-service.js";
 import { redactOutputLine, redactStrings, secretValuesOf, type Audience } from "../../catalog/redact.js";
 import type { NodeState, NodeView, ReplicaView } from "../../protocol/views.js";
@@ -9,7 +10,7 @@ import { engineNames } from "../../catalog/schema.js";
 import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 import { jsonListBody } from "../lists/json-list-body.js";
-import { KeptItems, type KeptItem } from "../lists/kept-items.js";
+import { KeptItems, keptItem, type KeptItem } from "../lists/kept-items.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { describeActor } from "../../catalog/actor.js";
@@ -127,6 +128,13 @@ async function shownReplicas(catalog: CatalogService, replicas: readonly Replica
 
 const shownReplica = async (catalog: CatalogService, replica: ReplicaView): Promise<ReplicaView> => (await shownReplicas(catalog, [replica]))[0] as ReplicaView;
 
+/** The replica list as kept: each item's view and JSON, the answer's bytes, and the progress each replica had when the list was built whole. */
+interface ReplicaList {
+  readonly items: readonly KeptItem<ReplicaView>[];
+  readonly body: Buffer;
+  readonly progress: ReadonlyMap<string, ReplicaProgress | undefined>;
+}
+
 /** Nodes, replicas, join tokens, and the agents' own join and heartbeat. */
 export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, catalog: CatalogService): void {
   // Agents authenticate with a join token or their node credential, checked by the fleet service.
@@ -167,22 +175,43 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
   });
   app.get("/api/v1/nodes/:name", { config: { access: "read", api: { summary: "One node" } } }, async (request) => fleet.getNode(nameParams.parse(request.params).name));
 
-  const replicasCache = new ListCache<{ readonly items: readonly KeptItem<ReplicaView>[]; readonly body: Buffer }>();
+  // Built whole when anything a replica view shows changes but a fetch's progress; when only progress moved
+  // (every beat of a fetching replica), only the replicas whose progress moved are built again.
+  const wholeReplicas = new ListCache<ReplicaList>();
+  const replicasNow = new ListCache<ReplicaList>();
   // One per audience, as the masking differs.
   const keptReplicas = new Map<Audience, KeptItems<ReplicaView>>();
+  const shownFor = (view: ReplicaView, audience: Audience) => redactStrings(view, audience) as ReplicaView;
+  const wholeReplicaList = async (audience: Audience): Promise<ReplicaList> => {
+    const kept = keptReplicas.get(audience) ?? new KeptItems<ReplicaView>();
+    keptReplicas.set(audience, kept);
+    const listed = await fleet.listReplicasWithProgress();
+    // Masked once per change of a replica, so the pages and filtered answers cut from these views are masked too.
+    // The view's own JSON is its signature: cheap next to the masking and encoding it saves.
+    const shown = await shownReplicas(catalog, listed.views);
+    const items = kept.list(shown, (replica) => replica.id, (replica) => JSON.stringify(replica), (replica) => shownFor(replica, audience));
+    return { items, body: jsonListBody("replicas", items.map((item) => item.json)), progress: listed.progress };
+  };
+  const withProgressNow = async (whole: ReplicaList, audience: Audience): Promise<ReplicaList> => {
+    const now = await fleet.replicaProgressNow();
+    const ids = new Set([...now.keys(), ...[...whole.progress].filter(([, progress]) => progress !== undefined).map(([id]) => id)]);
+    const moved = [...ids].filter((id) => !isDeepStrictEqual(whole.progress.get(id), now.get(id)));
+    if (moved.length === 0) return whole;
+    const rebuilt = new Map((await shownReplicas(catalog, await fleet.replicasById(moved))).map((view) => [view.id, keptItem(shownFor(view, audience))]));
+    // A replica removed meanwhile keeps its item here: its removal raised the fleet's revision, so the next read builds whole.
+    const items = whole.items.map((item) => rebuilt.get(item.view.id) ?? item);
+    return { items, body: jsonListBody("replicas", items.map((item) => item.json)), progress: whole.progress };
+  };
   app.get("/api/v1/replicas", { config: { access: "read", api: { summary: "Replicas, filtered and paged", query: replicasQuery } } }, async (request, reply) => {
     const query = parseQuery(replicasQuery, request.query);
     // The catalog's revision too: a failed replica's reason is masked with its model's secrets as the catalog has them.
     const revision = (await catalog.snapshot()).revision;
-    const key = `${revision}|${(await fleet.viewKey()).key}|${request.audience}`;
-    const built = await replicasCache.get(key, async () => {
-      const kept = keptReplicas.get(request.audience) ?? new KeptItems<ReplicaView>();
-      keptReplicas.set(request.audience, kept);
-      // Masked once per change of a replica, so the pages and filtered answers cut from these views are masked too.
-      // The view's own JSON is its signature: cheap next to the masking and encoding it saves.
-      const shown = await shownReplicas(catalog, await fleet.listReplicas());
-      const items = kept.list(shown, (replica) => replica.id, (replica) => JSON.stringify(replica), (replica) => redactStrings(replica, request.audience) as ReplicaView);
-      return { value: { items, body: jsonListBody("replicas", items.map((item) => item.json)) } };
+    const fleetKey = await fleet.viewKey();
+    const wholeKey = `${revision}|${fleetKey.key}|${request.audience}`;
+    const key = `${wholeKey}|${fleetKey.progressRevision}`;
+    const built = await replicasNow.get(key, async () => {
+      const whole = await wholeReplicas.get(wholeKey, async () => ({ value: await wholeReplicaList(request.audience) }));
+      return { value: await withProgressNow(whole, request.audience) };
     });
     const etag = weakEtag(key, JSON.stringify(query));
     if (Object.values(query).every((value) => value === undefined)) return sendList(request, reply, etag, () => built.body);
