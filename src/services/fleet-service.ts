@@ -38,7 +38,7 @@ import { entryAtRevision } from "../catalog/entry-at-revision.js";
 import { findCanary } from "../store/canary-rows.js";
 import { checkNode, demandProfile, snapshotCard, type Snapshot } from "../placement/index.js";
 import { heldReplica } from "./held-replica.js";
-import { deriveControlSecret } from "../auth/control-secret.js";
+import { ControlSecrets } from "../auth/control-secret.js";
 import type { FleetSettings } from "./fleet/fleet-settings.js";
 import { checkHandPickedCards, checkNodeHasCards } from "./fleet/hand-picked-cards.js";
 import { HeartbeatIntake, type FleetLog } from "./fleet/heartbeat-intake.js";
@@ -57,6 +57,9 @@ export const startReplicaBodySchema = z.strictObject({
   simulation: z.strictObject({ weights_bytes_per_card: z.number().int().min(0).optional(), load_ms: z.number().int().min(0).optional() }).optional(),
 });
 export type StartReplicaBody = z.infer<typeof startReplicaBodySchema>;
+
+/** How old the node times a view key is worked out from may be (see FleetService.nodeTimes). */
+const nodeTimesMaxAgeMs = 1000;
 
 /**
  * The server's side of the fleet: join tokens, joins and
@@ -77,10 +80,11 @@ export class FleetService {
   ) {
     this.startedAtMs = now();
     this.serverKey = settings.serverKey ?? randomBytes(32);
+    this.controlSecrets = new ControlSecrets(this.serverKey);
     const controlSecretOf = (node: Pick<StoredNode, "credential_hash">): string => this.controlSecretOf(node);
     this.joins = new NodeJoin(store, settings, now, controlSecretOf);
     this.heard = new NodesHeard(store, settings.heartbeatDeadlineMs, this.startedAtMs, now);
-    this.heartbeats = new HeartbeatIntake(store, now, controlSecretOf, this.heard, settings.agentDispatcher);
+    this.heartbeats = new HeartbeatIntake(store, now, (node) => this.controlSecrets.of(node.credential_hash), this.heard, settings.agentDispatcher);
     this.states = new NodeStates(store, settings, this.startedAtMs, now, this.heard);
   }
 
@@ -104,8 +108,10 @@ export class FleetService {
 
   /** What the server presents to the node's agent; see server/control-secret.ts. */
   private controlSecretOf(node: Pick<StoredNode, "credential_hash">): string {
-    return deriveControlSecret(this.serverKey, node.credential_hash);
+    return this.controlSecrets.of(node.credential_hash).secret;
   }
+
+  private readonly controlSecrets: ControlSecrets;
 
   private iso(): string {
     return new Date(this.now()).toISOString();
@@ -123,11 +129,36 @@ export class FleetService {
   async viewKey(): Promise<{ readonly key: string; readonly lastSeen: ReadonlyMap<string, string>; readonly progressRevision: number }> {
     // The revisions first: a change landing before the times are read gives newer rows under an older key, which the next read rebuilds, never the reverse.
     const revisions = await readFleetRevisions(this.store.db);
-    const nodes = await listNodeTimes(this.store.db);
+    const nodes = await this.nodeTimes();
     const states = this.states.nodeStates(nodes);
     const lastSeen = new Map(nodes.map((node) => [node.name, this.heard.lastSeenText(node)]));
     return { key: `${revisions.fleet}/${nodes.map((node) => states.get(node.name) ?? "lost").join(",")}`, lastSeen, progressRevision: revisions.progress };
   }
+
+  /**
+   * Every node's stored last-seen time, read at most once a second. Every list
+   * read and every routing tick works out each node's state from these: at
+   * 1,000 nodes, reading them at each call was the server's largest query
+   * (1.5 ms, hundreds of times a second under load). What this server heard
+   * itself is exact all the same (NodesHeard keeps it); a beat another server
+   * sharing the store took is seen up to a second later, on top of the third
+   * of the deadline it writes at. A stale read only ever makes a node look
+   * more silent, so a view built from fresh rows under it is built again at
+   * the next read, never kept past a change.
+   */
+  private async nodeTimes(): Promise<readonly { name: string; last_seen_at: string }[]> {
+    const nowMs = this.now();
+    const kept = this.keptNodeTimes;
+    if (kept !== undefined && nowMs >= kept.readAtMs && nowMs - kept.readAtMs < nodeTimesMaxAgeMs) return await kept.times;
+    const times = listNodeTimes(this.store.db);
+    this.keptNodeTimes = { readAtMs: nowMs, times };
+    times.catch(() => {
+      if (this.keptNodeTimes?.times === times) this.keptNodeTimes = undefined;
+    });
+    return await times;
+  }
+
+  private keptNodeTimes: { readonly readAtMs: number; readonly times: Promise<{ name: string; last_seen_at: string }[]> } | undefined;
 
   /** Called after each heartbeat that changed what the reconciler decides on; the others change nothing it acts on. */
   whenHeartbeatDecisive(listener: () => void): void {
@@ -209,7 +240,7 @@ export class FleetService {
   async replicasById(ids: readonly string[]): Promise<ReplicaView[]> {
     const rows = await findReplicas(this.store.db, ids);
     const names = [...new Set(rows.map((row) => row.node))];
-    const [nodes, times, intents] = await Promise.all([Promise.all(names.map(async (name) => await findNode(this.store.db, name))), listNodeTimes(this.store.db), this.replicaIntents()]);
+    const [nodes, times, intents] = await Promise.all([Promise.all(names.map(async (name) => await findNode(this.store.db, name))), this.nodeTimes(), this.replicaIntents()]);
     const byName = new Map(nodes.filter((node) => node !== undefined).map((node) => [node.name, this.heard.seen(node)]));
     // Every node's time, as the whole list has it: whether the settling window is still open depends on all of them.
     const states = this.states.nodeStates(times);
@@ -272,7 +303,7 @@ export class FleetService {
 
   /** Ready and counted replicas per model, for the model views. */
   readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => {
-    const [nodes, replicas] = await Promise.all([listNodeTimes(this.store.db), listReplicaHoldings(this.store.db)]);
+    const [nodes, replicas] = await Promise.all([this.nodeTimes(), listReplicaHoldings(this.store.db)]);
     const states = this.states.nodeStates(nodes);
     return replicaCountsOf(replicas.map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
   };

@@ -35,6 +35,14 @@ describe("heartbeatDiff", () => {
     expect(diff([reordered], [stored(ready)])).toEqual({ upserts: [], deletes: [], failures: [], stopsToSend: [], orphans: [], changesDecisions: false });
   });
 
+  it("takes a key holding undefined for an absent one, as the stored JSON has it, and any other difference for a change", () => {
+    const ready = status("r1", "ready", { endpoint: "http://127.0.0.1:41000" });
+    expect(diff([{ ...ready, pid: undefined }], [stored(ready)]).upserts).toEqual([]);
+    expect(diff([{ ...ready, pid: 8 }], [stored(ready)]).upserts.map((write) => write.id)).toEqual(["r1"]);
+    expect(diff([{ ...ready, cards: [0, 1] }], [stored({ ...ready, cards: [0] })]).upserts.map((write) => write.id)).toEqual(["r1"]);
+    expect(diff([ready], [stored({ ...ready, pid: 8 })]).changesDecisions).toBe(true);
+  });
+
   it("writes a pending replica's first report even when it matches the row word for word, as the report is what clears pending", () => {
     const fetching = status("r1", "fetching");
     const writes = diff([fetching], [stored(fetching, { pending: true })]);

@@ -36,26 +36,33 @@ export interface HeartbeatWrites {
   readonly changesDecisions: boolean;
 }
 
-/** The report without what only a view shows. */
-function decisive(status: ReplicaStatus): ReplicaStatus {
-  const { progress: _shownOnly, ...rest } = status;
-  return rest;
+/**
+ * The same report, whatever the order of its keys, a key holding undefined
+ * counting as absent (as in the JSON it was stored as); `ignored` keys are
+ * left out at the top level. Compared in place: building a sorted text of
+ * both sides at every beat was a tenth of a heartbeat's work in the handler.
+ */
+function sameReport(left: ReplicaStatus, right: ReplicaStatus, ignored?: string): boolean {
+  return sameValue(left, right, ignored);
 }
 
-/** The same report, whatever the order of its keys. */
-function sameReport(left: ReplicaStatus, right: ReplicaStatus): boolean {
-  return canonical(left) === canonical(right);
-}
-
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (typeof value === "object" && value !== null) {
-    const entries = Object.entries(value)
-      .filter(([, item]) => item !== undefined)
-      .sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
-    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(",")}}`;
+function sameValue(left: unknown, right: unknown, ignored?: string): boolean {
+  if (left === right) return true;
+  if (typeof left !== "object" || typeof right !== "object" || left === null || right === null) return false;
+  if (Array.isArray(left) || Array.isArray(right)) {
+    if (!Array.isArray(left) || !Array.isArray(right) || left.length !== right.length) return false;
+    return left.every((item, index) => sameValue(item, right[index]));
   }
-  return JSON.stringify(value);
+  const leftRecord = left as Record<string, unknown>;
+  const rightRecord = right as Record<string, unknown>;
+  let compared = 0;
+  for (const key in leftRecord) {
+    if (key === ignored || leftRecord[key] === undefined) continue;
+    if (!sameValue(leftRecord[key], rightRecord[key])) return false;
+    compared += 1;
+  }
+  for (const key in rightRecord) if (key !== ignored && rightRecord[key] !== undefined) compared -= 1;
+  return compared === 0;
 }
 
 /**
@@ -88,7 +95,8 @@ export function heartbeatDiff(input: HeartbeatDiffInput): HeartbeatWrites {
     }
     // A pending row is written even when the report matches it word for word: the report is what clears pending.
     if (row.pending || !sameReport(row.status, status)) {
-      if (row.pending || !sameReport(decisive(row.status), decisive(status))) changesDecisions = true;
+      // A fetch's progress is written and shown, but decides nothing.
+      if (row.pending || !sameReport(row.status, status, "progress")) changesDecisions = true;
       upserts.push({
         id: status.id,
         node: input.node,

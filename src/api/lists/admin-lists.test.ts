@@ -254,6 +254,16 @@ describe.each(storesUnderTest)("admin lists over $kind", (engine) => {
     expect((await get("/api/v1/replicas")).json().replicas.find((replica: ReplicaView) => replica.id === "delta-1").progress).toBeNull();
   });
 
+  it("shows a beat another server sharing the store took within a second", async () => {
+    const seen = async () => (await get("/api/v1/nodes")).json().nodes.find((node: NodeView) => node.name === "node-a").last_seen_at;
+    expect(await seen()).toBe("2026-01-01T00:00:00.000Z");
+    clock += 10_000;
+    const other = new FleetService(store, new CatalogService(store, [], "server.yaml"), { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    await other.heartbeat(`Bearer ${credentials.get("node-a")}`, { protocol: 1, name: "node-a", address: "http://node-a:7070", replicas: [ready("alpha-1", "alpha"), ready("gamma-1", "gamma")] });
+    clock += 1000;
+    expect(await seen()).toBe(new Date(clock - 1000).toISOString());
+  });
+
   it("shows a node lost once its deadline passes, with no write to tell it", async () => {
     const before = (await get("/api/v1/nodes?state=lost")).json();
     expect(before.nodes).toEqual([]);

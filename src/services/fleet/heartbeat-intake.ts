@@ -8,6 +8,7 @@ import { deleteReplica, findNode, findReplica, listReplicas, updateReplica, upse
 import type { Store } from "../../store/open-store.js";
 import { insertEvents } from "../../store/reconcile-rows.js";
 import { stopReplicaOnAgent, type AgentAddress } from "../agent-client.js";
+import type { ControlSecret } from "../../auth/control-secret.js";
 import { heartbeatDiff } from "../heartbeat-diff.js";
 import type { NodesHeard } from "./nodes-heard.js";
 import { refuseOtherProtocol } from "./refuse-other-protocol.js";
@@ -43,7 +44,7 @@ export class HeartbeatIntake {
   constructor(
     private readonly store: Store,
     private readonly now: () => number,
-    private readonly controlSecretOf: (node: Pick<StoredNode, "credential_hash">) => string,
+    private readonly controlSecretOf: (node: Pick<StoredNode, "credential_hash">) => ControlSecret,
     private readonly heard: NodesHeard,
     /** Verifies agents' HTTPS control APIs against nodes.ca; undefined: the system's CAs. */
     private readonly agentDispatcher?: Dispatcher | undefined,
@@ -74,7 +75,7 @@ export class HeartbeatIntake {
       missingGraceMs,
     });
     const controlSecret = this.controlSecretOf(node);
-    const address: AgentAddress = { name: node.name, address: beat.address, controlSecret, dispatcher: this.agentDispatcher };
+    const address: AgentAddress = { name: node.name, address: beat.address, controlSecret: controlSecret.secret, dispatcher: this.agentDispatcher };
     for (const write of writes.upserts) {
       if (!(await upsertReplica(this.store.db, write))) await this.conflict(write.id, beat.name, log);
     }
@@ -102,7 +103,7 @@ export class HeartbeatIntake {
     // At hundreds of nodes, a pass woken by every beat was a full pass every 250 ms that found nothing to do.
     if (nodeChanged || writes.changesDecisions) this.onDecisiveChange();
     // An agent upgraded in place, or one whose server key was restored, learns the secret it should expect.
-    return { protocol: protocolVersion, ...(beat.control_secret_hash !== hashToken(controlSecret) ? { control_secret: controlSecret } : {}) };
+    return { protocol: protocolVersion, ...(beat.control_secret_hash !== controlSecret.hash ? { control_secret: controlSecret.secret } : {}) };
   }
 
   /**
