@@ -209,10 +209,15 @@ export class FleetService {
   }
 
   async listReplicas(filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<ReplicaView[]> {
+    return (await this.replicaRowsWithViews(filter)).map(({ view }) => view);
+  }
+
+  /** Each replica row with its view, its node's state and the reconciler's intent read alongside. */
+  private async replicaRowsWithViews(filter: { model?: string | undefined; node?: string | undefined } = {}): Promise<{ readonly row: StoredReplica; readonly view: ReplicaView }[]> {
     const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter), this.replicaIntents()]);
     const states = this.states.nodeStates(nodes);
     const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
-    return replicas.map((row) => replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id)));
+    return replicas.map((row) => ({ row, view: replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id)) }));
   }
 
   /**
@@ -222,13 +227,8 @@ export class FleetService {
    * views to build again.
    */
   async listReplicasWithProgress(): Promise<{ readonly views: ReplicaView[]; readonly progress: ReadonlyMap<string, ReplicaProgress | undefined> }> {
-    const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db), this.replicaIntents()]);
-    const states = this.states.nodeStates(nodes);
-    const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
-    return {
-      views: replicas.map((row) => replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id))),
-      progress: new Map(replicas.map((row) => [row.id, row.status.progress])),
-    };
+    const listed = await this.replicaRowsWithViews();
+    return { views: listed.map(({ view }) => view), progress: new Map(listed.map(({ row }) => [row.id, row.status.progress])) };
   }
 
   /** Each fetch's progress now, read from its column alone. */
@@ -263,12 +263,8 @@ export class FleetService {
    * routing table (never for an API answer: the views leave the key out).
    */
   async routingReplicas(): Promise<(ReplicaView & { api_key: string | undefined })[]> {
-    const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db), this.replicaIntents()]);
-    const states = this.states.nodeStates(nodes);
-    const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
-    return replicas.flatMap((row) => {
-      // A withdrawn replica shows no endpoint: traffic leaves it before its engine is told to drain.
-      const view = replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id));
+    // A withdrawn replica shows no endpoint: traffic leaves it before its engine is told to drain.
+    return (await this.replicaRowsWithViews()).flatMap(({ row, view }) => {
       // Loading replicas travel too, for the table's loading estimate; only ready and draining ones with an endpoint are routed to.
       if (!["ready", "draining", "pending", "fetching", "starting"].includes(view.state)) return [];
       // Replicas started before keys (or adopted without a spec) have none.

@@ -42,23 +42,19 @@ export interface HeartbeatWrites {
  * left out at the top level. Compared in place: building a sorted text of
  * both sides at every beat was a tenth of a heartbeat's work in the handler.
  */
-function sameReport(left: ReplicaStatus, right: ReplicaStatus, ignored?: string): boolean {
-  return sameValue(left, right, ignored);
-}
-
-function sameValue(left: unknown, right: unknown, ignored?: string): boolean {
+function sameReport(left: unknown, right: unknown, ignored?: string): boolean {
   if (left === right) return true;
   if (typeof left !== "object" || typeof right !== "object" || left === null || right === null) return false;
   if (Array.isArray(left) || Array.isArray(right)) {
     if (!Array.isArray(left) || !Array.isArray(right) || left.length !== right.length) return false;
-    return left.every((item, index) => sameValue(item, right[index]));
+    return left.every((item, index) => sameReport(item, right[index]));
   }
   const leftRecord = left as Record<string, unknown>;
   const rightRecord = right as Record<string, unknown>;
   let compared = 0;
   for (const key in leftRecord) {
     if (key === ignored || leftRecord[key] === undefined) continue;
-    if (!sameValue(leftRecord[key], rightRecord[key])) return false;
+    if (!sameReport(leftRecord[key], rightRecord[key])) return false;
     compared += 1;
   }
   for (const key in rightRecord) if (key !== ignored && rightRecord[key] !== undefined) compared -= 1;

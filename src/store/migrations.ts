@@ -329,10 +329,11 @@ function migrations(kind: StoreKind): Record<string, Migration> {
 
 /** What a replica view or a decision reads of a replica row: all but `progress` (its own revision) and `updated_at`. */
 const replicaShownColumns = ["id", "node", "model", "profile", "engine", "cards", "spec", "state", "status", "stop_requested", "created_at"] as const;
+/** What every trigger runs: row 1 of fleet_revision for what the views and decisions read, row 2 for progress. */
+const bumpFleetRevision = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 1";
 const bumpProgressRevision = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 2";
 
 function replicaProgressTriggers(kind: "sqlite" | "postgres"): string[] {
-  const bump = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 1";
   if (kind === "postgres") {
     const changed = replicaShownColumns.map((column) => `OLD.${column} IS DISTINCT FROM NEW.${column}`).join(" OR ");
     return [
@@ -351,14 +352,13 @@ function replicaProgressTriggers(kind: "sqlite" | "postgres"): string[] {
   const changed = replicaShownColumns.map((column) => `OLD.${column} IS NOT NEW.${column}`).join(" OR ");
   return [
     "DROP TRIGGER replicas_fleet_revision_update",
-    `CREATE TRIGGER replicas_fleet_revision_update AFTER UPDATE ON replicas WHEN ${changed} BEGIN ${bump}; END`,
+    `CREATE TRIGGER replicas_fleet_revision_update AFTER UPDATE ON replicas WHEN ${changed} BEGIN ${bumpFleetRevision}; END`,
     `CREATE TRIGGER replicas_progress_revision AFTER UPDATE ON replicas WHEN OLD.progress IS NOT NEW.progress BEGIN ${bumpProgressRevision}; END`,
   ];
 }
 
 /** Back to 0009's triggers: statement-level inserts and deletes, and every update of replicas raises row 1. */
 function dropReplicaProgressTriggers(kind: "sqlite" | "postgres"): string[] {
-  const bump = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 1";
   if (kind === "postgres") {
     return [
       "DROP TRIGGER replicas_progress_revision ON replicas",
@@ -371,7 +371,7 @@ function dropReplicaProgressTriggers(kind: "sqlite" | "postgres"): string[] {
       ]),
     ];
   }
-  return ["DROP TRIGGER replicas_progress_revision", "DROP TRIGGER replicas_fleet_revision_update", `CREATE TRIGGER replicas_fleet_revision_update AFTER UPDATE ON replicas BEGIN ${bump}; END`];
+  return ["DROP TRIGGER replicas_progress_revision", "DROP TRIGGER replicas_fleet_revision_update", `CREATE TRIGGER replicas_fleet_revision_update AFTER UPDATE ON replicas BEGIN ${bumpFleetRevision}; END`];
 }
 
 /**
@@ -392,11 +392,10 @@ const fleetRevisionSources: readonly { readonly table: string; readonly shown?: 
 ];
 
 function fleetRevisionTriggers(kind: "sqlite" | "postgres"): string[] {
-  const bump = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 1";
   if (kind === "postgres") {
     const changed = (shown: readonly string[]) => shown.map((column) => `OLD.${column} IS DISTINCT FROM NEW.${column}`).join(" OR ");
     return [
-      `CREATE FUNCTION bump_fleet_revision() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${bump}; RETURN NULL; END $$`,
+      `CREATE FUNCTION bump_fleet_revision() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${bumpFleetRevision}; RETURN NULL; END $$`,
       ...fleetRevisionSources.flatMap(({ table, shown }) => [
         `CREATE TRIGGER ${table}_fleet_revision AFTER INSERT OR DELETE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION bump_fleet_revision()`,
         shown
@@ -406,10 +405,10 @@ function fleetRevisionTriggers(kind: "sqlite" | "postgres"): string[] {
     ];
   }
   return fleetRevisionSources.flatMap(({ table, shown }) => [
-    `CREATE TRIGGER ${table}_fleet_revision_insert AFTER INSERT ON ${table} BEGIN ${bump}; END`,
-    `CREATE TRIGGER ${table}_fleet_revision_delete AFTER DELETE ON ${table} BEGIN ${bump}; END`,
+    `CREATE TRIGGER ${table}_fleet_revision_insert AFTER INSERT ON ${table} BEGIN ${bumpFleetRevision}; END`,
+    `CREATE TRIGGER ${table}_fleet_revision_delete AFTER DELETE ON ${table} BEGIN ${bumpFleetRevision}; END`,
     // SQLite's UPDATE OF fires for a column named in SET even when its value is the same: the WHEN clause compares.
-    `CREATE TRIGGER ${table}_fleet_revision_update AFTER UPDATE ON ${table}${shown ? ` WHEN ${shown.map((column) => `OLD.${column} IS NOT NEW.${column}`).join(" OR ")}` : ""} BEGIN ${bump}; END`,
+    `CREATE TRIGGER ${table}_fleet_revision_update AFTER UPDATE ON ${table}${shown ? ` WHEN ${shown.map((column) => `OLD.${column} IS NOT NEW.${column}`).join(" OR ")}` : ""} BEGIN ${bumpFleetRevision}; END`,
   ]);
 }
 

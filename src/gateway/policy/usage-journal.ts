@@ -237,12 +237,8 @@ export class UsageJournal {
     }
     const bytes = Buffer.from(group.lines.join(""));
     writeAll(group.fd, bytes, 0, (error) => {
-      if (error) {
-        this.options.onError?.(error);
-        next();
-        return;
-      }
-      if (this.options.sync !== "disk") {
+      if (error) this.options.onError?.(error);
+      if (error || this.options.sync !== "disk") {
         next();
         return;
       }
