@@ -115,6 +115,14 @@ describe("diff", () => {
     expect(actions.find((action) => action.kind === "placement" && action.model === "prod")).toMatchObject({ state: "waiting" });
   });
 
+  it("keeps a second model waiting on the replicas the first one preempted, rather than calling it unplaceable", () => {
+    const small = node("gpu-1", { cards: [{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
+    const models = [model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical" }), model("prod2", { modelClass: "critical" })];
+    const actions = diff({ models }, observed([small], [replica("batch-a", "batch", "gpu-1", [0])]), settings);
+    expect(actions.filter((action) => action.kind === "withdraw")).toEqual([expect.objectContaining({ id: "batch-a", preemptedFor: "prod" })]);
+    expect(actions.find((action) => action.kind === "placement" && action.model === "prod2")).toEqual({ kind: "placement", model: "prod2", state: "waiting", reason: "waiting for preempted replicas to stop" });
+  });
+
   it("gives up an opportunistic replica before a standard one", () => {
     const nodes = [node("gpu-1"), node("gpu-2")];
     const models = [model("tiny"), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical", profiles: [{ name: "h100x2", engine: "vllm", gpuClass: "h100", gpus: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }] })];

@@ -185,8 +185,10 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   for (const replica of held) heldCount.set(replica.model, (heldCount.get(replica.model) ?? 0) + 1);
   const standings = new Map<string, ModelStanding>([...models.values()].map((model) => [model.name, { modelClass: model.modelClass, min: model.min, replicas: heldCount.get(model.name) ?? 0 }]));
   const mayPreempt = preemptionGate(snapshot, standings);
+  // Looked up by model: a full fleet refuses a demand per model, thousands of them in one pass.
+  const refusalOf = new Map(result.refusals.map((refusal) => [refusal.model, refusal]));
   for (const { demand, model, withdrawing, evacuees } of demands) {
-    const refusal = result.refusals.find((candidate) => candidate.model === demand.model);
+    const refusal = refusalOf.get(demand.model);
     // A canary is a trial: it preempts nothing, and waits for room without changing the model's state.
     if (model.canary) continue;
     if (!refusal) {
@@ -206,7 +208,9 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       withdrawn.add(replica.id);
       actions.push({ kind: "withdraw", id: replica.id, model: model.name, node: replica.node, reason: `node ${replica.node} is draining, and no other node has room for ${model.name} (${refusal.reason})` });
     }
-    const waitingForVictims = victims.length > 0 || held.some((replica) => preempted.has(replica.id));
+    // Every victim is a held replica, so any preempted at all means some still hold their cards
+    // (asked of the set, not of every held replica per refused demand: that was quadratic).
+    const waitingForVictims = victims.length > 0 || preempted.size > 0;
     // Its own replicas still stopping (an in-place restart, a scale-down) free cards it may need: not a refusal yet.
     const state = waitingForVictims || withdrawing ? "waiting" : "unplaceable";
     const reason = waitingForVictims ? `waiting for ${victims.map((victim) => victim.id).join(", ") || "preempted replicas"} to stop` : withdrawing ? `waiting for its stopping replicas to free their cards (${refusal.reason})` : refusal.reason;

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setImmediate } from "node:timers/promises";
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
 import type { ReplicaViewState } from "../protocol/views.js";
@@ -52,6 +53,14 @@ export interface ChangeToPreview {
   readonly promote?: string;
 }
 
+
+/**
+ * Lets the event loop run what waits (heartbeats, reads) before a pass's
+ * next step. A pass over thousands of models is otherwise one long task.
+ * Reads made after it may see writes made during it; a pass is
+ * level-triggered, so the next one settles whatever this one missed.
+ */
+const turn = () => setImmediate();
 
 function earliestOf(moments: readonly (number | undefined)[]): number | undefined {
   const known = moments.filter((moment): moment is number => moment !== undefined);
@@ -231,16 +240,23 @@ export class Reconciler {
     return Math.min(regular, Math.max(this.wakeSpacing(), this.nextDueMs - this.now()));
   }
 
-  /** Reads what should run and what runs, in one go, as the pure functions take it. */
+  /**
+   * Reads what should run and what runs, as the pure functions take it. The
+   * reads are taken one at a time with a turn of the event loop between them:
+   * embedded SQLite answers inside the turn, so read together at 5,000 models
+   * they held the server for tens of milliseconds in one go, and every
+   * heartbeat that arrived meanwhile waited.
+   */
   private async observe(nowMs: number) {
-    const [models, statuses, nodes, rows, intents, canaries] = await Promise.all([
-      this.catalog.list(),
-      listModelStatus(this.store.db),
-      this.fleet.listNodes(),
-      listReplicas(this.store.db),
-      listReplicaIntents(this.store.db),
-      listCanaries(this.store.db),
-    ]);
+    const models = await this.catalog.list();
+    await turn();
+    const statuses = await listModelStatus(this.store.db);
+    await turn();
+    const nodes = await this.fleet.listNodes();
+    await turn();
+    const rows = await listReplicas(this.store.db);
+    await turn();
+    const [intents, canaries] = await Promise.all([listReplicaIntents(this.store.db), listCanaries(this.store.db)]);
     const intentOf = new Map(intents.map((intent) => [intent.id, intent]));
     const nodeOf = new Map(nodes.map((node) => [node.name, node]));
     const modelOf = new Map(models.map((model) => [model.name, model]));
@@ -344,13 +360,17 @@ export class Reconciler {
       }
     }
 
+    await turn();
     const desired = this.desiredState(models, statusOf, canaries, (model) => this.log.warn({ model }, "canary-revision-unusable"));
+    await turn();
     const actions = diff(desired, observed, this.settings);
     this.nextDueMs = earliestOf([hookDueMs, nextMoment(desired, observed, this.settings), this.fleet.nextNodeStateChangeMs(nodes)]);
     // Each action's events are written right after it, so whoever sees its effect finds its event too.
     await insertEvents(this.store.db, events.splice(0));
     for (const action of actions) {
       if (this.stopped) break;
+      // A first pass over a new catalog acts thousands of times; each action's writes are answered inside the turn.
+      await turn();
       try {
         await executeAction(this.actionContext, action, statusOf, event, at, nowMs);
       } catch (error) {
