@@ -46,6 +46,28 @@ function loadingEtaSeconds(replicas: readonly ReplicaForRouting[], now: number):
   return estimates.length === 0 ? undefined : Math.max(1, Math.ceil(Math.min(...estimates)));
 }
 
+/**
+ * Each model's loading estimate, for the models with a replica loading. The
+ * table's one part that moves with a fetch's progress and the clock alone:
+ * the routing table source refreshes it by itself while nothing else changed.
+ */
+export function loadingEtas(replicas: readonly ReplicaForRouting[], now: number): Map<string, number> {
+  // Grouped once: a filter per model is quadratic at thousands of models.
+  const loadingByModel = new Map<string, ReplicaForRouting[]>();
+  for (const replica of replicas) {
+    if (!loadingStates.has(replica.state)) continue;
+    const list = loadingByModel.get(replica.model);
+    if (list) list.push(replica);
+    else loadingByModel.set(replica.model, [replica]);
+  }
+  const etas = new Map<string, number>();
+  for (const [model, loading] of loadingByModel) {
+    const eta = loadingEtaSeconds(loading, now);
+    if (eta !== undefined) etas.set(model, eta);
+  }
+  return etas;
+}
+
 /** Why no replica of the model will come: kept at 0/0, or refused by placement with none running. */
 function unavailableReason(model: CatalogModel, placement: PlacementForRouting | undefined, routed: number): string | undefined {
   if (model.entry.external) return undefined;
@@ -85,14 +107,7 @@ export function buildRoutingTable(
     });
     byModel.set(replica.model, list);
   }
-  // Loading replicas by model, grouped once: a filter per model is quadratic at thousands of models.
-  const loadingByModel = new Map<string, ReplicaForRouting[]>();
-  for (const replica of replicas) {
-    if (!loadingStates.has(replica.state)) continue;
-    const list = loadingByModel.get(replica.model);
-    if (list) list.push(replica);
-    else loadingByModel.set(replica.model, [replica]);
-  }
+  const etas = loadingEtas(replicas, now);
   const aliases: Record<string, string> = {};
   const routed: RoutingModel[] = models.map((model) => {
     for (const alias of model.aliases) aliases[alias] = model.name;
@@ -101,7 +116,7 @@ export function buildRoutingTable(
     const modelReplicas = byModel.get(model.name) ?? [];
     const unavailable = unavailableReason(model, placements.get(model.name), modelReplicas.length);
     const pooling = firstProfile ? poolingRunner(firstProfile.engine, firstProfile.args) : undefined;
-    const eta = loadingEtaSeconds(loadingByModel.get(model.name) ?? [], now);
+    const eta = etas.get(model.name);
     return {
       name: model.name,
       context: entry.context ?? null,

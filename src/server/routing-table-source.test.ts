@@ -88,6 +88,48 @@ describe.each(storesUnderTest)("the routing table over $kind", (engine) => {
     expect(read).toHaveBeenCalled();
   });
 
+  it("moves a fetch's loading estimate with its progress and the clock, without reading the fleet whole", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(clock);
+      const since = new Date(clock - 10_000).toISOString();
+      const fetching = (fraction: number) => replicaStatus("r1", "fetching", { since, progress: { fraction, bytes_done: fraction * 100, bytes_total: 100 } });
+      const eta = () => source.current.models.find((model) => model.name === "tiny")?.loading_eta_s;
+      await beat([fetching(0.25)]);
+      await source.refresh();
+      // 10 s for a quarter: 30 s more at that rate, then the engine's 20 s load.
+      expect(eta()).toBe(50);
+
+      const read = vi.spyOn(fleet, "routingReplicas");
+      const revision = source.current.revision;
+      await beat([fetching(0.5)]);
+      vi.setSystemTime(clock + 5_000);
+      await source.refresh();
+      // 15 s for a half: 15 s more, then 20 s.
+      expect(eta()).toBe(35);
+      expect(source.current.revision).toBeGreaterThan(revision);
+      expect(read).not.toHaveBeenCalled();
+
+      // Within the same few seconds nothing is worked out again; once they pass, the clock alone moves it.
+      vi.setSystemTime(clock + 5_500);
+      const unchanged = source.current.revision;
+      await source.refresh();
+      expect(source.current.revision).toBe(unchanged);
+      vi.setSystemTime(clock + 20_000);
+      await source.refresh();
+      expect(eta()).toBe(50);
+
+      // A change of state is a whole build again: ready, it is routed and its estimate is gone.
+      await beat([replicaStatus("r1", "ready", { endpoint: "http://127.0.0.1:41000" })]);
+      await source.refresh();
+      expect(read).toHaveBeenCalled();
+      expect(routed()).toEqual(["r1"]);
+      expect(eta()).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("drops a replica that stops being ready at the next build", async () => {
     await beat([replicaStatus("r1", "ready", { endpoint: "http://127.0.0.1:41000" })]);
     await source.refresh();
