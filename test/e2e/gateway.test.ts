@@ -161,6 +161,16 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
     await new Promise((resolve) => provider?.server.close(resolve));
   });
 
+  it("runs the server with its young generation sized for serving, in the very process it was started as", () => {
+    // The process started as `node bin/llmgw.js server` replaced itself (same pid) with node given the serving flags;
+    // node without process.execve (before 22.15) runs it as started.
+    const commandLine = readFileSync(`/proc/${server.child.pid}/cmdline`, "utf8").split("\0");
+    const tuned = typeof (process as { execve?: unknown }).execve === "function";
+    expect(commandLine.includes("--min-semi-space-size=16") && commandLine.includes("--max-semi-space-size=64")).toBe(tuned);
+    const script = commandLine.findIndex((argument) => argument.endsWith("llmgw.js"));
+    expect(commandLine.slice(script + 1, script + 4)).toEqual(["server", "--listen", "127.0.0.1:0"]);
+  });
+
   it("lists models, aliases and external models at GET /v1/models with the openai client", async () => {
     const ids: string[] = [];
     for await (const model of client().models.list()) ids.push(model.id);

@@ -2,6 +2,7 @@ import cluster, { type Worker } from "node:cluster";
 import { AggregatorRegistry } from "prom-client";
 import { limitsBatchSchema, metricsRequestSchema, type MetricsAnswer } from "../../protocol/gateway-worker-messages.js";
 import { KeyLimitsKeeper } from "../policy/key-limits-keeper.js";
+import { tunedNodeArguments } from "../../serving-node-flags.js";
 
 export interface GatewayClusterOptions {
   readonly workers: number;
@@ -49,6 +50,10 @@ export async function startGatewayCluster(options: GatewayClusterOptions): Promi
   let closing = false;
   const startedAt = new Map<Worker, number>();
 
+  // The workers serve the requests: each starts with the serving flags, also on a node that could not
+  // restart the primary with them (before 22.15, execve is missing; fork takes node arguments everywhere).
+  const workerNodeArguments = tunedNodeArguments("gateway", process.execArgv, process.env.NODE_OPTIONS, process.env.LLMGW_NODE_TUNING);
+  if (workerNodeArguments !== undefined) cluster.setupPrimary({ execArgv: workerNodeArguments });
   const fork = (): Worker => {
     const worker = cluster.fork(options.workerEnvironment);
     startedAt.set(worker, Date.now());
