@@ -94,6 +94,21 @@ function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/**
+ * Waits until the process used under a tenth of a core over half a second,
+ * for at most 6 s: no node beats meanwhile, and one silent for 15 s would be
+ * lost. Answers how long it waited.
+ */
+async function untilIdle(pid: number): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < 6000) {
+    const before = cpuMsOf(pid);
+    await sleep(500);
+    if (cpuMsOf(pid) - before < 50) break;
+  }
+  return performance.now() - started;
+}
+
 function percentile(sorted: readonly number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] ?? 0;
 }
@@ -274,6 +289,10 @@ export async function adminApiBench(settings: AdminApiSettings = defaultAdminApi
     // Every node reports once before timing, so the replicas are there to list.
     for (let node = 0; node < settings.nodes; node += 25) await Promise.all(Array.from({ length: Math.min(25, settings.nodes - node) }, (_, offset) => beat(node + offset)));
     const pid = server.pid ?? 0;
+    // The reconciler's first passes over the new fleet (thousands of placements) run in turns between other
+    // work: they would be counted in the quiet baseline below. Timing starts once the server is idle.
+    const settledMs = await untilIdle(pid);
+    process.stderr.write(`  the server settled ${(settledMs / 1000).toFixed(1)} s after the last node reported\n`);
     const rssBeforeReads = memoryOf(pid).rss;
     const routes = ["/api/v1/models", "/api/v1/nodes", "/api/v1/replicas"];
     const timedReads = async (route: string) => {

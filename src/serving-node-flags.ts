@@ -1,19 +1,26 @@
 /**
  * The V8 flags the request-serving commands run with: a young generation of
- * 16 MB that may grow to 64 MB, where V8's default starts at 1 MB. Each
- * proxied request leaves tens of kilobytes of short-lived objects; at
- * thousands of requests a second a 1 MB young generation is collected every
- * few hundred requests, each collection a pause of a millisecond or more on
- * the request path. With 16 MB those collections are rarer, and nearly
- * everything in them is already dead. The pages are committed as they are
- * used, so a quiet process pays little for them.
+ * two 16 MB semi-spaces, from the start and at most.
+ *
+ * The minimum is for the request path. Each proxied request leaves tens of
+ * kilobytes of short-lived objects; V8 starts with 1 MB semi-spaces, which at
+ * thousands of requests a second are collected every few hundred requests,
+ * each collection a pause on the request path. With 16 MB they are rarer, and
+ * nearly everything in them is already dead.
+ *
+ * The maximum is for the control plane, which keeps its lists and views
+ * alive across collections. V8 grows the semi-spaces while much survives
+ * them, up to 16 MB on Node 20 but 32 MB or more on later releases; at 2,000
+ * models and 500 nodes, Node 24's server grown that way held 277 MB before
+ * any list was read (183 MB at 16 MB), and each collection copied more
+ * survivors.
  *
  * Node takes these flags only when it starts (`v8.setFlagsFromString` later
  * changes nothing, and NODE_OPTIONS refuses the minimum): bin/llmgw.js
  * restarts itself with them (cli/launch.ts), and `llmgw gateway --workers N`
  * forks its workers with them.
  */
-export const servingNodeFlags: readonly string[] = ["--min-semi-space-size=16", "--max-semi-space-size=64"];
+export const servingNodeFlags: readonly string[] = ["--min-semi-space-size=16", "--max-semi-space-size=16"];
 
 /** The commands that serve requests for as long as they run. */
 const servingCommands: ReadonlySet<string> = new Set(["server", "gateway"]);

@@ -169,7 +169,7 @@ describe("a gateway with several workers", () => {
       await waitFor(() => childrenOf(gateway.child.pid as number).length === 2, 30_000, "the new worker to run");
       // Every worker, the replacement too, runs with the young generation sized for serving, on any Node.
       for (const worker of childrenOf(gateway.child.pid as number)) {
-        expect(readFileSync(`/proc/${worker}/cmdline`, "utf8").split("\0")).toEqual(expect.arrayContaining(["--min-semi-space-size=16", "--max-semi-space-size=64"]));
+        expect(readFileSync(`/proc/${worker}/cmdline`, "utf8").split("\0")).toEqual(expect.arrayContaining(["--min-semi-space-size=16", "--max-semi-space-size=16"]));
       }
       const client = freshConnections(gateway.url, key);
       for (let call = 0; call < 4; call += 1) {
