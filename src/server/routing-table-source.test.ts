@@ -7,7 +7,7 @@ import { openStore, type Store } from "../store/open-store.js";
 import { storesUnderTest } from "../../test/support/postgres.js";
 import { CatalogService } from "../services/catalog-service.js";
 import { FleetService } from "../services/fleet-service.js";
-import { RoutingTableSource } from "./routing-table-source.js";
+import { loadingEstimateRefreshMs, RoutingTableSource } from "./routing-table-source.js";
 
 const inventory: Inventory = {
   hostname: "host-a",
@@ -91,6 +91,9 @@ describe.each(storesUnderTest)("the routing table over $kind", (engine) => {
   it("moves a fetch's loading estimate with its progress and the clock, without reading the fleet whole", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     try {
+      // Estimates move on the table's few-second boundaries: start just past one, so the steps
+      // below land where they mean to (a random start put +5 s and +5.5 s on either side of one).
+      clock = Math.ceil(clock / loadingEstimateRefreshMs) * loadingEstimateRefreshMs + 100;
       vi.setSystemTime(clock);
       const since = new Date(clock - 10_000).toISOString();
       const fetching = (fraction: number) => replicaStatus("r1", "fetching", { since, progress: { fraction, bytes_done: fraction * 100, bytes_total: 100 } });

@@ -5,7 +5,7 @@ import type { CatalogService } from "../services/catalog-service.js";
 import type { FleetService } from "../services/fleet-service.js";
 
 /** How often a table that shows a loading estimate is rebuilt when nothing else changed. */
-const loadingEstimateRefreshMs = 5_000;
+export const loadingEstimateRefreshMs = 5_000;
 
 /**
  * The server's routing table, rebuilt off the request path from the catalog
