@@ -12,7 +12,9 @@
  *   llmgw-w2  through `llmgw gateway --workers 2` following that server
  *             (the same key): a primary and two workers sharing the port;
  *   nginx     through Debian's nginx, one worker, as a plain reverse proxy;
- *   nginx-w2  the same with two workers (a master, two workers, reuseport).
+ *   nginx-w2  the same with two workers (a master, two workers, reuseport);
+ *   node-pipe node's floor: a process that pipes each connection's bytes to
+ *             the backend untouched (pipe-proxy.ts), no HTTP parsed.
  * Throughput is what each side reached on this machine, whose two cores
  * the load tool and the backend share with the proxy; CPU per request is
  * counted over all the side's processes, so requests per CPU-second compare
@@ -30,6 +32,7 @@ import { freePort, startNginx } from "./nginx-proxy.js";
 import { runFixedRate, summarise, type FixedRateResult, type FixedRateRun } from "./open-loop-load.js";
 import { runWrk, type SaturationResult } from "./wrk-saturation.js";
 import { processTreeCpuMs } from "./process-cpu.js";
+import { renderGatewayGoals } from "./gateway-goals.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // LLMGW_BENCH_LLMGW points at another build's bin/llmgw.js, to measure a candidate change against this one.
@@ -38,7 +41,7 @@ const llmgwBin = process.env.LLMGW_BENCH_LLMGW ?? path.resolve(here, "..", "..",
 // LLMGW_BENCH_BASELINE points at another build's bin/llmgw.js, measured as the side "baseline" in the same run (a before/after of a change).
 const baselineBin = process.env.LLMGW_BENCH_BASELINE;
 
-type SideName = "direct" | "llmgw" | "llmgw-disk" | "llmgw-w2" | "baseline" | "nginx" | "nginx-w2";
+type SideName = "direct" | "llmgw" | "llmgw-disk" | "llmgw-w2" | "baseline" | "nginx" | "nginx-w2" | "node-pipe";
 
 interface Side {
   readonly name: SideName;
@@ -68,7 +71,8 @@ export interface GatewayOverheadResults {
   readonly settings: GatewayOverheadSettings;
   /** Why a side was left out (the llmgw gateway when /v1 does not answer). */
   readonly skipped: Partial<Record<SideName, string>>;
-  readonly fixed_rate: { side: SideName; stream: boolean; rate: number; result: FixedRateResult }[];
+  /** `round_p99_ms`: each round's own p99, in order, to tell a figure that holds in every round from one that holds over their sum. */
+  readonly fixed_rate: { side: SideName; stream: boolean; rate: number; result: FixedRateResult; round_p99_ms: number[] }[];
   /** `cpu_us_per_request`: CPU the side's own process spent per answer at saturation (the backend's for direct), median of the rounds. */
   readonly saturation: { side: SideName; stream: boolean; result: SaturationResult; cpu_us_per_request: number }[];
 }
@@ -167,6 +171,9 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
       processes.push(nginx);
       sides.push({ name: workers === 1 ? "nginx" : "nginx-w2", origin: `http://127.0.0.1:${nginx.port}`, path: "/v1/chat/completions", headers: json, pid: nginx.child.pid as number });
     }
+    const pipe = await startProcess(process.execPath, [path.join(here, "pipe-proxy.js"), String(backendPort)], /listening (\d+)/);
+    processes.push(pipe);
+    sides.push({ name: "node-pipe", origin: `http://127.0.0.1:${Number(pipe.match[1])}`, path: "/v1/chat/completions", headers: json, pid: pipe.child.pid as number });
 
     const usable: Side[] = [];
     for (const side of sides) {
@@ -192,8 +199,9 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
           }
         }
         for (const side of usable) {
-          const result = summarise(runs.get(side.name) ?? []);
-          fixedRate.push({ side: side.name, stream, rate, result });
+          const sideRuns = runs.get(side.name) ?? [];
+          const result = summarise(sideRuns);
+          fixedRate.push({ side: side.name, stream, rate, result, round_p99_ms: sideRuns.map((run) => summarise([run]).p99Ms) });
           log(`  ${side.name.padEnd(8)} ${stream ? "stream" : "json  "} ${rate}/s: p50 ${result.p50Ms.toFixed(3)} ms, p99 ${result.p99Ms.toFixed(3)} ms, errors ${result.errors}, dropped ${result.dropped}`);
         }
       }
@@ -260,6 +268,14 @@ export function renderGatewayOverhead(results: GatewayOverheadResults): string {
       `| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.result.requestsPerSecond.toFixed(0)} | ${ratio(of("direct"))} | ${ratio(of("nginx"))} | ${ms(row.result.p99Ms)} | ${row.cpu_us_per_request.toFixed(0)} | ${(1_000_000 / row.cpu_us_per_request).toFixed(0)} | ${perCore} | ${row.result.errors} |`,
     );
   }
+  lines.push(
+    "",
+    "### Against the goals",
+    "",
+    "One llmgw process (the side llmgw) against nginx's one worker, from the tables above. node-pipe is shown for what node itself allows on this machine: it parses nothing, so what llmgw costs above it is llmgw's own.",
+    "",
+    ...renderGatewayGoals(results),
+  );
   for (const [side, reason] of Object.entries(results.skipped)) lines.push("", `Left out: ${side} — ${reason}`);
   return lines.join("\n");
 }
