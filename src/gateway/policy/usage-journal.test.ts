@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -27,6 +27,19 @@ describe("the usage journal", () => {
     // The sealed segment went with its batch; the new one is empty, and goes at close.
     await ledger.close();
     expect(readdirSync(directory)).toEqual([]);
+  });
+
+  // A full disk must not hold answers: the usage is still counted in memory, and the failure is said.
+  it.each(["disk", "write"] as const)("settles a request's promise and reports the error when its write fails (sync: %s)", async (sync) => {
+    const directory = path.join(root, `full-${sync}`);
+    const errors: unknown[] = [];
+    const journal = UsageJournal.open(directory, { sync, onError: (error) => errors.push(error) });
+    // The next segment is named after the first: made a link to /dev/full, every write to it fails with ENOSPC.
+    const [first] = readdirSync(directory);
+    symlinkSync("/dev/full", path.join(directory, (first as string).replace(/1\.jsonl$/, "2.jsonl")));
+    journal.seal();
+    await journal.append({ key: "k", model: "m", minute: "2026-12-04T10:00Z", ...usage });
+    expect(errors).toEqual([expect.objectContaining({ code: "ENOSPC" })]);
   });
 
   it("adopts what a dead process left, once, skipping a torn last line, and keeps it when the store refuses", async () => {
