@@ -73,8 +73,11 @@ export interface GatewayOverheadResults {
   readonly skipped: Partial<Record<SideName, string>>;
   /** `round_p99_ms`: each round's own p99, in order, to tell a figure that holds in every round from one that holds over their sum. */
   readonly fixed_rate: { side: SideName; stream: boolean; rate: number; result: FixedRateResult; round_p99_ms: number[] }[];
-  /** `cpu_us_per_request`: CPU the side's own process spent per answer at saturation (the backend's for direct), median of the rounds. */
-  readonly saturation: { side: SideName; stream: boolean; result: SaturationResult; cpu_us_per_request: number }[];
+  /**
+   * `cpu_us_per_request`: CPU the side's own processes spent per answer at saturation (the backend's for direct),
+   * median of the rounds; `user_cpu_us_per_request` the part of it in their own code, outside the kernel (median too).
+   */
+  readonly saturation: { side: SideName; stream: boolean; result: SaturationResult; cpu_us_per_request: number; user_cpu_us_per_request: number }[];
 }
 
 const bodyFor = (stream: boolean) =>
@@ -205,21 +208,29 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
           log(`  ${side.name.padEnd(8)} ${stream ? "stream" : "json  "} ${rate}/s: p50 ${result.p50Ms.toFixed(3)} ms, p99 ${result.p99Ms.toFixed(3)} ms, errors ${result.errors}, dropped ${result.dropped}`);
         }
       }
-      const ceilings = new Map<SideName, { result: SaturationResult; cpuUs: number }[]>(usable.map((side) => [side.name, []]));
+      const ceilings = new Map<SideName, { result: SaturationResult; cpuUs: number; userUs: number }[]>(usable.map((side) => [side.name, []]));
       for (let round = 0; round < settings.rounds; round += 1) {
         for (const side of usable) {
           const cpuBefore = processTreeCpuMs(side.pid);
           const result = await runWrk(folder, `${side.origin}${side.path}`, body, side.headers, { connections: settings.saturationConnections, durationS: settings.saturationSPerRound });
-          ceilings.get(side.name)?.push({ result, cpuUs: ((processTreeCpuMs(side.pid) - cpuBefore) * 1000) / Math.max(1, result.requests) });
+          const cpuAfter = processTreeCpuMs(side.pid);
+          const perRequest = (ms: number) => (ms * 1000) / Math.max(1, result.requests);
+          ceilings.get(side.name)?.push({
+            result,
+            cpuUs: perRequest(cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system),
+            userUs: perRequest(cpuAfter.user - cpuBefore.user),
+          });
         }
       }
       for (const side of usable) {
         const rounds = ceilings.get(side.name) ?? [];
         // The median round: one lucky or starved round does not decide the ceiling.
         const result = (rounds.map((round) => round.result).sort((left, right) => left.requestsPerSecond - right.requestsPerSecond)[Math.floor(rounds.length / 2)]) as SaturationResult;
-        const cpuUs = rounds.map((round) => round.cpuUs).sort((left, right) => left - right)[Math.floor(rounds.length / 2)] as number;
-        saturation.push({ side: side.name, stream, result, cpu_us_per_request: cpuUs });
-        log(`  ${side.name.padEnd(8)} ${stream ? "stream" : "json  "} saturation: ${result.requestsPerSecond.toFixed(0)}/s (rounds ${rounds.map((round) => round.result.requestsPerSecond.toFixed(0)).join(", ")}), CPU ${cpuUs.toFixed(0)} µs/request`);
+        const median = (values: number[]) => values.sort((left, right) => left - right)[Math.floor(values.length / 2)] as number;
+        const cpuUs = median(rounds.map((round) => round.cpuUs));
+        const userUs = median(rounds.map((round) => round.userUs));
+        saturation.push({ side: side.name, stream, result, cpu_us_per_request: cpuUs, user_cpu_us_per_request: userUs });
+        log(`  ${side.name.padEnd(8)} ${stream ? "stream" : "json  "} saturation: ${result.requestsPerSecond.toFixed(0)}/s (rounds ${rounds.map((round) => round.result.requestsPerSecond.toFixed(0)).join(", ")}), CPU ${cpuUs.toFixed(0)} µs/request (user ${userUs.toFixed(0)})`);
       }
     }
     return { settings, skipped, fixed_rate: fixedRate, saturation };
@@ -253,11 +264,12 @@ export function renderGatewayOverhead(results: GatewayOverheadResults): string {
   lines.push(
     "",
     "CPU µs/request: what the side's processes spent per answer at saturation, all of them (nginx's master and workers, the gateway's primary and workers; the backend's for direct). " +
+      "User µs/request is the part of it spent outside the kernel, in the side's own code; the rest is the kernel's, mostly the sockets' reads and writes, which every proxy pays alike. " +
       "Requests per CPU-second (1,000,000 / that) is the side's ceiling per core: on a shared machine it moves far less than throughput does. " +
       "× nginx compares with nginx's one worker; per core × nginx is nginx's CPU per request over the side's.",
     "",
-    "| side | body | max requests/s | × direct | × nginx | p99 at max (ms) | CPU µs/request | requests per CPU-second | per core × nginx | errors |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| side | body | max requests/s | × direct | × nginx | p99 at max (ms) | CPU µs/request | user µs/request | requests per CPU-second | per core × nginx | errors |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   );
   for (const row of results.saturation) {
     const of = (side: SideName) => results.saturation.find((other) => other.side === side && other.stream === row.stream)?.result.requestsPerSecond;
@@ -265,7 +277,7 @@ export function renderGatewayOverhead(results: GatewayOverheadResults): string {
     const nginxCpu = results.saturation.find((other) => other.side === "nginx" && other.stream === row.stream)?.cpu_us_per_request;
     const perCore = row.side === "direct" || !nginxCpu ? "" : `${(nginxCpu / row.cpu_us_per_request).toFixed(2)}×`;
     lines.push(
-      `| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.result.requestsPerSecond.toFixed(0)} | ${ratio(of("direct"))} | ${ratio(of("nginx"))} | ${ms(row.result.p99Ms)} | ${row.cpu_us_per_request.toFixed(0)} | ${(1_000_000 / row.cpu_us_per_request).toFixed(0)} | ${perCore} | ${row.result.errors} |`,
+      `| ${row.side} | ${row.stream ? "stream" : "json"} | ${row.result.requestsPerSecond.toFixed(0)} | ${ratio(of("direct"))} | ${ratio(of("nginx"))} | ${ms(row.result.p99Ms)} | ${row.cpu_us_per_request.toFixed(0)} | ${row.user_cpu_us_per_request.toFixed(0)} | ${(1_000_000 / row.cpu_us_per_request).toFixed(0)} | ${perCore} | ${row.result.errors} |`,
     );
   }
   lines.push(
