@@ -205,6 +205,8 @@ export async function adminApiBench(settings: AdminApiSettings = defaultAdminApi
       ...(heapDir ? [`--heapsnapshot-signal=SIGUSR2`, `--diagnostic-dir=${heapDir}`] : []),
       // LLMGW_BENCH_CPU_PROF=DIR writes the server's CPU profile to DIR when it exits (to see where a beat's time goes).
       ...(process.env.LLMGW_BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.LLMGW_BENCH_CPU_PROF}`] : []),
+      // LLMGW_BENCH_SERVER_NODE_FLAGS="--flag …" starts the server's node with these flags too (to try a V8 setting).
+      ...(process.env.LLMGW_BENCH_SERVER_NODE_FLAGS ?? "").split(/\s+/).filter((flag) => flag.length > 0),
       path.join(packageRoot.directory, "bin", "llmgw.js"),
       "server",
       "--data-dir",

@@ -164,7 +164,7 @@ function placementTiming(): { results: PlacementTiming[]; markdown: string } {
   return { results, markdown };
 }
 
-// `npm run bench -- gateway` (or planner, placement, admin, console, llama) runs only the named sections; no name runs them all.
+// `npm run bench -- gateway` (or planner, placement, admin, admin-small, admin-large, console, llama) runs only the named sections; no name runs them all.
 const wanted = new Set(process.argv.slice(2));
 const runs = (section: string) => wanted.size === 0 || wanted.has(section);
 
@@ -172,8 +172,10 @@ const startedAt = new Date().toISOString();
 const calibrationResult = runs("planner") ? calibration() : undefined;
 const timing = runs("planner") ? plannerTiming() : undefined;
 const placement = runs("placement") ? placementTiming() : undefined;
-// `admin` runs both fleet sizes; `admin-small` only the 500-node one.
-const adminSizes = runs("admin") ? [defaultAdminApiSettings, largeAdminApiSettings] : wanted.has("admin-small") ? [defaultAdminApiSettings] : [];
+// `admin` runs both fleet sizes; `admin-small` only the 500-node one, `admin-large` only the 1,000-node one.
+const adminSizes = runs("admin")
+  ? [defaultAdminApiSettings, largeAdminApiSettings]
+  : [...(wanted.has("admin-small") ? [defaultAdminApiSettings] : []), ...(wanted.has("admin-large") ? [largeAdminApiSettings] : [])];
 const adminApi = [];
 for (const settings of adminSizes) {
   process.stderr.write(`Admin API at ${settings.nodes} nodes and ${settings.models} models...\n`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { servingNodeFlags, tunedNodeArguments } from "./serving-node-flags.js";
+import { serverHeapGrowingPercent, serverHeapSetting, servingNodeFlags, tunedNodeArguments } from "./serving-node-flags.js";
 
 describe("the node flags llmgw starts its serving commands with", () => {
   it("sizes the young generation for `server` and `gateway`, keeping the node arguments given", () => {
@@ -21,5 +21,18 @@ describe("the node flags llmgw starts its serving commands with", () => {
 
   it("runs as started with LLMGW_NODE_TUNING=off", () => {
     expect(tunedNodeArguments("server", [], undefined, "off")).toBeUndefined();
+  });
+});
+
+describe("the old generation's growth llmgw sets in its server", () => {
+  it("is set for `server` alone: the gateway's live heap is small, and the CLI, the agent and the demo run as started", () => {
+    expect(serverHeapSetting("server", [], undefined)).toBe(`--heap-growing-percent=${serverHeapGrowingPercent}`);
+    for (const command of ["gateway", "ctl", "agent", "demo", undefined]) expect(serverHeapSetting(command, [], undefined)).toBeUndefined();
+  });
+
+  it("keeps an operator's own growth given to node, in either spelling, and is off with LLMGW_NODE_TUNING=off", () => {
+    expect(serverHeapSetting("server", ["--heap-growing-percent=50"], undefined)).toBeUndefined();
+    expect(serverHeapSetting("server", ["--inspect", "--heap_growing_percent=0"], undefined)).toBeUndefined();
+    expect(serverHeapSetting("server", [], "off")).toBeUndefined();
   });
 });

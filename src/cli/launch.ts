@@ -1,4 +1,5 @@
-import { tunedNodeArguments } from "../serving-node-flags.js";
+import { setFlagsFromString } from "node:v8";
+import { serverHeapSetting, tunedNodeArguments } from "../serving-node-flags.js";
 
 /**
  * The entry point bin/llmgw.js loads. For the commands that serve requests it
@@ -21,5 +22,12 @@ function startTuned(): void {
   }
 }
 
+/** The old generation's growth for `llmgw server` (see serverHeapSetting), set in the process that runs the command. */
+function tuneHeap(): void {
+  const setting = serverHeapSetting(process.argv[2], process.execArgv, process.env.LLMGW_NODE_TUNING);
+  if (setting !== undefined) setFlagsFromString(setting);
+}
+
 startTuned();
+tuneHeap();
 await import("./main.js");
