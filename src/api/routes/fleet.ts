@@ -10,6 +10,7 @@ import { engineNames } from "../../catalog/schema.js";
 import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 import { jsonListBody } from "../lists/json-list-body.js";
+import { PatchedListBody } from "../lists/patched-list-body.js";
 import { KeptItems, keptItem, type KeptItem } from "../lists/kept-items.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
@@ -149,6 +150,8 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
   });
 
   const nodesCache = new ListCache<readonly NodeText[]>();
+  // The whole list's answer per kept list of texts: it goes with them when they are dropped.
+  const wholeNodeBodies = new WeakMap<readonly NodeText[], PatchedListBody>();
   // One per audience, as the masking differs.
   const keptNodes = new Map<Audience, Map<string, { readonly signature: string; readonly text: NodeText }>>();
   app.get("/api/v1/nodes", { config: { access: "read", api: { summary: "Nodes, filtered and paged", query: nodesQuery } } }, async (request, reply) => {
@@ -165,13 +168,23 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
     const page = isPaged(query) ? pageOf(matching, (text) => text.view.name, query) : { items: matching, next_cursor: null };
     const seenAt = (text: NodeText) => lastSeen.get(text.view.name) ?? text.view.last_seen_at;
     const etag = weakEtag(key, JSON.stringify(query), page.items.map(seenAt).join(","));
-    return sendList(request, reply, etag, () =>
-      jsonListBody(
-        "nodes",
-        page.items.map((text) => [text.head, Buffer.from(JSON.stringify(seenAt(text))), text.tail]),
-        isPaged(query) ? page.next_cursor : undefined,
-      ),
-    );
+    return sendList(request, reply, etag, () => {
+      const values = page.items.map((text) => JSON.stringify(seenAt(text)));
+      if (!Object.values(query).every((value) => value === undefined)) {
+        return jsonListBody("nodes", page.items.map((text, index) => [text.head, Buffer.from(values[index] as string), text.tail]), isPaged(query) ? page.next_cursor : undefined);
+      }
+      // The whole list, the read a console or ctl makes most: its kept answer with the last-seen times of now.
+      let kept = wholeNodeBodies.get(texts);
+      let body = kept?.patched(values);
+      if (kept === undefined || body === undefined) {
+        kept = new PatchedListBody("nodes", texts, values);
+        wholeNodeBodies.set(texts, kept);
+        body = kept.body;
+      }
+      const sent = kept.sending();
+      reply.raw.once("finish", sent).once("close", sent);
+      return body;
+    });
   });
   app.get("/api/v1/nodes/:name", { config: { access: "read", api: { summary: "One node" } } }, async (request) => fleet.getNode(nameParams.parse(request.params).name));
 
