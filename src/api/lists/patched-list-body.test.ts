@@ -37,10 +37,21 @@ describe("a whole list's answer patched in place", () => {
     expect(kept.patched([at(5), at(2), at(3)])).not.toBe(next);
     expect(seen(next)[0]).toBe("2026-12-04T10:00:04.000Z");
     copySent();
-    // Finished, or closed as well: released once. With no reply sending, the buffer is patched in place again.
-    copySent();
+    // With no reply sending, the buffer is patched in place again.
     const current = kept.body;
     expect(kept.patched([at(6), at(2), at(3)])).toBe(current);
+  });
+
+  it("counts a reply once though it both finishes and closes", () => {
+    const kept = new PatchedListBody("nodes", items, [at(1), at(2), at(3)]);
+    const first = kept.sending();
+    kept.sending();
+    // "finish", then "close": the second reply is still sending, so the patch must go to a copy.
+    first();
+    first();
+    const sent = kept.body;
+    expect(kept.patched([at(4), at(2), at(3)])).not.toBe(sent);
+    expect(seen(sent)[0]).toBe("2026-12-04T10:00:01.000Z");
   });
 
   it("cannot patch a value of another length or another number of items: the caller builds anew", () => {
