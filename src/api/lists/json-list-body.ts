@@ -1,3 +1,8 @@
+/** `{"<field>":[`, where the first item starts; items follow one comma apart. */
+export function listOpening(field: string): Buffer {
+  return Buffer.from(`{${JSON.stringify(field)}:[`);
+}
+
 const comma = Buffer.from(",");
 const close = Buffer.from("]");
 const end = Buffer.from("}");
@@ -8,7 +13,7 @@ const end = Buffer.from("}");
  * without serialising or encoding an item again.
  */
 export function jsonListBody(field: string, items: readonly (Buffer | readonly Buffer[])[], nextCursor?: string | null): Buffer {
-  const parts: Buffer[] = [Buffer.from(`{${JSON.stringify(field)}:[`)];
+  const parts: Buffer[] = [listOpening(field)];
   items.forEach((item, index) => {
     if (index > 0) parts.push(comma);
     if (Buffer.isBuffer(item)) parts.push(item);

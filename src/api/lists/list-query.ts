@@ -29,6 +29,11 @@ export function isPaged(query: PageQuery): boolean {
   return query.limit !== undefined || query.cursor !== undefined;
 }
 
+/** No filter, no search and no page: the whole list, the answer a list keeps built. */
+export function isWholeList(query: Record<string, unknown>): boolean {
+  return Object.values(query).every((value) => value === undefined);
+}
+
 /** A cursor names the sort key of the last item given, so a page never repeats or skips an item when others are added or removed before it. */
 export function encodeCursor(after: string): string {
   return Buffer.from(JSON.stringify({ after }), "utf8").toString("base64url");

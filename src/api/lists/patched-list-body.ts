@@ -1,3 +1,5 @@
+import { jsonListBody, listOpening } from "./json-list-body.js";
+
 /** One item of the list as kept: its JSON bytes before and after the value that moves. */
 export interface SplitItem {
   readonly head: Buffer;
@@ -29,21 +31,16 @@ export class PatchedListBody {
 
   /** `values`: each item's value as JSON text (`"2026-12-04T10:00:00.000Z"`), in the items' order. */
   constructor(field: string, items: readonly SplitItem[], values: readonly string[]) {
-    const parts: Buffer[] = [Buffer.from(`{${JSON.stringify(field)}:[`)];
-    let at = parts[0]?.length ?? 0;
+    const valueBytes = items.map((_, index) => Buffer.from(values[index] ?? "null"));
+    // Laid out as jsonListBody lays out every list: the opening, then the items one comma apart.
+    let at = listOpening(field).length;
     items.forEach((item, index) => {
-      if (index > 0) {
-        parts.push(comma);
-        at += comma.length;
-      }
-      const value = Buffer.from(values[index] ?? "null");
-      parts.push(item.head, value, item.tail);
+      const value = valueBytes[index] as Buffer;
       this.#offsets.push(at + item.head.length);
       this.#lengths.push(value.length);
-      at += item.head.length + value.length + item.tail.length;
+      at += item.head.length + value.length + item.tail.length + 1;
     });
-    parts.push(end);
-    this.#body = Buffer.concat(parts);
+    this.#body = jsonListBody(field, items.map((item, index) => [item.head, valueBytes[index] as Buffer, item.tail]));
     this.#values = values;
   }
 
@@ -89,6 +86,3 @@ export class PatchedListBody {
     };
   }
 }
-
-const comma = Buffer.from(",");
-const end = Buffer.from("]}");

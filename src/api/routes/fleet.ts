@@ -7,7 +7,7 @@ import { startReplicaBodySchema, type FleetService } from "../../services/fleet-
 import { redactOutputLine, redactStrings, secretValuesOf, type Audience } from "../../catalog/redact.js";
 import type { NodeState, NodeView, ReplicaView } from "../../protocol/views.js";
 import { engineNames } from "../../catalog/schema.js";
-import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
+import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 import { jsonListBody } from "../lists/json-list-body.js";
 import { PatchedListBody } from "../lists/patched-list-body.js";
@@ -166,11 +166,11 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
     });
     const matching = texts.filter((text) => nodeMatches(text.view, query));
     const page = isPaged(query) ? pageOf(matching, (text) => text.view.name, query) : { items: matching, next_cursor: null };
-    const seenAt = (text: NodeText) => lastSeen.get(text.view.name) ?? text.view.last_seen_at;
-    const etag = weakEtag(key, JSON.stringify(query), page.items.map(seenAt).join(","));
+    const seen = page.items.map((text) => lastSeen.get(text.view.name) ?? text.view.last_seen_at);
+    const etag = weakEtag(key, JSON.stringify(query), seen.join(","));
     return sendList(request, reply, etag, () => {
-      const values = page.items.map((text) => JSON.stringify(seenAt(text)));
-      if (!Object.values(query).every((value) => value === undefined)) {
+      const values = seen.map((at) => JSON.stringify(at));
+      if (!isWholeList(query)) {
         return jsonListBody("nodes", page.items.map((text, index) => [text.head, Buffer.from(values[index] as string), text.tail]), isPaged(query) ? page.next_cursor : undefined);
       }
       // The whole list, the read a console or ctl makes most: its kept answer with the last-seen times of now.
@@ -227,7 +227,7 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
       return { value: await withProgressNow(whole, request.audience) };
     });
     const etag = weakEtag(key, JSON.stringify(query));
-    if (Object.values(query).every((value) => value === undefined)) return sendList(request, reply, etag, () => built.body);
+    if (isWholeList(query)) return sendList(request, reply, etag, () => built.body);
     return sendList(request, reply, etag, () => {
       const matching = onlyPaging(query) ? built.items : built.items.filter((item) => replicaMatches(item.view, query));
       if (!isPaged(query)) return jsonListBody("replicas", matching.map((item) => item.json));

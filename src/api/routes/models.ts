@@ -13,7 +13,7 @@ import { parseBody, parseQuery } from "../parse-body.js";
 import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
 import type { PlanSettings } from "./plan.js";
 import type { AddedModelView, ModelState, ModelView } from "../../protocol/views.js";
-import { isPaged, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
+import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, sendList, weakEtag } from "../lists/list-answer.js";
 import { KeptItems, type KeptItem } from "../lists/kept-items.js";
 import { jsonListBody } from "../lists/json-list-body.js";
@@ -116,7 +116,7 @@ export function registerModelRoutes(
     const revision = (await catalog.snapshot()).revision;
     const key = fleetKey === undefined ? undefined : `${revision}|${await fleetKey()}|${audience}`;
     const built = key === undefined ? (await build(audience)).value : await cache.get(key, () => build(audience));
-    const whole = !isPaged(query) && Object.values(query).every((value) => value === undefined);
+    const whole = isWholeList(query);
     const etag = weakEtag(key ?? built.body.toString(), JSON.stringify(query));
     if (whole) return sendList(request, reply, etag, () => built.body);
     return sendList(request, reply, etag, () => {
