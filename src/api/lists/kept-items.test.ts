@@ -5,7 +5,7 @@ import { KeptItems } from "./kept-items.js";
 describe("KeptItems", () => {
   it("builds an item again only when its signature moves, keeps the order asked for, and forgets items no longer asked for", () => {
     const built: string[] = [];
-    const kept = new KeptItems<{ name: string; ready: number }>();
+    const kept = new KeptItems<{ name: string; ready: number }, string>((view) => view.name);
     const list = (items: { name: string; ready: number }[]) =>
       kept
         .list(
@@ -26,6 +26,8 @@ describe("KeptItems", () => {
     list([{ name: "a", ready: 0 }]);
     list([{ name: "a", ready: 0 }, { name: "b", ready: 1 }]);
     expect(built).toEqual(["a", "b", "b", "b"]);
+    // What is kept beside the bytes is what facetsOf read of the view.
+    expect(kept.list([{ name: "a", ready: 0 }], (item) => item.name, (item) => String(item.ready), (item) => item)[0]?.facets).toBe("a");
   });
 });
 

@@ -37,35 +37,34 @@ export function sendList(request: FastifyRequest, reply: FastifyReply, etag: str
 }
 
 /**
- * Answers built once per key (catalog and fleet revisions, audience) and
- * kept while the key stands: at 2,000 models, building and serializing the
- * list was most of a `GET`. A few keys are kept (one per audience, and the
- * one before a change while readers move on); builds of one key are shared.
+ * Answers built once per key (catalog and fleet revisions) and kept while
+ * the key stands: at 2,000 models, building and serializing the list was
+ * most of a `GET`. One answer is kept per slot (an audience: a read token's
+ * answer masks what an admin's shows). Revisions only move forward, so a
+ * new key replaces its slot's answer: at 5,000 models and 1,000 nodes each
+ * answer is megabytes, and answers to revisions no reader will ask for
+ * again were a tenth of the server's heap. A reader that read its key just
+ * before a change gets a build of its own. Builds of one key are shared.
  */
 export class ListCache<Value> {
-  readonly #entries = new Map<string, { readonly value: Promise<Value>; readonly validUntilMs: number }>();
+  readonly #slots = new Map<string, { readonly key: string; readonly value: Promise<Value>; readonly validUntilMs: number }>();
 
-  constructor(
-    private readonly size = 4,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(private readonly now: () => number = Date.now) {}
 
   /** `build` answers the value and until when it holds (Infinity: until the key changes). */
-  async get(key: string, build: () => Promise<{ value: Value; validUntilMs?: number }>): Promise<Value> {
-    const hit = this.#entries.get(key);
-    if (hit && hit.validUntilMs > this.now()) return await hit.value;
+  async get(slot: string, key: string, build: () => Promise<{ value: Value; validUntilMs?: number }>): Promise<Value> {
+    const hit = this.#slots.get(slot);
+    if (hit !== undefined && hit.key === key && hit.validUntilMs > this.now()) return await hit.value;
     const built = build();
     const value = built.then((result) => result.value);
-    const entry = { value, validUntilMs: Number.POSITIVE_INFINITY };
-    this.#entries.delete(key);
-    this.#entries.set(key, entry);
-    while (this.#entries.size > this.size) this.#entries.delete(this.#entries.keys().next().value as string);
+    const entry = { key, value, validUntilMs: Number.POSITIVE_INFINITY };
+    this.#slots.set(slot, entry);
     try {
       const result = await built;
-      if (this.#entries.get(key) === entry) this.#entries.set(key, { value, validUntilMs: result.validUntilMs ?? Number.POSITIVE_INFINITY });
+      if (this.#slots.get(slot) === entry) this.#slots.set(slot, { key, value, validUntilMs: result.validUntilMs ?? Number.POSITIVE_INFINITY });
       return result.value;
     } catch (error) {
-      if (this.#entries.get(key) === entry) this.#entries.delete(key);
+      if (this.#slots.get(slot) === entry) this.#slots.delete(slot);
       throw error;
     }
   }

@@ -11,7 +11,7 @@ import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../li
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 import { jsonListBody } from "../lists/json-list-body.js";
 import { PatchedListBody } from "../lists/patched-list-body.js";
-import { KeptItems, keptItem, type KeptItem } from "../lists/kept-items.js";
+import { KeptItems, keptItem, signatureDigest, type KeptItem } from "../lists/kept-items.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { describeActor } from "../../catalog/actor.js";
@@ -42,16 +42,52 @@ const replicasQuery = z.strictObject({
 type ReplicasQuery = z.infer<typeof replicasQuery>;
 const stopQuery = z.object({ drain: flagSchema });
 
-function nodeMatches(node: NodeView, query: NodesQuery): boolean {
+/** What a filter, a search or a page reads of a node, kept in place of its whole view. */
+interface NodeFacets {
+  readonly name: string;
+  readonly state: NodeView["state"];
+  readonly classes: readonly string[];
+  readonly engines: NodeView["engines"];
+  /** The texts a search looks in. */
+  readonly text: readonly string[];
+  readonly last_seen_at: string;
+}
+
+function nodeFacets(node: NodeView): NodeFacets {
+  return {
+    name: node.name,
+    state: node.state,
+    classes: node.gpus.map((gpu) => gpu.class),
+    engines: node.engines,
+    text: [node.name, node.hostname, node.address, ...Object.values(node.labels)],
+    last_seen_at: node.last_seen_at,
+  };
+}
+
+function nodeMatches(node: NodeFacets, query: NodesQuery): boolean {
   return (
     (query.state === undefined || node.state === query.state) &&
-    (query.class === undefined || node.gpus.some((gpu) => gpu.class === query.class)) &&
+    (query.class === undefined || node.classes.includes(query.class)) &&
     (query.engine === undefined || node.engines.includes(query.engine)) &&
-    matchesText(query.q, [node.name, node.hostname, node.address, ...Object.values(node.labels)])
+    matchesText(query.q, node.text)
   );
 }
 
-function replicaMatches(replica: ReplicaView, query: ReplicasQuery): boolean {
+/** What a filter, a search or a page reads of a replica, kept in place of its whole view. */
+interface ReplicaFacets {
+  readonly id: string;
+  readonly model: string;
+  readonly node: string;
+  readonly state: ReplicaView["state"];
+  readonly engine: ReplicaView["engine"];
+  readonly reason: string | null;
+}
+
+function replicaFacets(replica: ReplicaView): ReplicaFacets {
+  return { id: replica.id, model: replica.model, node: replica.node, state: replica.state, engine: replica.engine, reason: replica.reason };
+}
+
+function replicaMatches(replica: ReplicaFacets, query: ReplicasQuery): boolean {
   return (
     (query.model === undefined || replica.model === query.model) &&
     (query.node === undefined || replica.node === query.node) &&
@@ -68,7 +104,7 @@ const lastSeenMark = "\u0000last_seen_at\u0000";
 
 /** A node's JSON bytes, kept in two parts around its last_seen_at. */
 interface NodeText {
-  readonly view: NodeView;
+  readonly facets: NodeFacets;
   readonly head: Buffer;
   readonly tail: Buffer;
 }
@@ -77,7 +113,7 @@ function nodeText(view: NodeView, audience: Audience): NodeText {
   const text = maskedJson({ ...view, last_seen_at: lastSeenMark }, audience);
   const mark = JSON.stringify(lastSeenMark);
   const at = text.indexOf(mark);
-  return { view, head: Buffer.from(text.slice(0, at)), tail: Buffer.from(text.slice(at + mark.length)) };
+  return { facets: nodeFacets(view), head: Buffer.from(text.slice(0, at)), tail: Buffer.from(text.slice(at + mark.length)) };
 }
 
 /**
@@ -91,9 +127,10 @@ function keptNodeTexts(views: readonly NodeView[], audience: Audience, kept: Map
   const seen = new Set<string>();
   const texts = views.map((view) => {
     seen.add(view.name);
-    const signature = JSON.stringify({ ...view, last_seen_at: "" });
+    const signature = signatureDigest(JSON.stringify({ ...view, last_seen_at: "" }));
     const before = kept.get(view.name);
-    if (before !== undefined && before.signature === signature) return { ...before.text, view };
+    // The same text, with this read's last_seen_at (the one field the signature leaves out).
+    if (before !== undefined && before.signature === signature) return { ...before.text, facets: { ...before.text.facets, last_seen_at: view.last_seen_at } };
     const text = nodeText(view, audience);
     kept.set(view.name, { signature, text });
     return text;
@@ -131,7 +168,7 @@ const shownReplica = async (catalog: CatalogService, replica: ReplicaView): Prom
 
 /** The replica list as kept: each item's view and JSON, the answer's bytes, and the progress each replica had when the list was built whole. */
 interface ReplicaList {
-  readonly items: readonly KeptItem<ReplicaView>[];
+  readonly items: readonly KeptItem<ReplicaFacets>[];
   readonly body: Buffer;
   readonly progress: ReadonlyMap<string, ReplicaProgress | undefined>;
 }
@@ -159,14 +196,14 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
     const { key: fleetKey, lastSeen } = await fleet.viewKey();
     // Who reads too: the text is masked for its audience.
     const key = `${fleetKey}|${request.audience}`;
-    const texts = await nodesCache.get(key, async () => {
+    const texts = await nodesCache.get(request.audience, key, async () => {
       const kept = keptNodes.get(request.audience) ?? new Map<string, { readonly signature: string; readonly text: NodeText }>();
       keptNodes.set(request.audience, kept);
       return { value: keptNodeTexts(await fleet.listNodes(), request.audience, kept) };
     });
-    const matching = texts.filter((text) => nodeMatches(text.view, query));
-    const page = isPaged(query) ? pageOf(matching, (text) => text.view.name, query) : { items: matching, next_cursor: null };
-    const seen = page.items.map((text) => lastSeen.get(text.view.name) ?? text.view.last_seen_at);
+    const matching = texts.filter((text) => nodeMatches(text.facets, query));
+    const page = isPaged(query) ? pageOf(matching, (text) => text.facets.name, query) : { items: matching, next_cursor: null };
+    const seen = page.items.map((text) => lastSeen.get(text.facets.name) ?? text.facets.last_seen_at);
     const etag = weakEtag(key, JSON.stringify(query), seen.join(","));
     return sendList(request, reply, etag, () => {
       const values = seen.map((at) => JSON.stringify(at));
@@ -193,10 +230,10 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
   const wholeReplicas = new ListCache<ReplicaList>();
   const replicasNow = new ListCache<ReplicaList>();
   // One per audience, as the masking differs.
-  const keptReplicas = new Map<Audience, KeptItems<ReplicaView>>();
+  const keptReplicas = new Map<Audience, KeptItems<ReplicaView, ReplicaFacets>>();
   const shownFor = (view: ReplicaView, audience: Audience) => redactStrings(view, audience) as ReplicaView;
   const wholeReplicaList = async (audience: Audience): Promise<ReplicaList> => {
-    const kept = keptReplicas.get(audience) ?? new KeptItems<ReplicaView>();
+    const kept = keptReplicas.get(audience) ?? new KeptItems<ReplicaView, ReplicaFacets>(replicaFacets);
     keptReplicas.set(audience, kept);
     const listed = await fleet.listReplicasWithProgress();
     // Masked once per change of a replica, so the pages and filtered answers cut from these views are masked too.
@@ -210,9 +247,9 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
     const ids = new Set([...now.keys(), ...[...whole.progress].filter(([, progress]) => progress !== undefined).map(([id]) => id)]);
     const moved = [...ids].filter((id) => !isDeepStrictEqual(whole.progress.get(id), now.get(id)));
     if (moved.length === 0) return whole;
-    const rebuilt = new Map((await shownReplicas(catalog, await fleet.replicasById(moved))).map((view) => [view.id, keptItem(shownFor(view, audience))]));
+    const rebuilt = new Map((await shownReplicas(catalog, await fleet.replicasById(moved))).map((view) => [view.id, keptItem(shownFor(view, audience), replicaFacets)]));
     // A replica removed meanwhile keeps its item here: its removal raised the fleet's revision, so the next read builds whole.
-    const items = whole.items.map((item) => rebuilt.get(item.view.id) ?? item);
+    const items = whole.items.map((item) => rebuilt.get(item.facets.id) ?? item);
     return { items, body: jsonListBody("replicas", items.map((item) => item.json)), progress: whole.progress };
   };
   app.get("/api/v1/replicas", { config: { access: "read", api: { summary: "Replicas, filtered and paged", query: replicasQuery } } }, async (request, reply) => {
@@ -222,16 +259,16 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
     const fleetKey = await fleet.viewKey();
     const wholeKey = `${revision}|${fleetKey.key}|${request.audience}`;
     const key = `${wholeKey}|${fleetKey.progressRevision}`;
-    const built = await replicasNow.get(key, async () => {
-      const whole = await wholeReplicas.get(wholeKey, async () => ({ value: await wholeReplicaList(request.audience) }));
+    const built = await replicasNow.get(request.audience, key, async () => {
+      const whole = await wholeReplicas.get(request.audience, wholeKey, async () => ({ value: await wholeReplicaList(request.audience) }));
       return { value: await withProgressNow(whole, request.audience) };
     });
     const etag = weakEtag(key, JSON.stringify(query));
     if (isWholeList(query)) return sendList(request, reply, etag, () => built.body);
     return sendList(request, reply, etag, () => {
-      const matching = onlyPaging(query) ? built.items : built.items.filter((item) => replicaMatches(item.view, query));
+      const matching = onlyPaging(query) ? built.items : built.items.filter((item) => replicaMatches(item.facets, query));
       if (!isPaged(query)) return jsonListBody("replicas", matching.map((item) => item.json));
-      const page = pageOf(matching, (item) => item.view.id, query);
+      const page = pageOf(matching, (item) => item.facets.id, query);
       return jsonListBody("replicas", page.items.map((item) => item.json), page.next_cursor);
     });
   });

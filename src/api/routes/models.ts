@@ -30,19 +30,44 @@ const modelsQuery = z.strictObject({
 });
 type ModelsQuery = z.infer<typeof modelsQuery>;
 
-function modelMatches(model: ModelView, query: ModelsQuery): boolean {
+/** What a filter, a search or a page reads of a model, kept in place of its whole view. */
+interface ModelFacets {
+  readonly name: string;
+  readonly state: ModelView["state"];
+  readonly class: ModelView["class"];
+  readonly owner: ModelView["owner"];
+  readonly engines: readonly string[];
+  readonly aliases: readonly string[];
+  /** When its last failure's retry_at passes (ms), if it is shown: the list is built again then. */
+  readonly retryAtMs: number | undefined;
+}
+
+function modelFacets(view: ModelView): ModelFacets {
+  const retryAt = view.last_failure?.retry_at;
+  return {
+    name: view.name,
+    state: view.state,
+    class: view.class,
+    owner: view.owner,
+    engines: view.profiles.map((profile) => profile.engine),
+    aliases: view.aliases,
+    retryAtMs: retryAt ? Date.parse(retryAt) : undefined,
+  };
+}
+
+function modelMatches(model: ModelFacets, query: ModelsQuery): boolean {
   return (
     (query.state === undefined || model.state === query.state) &&
     (query.class === undefined || model.class === query.class) &&
     (query.owner === undefined || model.owner === query.owner) &&
-    (query.engine === undefined || model.profiles.some((profile) => profile.engine === query.engine)) &&
+    (query.engine === undefined || model.engines.includes(query.engine)) &&
     matchesText(query.q, [model.name, model.owner, ...model.aliases])
   );
 }
 
 /** One audience's list of models, and its JSON as sent whole. */
 interface BuiltModels {
-  readonly items: readonly KeptItem<ModelView>[];
+  readonly items: readonly KeptItem<ModelFacets>[];
   readonly body: Buffer;
 }
 
@@ -90,10 +115,10 @@ export function registerModelRoutes(
 
   const cache = new ListCache<BuiltModels>();
   // One per audience: a read token's views mask what an admin's show.
-  const items = new Map<Audience, KeptItems<ModelView>>();
+  const items = new Map<Audience, KeptItems<ModelView, ModelFacets>>();
   const build = async (audience: Audience): Promise<{ value: BuiltModels; validUntilMs: number }> => {
     const [snapshot, counts, statuses] = await Promise.all([catalog.snapshot(), replicaCounts(), modelStatus()]);
-    const kept = items.get(audience) ?? new KeptItems<ModelView>();
+    const kept = items.get(audience) ?? new KeptItems<ModelView, ModelFacets>(modelFacets);
     items.set(audience, kept);
     const listed = kept.list(
       snapshot.catalog.models,
@@ -105,7 +130,7 @@ export function registerModelRoutes(
     );
     // A failure's retry_at is shown only until that moment: the list holds until the first of them passes.
     const nowMs = Date.now();
-    const retries = listed.flatMap(({ view }) => (view.last_failure?.retry_at ? [Date.parse(view.last_failure.retry_at)] : [])).filter((at) => at > nowMs);
+    const retries = listed.flatMap(({ facets }) => (facets.retryAtMs !== undefined && facets.retryAtMs > nowMs ? [facets.retryAtMs] : []));
     return { value: { items: listed, body: jsonListBody("models", listed.map((item) => item.json)) }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
   };
 
@@ -115,14 +140,14 @@ export function registerModelRoutes(
     // The revision is read before the fleet's key and the build, as the catalog service reads it before the entries.
     const revision = (await catalog.snapshot()).revision;
     const key = fleetKey === undefined ? undefined : `${revision}|${await fleetKey()}|${audience}`;
-    const built = key === undefined ? (await build(audience)).value : await cache.get(key, () => build(audience));
+    const built = key === undefined ? (await build(audience)).value : await cache.get(audience, key, () => build(audience));
     const whole = isWholeList(query);
     const etag = weakEtag(key ?? built.body.toString(), JSON.stringify(query));
     if (whole) return sendList(request, reply, etag, () => built.body);
     return sendList(request, reply, etag, () => {
-      const matching = built.items.filter((item) => modelMatches(item.view, query));
+      const matching = built.items.filter((item) => modelMatches(item.facets, query));
       if (!isPaged(query)) return jsonListBody("models", matching.map((item) => item.json));
-      const page = pageOf(matching, (item) => item.view.name, query);
+      const page = pageOf(matching, (item) => item.facets.name, query);
       return jsonListBody("models", page.items.map((item) => item.json), page.next_cursor);
     });
   });
