@@ -76,4 +76,17 @@ describe("ModelFactsCache", () => {
     expect(await last).toBe(facts);
     expect(started).toEqual(sources);
   });
+
+  it("gives up waiting for a queued source after the time asked, and still reads it in its turn", async () => {
+    const releases = new Map<string, (facts: ModelFacts) => void>();
+    const facts = { architecture: { trainedContext: 4096 } } as unknown as ModelFacts; // only identity matters here
+    const cache = new ModelFactsCache((source) => new Promise((resolve) => releases.set(source, resolve)), () => undefined, Date.now, 1);
+    cache.get("/models/first");
+    expect(await cache.whenRead("/models/second", 10)).toBeUndefined();
+    expect(await cache.whenRead("/models/third", 10)).toBeUndefined();
+    releases.get("/models/first")?.(facts);
+    await new Promise((resolve) => setImmediate(resolve));
+    releases.get("/models/second")?.(facts);
+    expect(await cache.whenRead("/models/second", 60_000)).toBe(facts);
+  });
 });

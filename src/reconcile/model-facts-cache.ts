@@ -1,4 +1,3 @@
-import pLimit, { type LimitFunction } from "p-limit";
 import type { ModelFacts } from "../plan/model-facts.js";
 
 /** Reads a model's files (config.json or GGUF metadata and the weights' headers): the only I/O placement's memory check needs. */
@@ -13,7 +12,10 @@ const retryUnreadableMs = 5 * 60_000;
  * that could not reach the hub, 1,849 sockets with their DNS lookups were
  * still held a minute later, most of the server's memory past its heap, and
  * their handshakes took a core from heartbeats and reads. The rest wait their
- * turn, in the order asked; a queued read counts as under way.
+ * turn, in the order asked; a queued read counts as under way. A queued read
+ * is only its source's name: with 5,000 sources behind a hub this machine
+ * cannot reach, a promise and closures for each held 6 MB for as long as the
+ * queue took to drain.
  */
 export const sourceReadsAtOnce = 16;
 
@@ -26,51 +28,77 @@ export const sourceReadsAtOnce = 16;
 export class ModelFactsCache {
   private readonly facts = new Map<string, ModelFacts>();
   private readonly unreadableUntil = new Map<string, number>();
-  private readonly reading = new Map<string, Promise<void>>();
-  private readonly limit: LimitFunction;
+  /** Sources waiting their turn, in the order asked. */
+  private readonly queued = new Set<string>();
+  /** Sources being read now: at most readsAtOnce. */
+  private readonly inFlight = new Set<string>();
+  /** Who waits for a source's read to settle (whenRead), queued or under way. */
+  private readonly waiters = new Map<string, Set<() => void>>();
 
   constructor(
     private readonly read: ModelFactsReader,
     private readonly onRead: () => void,
     private readonly now: () => number = Date.now,
-    readsAtOnce = sourceReadsAtOnce,
-  ) {
-    this.limit = pLimit(readsAtOnce);
-  }
+    private readonly readsAtOnce = sourceReadsAtOnce,
+  ) {}
 
-  /** The facts when known; otherwise undefined, and a read is started. */
+  /** The facts when known; otherwise undefined, and a read is queued. */
   get(source: string): ModelFacts | undefined {
     const known = this.facts.get(source);
     if (known) return known;
-    if (this.reading.has(source) || (this.unreadableUntil.get(source) ?? 0) > this.now()) return undefined;
-    const reading = this.limit(() => this.read(source))
-      .then(
-        (facts) => {
-          this.facts.set(source, facts);
-          this.onRead();
-        },
-        () => {
-          this.unreadableUntil.set(source, this.now() + retryUnreadableMs);
-        },
-      )
-      .finally(() => this.reading.delete(source));
-    this.reading.set(source, reading);
+    if (this.isReading(source) || (this.unreadableUntil.get(source) ?? 0) > this.now()) return undefined;
+    this.queued.add(source);
+    // Started on a later tick: get() is called from a reconcile pass, which the reader's own work must not run inside.
+    if (this.queued.size === 1) queueMicrotask(() => this.startReads());
     return undefined;
   }
 
   /**
-   * The facts, waiting up to `withinMs` for a read under way (or started
+   * The facts, waiting up to `withinMs` for a read under way (or queued
    * now); undefined when the source is unreadable or slower than that.
    */
   async whenRead(source: string, withinMs: number): Promise<ModelFacts | undefined> {
     const known = this.get(source);
     if (known) return known;
-    const reading = this.reading.get(source);
-    if (reading === undefined) return undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)));
-    await Promise.race([reading, late]);
+    if (!this.isReading(source)) return undefined;
+    const waiting = this.waiters.get(source) ?? new Set<() => void>();
+    this.waiters.set(source, waiting);
+    let done: () => void = () => undefined;
+    const settled = new Promise<void>((resolve) => (done = resolve));
+    waiting.add(done);
+    const timer = setTimeout(done, withinMs);
+    await settled;
     clearTimeout(timer);
+    waiting.delete(done);
+    if (waiting.size === 0 && this.waiters.get(source) === waiting) this.waiters.delete(source);
     return this.facts.get(source);
+  }
+
+  private isReading(source: string): boolean {
+    return this.queued.has(source) || this.inFlight.has(source);
+  }
+
+  private startReads(): void {
+    for (const source of this.queued) {
+      if (this.inFlight.size >= this.readsAtOnce) return;
+      this.queued.delete(source);
+      this.inFlight.add(source);
+      void this.readOne(source);
+    }
+  }
+
+  private async readOne(source: string): Promise<void> {
+    let read = false;
+    try {
+      this.facts.set(source, await this.read(source));
+      read = true;
+    } catch {
+      this.unreadableUntil.set(source, this.now() + retryUnreadableMs);
+    } finally {
+      this.inFlight.delete(source);
+      for (const wake of this.waiters.get(source) ?? []) wake();
+      this.startReads();
+    }
+    if (read) this.onRead();
   }
 }
