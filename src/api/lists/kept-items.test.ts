@@ -31,6 +31,33 @@ describe("KeptItems", () => {
   });
 });
 
+describe("KeptItems.body", () => {
+  it("lays the items into the whole list's answer, each item's bytes then a view into it", () => {
+    // Items past node's pool size (4 KB), so each is built in memory of its own and sharing is the body's doing.
+    const note = "x".repeat(5000);
+    const kept = new KeptItems<{ name: string; ready: number; note: string }, string>((view) => view.name);
+    const listed = (ready: number) => kept.list([{ name: "a", ready: 0 }, { name: "b", ready }], (item) => item.name, (item) => String(item.ready), (item) => ({ ...item, note }));
+    const first = listed(0);
+    const before = first.map((item) => item.json.buffer);
+    expect(before[0]).not.toBe(before[1]);
+    const body = kept.body("models", first);
+    expect(JSON.parse(body.toString())).toEqual({ models: [{ name: "a", ready: 0, note }, { name: "b", ready: 0, note }] });
+    for (const item of first) {
+      expect(item.json.buffer).toBe(body.buffer);
+      expect(item.json.byteOffset).toBeGreaterThanOrEqual(body.byteOffset);
+      expect(item.json.byteOffset + item.json.length).toBeLessThanOrEqual(body.byteOffset + body.length);
+    }
+    // A filtered answer cut from the items reads the same bytes.
+    expect(JSON.parse(jsonListBody("models", [first[1]?.json as Buffer]).toString())).toEqual({ models: [{ name: "b", ready: 0, note }] });
+    // The next answer: the kept item a moves into it, b is built anew and laid there too.
+    const second = listed(1);
+    expect(second[0]).toBe(first[0]);
+    const next = kept.body("models", second);
+    expect(JSON.parse(next.toString())).toEqual({ models: [{ name: "a", ready: 0, note }, { name: "b", ready: 1, note }] });
+    for (const item of second) expect(item.json.buffer).toBe(next.buffer);
+  });
+});
+
 describe("jsonListBody", () => {
   it("joins kept items (whole or in parts) into the list's JSON, with the cursor when paged", () => {
     const items = [Buffer.from('{"name":"a"}'), [Buffer.from('{"name":"b","seen":'), Buffer.from('"now"'), Buffer.from("}")]];

@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { jsonListBody, listOpening } from "./json-list-body.js";
 
 /**
  * One item as it is kept: what filters, searches and pages read of it (its
@@ -8,7 +9,8 @@ import { hash } from "node:crypto";
  */
 export interface KeptItem<Facets> {
   readonly facets: Facets;
-  readonly json: Buffer;
+  /** Its own bytes when built; a view into the whole list's answer once KeptItems.body has laid it there. */
+  json: Buffer;
 }
 
 /**
@@ -57,6 +59,24 @@ export class KeptItems<View, Facets> {
     }
     this.#items = next;
     return kept;
+  }
+
+  /**
+   * The whole list's answer, `{"<field>":[…]}`, after which each item's
+   * bytes are a view into it: the answer and the items share one copy, where
+   * each item had held one of its own beside it (7 MB at 5,000 models and
+   * 4,000 replicas). The answer before is freed once no item points into it.
+   */
+  body(field: string, items: readonly KeptItem<Facets>[]): Buffer {
+    const body = jsonListBody(field, items.map((item) => item.json));
+    // Laid out as jsonListBody lays out every list: the opening, then the items one comma apart.
+    let at = listOpening(field).length;
+    for (const item of items) {
+      const length = item.json.length;
+      item.json = body.subarray(at, at + length);
+      at += length + 1;
+    }
+    return body;
   }
 }
 

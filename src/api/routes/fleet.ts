@@ -240,7 +240,7 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
     // The view's own JSON is its signature: cheap next to the masking and encoding it saves.
     const shown = await shownReplicas(catalog, listed.views);
     const items = kept.list(shown, (replica) => replica.id, (replica) => JSON.stringify(replica), (replica) => shownFor(replica, audience));
-    return { items, body: jsonListBody("replicas", items.map((item) => item.json)), progress: listed.progress };
+    return { items, body: kept.body("replicas", items), progress: listed.progress };
   };
   const withProgressNow = async (whole: ReplicaList, audience: Audience): Promise<ReplicaList> => {
     const now = await fleet.replicaProgressNow();

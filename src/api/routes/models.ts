@@ -131,7 +131,7 @@ export function registerModelRoutes(
     // A failure's retry_at is shown only until that moment: the list holds until the first of them passes.
     const nowMs = Date.now();
     const retries = listed.flatMap(({ facets }) => (facets.retryAtMs !== undefined && facets.retryAtMs > nowMs ? [facets.retryAtMs] : []));
-    return { value: { items: listed, body: jsonListBody("models", listed.map((item) => item.json)) }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
+    return { value: { items: listed, body: kept.body("models", listed) }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
   };
 
   app.get("/api/v1/models", { config: { access: "read", api: { summary: "The catalog, filtered and paged", query: modelsQuery } } }, async (request, reply) => {
