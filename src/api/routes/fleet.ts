@@ -166,7 +166,7 @@ async function shownReplicas(catalog: CatalogService, replicas: readonly Replica
 
 const shownReplica = async (catalog: CatalogService, replica: ReplicaView): Promise<ReplicaView> => (await shownReplicas(catalog, [replica]))[0] as ReplicaView;
 
-/** The replica list as kept: each item's view and JSON, the answer's bytes, and the progress each replica had when the list was built whole. */
+/** The replica list as kept: each item's facets and JSON, the answer's bytes, and the progress each replica had when the list was built whole. */
 interface ReplicaList {
   readonly items: readonly KeptItem<ReplicaFacets>[];
   readonly body: Buffer;
