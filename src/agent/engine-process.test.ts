@@ -30,6 +30,17 @@ describe("engine ports", () => {
     heldBelow.close();
   });
 
+  it("never gives an engine a port that fetch refuses (10080), even when it is free", async () => {
+    const range = { low: 32768, high: 60999 };
+    const picks = [(10080 - 10000 + 0.5) / (range.low - 10000), 0.25];
+    let index = 0;
+    const port = await findEnginePort(() => picks[Math.min(index++, picks.length - 1)] as number, range);
+    expect(index).toBe(2);
+    expect(port).not.toBe(10080);
+    // What fetch itself says of that port: the reason it is passed over.
+    await expect(fetch("http://127.0.0.1:10080/")).rejects.toMatchObject({ cause: { message: "bad port" } });
+  });
+
   it("lets the kernel pick when its range leaves too little room below it", async () => {
     const port = await findEnginePort(() => 0, { low: 10500, high: 65535 });
     expect(port).toBeGreaterThan(0);

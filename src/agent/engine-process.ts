@@ -22,6 +22,14 @@ const defaultEphemeralPorts = { low: 32768, high: 60999 };
 /** The lowest port an engine is given: below it sit the well-known and registered services people run. */
 const lowestEnginePort = 10000;
 
+/**
+ * The ports at or above lowestEnginePort that the Fetch standard refuses to
+ * connect to (its "bad ports"): node's fetch, the official OpenAI client and
+ * browsers fail on them with "bad port" before sending a byte. An end-to-end
+ * test that reached a simulated engine given 10080 failed that way.
+ */
+const fetchBlockedPorts: ReadonlySet<number> = new Set([10080]);
+
 /** The range the kernel takes ports from by itself: for port-0 listeners and for every outgoing connection. */
 export function ephemeralPortRange(text?: string): { low: number; high: number } {
   try {
@@ -47,7 +55,7 @@ export async function findEnginePort(random: () => number = Math.random, range =
   if (high - lowestEnginePort >= 1000) {
     for (let attempt = 0; attempt < 32; attempt += 1) {
       const port = lowestEnginePort + Math.floor(random() * (high - lowestEnginePort + 1));
-      if (await isPortFree(port)) return port;
+      if (!fetchBlockedPorts.has(port) && (await isPortFree(port))) return port;
     }
   }
   return await findFreePort();
