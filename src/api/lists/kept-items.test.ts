@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jsonListBody } from "./json-list-body.js";
+import { jsonListBody, laidOutJsonList } from "./json-list-body.js";
 import { KeptItems } from "./kept-items.js";
 
 describe("KeptItems", () => {
@@ -64,5 +64,8 @@ describe("jsonListBody", () => {
     expect(JSON.parse(jsonListBody("models", items).toString())).toEqual({ models: [{ name: "a" }, { name: "b", seen: "now" }] });
     expect(JSON.parse(jsonListBody("models", [], null).toString())).toEqual({ models: [], next_cursor: null });
     expect(JSON.parse(jsonListBody("nodes", items.slice(0, 1), "abc").toString())).toEqual({ nodes: [{ name: "a" }], next_cursor: "abc" });
+    // Where each item starts, whole or in parts: what answers kept whole point into or patch.
+    const { body, starts } = laidOutJsonList("models", items, "abc");
+    expect(starts.map((start) => body.toString("utf8", start, start + 21))).toEqual(['{"name":"a"},{"name":', '{"name":"b","seen":"n']);
   });
 });

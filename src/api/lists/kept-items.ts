@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { jsonListBody, listOpening } from "./json-list-body.js";
+import { laidOutJsonList } from "./json-list-body.js";
 
 /**
  * One item as it is kept: what filters, searches and pages read of it (its
@@ -68,14 +68,11 @@ export class KeptItems<View, Facets> {
    * 4,000 replicas). The answer before is freed once no item points into it.
    */
   body(field: string, items: readonly KeptItem<Facets>[]): Buffer {
-    const body = jsonListBody(field, items.map((item) => item.json));
-    // Laid out as jsonListBody lays out every list: the opening, then the items one comma apart.
-    let at = listOpening(field).length;
-    for (const item of items) {
-      const length = item.json.length;
-      item.json = body.subarray(at, at + length);
-      at += length + 1;
-    }
+    const { body, starts } = laidOutJsonList(field, items.map((item) => item.json));
+    items.forEach((item, index) => {
+      const start = starts[index] as number;
+      item.json = body.subarray(start, start + item.json.length);
+    });
     return body;
   }
 }

@@ -1,4 +1,4 @@
-import { jsonListBody, listOpening } from "./json-list-body.js";
+import { laidOutJsonList } from "./json-list-body.js";
 
 /** One item of the list as kept: its JSON bytes before and after the value that moves. */
 export interface SplitItem {
@@ -32,15 +32,12 @@ export class PatchedListBody {
   /** `values`: each item's value as JSON text (`"2026-12-04T10:00:00.000Z"`), in the items' order. */
   constructor(field: string, items: readonly SplitItem[], values: readonly string[]) {
     const valueBytes = items.map((_, index) => Buffer.from(values[index] ?? "null"));
-    // Laid out as jsonListBody lays out every list: the opening, then the items one comma apart.
-    let at = listOpening(field).length;
+    const { body, starts } = laidOutJsonList(field, items.map((item, index) => [item.head, valueBytes[index] as Buffer, item.tail]));
     items.forEach((item, index) => {
-      const value = valueBytes[index] as Buffer;
-      this.#offsets.push(at + item.head.length);
-      this.#lengths.push(value.length);
-      at += item.head.length + value.length + item.tail.length + 1;
+      this.#offsets.push((starts[index] as number) + item.head.length);
+      this.#lengths.push((valueBytes[index] as Buffer).length);
     });
-    this.#body = jsonListBody(field, items.map((item, index) => [item.head, valueBytes[index] as Buffer, item.tail]));
+    this.#body = body;
     this.#values = values;
   }
 
