@@ -13,7 +13,7 @@ export function jsonListBody(field: string, items: readonly (Buffer | readonly B
 
 /**
  * jsonListBody, and where each item starts in it: for answers kept whole
- * that point into their items (KeptItems.body) or patch them in place
+ * that point into their items (keptListBody) or patch them in place
  * (PatchedListBody), so the layout is known in this one place.
  */
 export function laidOutJsonList(field: string, items: readonly (Buffer | readonly Buffer[])[], nextCursor?: string | null): { body: Buffer; starts: number[] } {

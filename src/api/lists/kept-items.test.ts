@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { jsonListBody, laidOutJsonList } from "./json-list-body.js";
-import { KeptItems } from "./kept-items.js";
+import { KeptItems, keptItem, keptListBody, type KeptItem } from "./kept-items.js";
 
 describe("KeptItems", () => {
   it("builds an item again only when its signature moves, keeps the order asked for, and forgets items no longer asked for", () => {
     const built: string[] = [];
-    const kept = new KeptItems<{ name: string; ready: number }, string>((view) => view.name);
+    const kept = new KeptItems<KeptItem<string>>();
     const list = (items: { name: string; ready: number }[]) =>
       kept
         .list(
@@ -14,7 +14,7 @@ describe("KeptItems", () => {
           (item) => String(item.ready),
           (item) => {
             built.push(item.name);
-            return { ...item };
+            return keptItem({ ...item }, (view) => view.name);
           },
         )
         .map((item) => item.json.toString());
@@ -26,21 +26,21 @@ describe("KeptItems", () => {
     list([{ name: "a", ready: 0 }]);
     list([{ name: "a", ready: 0 }, { name: "b", ready: 1 }]);
     expect(built).toEqual(["a", "b", "b", "b"]);
-    // What is kept beside the bytes is what facetsOf read of the view.
-    expect(kept.list([{ name: "a", ready: 0 }], (item) => item.name, (item) => String(item.ready), (item) => item)[0]?.facets).toBe("a");
+    // A kept item is what facetsOf read of the view, beside its bytes.
+    expect(kept.list([{ name: "c", ready: 0 }], (item) => item.name, (item) => String(item.ready), (item) => keptItem(item, (view) => `${view.name}!`))[0]?.facets).toBe("c!");
   });
 });
 
-describe("KeptItems.body", () => {
+describe("keptListBody", () => {
   it("lays the items into the whole list's answer, each item's bytes then a view into it", () => {
     // Items past node's pool size (4 KB), so each is built in memory of its own and sharing is the body's doing.
     const note = "x".repeat(5000);
-    const kept = new KeptItems<{ name: string; ready: number; note: string }, string>((view) => view.name);
-    const listed = (ready: number) => kept.list([{ name: "a", ready: 0 }, { name: "b", ready }], (item) => item.name, (item) => String(item.ready), (item) => ({ ...item, note }));
+    const kept = new KeptItems<KeptItem<string>>();
+    const listed = (ready: number) => kept.list([{ name: "a", ready: 0 }, { name: "b", ready }], (item) => item.name, (item) => String(item.ready), (item) => keptItem({ ...item, note }, (view) => view.name));
     const first = listed(0);
     const before = first.map((item) => item.json.buffer);
     expect(before[0]).not.toBe(before[1]);
-    const body = kept.body("models", first);
+    const body = keptListBody("models", first);
     expect(JSON.parse(body.toString())).toEqual({ models: [{ name: "a", ready: 0, note }, { name: "b", ready: 0, note }] });
     for (const item of first) {
       expect(item.json.buffer).toBe(body.buffer);
@@ -52,7 +52,7 @@ describe("KeptItems.body", () => {
     // The next answer: the kept item a moves into it, b is built anew and laid there too.
     const second = listed(1);
     expect(second[0]).toBe(first[0]);
-    const next = kept.body("models", second);
+    const next = keptListBody("models", second);
     expect(JSON.parse(next.toString())).toEqual({ models: [{ name: "a", ready: 0, note }, { name: "b", ready: 1, note }] });
     for (const item of second) expect(item.json.buffer).toBe(next.buffer);
   });

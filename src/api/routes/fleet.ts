@@ -11,7 +11,7 @@ import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../li
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 import { jsonListBody } from "../lists/json-list-body.js";
 import { PatchedListBody } from "../lists/patched-list-body.js";
-import { KeptItems, keptItem, signatureDigest, type KeptItem } from "../lists/kept-items.js";
+import { KeptItems, keptItem, keptListBody, type KeptItem } from "../lists/kept-items.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { describeActor } from "../../catalog/actor.js";
@@ -121,22 +121,20 @@ function nodeText(view: NodeView, audience: Audience): NodeText {
  * in at each answer) changed. The fleet's revision moves with every replica
  * write, a fetch's progress included, which leaves nearly every node as it
  * was: masking and encoding all 500 for the one that changed was most of a
- * /nodes read. Nodes no longer listed are forgotten.
+ * /nodes read.
  */
-function keptNodeTexts(views: readonly NodeView[], audience: Audience, kept: Map<string, { readonly signature: string; readonly text: NodeText }>): NodeText[] {
-  const seen = new Set<string>();
-  const texts = views.map((view) => {
-    seen.add(view.name);
-    const signature = signatureDigest(JSON.stringify({ ...view, last_seen_at: "" }));
-    const before = kept.get(view.name);
-    // The same text, with this read's last_seen_at (the one field the signature leaves out).
-    if (before !== undefined && before.signature === signature) return { ...before.text, facets: { ...before.text.facets, last_seen_at: view.last_seen_at } };
-    const text = nodeText(view, audience);
-    kept.set(view.name, { signature, text });
-    return text;
+function keptNodeTexts(views: readonly NodeView[], audience: Audience, kept: KeptItems<NodeText>): NodeText[] {
+  const texts = kept.list(
+    views,
+    (view) => view.name,
+    (view) => JSON.stringify({ ...view, last_seen_at: "" }),
+    (view) => nodeText(view, audience),
+  );
+  // The kept text with this read's last_seen_at (the one field the signature leaves out) among its facets.
+  return texts.map((text, index) => {
+    const lastSeen = (views[index] as NodeView).last_seen_at;
+    return text.facets.last_seen_at === lastSeen ? text : { ...text, facets: { ...text.facets, last_seen_at: lastSeen } };
   });
-  for (const name of kept.keys()) if (!seen.has(name)) kept.delete(name);
-  return texts;
 }
 
 /** The secret values a replica runs with, from its model's profile as the catalog has it now; none once the model is gone. */
@@ -190,14 +188,14 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
   // The whole list's answer per kept list of texts: it goes with them when they are dropped.
   const wholeNodeBodies = new WeakMap<readonly NodeText[], PatchedListBody>();
   // One per audience, as the masking differs.
-  const keptNodes = new Map<Audience, Map<string, { readonly signature: string; readonly text: NodeText }>>();
+  const keptNodes = new Map<Audience, KeptItems<NodeText>>();
   app.get("/api/v1/nodes", { config: { access: "read", api: { summary: "Nodes, filtered and paged", query: nodesQuery } } }, async (request, reply) => {
     const query = parseQuery(nodesQuery, request.query);
     const { key: fleetKey, lastSeen } = await fleet.viewKey();
     // Who reads too: the text is masked for its audience.
     const key = `${fleetKey}|${request.audience}`;
     const texts = await nodesCache.get(request.audience, key, async () => {
-      const kept = keptNodes.get(request.audience) ?? new Map<string, { readonly signature: string; readonly text: NodeText }>();
+      const kept = keptNodes.get(request.audience) ?? new KeptItems<NodeText>();
       keptNodes.set(request.audience, kept);
       return { value: keptNodeTexts(await fleet.listNodes(), request.audience, kept) };
     });
@@ -230,17 +228,17 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
   const wholeReplicas = new ListCache<ReplicaList>();
   const replicasNow = new ListCache<ReplicaList>();
   // One per audience, as the masking differs.
-  const keptReplicas = new Map<Audience, KeptItems<ReplicaView, ReplicaFacets>>();
+  const keptReplicas = new Map<Audience, KeptItems<KeptItem<ReplicaFacets>>>();
   const shownFor = (view: ReplicaView, audience: Audience) => redactStrings(view, audience) as ReplicaView;
   const wholeReplicaList = async (audience: Audience): Promise<ReplicaList> => {
-    const kept = keptReplicas.get(audience) ?? new KeptItems<ReplicaView, ReplicaFacets>(replicaFacets);
+    const kept = keptReplicas.get(audience) ?? new KeptItems<KeptItem<ReplicaFacets>>();
     keptReplicas.set(audience, kept);
     const listed = await fleet.listReplicasWithProgress();
     // Masked once per change of a replica, so the pages and filtered answers cut from these views are masked too.
     // The view's own JSON is its signature: cheap next to the masking and encoding it saves.
     const shown = await shownReplicas(catalog, listed.views);
-    const items = kept.list(shown, (replica) => replica.id, (replica) => JSON.stringify(replica), (replica) => shownFor(replica, audience));
-    return { items, body: kept.body("replicas", items), progress: listed.progress };
+    const items = kept.list(shown, (replica) => replica.id, (replica) => JSON.stringify(replica), (replica) => keptItem(shownFor(replica, audience), replicaFacets));
+    return { items, body: keptListBody("replicas", items), progress: listed.progress };
   };
   const withProgressNow = async (whole: ReplicaList, audience: Audience): Promise<ReplicaList> => {
     const now = await fleet.replicaProgressNow();

@@ -15,7 +15,7 @@ import type { PlanSettings } from "./plan.js";
 import type { AddedModelView, ModelState, ModelView } from "../../protocol/views.js";
 import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, sendList, weakEtag } from "../lists/list-answer.js";
-import { KeptItems, type KeptItem } from "../lists/kept-items.js";
+import { KeptItems, keptItem, keptListBody, type KeptItem } from "../lists/kept-items.js";
 import { jsonListBody } from "../lists/json-list-body.js";
 
 const nameParams = z.object({ name: z.string() });
@@ -115,10 +115,10 @@ export function registerModelRoutes(
 
   const cache = new ListCache<BuiltModels>();
   // One per audience: a read token's views mask what an admin's show.
-  const items = new Map<Audience, KeptItems<ModelView, ModelFacets>>();
+  const items = new Map<Audience, KeptItems<KeptItem<ModelFacets>>>();
   const build = async (audience: Audience): Promise<{ value: BuiltModels; validUntilMs: number }> => {
     const [snapshot, counts, statuses] = await Promise.all([catalog.snapshot(), replicaCounts(), modelStatus()]);
-    const kept = items.get(audience) ?? new KeptItems<ModelView, ModelFacets>(modelFacets);
+    const kept = items.get(audience) ?? new KeptItems<KeptItem<ModelFacets>>();
     items.set(audience, kept);
     const listed = kept.list(
       snapshot.catalog.models,
@@ -126,12 +126,12 @@ export function registerModelRoutes(
       // A model's view is its catalog entry (the revision), its replica counts and the reconciler's status of it.
       (model) => `${snapshot.revision}|${JSON.stringify(counts.get(model.name) ?? null)}|${JSON.stringify(statuses.get(model.name) ?? null)}`,
       // Masked as every object answer is (a text answer skips the hook that masks them), once per change of the item.
-      (model) => redactStrings(modelView(model, catalog.declaredIn, counts.get(model.name), { audience, status: statuses.get(model.name) }), audience) as ModelView,
+      (model) => keptItem(redactStrings(modelView(model, catalog.declaredIn, counts.get(model.name), { audience, status: statuses.get(model.name) }), audience) as ModelView, modelFacets),
     );
     // A failure's retry_at is shown only until that moment: the list holds until the first of them passes.
     const nowMs = Date.now();
     const retries = listed.flatMap(({ facets }) => (facets.retryAtMs !== undefined && facets.retryAtMs > nowMs ? [facets.retryAtMs] : []));
-    return { value: { items: listed, body: kept.body("models", listed) }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
+    return { value: { items: listed, body: keptListBody("models", listed) }, validUntilMs: Math.min(Number.POSITIVE_INFINITY, ...retries) };
   };
 
   app.get("/api/v1/models", { config: { access: "read", api: { summary: "The catalog, filtered and paged", query: modelsQuery } } }, async (request, reply) => {
