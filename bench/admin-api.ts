@@ -360,12 +360,14 @@ export async function adminApiBench(settings: AdminApiSettings = defaultAdminApi
     }
     beatSamples = undefined;
     const memory = memoryOf(pid);
+    // The beats stop before a heap snapshot: writing it stops the server for seconds, and a beat in flight then
+    // (timed from its start) would be counted at that length.
+    running = false;
+    await beating;
     if (heapDir) {
       server.kill("SIGUSR2");
       await sleep(20_000);
     }
-    running = false;
-    await beating;
     const report = {
       settings,
       results,
