@@ -18,7 +18,7 @@ export interface KeptItem<Facets> {
  * from. The texts themselves (a replica's whole view, a model's counts and
  * status) were 4 MB at that size, kept only to be compared.
  */
-export function signatureDigest(text: string): string {
+function signatureDigest(text: string): string {
   return hash("sha256", text, "base64url");
 }
 
