@@ -60,15 +60,14 @@ export interface GatewayOverheadSettings {
    * alike instead of on whichever ran during it.
    */
   readonly rounds: number;
+  /** How long each side is warmed up at the highest rate, per body (JSON, streams), before the first round. */
+  readonly warmUpMs: number;
   readonly fixedRateMsPerRound: number;
   readonly saturationSPerRound: number;
   readonly saturationConnections: number;
 }
 
-/** How long each side is warmed up, per body (JSON, streams), before the first round. */
-const warmUpMs = 3000;
-
-export const defaultGatewayOverheadSettings: GatewayOverheadSettings = { rates: [500, 2000], rounds: 3, fixedRateMsPerRound: 1000, saturationSPerRound: 2, saturationConnections: 50 };
+export const defaultGatewayOverheadSettings: GatewayOverheadSettings = { rates: [500, 2000], rounds: 3, warmUpMs: 3000, fixedRateMsPerRound: 1000, saturationSPerRound: 2, saturationConnections: 50 };
 
 export interface GatewayOverheadResults {
   readonly settings: GatewayOverheadSettings;
@@ -193,7 +192,7 @@ export async function runGatewayOverhead(settings: GatewayOverheadSettings = def
     // round at 2,000 then carried its warm-up (p99 5 to 20 ms where the next rounds had 2 to 3), a cost a
     // gateway pays once when it starts, not on every second of its life.
     for (const side of usable) {
-      for (const stream of [false, true]) await runFixedRate({ origin: side.origin, path: side.path, headers: side.headers, body: bodyFor(stream), requestsPerSecond: Math.max(...settings.rates), durationMs: warmUpMs });
+      for (const stream of [false, true]) await runFixedRate({ origin: side.origin, path: side.path, headers: side.headers, body: bodyFor(stream), requestsPerSecond: Math.max(...settings.rates), durationMs: settings.warmUpMs });
     }
     const fixedRate: GatewayOverheadResults["fixed_rate"] = [];
     const saturation: GatewayOverheadResults["saturation"] = [];
@@ -253,7 +252,7 @@ const signedMs = (value: number) => (Number.isFinite(value) ? `${value >= 0 ? "+
 export function renderGatewayOverhead(results: GatewayOverheadResults): string {
   const lines = ["## Gateway overhead", ""];
   lines.push(
-    `Same backend, same load, one run; each side warmed up for ${warmUpMs / 1000} s at ${Math.max(...results.settings.rates).toLocaleString("en-US")} requests/s, then ${results.settings.rounds} rounds with the sides taking turns. Fixed rates: open loop on undici, ` +
+    `Same backend, same load, one run; each side warmed up for ${results.settings.warmUpMs / 1000} s at ${Math.max(...results.settings.rates).toLocaleString("en-US")} requests/s, then ${results.settings.rounds} rounds with the sides taking turns. Fixed rates: open loop on undici, ` +
       `${results.settings.fixedRateMsPerRound} ms per round, latency counted from when each request was due (ms). Saturation: wrk, 1 thread, ` +
       `${results.settings.saturationConnections} connections, ${results.settings.saturationSPerRound} s per round, the median round. Added = side − direct at the same rate.`,
     "",
