@@ -6,7 +6,10 @@ import { chatCompletionRequestSchema, completionRequestSchema, responsesRequestS
 import { errorBody, paramOfIssues } from "./openai-error-body.js";
 import { approximateTokenCount, type SimAnswerRequest } from "./sim-text.js";
 import { simulatedChoices } from "./sim-choices.js";
-import { chatAnswerShape, chatWire, completionWire, responsesAnswerShape, responsesWire, type DecodePlan, type DecodeWire } from "./sim-wire.js";
+import { chatWire, completionWire, responsesWire, type DecodePlan, type DecodeWire } from "./sim-wire.js";
+import { chatAnswerShape, responsesAnswerShape } from "./sim-answer-shape.js";
+import { chatConversation, responsesConversation } from "./sim-conversation.js";
+import { samplingRefusal, stopSequences } from "./sim-sampling.js";
 
 /** What the generation routes need of the engine that serves them: its checks, its queue and its clock. */
 export interface GenerationHost {
@@ -27,22 +30,23 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
     if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
     if (!(await host.admit(reply, body.data.model))) return reply;
     const data = body.data;
-    const flatten = (content: (typeof data.messages)[number]["content"]): string =>
-      typeof content === "string" ? content : (content ?? []).map((part) => part.text ?? "").join(" ");
-    const promptText = data.messages.map((message) => `${message.role}: ${flatten(message.content)}`).join("\n");
-    const lastUser = [...data.messages].reverse().find((message) => message.role === "user");
+    const sampling = samplingRefusal(data);
+    if (sampling !== undefined) return reply.code(400).send(errorBody(400, "BadRequestError", sampling.message, sampling.param));
+    const conversation = chatConversation(data.messages);
+    const promptText = conversation.promptText;
     const maxTokens = data.max_completion_tokens ?? data.max_tokens ?? undefined;
     const promptTokens = approximateTokenCount(promptText);
-    const shape = chatAnswerShape(data);
+    const shape = chatAnswerShape(data, conversation);
     if ("refusal" in shape) return reply.code(400).send(errorBody(400, "BadRequestError", shape.refusal, shape.param));
     if (!host.checkContext(reply, promptTokens, maxTokens, data.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens")) return reply;
     const answer: SimAnswerRequest = {
       modelName: host.answeringName(data),
-      prompt: lastUser === undefined ? promptText : flatten(lastUser.content),
+      prompt: conversation.prompt,
       context: promptText,
       maxTokens,
       ignoreEos: data.ignore_eos === true,
       seed: data.seed ?? undefined,
+      stop: stopSequences(data.stop),
     };
     const topLogprobs = data.logprobs === true ? (data.top_logprobs ?? 0) : undefined;
     await host.decode(
@@ -58,6 +62,8 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
     if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
     if (!(await host.admit(reply, body.data.model))) return reply;
     const data = body.data;
+    const sampling = samplingRefusal(data);
+    if (sampling !== undefined) return reply.code(400).send(errorBody(400, "BadRequestError", sampling.message, sampling.param));
     const prompt = data.prompt;
     const first = Array.isArray(prompt) ? prompt[0] : prompt;
     // Token ids count one each; text is approximated.
@@ -67,7 +73,14 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
     // OpenAI's and vLLM's default for the legacy completions API.
     const maxTokens = data.max_tokens ?? 16;
     if (!host.checkContext(reply, promptTokens, maxTokens, "max_tokens")) return reply;
-    const answer: SimAnswerRequest = { modelName: host.answeringName(data), prompt: promptText, maxTokens, ignoreEos: data.ignore_eos === true, seed: data.seed ?? undefined };
+    const answer: SimAnswerRequest = {
+      modelName: host.answeringName(data),
+      prompt: promptText,
+      maxTokens,
+      ignoreEos: data.ignore_eos === true,
+      seed: data.seed ?? undefined,
+      stop: stopSequences(data.stop),
+    };
     await host.decode(
       reply,
       { route: "/v1/completions", model: data.model, idPrefix: "cmpl", promptTokens, stream: data.stream === true, choices: () => simulatedChoices(answer, { kind: "text" }, data.n ?? 1, "cmpl") },
@@ -81,17 +94,16 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
       if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
       if (!(await host.admit(reply, body.data.model))) return reply;
       const data = body.data;
-      const itemText = (content: unknown): string =>
-        typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: string }) => part.text ?? "").join(" ") : "";
-      const items = typeof data.input === "string" ? [{ role: "user", content: data.input }] : data.input;
-      const promptText = [...(data.instructions ? [`system: ${data.instructions}`] : []), ...items.map((entry) => `${entry.role ?? entry.type ?? "user"}: ${itemText(entry.content)}`)].join("\n");
-      const lastUser = [...items].reverse().find((entry) => (entry.role ?? "user") === "user");
+      const sampling = samplingRefusal(data);
+      if (sampling !== undefined) return reply.code(400).send(errorBody(400, "BadRequestError", sampling.message, sampling.param));
+      const conversation = responsesConversation(data.instructions, data.input);
+      const promptText = conversation.promptText;
       const maxTokens = data.max_output_tokens ?? undefined;
       const promptTokens = approximateTokenCount(promptText);
-      const shape = responsesAnswerShape(data);
+      const shape = responsesAnswerShape(data, conversation);
       if ("refusal" in shape) return reply.code(400).send(errorBody(400, "BadRequestError", shape.refusal, shape.param));
       if (!host.checkContext(reply, promptTokens, maxTokens, "max_output_tokens", "input")) return reply;
-      const answer: SimAnswerRequest = { modelName: host.answeringName(data), prompt: lastUser === undefined ? promptText : itemText(lastUser.content), context: promptText, maxTokens, ignoreEos: false };
+      const answer: SimAnswerRequest = { modelName: host.answeringName(data), prompt: conversation.prompt, context: promptText, maxTokens, ignoreEos: false };
       await host.decode(
         reply,
         { route: "/v1/responses", model: data.model, idPrefix: "resp", promptTokens, stream: data.stream === true, choices: () => simulatedChoices(answer, shape, 1, "call") },
