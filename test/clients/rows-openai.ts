@@ -159,6 +159,12 @@ function openaiRows(client: string, connect: (target: BatteryTarget, apiKey?: st
       expect(refusalOf(error)?.status).toBe(404);
       expect((error as { error?: { message?: unknown } }).error?.message).toEqual(expect.stringContaining("no-such-model"));
     }),
+    row("error: string temperature", async (openai, { chatModel }) => {
+      // As a caller that does not check types sends it: the engine refuses it as vLLM does, naming the field.
+      const error = await failureOf(openai.chat.completions.create({ model: chatModel, messages: user("hi"), temperature: "hot" as unknown as number }));
+      expect((error as Error).constructor.name).toBe("BadRequestError");
+      expect(refusalOf(error), (error as Error).message).toMatchObject({ status: 400, param: "temperature" });
+    }),
     {
       client,
       feature: "error: bad key",
