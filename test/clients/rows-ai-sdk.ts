@@ -1,6 +1,6 @@
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { embedMany, generateText, Output, stepCountIs, streamText, tool, type LanguageModel } from "ai";
+import { embedMany, generateObject, generateText, Output, stepCountIs, streamText, tool, type LanguageModel } from "ai";
 import { expect } from "vitest";
 import { z } from "zod";
 import { failureOf, refusalOf, stopFrom, weatherPrompt, type BatteryRow, type BatteryTarget } from "./battery.js";
@@ -79,6 +79,10 @@ function languageRows(client: string, modelFor: ModelFor, skip: readonly string[
     row("structured: Output.object", async (model) => {
       const result = await generateText({ model, prompt: "Invent a person.", output: Output.object({ schema: person }), maxOutputTokens: 200, maxRetries: 0 });
       expect(person.parse(result.output)).toEqual(result.output);
+    }),
+    row("structured: generateObject", async (model) => {
+      const result = await generateObject({ model, prompt: "Invent a person.", schema: person, maxOutputTokens: 200, maxRetries: 0 });
+      expect(person.parse(result.object)).toEqual(result.object);
     }),
     row("stop", async (model) => {
       const ask = (stopSequences?: string[]) => generateText({ model, prompt: "Count to ten.", maxOutputTokens: 24, temperature: 0, seed: 1, maxRetries: 0, ...(stopSequences ? { stopSequences } : {}) });
