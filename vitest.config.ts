@@ -9,6 +9,8 @@ import { defineConfig } from "vitest/config";
  * - integration: test/integration, which start agents, engines and
  *   `llmgw` child processes;
  * - e2e: test/e2e, the CLI against a real server;
+ * - clients: test/clients, the official client libraries against a real server
+ *   (its llama.cpp half, clients-llama, only in `npm run test:clients`);
  * - browser: test/browser, the web console in headless Chromium against `llmgw demo`.
  */
 export default defineConfig({
@@ -31,6 +33,12 @@ export default defineConfig({
       { extends: true, test: { name: "unit", include: ["src/**/*.test.ts", "bench/**/*.test.ts", "test/architecture/**/*.test.ts"], pool: "threads" } },
       { extends: true, test: { name: "integration", include: ["test/integration/**/*.test.ts"] } },
       { extends: true, test: { name: "e2e", include: ["test/e2e/**/*.test.ts"] } },
+      // The official clients (openai, the AI SDK, LangChain, Anthropic's SDK) unchanged against a real server
+      // with the simulated engine: in every run, about 40 s.
+      { extends: true, test: { name: "clients", include: ["test/clients/**/*.test.ts"], exclude: ["test/clients/llama.test.ts"] } },
+      // `npm run test:clients`: the same clients against the built-in llama.cpp engine on a tiny GGUF, real
+      // inference on the CPU, over a minute; kept out of `npm test` and run by CI.
+      ...(process.env.LLMGW_CLIENTS_LLAMA === "1" ? [{ extends: true as const, test: { name: "clients-llama", include: ["test/clients/llama.test.ts"] } }] : []),
       // The web console in Debian's headless Chromium against a real `llmgw demo`.
       { extends: true, test: { name: "browser", include: ["test/browser/**/*.test.ts"] } },
       // The chaos suite's quick part, in every run: fuzzed files, in process, in seconds.

@@ -2,8 +2,8 @@ import { z } from "zod";
 
 /**
  * The parts of OpenAI request bodies the simulated engine reads. Objects are
- * loose: real engines accept the many fields clients send (temperature,
- * top_p, user...) and so must a stand-in for them; only what we read is
+ * loose: real engines accept the many fields clients send (user,
+ * metadata, store...) and so must a stand-in for them; only what we read is
  * checked.
  */
 
@@ -35,10 +35,24 @@ const contentPartSchema = z.looseObject({ type: z.string(), text: z.string().opt
  */
 export const mostChoices = 16;
 
-/** What every text route shares: choices, and the seed that makes an answer reproducible. */
+/**
+ * What every text route shares: choices, the seed that makes an answer
+ * reproducible, and the sampling parameters. Their types are checked here (a
+ * string temperature is a 400 naming it); their ranges, in vLLM's words, by
+ * samplingRefusal.
+ */
 const samplingFields = {
   n: z.number().int().min(1).max(mostChoices).nullish(),
   seed: z.number().int().nullish(),
+  temperature: z.number().nullish(),
+  top_p: z.number().nullish(),
+  top_k: z.number().int().nullish(),
+  min_p: z.number().nullish(),
+  presence_penalty: z.number().nullish(),
+  frequency_penalty: z.number().nullish(),
+  repetition_penalty: z.number().nullish(),
+  /** Where the answer ends before its text would contain one of these (the text itself is left out). */
+  stop: z.union([z.string(), z.array(z.string())]).nullish(),
 };
 
 const toolSchema = z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string().min(1), parameters: z.unknown().optional() }) });
@@ -55,6 +69,10 @@ export const chatCompletionRequestSchema = z.looseObject({
       z.looseObject({
         role: z.string(),
         content: z.union([z.string(), z.array(contentPartSchema), z.null()]).optional(),
+        /** A tool result's answer to an assistant's call (role "tool"). */
+        tool_call_id: z.string().nullish(),
+        /** An assistant's earlier calls, which a later tool result answers by id. */
+        tool_calls: z.array(z.looseObject({ id: z.string().optional(), function: z.looseObject({ name: z.string(), arguments: z.string().optional() }).optional() })).nullish(),
       }),
     )
     .min(1),
@@ -69,6 +87,8 @@ export const chatCompletionRequestSchema = z.looseObject({
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   tools: z.array(toolSchema).nullish(),
   tool_choice: toolChoiceSchema.nullish(),
+  /** false: at most one tool call per answer. */
+  parallel_tool_calls: z.boolean().nullish(),
   response_format: responseFormatSchema.nullish(),
   ...adapterSelectionFields,
 });
@@ -113,8 +133,22 @@ export const responsesRequestSchema = z.looseObject({
   model: z.string().min(1),
   input: z.union([
     z.string(),
-    z.array(z.looseObject({ role: z.string().optional(), type: z.string().optional(), content: z.union([z.string(), z.array(contentPartSchema)]).optional() })),
+    z.array(
+      z.looseObject({
+        role: z.string().optional(),
+        type: z.string().optional(),
+        content: z.union([z.string(), z.array(contentPartSchema)]).optional(),
+        /** A function_call item (the model's earlier call) and the function_call_output that answers it. */
+        call_id: z.string().optional(),
+        name: z.string().optional(),
+        arguments: z.string().optional(),
+        output: z.union([z.string(), z.array(contentPartSchema)]).optional(),
+      }),
+    ),
   ]),
+  temperature: z.number().nullish(),
+  top_p: z.number().nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
   instructions: z.string().nullish(),
   max_output_tokens: maxTokensSchema,
   stream: z.boolean().nullish(),

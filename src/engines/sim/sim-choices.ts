@@ -1,9 +1,9 @@
 import { hashText, seededRandom, simulatedAnswer, type SimAnswerRequest } from "./sim-text.js";
 
 /**
- * What a simulated choice holds beyond plain text: a tool call the request
- * forced, JSON the request's response_format asked for, and the log
- * probabilities of its tokens. Pure, so the engine's routes only shape them
+ * What a simulated choice holds beyond plain text: the tool calls the request
+ * asked for, JSON the request's response_format asked for, stop sequences,
+ * and the log probabilities of its tokens. Pure, so the engine's routes only shape them
  * into each API's wire form.
  */
 
@@ -18,14 +18,22 @@ export type SimAnswerShape =
   | { readonly kind: "text" }
   /** A JSON value: for `schema`, one that validates against it; without one, an object. */
   | { readonly kind: "json"; readonly schema?: unknown }
-  | { readonly kind: "tool"; readonly tool: SimTool };
+  /** One call of each tool, in order (several: parallel tool calls). */
+  | { readonly kind: "tools"; readonly tools: readonly SimTool[] };
+
+/** One tool call of a choice: its arguments are the choice's tokens from firstToken up to the next call's. */
+export interface SimToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly firstToken: number;
+}
 
 export interface SimChoice {
   /** The pieces the engine emits one decode step each. */
   readonly tokens: readonly string[];
   readonly finishReason: "stop" | "length" | "tool_calls";
-  /** Set for a tool call: `tokens` are then its arguments' JSON, in pieces. */
-  readonly toolCall?: { readonly id: string; readonly name: string };
+  /** Set for tool calls: `tokens` are then their arguments' JSON, one call after another, in pieces. */
+  readonly toolCalls?: readonly SimToolCall[];
 }
 
 /** Characters a piece of generated JSON carries: the usual four characters a token. */
@@ -106,6 +114,42 @@ function cut(pieces: readonly string[], maxTokens: number | undefined): { tokens
   return { tokens: pieces.slice(0, maxTokens), cutShort: true };
 }
 
+/** The tokens of `request`'s answer up to the first of its stop sequences, which is left out; undefined when none occurs. */
+export function stoppedAt(tokens: readonly string[], stops: readonly string[]): string[] | undefined {
+  const text = tokens.join("");
+  const found = stops.map((stop) => text.indexOf(stop)).filter((at) => at >= 0);
+  if (found.length === 0) return undefined;
+  const end = Math.min(...found);
+  const kept: string[] = [];
+  let at = 0;
+  for (const token of tokens) {
+    if (at >= end) break;
+    kept.push(token.slice(0, end - at));
+    at += token.length;
+  }
+  return kept;
+}
+
+/** A choice's answer cut at its first stop sequence: finish "stop", as a real engine reports a matched stop. */
+function withStop(choice: SimChoice, stops: readonly string[] | undefined): SimChoice {
+  const kept = stops === undefined || stops.length === 0 ? undefined : stoppedAt(choice.tokens, stops);
+  return kept === undefined ? choice : { ...choice, tokens: kept, finishReason: "stop" };
+}
+
+/** One call of each tool, their arguments drawn from its parameters schema, cut at max_tokens as a whole. */
+function toolCallsChoice(tools: readonly SimTool[], random: () => number, maxTokens: number | undefined, idPrefix: string, index: number): SimChoice {
+  const pieces: string[] = [];
+  const calls: SimToolCall[] = [];
+  for (const [position, tool] of tools.entries()) {
+    if (maxTokens !== undefined && pieces.length >= maxTokens) break;
+    calls.push({ id: `${idPrefix}-call-${index}-${position}`, name: tool.name, firstToken: pieces.length });
+    pieces.push(...jsonPieces(sampleJson(tool.parameters ?? { type: "object" }, random)));
+  }
+  const { tokens, cutShort } = cut(pieces, maxTokens);
+  // A tool call cut short is reported as length, as vLLM does: its arguments are not whole JSON.
+  return { tokens, finishReason: cutShort ? "length" : "tool_calls", toolCalls: calls };
+}
+
 /**
  * The `choices` answers of one request: choice i is seeded with the
  * request's seed plus i, so n choices differ and each is reproducible.
@@ -113,17 +157,13 @@ function cut(pieces: readonly string[], maxTokens: number | undefined): { tokens
 export function simulatedChoices(request: SimAnswerRequest, shape: SimAnswerShape, count: number, idPrefix: string): SimChoice[] {
   return Array.from({ length: count }, (_, index): SimChoice => {
     const seeded: SimAnswerRequest = { ...request, seed: (request.seed ?? 0) + index };
-    if (shape.kind === "text") return simulatedAnswer(seeded);
+    if (shape.kind === "text") return withStop(simulatedAnswer(seeded), request.stop);
     const random = seededRandom(hashText(`${seeded.seed}\u0000${request.context ?? request.prompt}\u0000${shape.kind}`));
-    if (shape.kind === "tool") {
-      const { tokens, cutShort } = cut(jsonPieces(sampleJson(shape.tool.parameters ?? { type: "object" }, random)), request.maxTokens);
-      // A tool call cut short is reported as length, as vLLM does: its arguments are not whole JSON.
-      return { tokens, finishReason: cutShort ? "length" : "tool_calls", toolCall: { id: `${idPrefix}-call-${index}`, name: shape.tool.name } };
-    }
+    if (shape.kind === "tools") return toolCallsChoice(shape.tools, random, request.maxTokens, idPrefix, index);
     const text = simulatedAnswer({ ...seeded, maxTokens: undefined }).tokens.join("");
     const value = shape.schema === undefined ? { answer: text } : sampleJson(shape.schema, random);
     const { tokens, cutShort } = cut(jsonPieces(value), request.maxTokens);
-    return { tokens, finishReason: cutShort ? "length" : "stop" };
+    return withStop({ tokens, finishReason: cutShort ? "length" : "stop" }, request.stop);
   });
 }
 

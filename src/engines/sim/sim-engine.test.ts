@@ -458,7 +458,7 @@ describe("what the real engines do, done by the simulated engine too", () => {
     expect(Object.keys(legacy?.top_logprobs?.[0] ?? {})).toHaveLength(2);
   });
 
-  it("calls the named tool, or the first with tool_choice required, with arguments that fit its parameters", async () => {
+  it("calls the named tool, or every tool offered with tool_choice required, with arguments that fit its parameters", async () => {
     const { client } = await startSim();
     const tools = [
       { type: "function" as const, function: { name: "get_time", parameters: { type: "object", properties: { zone: { type: "string" } } } } },
@@ -478,13 +478,13 @@ describe("what the real engines do, done by the simulated engine too", () => {
     expect(argumentsValue.days).toBeGreaterThanOrEqual(1);
     expect(argumentsValue.days).toBeLessThanOrEqual(7);
     const required = await client.chat.completions.create({ model, messages, tools, tool_choice: "required" });
-    const first = required.choices[0]?.message.tool_calls?.[0];
-    expect(first?.type === "function" ? first.function.name : undefined).toBe("get_time");
-    // Streamed, the openai client's helper puts the call together from its pieces.
+    const calls = (required.choices[0]?.message.tool_calls ?? []).map((each) => (each.type === "function" ? each.function : undefined));
+    expect(calls.map((each) => each?.name)).toEqual(["get_time", "get_weather"]);
+    // Streamed, the openai client's helper puts the calls together from their pieces.
     const stream = client.chat.completions.stream({ model, messages, tools, tool_choice: "required" });
     const final = await stream.finalChatCompletion();
-    const streamedCall = final.choices[0]?.message.tool_calls?.[0];
-    expect(streamedCall?.type === "function" ? streamedCall.function.arguments : undefined).toBe(first?.type === "function" ? first.function.arguments : undefined);
+    const streamed = (final.choices[0]?.message.tool_calls ?? []).map((each) => (each.type === "function" ? each.function : undefined));
+    expect(streamed.map((each) => ({ name: each?.name, arguments: each?.arguments }))).toEqual(calls.map((each) => ({ name: each?.name, arguments: each?.arguments })));
     const unknown = await client.chat.completions.create({ model, messages, tools, tool_choice: { type: "function", function: { name: "nope" } } }).catch((error: unknown) => error);
     expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
     expect((unknown as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("tool_choice");

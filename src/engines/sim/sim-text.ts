@@ -84,6 +84,8 @@ export interface SimAnswerRequest {
   readonly seed?: number | undefined;
   /** Everything the request said (every message), so two conversations ending alike still differ. */
   readonly context?: string | undefined;
+  /** Stop sequences: the answer ends before the first that occurs in it. */
+  readonly stop?: readonly string[] | undefined;
 }
 
 /**

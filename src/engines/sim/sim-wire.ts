@@ -1,5 +1,4 @@
-import type { ChatCompletionRequest, ResponsesRequest } from "./openai-request-schemas.js";
-import { simulatedLogprobs, tokenBytes, unsupportedSchemaKeyword, type SimAnswerShape, type SimChoice, type SimTokenLogprob } from "./sim-choices.js";
+import { simulatedLogprobs, tokenBytes, type SimChoice, type SimTokenLogprob } from "./sim-choices.js";
 
 /**
  * The wire forms of a simulated generation, one per route: what each
@@ -39,38 +38,6 @@ export interface DecodeWire {
   whole(context: DecodeContext): unknown;
 }
 
-/**
- * What the chat request asks the answer to be: a call of the named tool, or
- * of the first when tool_choice is "required"; JSON for response_format;
- * text otherwise ("auto" answers in text: the simulation never decides on
- * its own to call a tool). A refusal names the field that cannot be served.
- */
-export function chatAnswerShape(body: Pick<ChatCompletionRequest, "tools" | "tool_choice" | "response_format">): SimAnswerShape | { refusal: string; param: string } {
-  const tools = (body.tools ?? []).filter((tool) => tool.type === "function").map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters }));
-  const choice = body.tool_choice;
-  if (choice !== undefined && choice !== null && choice !== "none" && choice !== "auto") {
-    if (tools.length === 0) return { refusal: `tool_choice ${JSON.stringify(choice)} needs at least one function in tools`, param: "tool_choice" };
-    const wanted = choice === "required" ? tools[0] : tools.find((tool) => tool.name === choice.function.name);
-    if (wanted === undefined) {
-      const name = typeof choice === "object" ? choice.function.name : "";
-      return { refusal: `tool_choice names the function ${JSON.stringify(name)}, which is not in tools (${tools.map((tool) => tool.name).join(", ")})`, param: "tool_choice" };
-    }
-    const keyword = unsupportedSchemaKeyword(wanted.parameters);
-    if (keyword !== undefined) return { refusal: `the simulated engine cannot generate arguments for a parameters schema using ${keyword}; use a schema of types, properties, items and enum`, param: "tools" };
-    return { kind: "tool", tool: wanted };
-  }
-  const format = body.response_format;
-  if (format?.type === "json_object") return { kind: "json" };
-  if (format?.type === "json_schema") {
-    const schema = format.json_schema?.schema;
-    if (schema === undefined) return { refusal: "response_format json_schema needs json_schema.schema", param: "response_format" };
-    const keyword = unsupportedSchemaKeyword(schema);
-    if (keyword !== undefined) return { refusal: `the simulated engine cannot generate JSON for a schema using ${keyword}; use a schema of types, properties, items and enum`, param: "response_format" };
-    return { kind: "json", schema };
-  }
-  return { kind: "text" };
-}
-
 function chatLogprobsEntry(entry: SimTokenLogprob) {
   return {
     token: entry.token,
@@ -98,19 +65,35 @@ function wholeAnswer(context: DecodeContext, object: string, model: string, choi
   return { id: context.id, object, created: context.created, model, choices: context.choices.map(choice), usage: context.usage };
 }
 
+/** The index of the tool call that token `position` of `choice` belongs to. */
+export function callIndexAt(choice: SimChoice, position: number): number {
+  const calls = choice.toolCalls ?? [];
+  let found = 0;
+  for (const [index, call] of calls.entries()) if (call.firstToken <= position) found = index;
+  return found;
+}
+
+/** Each tool call of `choice` with its whole arguments. */
+export function callsWithArguments(choice: SimChoice): { id: string; name: string; arguments: string }[] {
+  const calls = choice.toolCalls ?? [];
+  return calls.map((call, index) => ({ id: call.id, name: call.name, arguments: choice.tokens.slice(call.firstToken, calls[index + 1]?.firstToken).join("") }));
+}
+
 /** The chat completions API (`chat.completion`, `chat.completion.chunk`). */
 export function chatWire(model: string, includeUsage: boolean, topLogprobs: number | undefined, seed: number): DecodeWire {
   let logprobs: (SimTokenLogprob[] | undefined)[] = [];
   const chunk = (send: SendEvent, context: DecodeContext, choices: unknown[]) => send({ id: context.id, object: "chat.completion.chunk", created: context.created, model, choices });
+  // A call's first chunk carries its id and name, as OpenAI and vLLM stream them; its arguments follow in pieces.
+  const header = (choice: SimChoice, index: number) => {
+    const call = choice.toolCalls?.[index];
+    return call === undefined ? [] : [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }];
+  };
   return {
     done: true,
     open(send, context) {
       logprobs = logprobsOf(context, topLogprobs, seed);
       for (const [index, choice] of context.choices.entries()) {
-        const call = choice.toolCall;
-        const delta = call
-          ? { role: "assistant", content: null, tool_calls: [{ index: 0, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }
-          : { role: "assistant", content: "" };
+        const delta = choice.toolCalls ? { role: "assistant", content: null, tool_calls: header(choice, 0) } : { role: "assistant", content: "" };
         chunk(send, context, [{ index, delta, logprobs: null, finish_reason: null }]);
       }
     },
@@ -118,7 +101,9 @@ export function chatWire(model: string, includeUsage: boolean, topLogprobs: numb
       const choice = context.choices[index] as SimChoice;
       const token = choice.tokens[position] ?? "";
       const entry = logprobs[index]?.[position];
-      const delta = choice.toolCall ? { tool_calls: [{ index: 0, function: { arguments: token } }] } : { content: token };
+      const call = callIndexAt(choice, position);
+      if (call > 0 && choice.toolCalls?.[call]?.firstToken === position) chunk(send, context, [{ index, delta: { tool_calls: header(choice, call) }, logprobs: null, finish_reason: null }]);
+      const delta = choice.toolCalls ? { tool_calls: [{ index: call, function: { arguments: token } }] } : { content: token };
       chunk(send, context, [{ index, delta, logprobs: entry ? { content: [chatLogprobsEntry(entry)] } : null, finish_reason: null }]);
     },
     close(send, context) {
@@ -127,11 +112,9 @@ export function chatWire(model: string, includeUsage: boolean, topLogprobs: numb
     whole(context) {
       logprobs = logprobsOf(context, topLogprobs, seed);
       return wholeAnswer(context, "chat.completion", model, (choice, index) => {
-        const text = choice.tokens.join("");
-        const call = choice.toolCall;
-        const message = call
-          ? { role: "assistant", content: null, tool_calls: [{ id: call.id, type: "function", function: { name: call.name, arguments: text } }] }
-          : { role: "assistant", content: text };
+        const message = choice.toolCalls
+          ? { role: "assistant", content: null, tool_calls: callsWithArguments(choice).map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })) }
+          : { role: "assistant", content: choice.tokens.join("") };
         const entries = logprobs[index];
         return { index, message, logprobs: entries ? { content: entries.map(chatLogprobsEntry) } : null, finish_reason: choice.finishReason };
       });
@@ -183,37 +166,23 @@ export function completionWire(model: string, includeUsage: boolean, logprobsCou
   };
 }
 
-/** A Responses API request's tools, tool_choice and text.format in the chat API's terms, so one rule decides the answer's shape. */
-export function responsesAnswerShape(body: Pick<ResponsesRequest, "tools" | "tool_choice" | "text">): ReturnType<typeof chatAnswerShape> {
-  const tools = (body.tools ?? []).flatMap((tool) => (tool.type === "function" && tool.name !== undefined ? [{ type: "function", function: { name: tool.name, parameters: tool.parameters } }] : []));
-  const choice = body.tool_choice;
-  const format = body.text?.format;
-  const shape = chatAnswerShape({
-    tools,
-    tool_choice: typeof choice === "object" && choice !== null ? { type: "function", function: { name: choice.name } } : choice,
-    response_format: format === undefined ? undefined : { type: format.type, json_schema: { schema: format.schema } },
-  });
-  // The Responses API names the fields otherwise.
-  if ("refusal" in shape) return { refusal: shape.refusal, param: shape.param === "response_format" ? "text.format" : shape.param };
-  return shape;
-}
-
-/** OpenAI's Responses API (`response`, and its named stream events), one output item per request. */
+/** OpenAI's Responses API (`response`, and its named stream events): a message, or one function_call item per tool call. */
 export function responsesWire(model: string, request: { readonly instructions: string | null; readonly maxOutputTokens: number | null }): DecodeWire {
   let sequence = 0;
-  const itemId = (context: DecodeContext) => `${context.choices[0]?.toolCall ? "fc" : "msg"}_${context.id}`;
+  const choiceOf = (context: DecodeContext) => context.choices[0] as SimChoice;
+  const itemId = (context: DecodeContext, call = 0) => (choiceOf(context).toolCalls ? `fc_${context.id}-${call}` : `msg_${context.id}`);
   const event = (send: SendEvent, type: string, fields: Record<string, unknown>) => send({ type, sequence_number: sequence++, ...fields }, type);
-  const item = (context: DecodeContext, done: boolean) => {
-    const choice = context.choices[0] as SimChoice;
-    const text = done ? choice.tokens.join("") : "";
+  const items = (context: DecodeContext, done: boolean) => {
+    const choice = choiceOf(context);
     const status = done ? "completed" : "in_progress";
-    const call = choice.toolCall;
-    if (call) return { type: "function_call", id: itemId(context), call_id: call.id, name: call.name, arguments: text, status };
-    return { type: "message", id: itemId(context), status, role: "assistant", content: done ? [{ type: "output_text", text, annotations: [], logprobs: [] }] : [] };
+    if (choice.toolCalls) {
+      return callsWithArguments(choice).map((call, index) => ({ type: "function_call", id: itemId(context, index), call_id: call.id, name: call.name, arguments: done ? call.arguments : "", status }));
+    }
+    const text = choice.tokens.join("");
+    return [{ type: "message", id: itemId(context), status, role: "assistant", content: done ? [{ type: "output_text", text, annotations: [], logprobs: [] }] : [] }];
   };
   const response = (context: DecodeContext, state: "in_progress" | "done") => {
-    const choice = context.choices[0] as SimChoice;
-    const cut = choice.finishReason === "length";
+    const cut = choiceOf(context).finishReason === "length";
     return {
       id: context.id,
       object: "response",
@@ -224,7 +193,7 @@ export function responsesWire(model: string, request: { readonly instructions: s
       model,
       instructions: request.instructions,
       max_output_tokens: request.maxOutputTokens,
-      output: state === "done" ? [item(context, true)] : [],
+      output: state === "done" ? items(context, true) : [],
       parallel_tool_calls: true,
       tool_choice: "auto",
       tools: [],
@@ -244,29 +213,42 @@ export function responsesWire(model: string, request: { readonly instructions: s
           : null,
     };
   };
+  const callDone = (send: SendEvent, context: DecodeContext, call: number) => {
+    const item = items(context, true)[call];
+    event(send, "response.function_call_arguments.done", { item_id: itemId(context, call), output_index: call, arguments: (item as { arguments: string }).arguments });
+    event(send, "response.output_item.done", { output_index: call, item });
+  };
   return {
     done: false,
     open(send, context) {
       event(send, "response.created", { response: response(context, "in_progress") });
       event(send, "response.in_progress", { response: response(context, "in_progress") });
-      event(send, "response.output_item.added", { output_index: 0, item: item(context, false) });
-      if (!context.choices[0]?.toolCall) event(send, "response.content_part.added", { item_id: itemId(context), output_index: 0, content_index: 0, part: { type: "output_text", text: "", annotations: [] } });
+      event(send, "response.output_item.added", { output_index: 0, item: items(context, false)[0] });
+      if (!choiceOf(context).toolCalls) event(send, "response.content_part.added", { item_id: itemId(context), output_index: 0, content_index: 0, part: { type: "output_text", text: "", annotations: [] } });
     },
     token(send, context, _index, position) {
-      const choice = context.choices[0] as SimChoice;
+      const choice = choiceOf(context);
       const delta = choice.tokens[position] ?? "";
-      if (choice.toolCall) event(send, "response.function_call_arguments.delta", { item_id: itemId(context), output_index: 0, delta });
-      else event(send, "response.output_text.delta", { item_id: itemId(context), output_index: 0, content_index: 0, delta, logprobs: [] });
+      if (!choice.toolCalls) {
+        event(send, "response.output_text.delta", { item_id: itemId(context), output_index: 0, content_index: 0, delta, logprobs: [] });
+        return;
+      }
+      const call = callIndexAt(choice, position);
+      if (call > 0 && choice.toolCalls[call]?.firstToken === position) {
+        callDone(send, context, call - 1);
+        event(send, "response.output_item.added", { output_index: call, item: items(context, false)[call] });
+      }
+      event(send, "response.function_call_arguments.delta", { item_id: itemId(context, call), output_index: call, delta });
     },
     close(send, context) {
-      const choice = context.choices[0] as SimChoice;
-      const text = choice.tokens.join("");
-      if (choice.toolCall) event(send, "response.function_call_arguments.done", { item_id: itemId(context), output_index: 0, arguments: text });
+      const choice = choiceOf(context);
+      if (choice.toolCalls) callDone(send, context, choice.toolCalls.length - 1);
       else {
+        const text = choice.tokens.join("");
         event(send, "response.output_text.done", { item_id: itemId(context), output_index: 0, content_index: 0, text, logprobs: [] });
         event(send, "response.content_part.done", { item_id: itemId(context), output_index: 0, content_index: 0, part: { type: "output_text", text, annotations: [] } });
+        event(send, "response.output_item.done", { output_index: 0, item: items(context, true)[0] });
       }
-      event(send, "response.output_item.done", { output_index: 0, item: item(context, true) });
       const final = response(context, "done");
       event(send, final.status === "incomplete" ? "response.incomplete" : "response.completed", { response: final });
     },

@@ -4,31 +4,16 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { describeIssues } from "../../catalog/schema-errors.js";
 import { ConcurrencyGate } from "./concurrency-gate.js";
 import { registerSimComfyRoutes } from "./sim-comfyui.js";
-import {
-  chatCompletionRequestSchema,
-  completionRequestSchema,
-  embeddingRequestSchema,
-  faultRequestSchema,
-  loadAdapterRequestSchema,
-  rerankRequestSchema,
-  responsesRequestSchema,
-  scoreRequestSchema,
-  unloadAdapterRequestSchema,
-} from "./openai-request-schemas.js";
-import { engineServes } from "../../protocol/engine-routes.js";
-import { simulatedRelevance } from "./sim-relevance.js";
+import { faultRequestSchema, loadAdapterRequestSchema, unloadAdapterRequestSchema } from "./openai-request-schemas.js";
 import type { SimEngineArguments } from "./parse-engine-argv.js";
 import { simCrashExitCode, simFaultSchema, type SimFault } from "./sim-fault.js";
 import { SimMetrics } from "./sim-metrics.js";
-import { approximateTokenCount, embeddingToBase64, simulatedEmbedding, type SimAnswerRequest } from "./sim-text.js";
-import { simulatedChoices } from "./sim-choices.js";
-import { chatAnswerShape, chatWire, completionWire, responsesAnswerShape, responsesWire, type DecodeContext, type DecodePlan, type DecodeWire } from "./sim-wire.js";
+import type { DecodeContext, DecodePlan, DecodeWire } from "./sim-wire.js";
 import { decodeStepMilliseconds, simEnvironmentVariables, timeToFirstTokenMilliseconds, type SimTiming } from "./sim-timing.js";
-import { errorBody, paramOfIssues } from "./openai-error-body.js";
-import { sleep, sleepUntil } from "./sim-clock.js";
-
-/** Embedding width when the request does not ask: that of the small sentence-transformers models. */
-const defaultEmbeddingDimensions = 384;
+import { errorBody } from "./openai-error-body.js";
+import { sleepUntil } from "./sim-clock.js";
+import { registerGenerationRoutes } from "./sim-generation-routes.js";
+import { registerPrefillRoutes } from "./sim-prefill-routes.js";
 
 /** KV capacity per slot when the command line gives no context; only the usage ratio depends on it. */
 const defaultContextForCapacity = 4096;
@@ -354,172 +339,26 @@ export class SimulatedEngine {
       });
     });
 
-    server.post("/v1/chat/completions", async (request, reply) => {
-      const body = chatCompletionRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-      if (!(await this.#admit(reply, body.data.model))) return reply;
-      const data = body.data;
-      const flatten = (content: (typeof data.messages)[number]["content"]): string =>
-        typeof content === "string" ? content : (content ?? []).map((part) => part.text ?? "").join(" ");
-      const promptText = data.messages.map((message) => `${message.role}: ${flatten(message.content)}`).join("\n");
-      const lastUser = [...data.messages].reverse().find((message) => message.role === "user");
-      const maxTokens = data.max_completion_tokens ?? data.max_tokens ?? undefined;
-      const promptTokens = approximateTokenCount(promptText);
-      const shape = chatAnswerShape(data);
-      if ("refusal" in shape) return reply.code(400).send(errorBody(400, "BadRequestError", shape.refusal, shape.param));
-      if (!this.#checkContext(reply, promptTokens, maxTokens, data.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens")) return reply;
-      const answer: SimAnswerRequest = {
-        modelName: this.#answeringName(data),
-        prompt: lastUser === undefined ? promptText : flatten(lastUser.content),
-        context: promptText,
-        maxTokens,
-        ignoreEos: data.ignore_eos === true,
-        seed: data.seed ?? undefined,
-      };
-      const topLogprobs = data.logprobs === true ? (data.top_logprobs ?? 0) : undefined;
-      await this.#decode(
-        reply,
-        { route: "/v1/chat/completions", model: data.model, idPrefix: "chatcmpl", promptTokens, stream: data.stream === true, choices: () => simulatedChoices(answer, shape, data.n ?? 1, "chatcmpl") },
-        chatWire(data.model, data.stream_options?.include_usage === true, topLogprobs, data.seed ?? 0),
-      );
-      return reply;
+    registerGenerationRoutes(server, {
+      engine: parsed.engine,
+      admit: (reply, model) => this.#admit(reply, model),
+      checkContext: (reply, promptTokens, maxTokens, maxTokensField, promptField) => this.#checkContext(reply, promptTokens, maxTokens, maxTokensField, promptField),
+      answeringName: (body) => this.#answeringName(body),
+      decode: (reply, plan, wire) => this.#decode(reply, plan, wire),
     });
 
-    server.post("/v1/completions", async (request, reply) => {
-      const body = completionRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-      if (!(await this.#admit(reply, body.data.model))) return reply;
-      const data = body.data;
-      const prompt = data.prompt;
-      const first = Array.isArray(prompt) ? prompt[0] : prompt;
-      // Token ids count one each; text is approximated.
-      const promptText = typeof first === "string" ? first : Array.isArray(first) ? first.join(" ") : (prompt as number[]).join(" ");
-      const promptTokens =
-        typeof first === "string" ? approximateTokenCount(first) : Array.isArray(first) ? first.length : (prompt as number[]).length;
-      // OpenAI's and vLLM's default for the legacy completions API.
-      const maxTokens = data.max_tokens ?? 16;
-      if (!this.#checkContext(reply, promptTokens, maxTokens, "max_tokens")) return reply;
-      const answer: SimAnswerRequest = { modelName: this.#answeringName(data), prompt: promptText, maxTokens, ignoreEos: data.ignore_eos === true, seed: data.seed ?? undefined };
-      await this.#decode(
-        reply,
-        { route: "/v1/completions", model: data.model, idPrefix: "cmpl", promptTokens, stream: data.stream === true, choices: () => simulatedChoices(answer, { kind: "text" }, data.n ?? 1, "cmpl") },
-        completionWire(data.model, data.stream_options?.include_usage === true, data.logprobs ?? undefined, data.seed ?? 0),
-      );
-      return reply;
-    });
-    if (engineServes(parsed.engine, "responses")) {
-      server.post("/v1/responses", async (request, reply) => {
-        const body = responsesRequestSchema.safeParse(request.body);
-        if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-        if (!(await this.#admit(reply, body.data.model))) return reply;
-        const data = body.data;
-        const itemText = (content: unknown): string =>
-          typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: string }) => part.text ?? "").join(" ") : "";
-        const items = typeof data.input === "string" ? [{ role: "user", content: data.input }] : data.input;
-        const promptText = [...(data.instructions ? [`system: ${data.instructions}`] : []), ...items.map((entry) => `${entry.role ?? entry.type ?? "user"}: ${itemText(entry.content)}`)].join("\n");
-        const lastUser = [...items].reverse().find((entry) => (entry.role ?? "user") === "user");
-        const maxTokens = data.max_output_tokens ?? undefined;
-        const promptTokens = approximateTokenCount(promptText);
-        const shape = responsesAnswerShape(data);
-        if ("refusal" in shape) return reply.code(400).send(errorBody(400, "BadRequestError", shape.refusal, shape.param));
-        if (!this.#checkContext(reply, promptTokens, maxTokens, "max_output_tokens", "input")) return reply;
-        const answer: SimAnswerRequest = { modelName: this.#answeringName(data), prompt: lastUser === undefined ? promptText : itemText(lastUser.content), context: promptText, maxTokens, ignoreEos: false };
-        await this.#decode(
-          reply,
-          { route: "/v1/responses", model: data.model, idPrefix: "resp", promptTokens, stream: data.stream === true, choices: () => simulatedChoices(answer, shape, 1, "call") },
-          responsesWire(data.model, { instructions: data.instructions ?? null, maxOutputTokens: data.max_output_tokens ?? null }),
-        );
-        return reply;
-      });
-    }
-
-    // A reranker reads each query and document pair once, as an embedding model reads its input: prefill only.
-    const scored = async (reply: FastifyReply, route: string, model: string, pairs: readonly (readonly [string, string])[], answer: (scores: number[], promptTokens: number) => unknown) => {
-      if (!(await this.#admit(reply, model))) return reply;
-      const promptTokens = pairs.reduce((total, [query, document]) => total + approximateTokenCount(query) + approximateTokenCount(document), 0);
-      const release = await this.#gate.acquire();
-      try {
-        await sleep(timeToFirstTokenMilliseconds(this.timing, promptTokens));
-        this.#metrics.recordPromptTokens(promptTokens);
+    registerPrefillRoutes(server, {
+      engine: parsed.engine,
+      gate: this.#gate,
+      timing: this.timing,
+      metrics: this.#metrics,
+      admit: (reply, model) => this.#admit(reply, model),
+      countRequest: () => {
         this.#requestCount += 1;
-        this.log(`POST ${route} model=${model} pairs=${pairs.length} prompt_tokens=${promptTokens}`);
-        await reply.send(answer(pairs.map(([query, document]) => simulatedRelevance(query, document)), promptTokens));
-      } finally {
-        release();
-      }
-      this.#countTowardCrash(reply.raw);
-      return reply;
-    };
-
-    if (engineServes(parsed.engine, "rerank")) {
-      server.post("/v1/rerank", async (request, reply) => {
-        const body = rerankRequestSchema.safeParse(request.body);
-        if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-        const { query, model } = body.data;
-        const documents = body.data.documents.map((document) => (typeof document === "string" ? document : document.text));
-        const topN = body.data.top_n ?? 0;
-        return scored(reply, "/v1/rerank", model, documents.map((document) => [query, document] as const), (scores, promptTokens) => {
-          const ranked = scores.map((score, index) => ({ index, score })).sort((a, b) => b.score - a.score).slice(0, topN > 0 ? topN : undefined);
-          // Each engine answers in its own shape: SGLang a bare list, llama-server without the documents' text unless asked, vLLM with them.
-          if (parsed.engine === "sglang") return ranked.map(({ index, score }) => ({ score, document: documents[index], index, meta_info: null }));
-          if (parsed.engine === "llamacpp") return { model, object: "list", usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, relevance_score: score })) };
-          return { id: `rerank-sim-${this.#requestCount}`, model, usage: { total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, document: { text: documents[index] }, relevance_score: score })) };
-        });
-      });
-    }
-
-    if (engineServes(parsed.engine, "score")) {
-      server.post("/v1/score", async (request, reply) => {
-        const body = scoreRequestSchema.safeParse(request.body);
-        if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-        const first = typeof body.data.text_1 === "string" ? [body.data.text_1] : body.data.text_1;
-        const second = typeof body.data.text_2 === "string" ? [body.data.text_2] : body.data.text_2;
-        if (first.length > 1 && first.length !== second.length) {
-          return reply.code(400).send(errorBody(400, "BadRequestError", `text_1 has ${first.length} texts and text_2 ${second.length}: give one text_1, or as many as text_2`, "text_2"));
-        }
-        const pairs = second.map((text, index) => [first.length === 1 ? (first[0] as string) : (first[index] as string), text] as const);
-        const { model } = body.data;
-        return scored(reply, "/v1/score", model, pairs, (scores, promptTokens) => ({
-          id: `score-sim-${this.#requestCount}`,
-          object: "list",
-          created: Math.floor(Date.now() / 1000),
-          model,
-          data: scores.map((score, index) => ({ index, object: "score", score })),
-          usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
-        }));
-      });
-    }
-
-    server.post("/v1/embeddings", async (request, reply) => {
-      const body = embeddingRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body")));
-      if (!(await this.#admit(reply, body.data.model))) return reply;
-      const input = body.data.input;
-      const texts: string[] =
-        typeof input === "string"
-          ? [input]
-          : input.every((item) => typeof item === "string")
-            ? (input as string[])
-            : input.every((item) => typeof item === "number")
-              ? [(input as number[]).join(" ")]
-              : (input as number[][]).map((tokens) => tokens.join(" "));
-      const dimensions = body.data.dimensions ?? defaultEmbeddingDimensions;
-      const promptTokens = texts.reduce((total, text) => total + approximateTokenCount(text), 0);
-      const release = await this.#gate.acquire();
-      try {
-        await sleep(timeToFirstTokenMilliseconds(this.timing, promptTokens));
-        this.#metrics.recordPromptTokens(promptTokens);
-        const data = texts.map((text, index) => {
-          const vector = simulatedEmbedding(text, dimensions);
-          return { object: "embedding", index, embedding: body.data.encoding_format === "base64" ? embeddingToBase64(vector) : vector };
-        });
-        this.log(`POST /v1/embeddings model=${body.data.model} inputs=${texts.length} prompt_tokens=${promptTokens}`);
-        await reply.send({ object: "list", data, model: body.data.model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
-      } finally {
-        release();
-      }
-      this.#countTowardCrash(reply.raw);
-      return reply;
+      },
+      requestCount: () => this.#requestCount,
+      countTowardCrash: (response) => this.#countTowardCrash(response),
+      log: (line) => this.log(line),
     });
 
     if (this.runtimeAdapters) this.#adapterRoutes(parsed.engine === "vllm" ? "/v1" : "");

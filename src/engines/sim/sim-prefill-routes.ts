@@ -1,0 +1,121 @@
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { describeIssues } from "../../catalog/schema-errors.js";
+import type { EngineName } from "../../catalog/schema.js";
+import { engineServes } from "../../protocol/engine-routes.js";
+import type { ConcurrencyGate } from "./concurrency-gate.js";
+import { embeddingRequestSchema, rerankRequestSchema, scoreRequestSchema } from "./openai-request-schemas.js";
+import { errorBody, paramOfIssues } from "./openai-error-body.js";
+import { sleep } from "./sim-clock.js";
+import type { SimMetrics } from "./sim-metrics.js";
+import { simulatedRelevance } from "./sim-relevance.js";
+import { approximateTokenCount, embeddingToBase64, simulatedEmbedding } from "./sim-text.js";
+import { timeToFirstTokenMilliseconds, type SimTiming } from "./sim-timing.js";
+
+/** Embedding width when the request does not ask: that of the small sentence-transformers models. */
+const defaultEmbeddingDimensions = 384;
+
+/** What the prefill-only routes need of the engine that serves them. */
+export interface PrefillHost {
+  readonly engine: EngineName;
+  readonly gate: ConcurrencyGate;
+  readonly timing: SimTiming;
+  readonly metrics: SimMetrics;
+  admit(reply: FastifyReply, model: string): Promise<boolean>;
+  /** Counts one more request served; requestCount() is then its number. */
+  countRequest(): void;
+  requestCount(): number;
+  countTowardCrash(response: FastifyReply["raw"]): void;
+  log(line: string): void;
+}
+
+/** The routes that only read their input, as prefill does: embeddings, rerank and score. */
+export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost): void {
+  // A reranker reads each query and document pair once, as an embedding model reads its input: prefill only.
+  const scored = async (reply: FastifyReply, route: string, model: string, pairs: readonly (readonly [string, string])[], answer: (scores: number[], promptTokens: number) => unknown) => {
+    if (!(await host.admit(reply, model))) return reply;
+    const promptTokens = pairs.reduce((total, [query, document]) => total + approximateTokenCount(query) + approximateTokenCount(document), 0);
+    const release = await host.gate.acquire();
+    try {
+      await sleep(timeToFirstTokenMilliseconds(host.timing, promptTokens));
+      host.metrics.recordPromptTokens(promptTokens);
+      host.countRequest();
+      host.log(`POST ${route} model=${model} pairs=${pairs.length} prompt_tokens=${promptTokens}`);
+      await reply.send(answer(pairs.map(([query, document]) => simulatedRelevance(query, document)), promptTokens));
+    } finally {
+      release();
+    }
+    host.countTowardCrash(reply.raw);
+    return reply;
+  };
+
+  if (engineServes(host.engine, "rerank")) {
+    server.post("/v1/rerank", async (request, reply) => {
+      const body = rerankRequestSchema.safeParse(request.body);
+      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
+      const { query, model } = body.data;
+      const documents = body.data.documents.map((document) => (typeof document === "string" ? document : document.text));
+      const topN = body.data.top_n ?? 0;
+      return scored(reply, "/v1/rerank", model, documents.map((document) => [query, document] as const), (scores, promptTokens) => {
+        const ranked = scores.map((score, index) => ({ index, score })).sort((a, b) => b.score - a.score).slice(0, topN > 0 ? topN : undefined);
+        // Each engine answers in its own shape: SGLang a bare list, llama-server without the documents' text unless asked, vLLM with them.
+        if (host.engine === "sglang") return ranked.map(({ index, score }) => ({ score, document: documents[index], index, meta_info: null }));
+        if (host.engine === "llamacpp") return { model, object: "list", usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, relevance_score: score })) };
+        return { id: `rerank-sim-${host.requestCount()}`, model, usage: { total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, document: { text: documents[index] }, relevance_score: score })) };
+      });
+    });
+  }
+
+  if (engineServes(host.engine, "score")) {
+    server.post("/v1/score", async (request, reply) => {
+      const body = scoreRequestSchema.safeParse(request.body);
+      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
+      const first = typeof body.data.text_1 === "string" ? [body.data.text_1] : body.data.text_1;
+      const second = typeof body.data.text_2 === "string" ? [body.data.text_2] : body.data.text_2;
+      if (first.length > 1 && first.length !== second.length) {
+        return reply.code(400).send(errorBody(400, "BadRequestError", `text_1 has ${first.length} texts and text_2 ${second.length}: give one text_1, or as many as text_2`, "text_2"));
+      }
+      const pairs = second.map((text, index) => [first.length === 1 ? (first[0] as string) : (first[index] as string), text] as const);
+      const { model } = body.data;
+      return scored(reply, "/v1/score", model, pairs, (scores, promptTokens) => ({
+        id: `score-sim-${host.requestCount()}`,
+        object: "list",
+        created: Math.floor(Date.now() / 1000),
+        model,
+        data: scores.map((score, index) => ({ index, object: "score", score })),
+        usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+      }));
+    });
+  }
+
+  server.post("/v1/embeddings", async (request, reply) => {
+    const body = embeddingRequestSchema.safeParse(request.body);
+    if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body")));
+    if (!(await host.admit(reply, body.data.model))) return reply;
+    const input = body.data.input;
+    const texts: string[] =
+      typeof input === "string"
+        ? [input]
+        : input.every((item) => typeof item === "string")
+          ? (input as string[])
+          : input.every((item) => typeof item === "number")
+            ? [(input as number[]).join(" ")]
+            : (input as number[][]).map((tokens) => tokens.join(" "));
+    const dimensions = body.data.dimensions ?? defaultEmbeddingDimensions;
+    const promptTokens = texts.reduce((total, text) => total + approximateTokenCount(text), 0);
+    const release = await host.gate.acquire();
+    try {
+      await sleep(timeToFirstTokenMilliseconds(host.timing, promptTokens));
+      host.metrics.recordPromptTokens(promptTokens);
+      const data = texts.map((text, index) => {
+        const vector = simulatedEmbedding(text, dimensions);
+        return { object: "embedding", index, embedding: body.data.encoding_format === "base64" ? embeddingToBase64(vector) : vector };
+      });
+      host.log(`POST /v1/embeddings model=${body.data.model} inputs=${texts.length} prompt_tokens=${promptTokens}`);
+      await reply.send({ object: "list", data, model: body.data.model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
+    } finally {
+      release();
+    }
+    host.countTowardCrash(reply.raw);
+    return reply;
+  });
+}

@@ -1,0 +1,3 @@
+import { describeBattery } from "./battery-suite.js";
+
+describeBattery("llama", 180_000);

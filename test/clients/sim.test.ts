@@ -1,0 +1,3 @@
+import { describeBattery } from "./battery-suite.js";
+
+describeBattery("sim", 90_000);
