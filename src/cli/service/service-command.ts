@@ -12,7 +12,7 @@ export const systemUnitDirectory = "/etc/systemd/system";
 
 interface InstallOptions {
   readonly user: string;
-  readonly envFile?: string;
+  readonly environmentFile?: string;
   readonly dataDir?: string;
   readonly unitDir?: string;
   readonly print?: boolean;
@@ -61,7 +61,7 @@ function createSystemUser(user: string): void {
 }
 
 export function buildUnitSpec(face: ServiceFace, options: InstallOptions, extra: readonly string[]): UnitSpec {
-  const envFile = path.resolve(options.envFile ?? `/etc/llmgw/${face}.env`);
+  const envFile = path.resolve(options.environmentFile ?? `/etc/llmgw/${face}.env`);
   const dataDir = path.resolve(options.dataDir ?? `/var/lib/llmgw-${face}`);
   if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(options.user)) refuse(`llmgw service install: --user "${options.user}" is not a user name systemd accepts`, "Give a lower-case name such as llmgw.");
   const [node, llmgw] = llmgwCommand() as [string, string];
@@ -70,18 +70,18 @@ export function buildUnitSpec(face: ServiceFace, options: InstallOptions, extra:
 
 /** Refusals that only matter when the file is written, in the order a person fixes them. */
 function checkBeforeWriting(spec: UnitSpec, options: InstallOptions, unitDir: string): void {
+  const writingSystemUnits = options.unitDir === undefined;
+  if (writingSystemUnits && typeof process.getuid === "function" && process.getuid() !== 0) {
+    refuse(`llmgw service install ${spec.face}: writing to ${unitDir} needs root`, `Run it with sudo, or print the unit with --print (or write it elsewhere with --unit-dir DIR).`);
+  }
   if (!existsSync(spec.envFile)) {
     refuse(
       `llmgw service install ${spec.face}: the environment file ${spec.envFile} does not exist`,
-      `Create it (readable by root only: install -m 0600 /dev/null ${spec.envFile}) with\n${environmentVariables[spec.face].map((line) => `  ${line}`).join("\n")}\nor name another with --env-file FILE.`,
+      `Create it (readable by root only: install -m 0600 /dev/null ${spec.envFile}) with\n${environmentVariables[spec.face].map((line) => `  ${line}`).join("\n")}\nor name another with --environment-file FILE.`,
     );
   }
   if ((statSync(spec.envFile).mode & 0o004) !== 0) {
     refuse(`llmgw service install ${spec.face}: ${spec.envFile} is readable by every user, and it holds the service's secrets`, `chmod 0600 ${spec.envFile}`);
-  }
-  const writingSystemUnits = options.unitDir === undefined;
-  if (writingSystemUnits && typeof process.getuid === "function" && process.getuid() !== 0) {
-    refuse(`llmgw service install ${spec.face}: writing to ${unitDir} needs root`, `Run it with sudo, or print the unit with --print (or write it elsewhere with --unit-dir DIR).`);
   }
   if (!userExists(spec.user)) {
     if (!options.createUser) refuse(`llmgw service install ${spec.face}: the user ${spec.user} does not exist`, `Add --create-user to make it (useradd --system ${spec.user}), or give an existing one with --user.`);
@@ -98,7 +98,8 @@ export function registerServiceCommands(program: Command): void {
     .argument("[face-arguments...]", "more arguments for the face, after --; never a secret (those go in the environment file)")
     .option("--user <user>", "the system user the service runs as", "llmgw")
     .option("--create-user", "create --user as a system user (no login, no home) when it does not exist")
-    .option("--env-file <file>", "environment file with the service's secrets (default /etc/llmgw/FACE.env)")
+    // Not --env-file: Node 20 reads an --env-file anywhere on its command line, after the script's name too, and fails on it.
+    .option("--environment-file <file>", "environment file with the service's secrets (default /etc/llmgw/FACE.env)")
     .option("--data-dir <dir>", "the service's state: under /var/lib systemd makes it (mode 0700); elsewhere it is made before each start (default /var/lib/llmgw-FACE)")
     .option("--open-files <n>", "the service's limit on open files (LimitNOFILE)", wholeNumber(1024), 65536)
     .option("--unit-dir <dir>", `where to write the unit (default ${systemUnitDirectory}, which needs root)`)
