@@ -87,7 +87,6 @@ export function renderUnit(spec: UnitSpec): string {
     "# Written by `llmgw service install`; run it again to rewrite this file.",
     "[Unit]",
     `Description=${descriptions[spec.face]}`,
-    "Documentation=https://github.com/llmgw/llmgw/blob/main/docs/installing.md",
     "After=network-online.target",
     "Wants=network-online.target",
     "",
