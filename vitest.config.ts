@@ -44,6 +44,8 @@ export default defineConfig({
       // The chaos suite's quick part, in every run: fuzzed files, in process, in seconds.
       { extends: true, test: { name: "chaos-fast", include: ["test/chaos/fast/**/*.test.ts"] } },
       // `npm run chaos`: faults against real processes under load, minutes long; kept out of `npm test`.
+      // The packed tarball installed globally into a fresh prefix (.ci/run, after npm test): minutes of npm install, kept out of `npm test`.
+      ...(process.env.LLMGW_PACKAGE_TEST === "1" ? [{ extends: true as const, test: { name: "package", include: ["test/package/**/*.test.ts"], testTimeout: 300_000, hookTimeout: 1_200_000 } }] : []),
       ...(process.env.LLMGW_CHAOS === "1" ? [{ extends: true as const, test: { name: "chaos", include: ["test/chaos/**/*.test.ts"], fileParallelism: false } }] : []),
     ],
   },

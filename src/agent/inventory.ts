@@ -8,6 +8,7 @@ import { engineNames, type EngineName } from "../catalog/schema.js";
 import type { HardwareSpec } from "../fleet/gpu-spec.js";
 import { nvidiaSmiComputeAppsArguments, nvidiaSmiQueryArguments, parseNvidiaSmi, parseNvidiaSmiComputeApps } from "../fleet/nvidia-smi.js";
 import type { GpuInventory, Inventory, LlamaCppInventory } from "../protocol/agent-protocol.js";
+import { softwareVersion } from "../protocol/api-version.js";
 import { comfyuiPresent, type ComfyuiSetup } from "./prepare-comfyui.js";
 import { nodeDefaultBuild } from "../engines/llama/llama-build.js";
 import { markedAgentDirectory } from "./engine-marker.js";
@@ -243,5 +244,6 @@ export async function collectInventory(options: InventoryOptions): Promise<Inven
     simulated: simulate !== undefined,
     comfyui: { present, installable },
     ...(llamaCpp !== undefined ? { llama_cpp: llamaCpp } : {}),
+    agent_version: softwareVersion,
   };
 }

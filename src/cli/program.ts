@@ -23,6 +23,7 @@ import { registerCanaryCommands } from "./ctl/canary-commands.js";
 import { registerModelChangeCommands } from "./ctl/model-change-commands.js";
 import { addDryRunOptions } from "./ctl/dry-run-option.js";
 import { registerCompletionCommands } from "./completion/completion-command.js";
+import { registerServiceCommands } from "./service/service-command.js";
 
 /**
  * The whole command tree, built without running anything: main.ts parses the
@@ -58,6 +59,9 @@ export function buildProgram(): Command {
   registerSimEngineCommand(program);
   registerLlamaEngineCommand(program);
   registerCompletionCommands(program);
+  registerServiceCommands(program);
+  // `llmgw server --version` too: an operator checking one face after an upgrade types its name first.
+  for (const face of program.commands) if (["demo", "server", "agent", "gateway", "ctl"].includes(face.name())) face.version(softwareVersion, "--version");
   return program;
 }
 

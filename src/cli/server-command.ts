@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { defaultDataDir, defaultListen } from "../catalog/server-defaults.js";
 import { softwareVersion } from "../protocol/api-version.js";
 import { existsSync } from "node:fs";
@@ -14,7 +14,8 @@ export function registerServerCommand(program: Command): void {
     .option("-c, --config <file>", "server.yaml: declared models and settings")
     .option("--listen <host:port>", `where to listen (default ${defaultListen})`)
     .option("--data-dir <dir>", `state and the admin token (default ${defaultDataDir})`)
-    .option("--database <url>", "postgres://... to share state between servers (default: embedded SQLite in the data directory)")
+    // From the environment too, so a service's unit keeps the database's password off the command line.
+    .addOption(new Option("--database <url>", "postgres://... to share state between servers (default: embedded SQLite in the data directory)").env("LLMGW_DATABASE"))
     .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
     .action(async (options: { config?: string; listen?: string; dataDir?: string; database?: string; logLevel: string }) => {
       // Loaded here, not at the top: every `llmgw ctl` builds this command tree, and must not load the server to do it.

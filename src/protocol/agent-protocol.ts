@@ -136,6 +136,12 @@ export const inventorySchema = z.object({
   comfyui: z.object({ present: z.boolean(), installable: z.boolean() }).optional(),
   /** Which llama.cpp runs llamacpp replicas here; absent from agents of earlier releases and from nodes with none. */
   llama_cpp: llamaCppInventorySchema.optional(),
+  /**
+   * The agent's llmgw release (`llmgw --version`), so an operator upgrading a
+   * fleet node by node sees which nodes run which release. Optional: agents of
+   * 0.1.0 send none and still join.
+   */
+  agent_version: z.string().min(1).max(64).optional(),
 });
 export type Inventory = z.infer<typeof inventorySchema>;
 

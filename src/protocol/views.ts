@@ -158,6 +158,8 @@ export interface NodeView {
   comfyui?: { present: boolean; installable: boolean } | null;
   /** Which llama.cpp runs llamacpp replicas there (llama-server, or the built-in engine and its build); null when none or an agent that does not say. */
   llama_cpp?: NodeLlamaCppView | null;
+  /** The agent's llmgw release; null from agents of 0.1.0, which do not say. */
+  agent_version?: string | null;
   joined_at: string;
   last_seen_at: string;
   replicas: string[];
@@ -332,6 +334,7 @@ export const documentedViewFields = {
     simulated: true,
     comfyui: true,
     llama_cpp: true,
+    agent_version: true,
     joined_at: true,
     last_seen_at: true,
     replicas: true,

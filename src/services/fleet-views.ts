@@ -55,6 +55,7 @@ export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: rea
     simulated: inventory.simulated,
     comfyui: inventory.comfyui ?? null,
     llama_cpp: inventory.llama_cpp === undefined ? null : inventory.llama_cpp.kind === "llama-server" ? { ...inventory.llama_cpp } : { ...inventory.llama_cpp, builds: [...inventory.llama_cpp.builds] },
+    agent_version: inventory.agent_version ?? null,
     joined_at: node.joined_at,
     last_seen_at: node.last_seen_at,
     replicas: holding.map((replica) => replica.id),

@@ -114,6 +114,10 @@ describe("nodes end to end: a server and two simulated agents as real processes"
     }, 30_000, "two ready nodes");
     expect(joined.map((node) => node.name)).toEqual(["node-a", "node-b"]);
     expect(joined[0]).toMatchObject({ cpu_cores: 16, gpus: [{ index: 0, class: "h100", fabric: "nvl0" }, { index: 1 }] });
+    // Each agent reports its release, the one `llmgw --version` prints.
+    const version = (await runCli(["--version"])).stdout.trim();
+    expect(version).toMatch(/^\d+\.\d+\.\d+/);
+    expect(joined.map((node) => node.agent_version)).toEqual([version, version]);
 
     for (const node of ["node-a", "node-b"]) {
       const started = JSON.parse(await ctl("replica", "start", "tiny-chat", "--node", node, "--id", `tiny-${node}`, "--json")) as ReplicaView;

@@ -73,6 +73,11 @@ describe("ctl nodes", () => {
     expect(text).toContain("cpu: small (small-1, ready)");
   });
 
+  it("shows the release each node's agent runs, and an agent that does not say as 0.1.0", () => {
+    expect(describeNodes([node({ agent_version: "0.2.0" })], [])).toMatch(/256 GiB RAM {2}100 GiB disk free {2}agent 0\.2\.0 {2}seen/);
+    expect(describeNodes([node({ agent_version: null })], [])).toContain("agent 0.1.0 or older");
+  });
+
   it("shows how far a fetch has come", () => {
     expect(describeReplicaState({ state: "fetching", progress: { fraction: 0.425, bytes_done: 4 * GiB, bytes_total: 10 * GiB } })).toBe("fetching 42% of 10 GiB");
   });

@@ -48,12 +48,17 @@ export function llamaCppText(llamaCpp: NodeView["llama_cpp"]): string {
   return `  (llama.cpp: built-in node-llama-cpp ${llamaCpp.version}, ${llamaCpp.build} build; installed: ${llamaCpp.builds.join(", ")})`;
 }
 
+/** "agent 0.2.0"; agents of 0.1.0 do not report their release. */
+export function agentVersionText(version: NodeView["agent_version"]): string {
+  return version === undefined || version === null ? "agent 0.1.0 or older" : `agent ${version}`;
+}
+
 export function describeNodes(nodes: readonly NodeView[], replicas: readonly ReplicaView[]): string {
   const blocks = nodes.map((node) => {
     // The node's fabric is only the default for its cards (a card group may name its own): show the ones the cards are on.
     const fabrics = node.gpus.length > 0 ? [...new Set(node.gpus.map((gpu) => gpu.fabric))].join(",") : node.fabric;
     const control = node.draining ? ", draining" : node.cordoned ? ", cordoned" : "";
-    const header = `${node.name}  ${node.state}${node.simulated ? " (simulated)" : ""}${control}  ${node.address}  fabric ${fabrics}  ${node.cpu_cores} cores  ${gibibytes(node.memory_bytes)} RAM  ${gibibytes(node.disk_free_bytes)} disk free  seen ${ago(node.last_seen_at)}`;
+    const header = `${node.name}  ${node.state}${node.simulated ? " (simulated)" : ""}${control}  ${node.address}  fabric ${fabrics}  ${node.cpu_cores} cores  ${gibibytes(node.memory_bytes)} RAM  ${gibibytes(node.disk_free_bytes)} disk free  ${agentVersionText(node.agent_version)}  seen ${ago(node.last_seen_at)}`;
     const engines = `  engines: ${node.engines.join(", ") || "none found"}${llamaCppText(node.llama_cpp)}`;
     const cards =
       node.gpus.length === 0

@@ -16,6 +16,7 @@ import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import type { PrimaryChannel } from "../policy/ipc-shared-limits.js";
 import type { TlsFiles } from "../../net/tls-files.js";
 import { defaultServerLimits, type ServerLimits } from "../../catalog/server-limits.js";
+import { softwareVersion } from "../../protocol/api-version.js";
 
 export interface StandaloneGatewayOptions {
   readonly server: string;
@@ -72,7 +73,8 @@ export async function startGateway(options: StandaloneGatewayOptions): Promise<R
   built = app;
   const follower = new RoutingFollower({ server: options.server, token: options.token, onTable: (table) => gateway.swap(table), log });
   await follower.start();
-  app.get("/healthz", async () => ({ status: "ok", routing_revision: gateway.state.current.revision }));
+  // The release, so an operator upgrading gateways one by one sees which ones are done.
+  app.get("/healthz", async () => ({ status: "ok", version: softwareVersion, routing_revision: gateway.state.current.revision }));
   const workersMetrics = options.primary ? new ClusterMetrics(options.primary, gateway.metrics.registry) : undefined;
   registerGatewayRoutes(app, gateway, workersMetrics && (() => workersMetrics.text()));
   let url: string;
