@@ -30,7 +30,9 @@ const contentBlock = z.discriminatedUnion("type", [textBlock, imageBlock, toolUs
 const toolSchema = z.looseObject({
   name: z.string().min(1),
   description: z.string().optional(),
-  input_schema: z.record(z.string(), z.unknown()),
+  input_schema: z.record(z.string(), z.unknown(), {
+    message: "required: the tool's JSON schema (Anthropic's own server tools, such as web_search or bash, are not served here: define the tool yourself)",
+  }),
   type: z.union([z.literal("custom"), z.null()]).optional(),
 });
 
