@@ -187,8 +187,9 @@ export class Gateway {
       const target = snapshot.resolve(body.model);
       if (!target) throw modelNotFound(body.model);
       if (target.model.comfy) throw wrongTaskError(target.model, "text");
-      if (isExtraRoute(endpoint)) refuseUnservedRoute(target.model, endpoint);
+      // A pooling model first: its refusal names the routes it does serve, which is the fix.
       refuseGenerationFromPoolingModel(target.model, endpoint);
+      if (isExtraRoute(endpoint)) refuseUnservedRoute(target.model, endpoint);
       promptTokens = extra ? approximateTokens(extra.promptText) : this.#tokens.count(target.model, body);
       const maxTokens = extra ? extra.maxTokens : (body.max_completion_tokens ?? body.max_tokens ?? (endpoint === "completions" ? completionsDefaultMaxTokens : undefined));
       // Rerank and score read each pair on its own: their sum is not one prompt, so only a Responses request is held to the context.
