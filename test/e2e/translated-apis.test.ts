@@ -219,6 +219,14 @@ describe("Anthropic's Messages API, translated Responses and models.retrieve thr
     }
   });
 
+  it("lists and retrieves models in Anthropic's shape for Anthropic's client", async () => {
+    const ids: string[] = [];
+    for await (const entry of anthropic(scopedKey).models.list()) ids.push(entry.id);
+    expect(ids).toEqual(["gpu-chat"]);
+    expect(await anthropic().models.retrieve("house-model")).toMatchObject({ type: "model", id: "house-model", display_name: "house-model" });
+    expect(await anthropic(scopedKey).models.retrieve("cpu-chat").catch((error: unknown) => error)).toBeInstanceOf(Anthropic.NotFoundError);
+  });
+
   it("answers responses.create for a llama.cpp model by translation, with openai 6 and 7", async () => {
     const answers = [
       await openai().responses.create({ model: "cpu-chat", instructions: "Answer briefly.", input: "Say hello.", max_output_tokens: 16 }),

@@ -10,6 +10,7 @@ import type { V1Response } from "../wire/v1-response.js";
 import { answerMessages, answerResponses } from "../translate/answer-translated.js";
 import { TranslatingResponse } from "../translate/translating-response.js";
 import { anthropicErrorsOnly } from "../translate/anthropic-messages/messages-translator.js";
+import { anthropicModel, anthropicModelList } from "../translate/anthropic-messages/anthropic-models.js";
 import { comfyRouteFor } from "../comfy/comfy-route.js";
 import { defaultServerLimits, formatBytes } from "../../catalog/server-limits.js";
 
@@ -91,14 +92,25 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   return true;
 }
 
-/** GET /v1/models, or one model of it by its id (which may hold slashes: org/name). */
+/**
+ * GET /v1/models, or one model of it by its id (which may hold slashes:
+ * org/name). Anthropic's clients, which send anthropic-version on every
+ * call, get Anthropic's shapes (its model objects, its error body).
+ */
 function answerModels(gateway: Gateway, request: IncomingMessage, response: ServerResponse, id: string, model: string | undefined): void {
+  const anthropic = request.headers["anthropic-version"] !== undefined;
   let text: string;
   try {
     const authorization = authorizationOf(request.headers);
-    text = JSON.stringify(model === undefined ? gateway.listModels(authorization) : gateway.retrieveModel(authorization, decodeModelId(model)));
+    if (model === undefined) {
+      const list = gateway.listModels(authorization);
+      text = JSON.stringify(anthropic ? anthropicModelList(list.data) : list);
+    } else {
+      const found = gateway.retrieveModel(authorization, decodeModelId(model));
+      text = JSON.stringify(anthropic ? anthropicModel(found) : found);
+    }
   } catch (error) {
-    writeOpenAIError(response, id, openAIErrorAnswer(error, id));
+    writeOpenAIError(anthropic ? new TranslatingResponse(response, anthropicErrorsOnly) : response, id, openAIErrorAnswer(error, id));
     return;
   }
   response.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "x-request-id": id });
