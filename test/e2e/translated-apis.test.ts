@@ -181,6 +181,17 @@ describe("Anthropic's Messages API, translated Responses and models.retrieve thr
     const long = await anthropic().messages.countTokens({ model: "gpu-chat", system: "You are a careful assistant.", messages: [{ role: "user", content: "Hi ".repeat(200) }] });
     expect(short.input_tokens).toBeGreaterThan(0);
     expect(long.input_tokens).toBeGreaterThan(short.input_tokens + 100);
+    // Tools and the calls in the conversation count too.
+    const withTools = await anthropic().messages.countTokens({
+      model: "gpu-chat",
+      tools: [weatherTool],
+      messages: [
+        { role: "user", content: "Hi" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Oslo" } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "Sunny" }] },
+      ],
+    });
+    expect(withTools.input_tokens).toBeGreaterThan(short.input_tokens + 30);
   });
 
   it("refuses in Anthropic's error shape: an unknown model 404, a bad x-api-key 401, a model outside the key's scope 403, a missing max_tokens 400", async () => {

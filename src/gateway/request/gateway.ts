@@ -17,7 +17,7 @@ import { prefixText, type GatewayBody } from "./prompt-text.js";
 import { readGatewayBody, requireEndpointFields } from "./read-gateway-body.js";
 import type { RoutingTarget } from "../routing/routing-snapshot.js";
 import { RoutingState } from "../routing/routing-state.js";
-import { TokenCounter } from "./token-counter.js";
+import { estimateToolTokens, TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "../upstream/upstream-error.js";
 import { ComfyEndpoints, type ComfyEndpointsOptions } from "../comfy/comfy-endpoints.js";
 import { wrongTaskError } from "../comfy/wrong-task-error.js";
@@ -161,7 +161,7 @@ export class Gateway {
     const target = this.state.current.resolve(body.model);
     if (!target) throw modelNotFound(body.model);
     if (target.model.comfy) throw wrongTaskError(target.model, "text");
-    return this.#tokens.count(target.model, body);
+    return this.#tokens.count(target.model, body) + estimateToolTokens(body);
   }
 
   /** Answers one POST /v1/...; always writes the response itself (the route is hijacked). */
