@@ -9,8 +9,15 @@ import type { EngineName } from "../catalog/schema.js";
  * - /v1/score (text_1 + text_2 pairs): vLLM only (SGLang's /v1/score is
  *   another API, of token probabilities).
  * TensorRT-LLM's trtllm-serve and ComfyUI serve none of them. The gateway
- * refuses a route the model's engine does not serve before sending it, and
- * the simulated engine serves exactly what the engine it stands in for does.
+ * translates a Responses request for an engine without the route to a chat
+ * completion, refuses the other routes where the model's engine does not
+ * serve them before sending anything, and the simulated engine serves
+ * exactly what the engine it stands in for does.
+ *
+ * Anthropic's /v1/messages is not among them: vLLM and llama-server serve it,
+ * but the built-in llama.cpp engine and the simulated engine (which the
+ * routing table does not tell apart from them) do not, so the gateway
+ * translates it to a chat completion for every engine.
  */
 export const extraRoutes = ["responses", "rerank", "score"] as const;
 export type ExtraRoute = (typeof extraRoutes)[number];

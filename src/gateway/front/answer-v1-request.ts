@@ -5,16 +5,27 @@ import type { GatewayEndpoint, GatewayLog } from "../wire/gateway-exchange.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
 import { requestIdFrom } from "./request-id-from.js";
 import { writeOpenAIError } from "../wire/write-openai-error.js";
-import { headerText } from "../wire/header-text.js";
+import { authorizationOf } from "../wire/authorization-of.js";
+import type { V1Response } from "../wire/v1-response.js";
+import { answerMessages, answerResponses } from "../translate/answer-translated.js";
+import { TranslatingResponse } from "../translate/translating-response.js";
+import { anthropicErrorsOnly } from "../translate/anthropic-messages/messages-translator.js";
+import { anthropicModel, anthropicModelList } from "../translate/anthropic-messages/anthropic-models.js";
 import { comfyRouteFor } from "../comfy/comfy-route.js";
 import { defaultServerLimits, formatBytes } from "../../catalog/server-limits.js";
+
+/** The routes answered through a translation to chat completions, wholly (Anthropic's) or for the engines without them (Responses). */
+const translatedRoutes: ReadonlyMap<string, "responses" | "messages" | "count_tokens"> = new Map([
+  ["/v1/responses", "responses"],
+  ["/v1/messages", "messages"],
+  ["/v1/messages/count_tokens", "count_tokens"],
+]);
 
 const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
   ["/v1/chat/completions", "chat/completions"],
   ["/v1/completions", "completions"],
   ["/v1/embeddings", "embeddings"],
   // Not on the front's fast path (gateway-front.ts): node's server reads these, then the same Gateway.handle answers.
-  ["/v1/responses", "responses"],
   ["/v1/rerank", "rerank"],
   ["/v1/score", "score"],
 ]);
@@ -46,6 +57,16 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
     });
     return true;
   }
+  const translated = request.method === "POST" ? translatedRoutes.get(path) : undefined;
+  if (translated !== undefined) {
+    readBody(request, bodyBytes, (body) => {
+      const exchange = { id, headers: request.headers, body: body === "too-large" ? Buffer.alloc(0) : body, response, log: requestLog };
+      if (body === "too-large") answerTooLarge(translated === "responses" ? response : new TranslatingResponse(response, anthropicErrorsOnly), id, bodyBytes);
+      else if (translated === "responses") answerResponses(gateway, exchange);
+      else answerMessages(gateway, exchange, translated === "count_tokens");
+    });
+    return true;
+  }
   const comfyRoute = comfyRouteFor(request.method, path);
   if (comfyRoute !== undefined) {
     // Kept images' URLs point back at the address the client used.
@@ -56,21 +77,13 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
     });
     return true;
   }
-  if (request.method === "GET" && path === "/v1/models") {
-    let text: string;
-    try {
-      text = JSON.stringify(gateway.listModels(headerText(request.headers.authorization)));
-    } catch (error) {
-      writeOpenAIError(response, id, openAIErrorAnswer(error, id));
-      return true;
-    }
-    response.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "x-request-id": id });
-    response.end(text);
+  if (request.method === "GET" && (path === "/v1/models" || path.startsWith("/v1/models/"))) {
+    answerModels(gateway, request, response, id, path === "/v1/models" ? undefined : path.slice("/v1/models/".length));
     return true;
   }
   const notFound = new DomainError(
     "route_not_found",
-    `no OpenAI route at ${request.method ?? "?"} ${path} here; this gateway serves GET /v1/models and POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/rerank, /v1/score, /v1/images/generations, /v1/llmgw/comfy/MODEL`,
+    `no OpenAI route at ${request.method ?? "?"} ${path} here; this gateway serves GET /v1/models, /v1/models/MODEL and POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens, /v1/rerank, /v1/score, /v1/images/generations, /v1/llmgw/comfy/MODEL`,
     "Point the OpenAI client's base URL at this server's /v1.",
   );
   // A body sent to a wrong route is read and dropped, so the client can read the answer.
@@ -79,7 +92,40 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   return true;
 }
 
-function answerTooLarge(response: ServerResponse, id: string, bodyBytes: number): void {
+/**
+ * GET /v1/models, or one model of it by its id (which may hold slashes:
+ * org/name). Anthropic's clients, which send anthropic-version on every
+ * call, get Anthropic's shapes (its model objects, its error body).
+ */
+function answerModels(gateway: Gateway, request: IncomingMessage, response: ServerResponse, id: string, model: string | undefined): void {
+  const anthropic = request.headers["anthropic-version"] !== undefined;
+  let text: string;
+  try {
+    const authorization = authorizationOf(request.headers);
+    if (model === undefined) {
+      const list = gateway.listModels(authorization);
+      text = JSON.stringify(anthropic ? anthropicModelList(list.data) : list);
+    } else {
+      const found = gateway.retrieveModel(authorization, decodeModelId(model));
+      text = JSON.stringify(anthropic ? anthropicModel(found) : found);
+    }
+  } catch (error) {
+    writeOpenAIError(anthropic ? new TranslatingResponse(response, anthropicErrorsOnly) : response, id, openAIErrorAnswer(error, id));
+    return;
+  }
+  response.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "x-request-id": id });
+  response.end(text);
+}
+
+function decodeModelId(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+function answerTooLarge(response: V1Response, id: string, bodyBytes: number): void {
   const tooLarge = new DomainError(
     "body_too_large",
     `the body is larger than the gateway accepts (${formatBytes(bodyBytes)})`,

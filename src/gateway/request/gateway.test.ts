@@ -443,19 +443,19 @@ describe("OpenAI's newer routes through the gateway", () => {
     expect({ status: (unanswered as APIError).status, code: (unanswered as APIError).code }).toEqual({ status: 503, code: "model_unavailable" });
   });
 
-  it("refuses a route the model's engine does not serve, naming the engines that do, before any engine sees it", async () => {
+  it("refuses a route the model's engine does not serve, naming the engines that do, and translates a Responses request instead", async () => {
     const llama = await simEngine("llamacpp", ["--model", "/w.gguf", "--port", "0", "--alias", "small"]);
     const trt = await simEngine("trtllm", ["/engine", "--port", "0", "--served_model_name", "fast"]);
     const { gateway, url } = await gatewayApp(openPolicy);
     gateway.swap(table([model("small", [{ id: "r1", endpoint: llama.url }], { engine: "llamacpp" }), model("fast", [{ id: "r2", endpoint: trt.url }], { engine: "trtllm" })]));
-    const refused = await client(url).responses.create({ model: "small", input: "Hi" }).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(APIError);
-    expect((refused as APIError).status).toBe(400);
-    expect((refused as APIError).code).toBe("wrong_model_task");
-    expect((refused as APIError).message).toContain("llamacpp, which does not serve POST /v1/responses");
-    expect((refused as APIError).message).toContain("vllm, sglang");
+    // llama-server serves no /v1/responses: the gateway asks it for a chat completion and answers in the Responses API's shape.
+    const translated = await client(url).responses.create({ model: "small", input: "Hi" });
+    expect(translated.object).toBe("response");
+    expect(translated.output_text.length).toBeGreaterThan(0);
     const rerank = await client(url).post("/rerank", { body: { model: "fast", query: "q", documents: ["d"] } }).catch((error: unknown) => error);
     expect((rerank as APIError).code).toBe("wrong_model_task");
+    expect((rerank as APIError).message).toContain("trtllm, which does not serve POST /v1/rerank");
+    expect((rerank as APIError).message).toContain("vllm, sglang, llamacpp");
     // llama-server does rerank, and answers in its own shape.
     const served = await client(url).post<{ results: { index: number; relevance_score: number }[] }>("/rerank", { body: { model: "small", query: "q", documents: ["q", "x"] } });
     expect(served.results.map((result) => result.index)).toEqual([0, 1]);
@@ -474,6 +474,11 @@ describe("OpenAI's newer routes through the gateway", () => {
       [() => client(url).chat.completions.create({ model: "chat", messages: [{ role: "user", content: "word ".repeat(100) }], max_tokens: 10 }), "messages"],
       [() => client(url).responses.create({ model: "chat", input: "Hi", max_output_tokens: 60 }), "max_output_tokens"],
     ];
+    // Translated for an engine without /v1/responses, the refusal still names the Responses API's fields.
+    const llama = await simEngine("llamacpp", ["--model", "/w.gguf", "--port", "0", "--alias", "small"]);
+    gateway.swap(table([model("chat", [{ id: "r1", endpoint: engine.url }], { context: 100, max_output: 50 }), model("small", [{ id: "r2", endpoint: llama.url }], { engine: "llamacpp", context: 100, max_output: 50 })]));
+    cases.push([() => client(url).responses.create({ model: "small", input: "Hi", max_output_tokens: 60 }), "max_output_tokens"]);
+    cases.push([() => client(url).responses.create({ model: "small", input: "word ".repeat(100), max_output_tokens: 10 }), "input"]);
     for (const [request, param] of cases) {
       const refused = (await request().catch((error: unknown) => error)) as APIError;
       expect({ param, status: refused.status, code: refused.code, given: refused.param }).toEqual({ param, status: 400, code: "context_length_exceeded", given: param });

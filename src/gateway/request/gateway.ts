@@ -8,30 +8,31 @@ import { EjectedEndpoints } from "../routing/ejected-endpoints.js";
 import { hashText } from "../routing/hash-text.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { SeriesSteps } from "../metrics/series-steps.js";
-import type { GatewayCaller, GatewayPolicy } from "../policy/gateway-policy.js";
+import { GatewayRefusal, type GatewayCaller, type GatewayPolicy } from "../policy/gateway-policy.js";
 import { KeySlots } from "../policy/key-slots.js";
 import { defaultServerLimits } from "../../catalog/server-limits.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
 import { writeOpenAIError } from "../wire/write-openai-error.js";
-import { RetryLater } from "../wire/retry-later.js";
 import { prefixText, type GatewayBody } from "./prompt-text.js";
 import { readGatewayBody, requireEndpointFields } from "./read-gateway-body.js";
 import type { RoutingTarget } from "../routing/routing-snapshot.js";
 import { RoutingState } from "../routing/routing-state.js";
-import { TokenCounter } from "./token-counter.js";
+import { estimateToolTokens, TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "../upstream/upstream-error.js";
-import { headerText } from "../wire/header-text.js";
 import { ComfyEndpoints, type ComfyEndpointsOptions } from "../comfy/comfy-endpoints.js";
 import { wrongTaskError } from "../comfy/wrong-task-error.js";
 import type { V1Response } from "../wire/v1-response.js";
 import type { GatewayEndpoint, GatewayExchange, GatewayLog } from "../wire/gateway-exchange.js";
 import { forward, type Attempt, type Outcome } from "./attempt.js";
-import { completionsDefaultMaxTokens, limitProblem, type LimitFields } from "./request-limits.js";
+import { completionsDefaultMaxTokens, limitProblem } from "./request-limits.js";
 import { readExtraBody } from "./read-extra-body.js";
-import { engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/engine-routes.js";
+import { engineServes } from "../../protocol/engine-routes.js";
+import { approximateTokens, generates, isExtraRoute, limitFields, refuseGenerationFromPoolingModel, refuseUnservedRoute, modelNotFound, unansweredError } from "./route-checks.js";
+import { authorizationOf } from "../wire/authorization-of.js";
+import type { IncomingHttpHeaders } from "node:http";
 import { upstreamBody } from "./upstream-body.js";
 import { UpstreamRoutes } from "./upstream-routes.js";
-import { loadingRetryAfterSeconds, shuttingDown, snapshotWithReplica, type ReplicaQueue } from "./wait-for-replica.js";
+import { shuttingDown, snapshotWithReplica, type ReplicaQueue } from "./wait-for-replica.js";
 
 export interface GatewayOptions {
   readonly policy: GatewayPolicy;
@@ -133,6 +134,36 @@ export class Gateway {
     return { object: "list", data };
   }
 
+  /** GET /v1/models/{id}: one of the names listModels gives this caller, or model_not_found as for a name it may not use. */
+  retrieveModel(authorization: string | undefined, id: string): ReturnType<Gateway["listModels"]>["data"][number] {
+    const found = this.listModels(authorization).data.find((entry) => entry.id === id);
+    if (found === undefined) throw modelNotFound(id);
+    return found;
+  }
+
+  /** The caller behind a request's key (a bearer token, or Anthropic's x-api-key); GatewayRefusal 401 without a good one. */
+  authenticate(headers: IncomingHttpHeaders): GatewayCaller {
+    return this.options.policy.authenticate(authorizationOf(headers));
+  }
+
+  /**
+   * The prompt tokens of a chat body as this gateway counts them for its
+   * limits (the model's tokenizer and chat template when loaded, else the
+   * estimate), for a caller that may use the model. Counting costs the
+   * engine nothing, so no request or token limit is charged.
+   */
+  countPromptTokens(caller: GatewayCaller, raw: Buffer): number {
+    const body = readGatewayBody(raw);
+    requireEndpointFields(body, "chat/completions");
+    if (caller.allowedModels !== null && !caller.allowedModels.includes(body.model)) {
+      throw new GatewayRefusal(403, "permission_error", "model_not_allowed", `API key "${caller.key ?? ""}" may not use "${body.model}"; it may use: ${caller.allowedModels.join(", ") || "no model"}.`);
+    }
+    const target = this.state.current.resolve(body.model);
+    if (!target) throw modelNotFound(body.model);
+    if (target.model.comfy) throw wrongTaskError(target.model, "text");
+    return this.#tokens.count(target.model, body) + estimateToolTokens(body);
+  }
+
   /** Answers one POST /v1/...; always writes the response itself (the route is hijacked). */
   async handle(endpoint: GatewayEndpoint, exchange: GatewayExchange): Promise<void> {
     const arrivedAt = performance.now();
@@ -145,7 +176,7 @@ export class Gateway {
     let release: (() => void) | undefined;
     try {
       if (this.#closing.signal.aborted) throw shuttingDown();
-      caller = this.options.policy.authenticate(headerText(exchange.headers.authorization));
+      caller = this.authenticate(exchange.headers);
       // Held until this method returns: after the answer's last byte, a client's abort, or a stream's end.
       release = this.#slots.take(caller);
       const extra = isExtraRoute(endpoint) ? readExtraBody(exchange.body, endpoint) : undefined;
@@ -154,12 +185,11 @@ export class Gateway {
       requested = body.model;
       const snapshot = this.state.current;
       const target = snapshot.resolve(body.model);
-      if (!target) {
-        throw new DomainError("model_not_found", `no model named ${body.model} at this gateway`, "GET /v1/models lists the models, aliases and adapters you may use.");
-      }
+      if (!target) throw modelNotFound(body.model);
       if (target.model.comfy) throw wrongTaskError(target.model, "text");
-      if (isExtraRoute(endpoint)) refuseUnservedRoute(target.model, endpoint);
+      // A pooling model first: its refusal names the routes it does serve, which is the fix.
       refuseGenerationFromPoolingModel(target.model, endpoint);
+      if (isExtraRoute(endpoint)) refuseUnservedRoute(target.model, endpoint);
       promptTokens = extra ? approximateTokens(extra.promptText) : this.#tokens.count(target.model, body);
       const maxTokens = extra ? extra.maxTokens : (body.max_completion_tokens ?? body.max_tokens ?? (endpoint === "completions" ? completionsDefaultMaxTokens : undefined));
       // Rerank and score read each pair on its own: their sum is not one prompt, so only a Responses request is held to the context.
@@ -270,29 +300,7 @@ export class Gateway {
         exchange.log.warn({ model: candidate.model.name, upstream: error.upstream, status: error.status }, `upstream-failed: ${error.message}`);
       }
     }
-    if (loading && !lastFailure) {
-      // The estimate as the table has it now, after the wait: the replica's progress moved on meanwhile.
-      const eta = this.state.current.model(loading.name)?.loading_eta_s ?? undefined;
-      const retryAfter = eta ?? loadingRetryAfterSeconds;
-      throw new RetryLater(
-        "model_loading",
-        `model ${loading.name} is loading: no replica became ready within ${Math.round(loading.queue_timeout_ms / 1000)} s${eta !== undefined ? `; its replica should be ready in about ${eta} s` : ""}${target.model.fallbacks.length > 0 ? ", and no fallback could answer" : ""}`,
-        `Retry in ${retryAfter} s; \`llmgw ctl replicas --model ${loading.name}\` shows its progress.`,
-        retryAfter,
-      );
-    }
-    if (unavailable && !lastFailure) {
-      throw new DomainError(
-        "model_unavailable",
-        `model ${unavailable.name} has no replica and none will start: ${unavailable.unavailable ?? ""}${target.model.fallbacks.length > 0 ? "; no fallback could answer" : ""}`,
-        `\`llmgw ctl model show ${unavailable.name}\` and \`llmgw ctl events --model ${unavailable.name}\` say what placement decided; give it room or change its profiles, then retry.`,
-      );
-    }
-    throw new DomainError(
-      "upstream_failed",
-      `every replica tried for ${target.model.name}${target.model.fallbacks.length > 0 ? " and its fallbacks" : ""} failed before answering (last: ${lastFailure?.upstream ?? "none"}: ${lastFailure?.message ?? "no replica"})`,
-      "Retry; if it persists, `llmgw ctl replicas` shows which replicas are failing.",
-    );
+    throw unansweredError(target.model, this.state.current, { loading, unavailable, lastFailure });
   }
 
   /** Serves from the model's replicas, waiting for a first one when it has none; "no-replica" when none came in time. */
@@ -374,58 +382,3 @@ function endConnectionAfter(response: V1Response, socket: Socket | null): void {
   if (response.writableFinished) end();
   else response.once("finish", end);
 }
-
-function isExtraRoute(endpoint: GatewayEndpoint): endpoint is ExtraRoute {
-  return (extraRoutes as readonly string[]).includes(endpoint);
-}
-
-/** About four characters a token: the estimate for routes whose prompt the model's tokenizer is not asked to count. */
-function approximateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
-
-/** The fields a limit refusal names, as each route calls them. */
-function limitFields(endpoint: GatewayEndpoint, body: GatewayBody): LimitFields {
-  if (endpoint === "responses") return { maxTokens: "max_output_tokens", prompt: "input" };
-  const maxTokens = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? "max_completion_tokens" : "max_tokens";
-  return { maxTokens, prompt: endpoint === "chat/completions" ? "messages" : endpoint === "completions" ? "prompt" : "input" };
-}
-
-/** The routes that ask a model to write text, which an engine started to pool cannot answer. */
-function generates(endpoint: GatewayEndpoint): boolean {
-  return endpoint === "chat/completions" || endpoint === "completions" || endpoint === "responses";
-}
-
-/**
- * A chat, completions or Responses request to a model whose engine pools
- * (an embedding model, a reranker) is refused here, naming the routes it
- * serves: vLLM would answer "does not support Chat Completions API" and
- * llama-server 501, neither saying where to go instead.
- */
-function refuseGenerationFromPoolingModel(model: RoutingModel, endpoint: GatewayEndpoint): void {
-  if (model.pooling === undefined || !generates(endpoint)) return;
-  const routes = model.pooling.routes.map((route) => `/v1/${route}`);
-  const served = routes.length === 1 ? (routes[0] as string) : `${routes.slice(0, -1).join(", ")} or ${routes.at(-1) as string}`;
-  throw new DomainError(
-    "wrong_model_task",
-    `model ${model.name} pools rather than generates (its engine runs with ${model.pooling.flag}): it serves ${served}, not POST /v1/${endpoint}`,
-    `Send it ${served} requests, or ask for a chat model (GET /v1/models lists them).`,
-    [{ where: "model", message: `${model.name} runs with ${model.pooling.flag} and writes no text` }],
-  );
-}
-
-/**
- * A route the model's engine does not serve is refused here, naming the
- * engines that do: the engine would answer a bare 404 in its own shape.
- * External models are the provider's to judge.
- */
-function refuseUnservedRoute(model: RoutingModel, route: ExtraRoute): void {
-  if (model.engine === null || engineServes(model.engine, route)) return;
-  throw new DomainError(
-    "wrong_model_task",
-    `model ${model.name} runs on ${model.engine}, which does not serve POST /v1/${route}`,
-    `POST /v1/${route} is served by models on ${enginesServing(route).join(", ")}; send this model's requests to /v1/chat/completions${route === "responses" ? " (the same conversation, as messages)" : ""}, or use a model on one of those engines.`,
-    [{ where: "model", message: `${model.engine} does not serve /v1/${route}` }],
-  );
-}
-

@@ -21,6 +21,22 @@ export function estimateTokens(text: string): number {
   return Math.ceil(Buffer.byteLength(text, "utf8") / estimateBytesPerToken);
 }
 
+/**
+ * The tool definitions of a chat body and the tool calls in its messages,
+ * by estimate: the prompt count leaves them out (a chat template renders
+ * them each its own way), and a count asked for by the client
+ * (count_tokens) would be short by all of them.
+ */
+export function estimateToolTokens(body: GatewayBody): number {
+  const loose = body as GatewayBody & { tools?: unknown };
+  let text = Array.isArray(loose.tools) && loose.tools.length > 0 ? JSON.stringify(loose.tools) : "";
+  for (const message of body.messages ?? []) {
+    const calls = (message as { tool_calls?: unknown }).tool_calls;
+    if (Array.isArray(calls) && calls.length > 0) text += JSON.stringify(calls);
+  }
+  return text.length === 0 ? 0 : estimateTokens(text);
+}
+
 interface LoadedTokenizer {
   readonly tokenizer: Tokenizer;
   readonly template: Template | undefined;
