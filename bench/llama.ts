@@ -12,6 +12,9 @@
  * to the first token, decode tokens/s the tokens after the first over the
  * time after it (medians of a few requests). The time from `ctl model add`
  * (the command started) to the first streamed token is measured once.
+ *
+ * And the prompt cache (bench/llama-conversation.ts): a conversation's tenth
+ * turn with and without it, straight to an engine with room for ten turns.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -22,6 +25,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { tinyModelGguf, writeGgufFile } from "../src/engines/llama/tiny-gguf.js";
 import { packageRoot } from "../src/package-root.js";
 import { freePort } from "./admin-api.js";
+import { conversationBench, renderConversation, type ConversationResult } from "./llama-conversation.js";
 
 const bin = path.join(packageRoot.directory, "bin", "llmgw.js");
 const requests = 10;
@@ -41,6 +45,7 @@ export interface LlamaBenchResult {
   readonly direct: LlamaPathResult;
   readonly gateway: LlamaPathResult;
   readonly add_to_first_token_ms: number;
+  readonly conversation: ConversationResult;
   readonly markdown: string;
 }
 
@@ -138,6 +143,14 @@ export async function llamaBench(say: (line: string) => void): Promise<LlamaBenc
     const direct = await measure(engineUrl, "tiny");
     stopGroup(engine.pid);
 
+    say("llama: a conversation's tenth turn with and without the prompt cache...");
+    const longPort = await freePort();
+    const long = start(["llama-engine", "--", "--model", model, "--host", "127.0.0.1", "--port", String(longPort), "--alias", "tiny", "--ctx-size", "4096", "--parallel", "1", "--n-gpu-layers", "0", "--threads", "2", "--metrics"]);
+    const longUrl = `http://127.0.0.1:${longPort}`;
+    await waitFor("the engine to load", 60_000, async () => ((await fetch(`${longUrl}/health`)).ok ? true : undefined));
+    const conversation = await conversationBench(longUrl);
+    stopGroup(long.pid);
+
     say("llama: through a server, an agent and the gateway...");
     const port = await freePort();
     const dataDir = path.join(folder, "server");
@@ -168,7 +181,7 @@ export async function llamaBench(say: (line: string) => void): Promise<LlamaBenc
     // node: the bench stops it by its pid, or every run would leave one more engine spinning on the cores.
     const replicas = ((await (await fetch(`${url}/api/v1/replicas`, { headers })).json()) as { replicas: { pid: number | null }[] }).replicas;
     for (const replica of replicas) if (replica.pid !== null) enginePids.push(replica.pid);
-    const result = { direct, gateway, add_to_first_token_ms: firstToken };
+    const result = { direct, gateway, add_to_first_token_ms: firstToken, conversation };
     return { ...result, markdown: renderLlama(result) };
   } finally {
     for (const child of children.reverse()) stopGroup(child.pid);
@@ -192,5 +205,7 @@ function renderLlama(result: Omit<LlamaBenchResult, "markdown">): string {
     row("through the gateway", result.gateway),
     "",
     `From \`llmgw ctl model add\` (the command started) to the first streamed token through the gateway: ${(result.add_to_first_token_ms / 1000).toFixed(1)} s.`,
+    "",
+    renderConversation(result.conversation),
   ].join("\n");
 }

@@ -189,6 +189,9 @@ describe("the built-in llama.cpp engine through the official openai client", () 
     let finish: string | null = null;
     for await (const chunk of stream) finish = chunk.choices[0]?.finish_reason ?? finish;
     expect(finish).toBe("stop");
+    const endless = await client.chat.completions.create({ model: "tiny", messages: user, max_tokens: 3, logit_bias: { [String(endOfTurn)]: 100 }, ignore_eos: true } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    expect(endless.choices[0]?.finish_reason).toBe("length");
+    expect(endless.usage?.completion_tokens).toBe(3);
     const cut = await client.chat.completions.create({ model: "tiny", messages: user, max_tokens: 5 });
     expect(cut.choices[0]?.finish_reason).toBe("length");
     expect(cut.usage?.completion_tokens).toBe(5);

@@ -60,7 +60,7 @@ export function registerGenerateRoutes(server: FastifyInstance, route: RouteCont
         cachePrompt: data.cache_prompt ?? true,
         constraint,
         topLogprobs: data.logprobs === true ? (data.top_logprobs ?? 0) : undefined,
-        logitBias: readLogitBias(data.logit_bias, state),
+        logitBias: readLogitBias(data.logit_bias, state, data.ignore_eos),
         lora: data.lora ?? undefined,
       });
     } catch (error) {
@@ -93,7 +93,7 @@ export function registerGenerateRoutes(server: FastifyInstance, route: RouteCont
         cachePrompt: data.cache_prompt ?? true,
         constraint: { kind: "text" },
         topLogprobs: data.logprobs ?? undefined,
-        logitBias: readLogitBias(data.logit_bias, state),
+        logitBias: readLogitBias(data.logit_bias, state, data.ignore_eos),
         lora: data.lora ?? undefined,
       });
     } catch (error) {
@@ -238,13 +238,17 @@ function readSampling(body: unknown): Sampling {
   return parsed.data;
 }
 
-function readLogitBias(bias: Record<string, number> | null | undefined, state: Loaded): Map<Token, number> {
+/** OpenAI's logit_bias by token id; with ignore_eos (llama-server's and vLLM's) the end-of-turn tokens are never sampled. */
+function readLogitBias(bias: Record<string, number> | null | undefined, state: Loaded, ignoreEos: boolean | null | undefined): Map<Token, number> {
   const result = new Map<Token, number>();
   const vocabulary = state.model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.POSITIVE_INFINITY;
   for (const [key, value] of Object.entries(bias ?? {})) {
     const token = Number(key);
     if (!Number.isInteger(token) || token < 0 || token >= vocabulary) throw unsupported("logit_bias", `logit_bias key "${key}" is not a token id of this model (0 to ${vocabulary - 1})`);
     result.set(token as Token, value);
+  }
+  if (ignoreEos === true) {
+    for (const token of [state.model.tokens.eos, state.model.tokens.eot]) if (token !== null) result.set(token, -100);
   }
   return result;
 }

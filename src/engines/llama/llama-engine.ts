@@ -33,12 +33,14 @@ export interface LlamaEngineHandle {
  * llama-server's command line (the llamacpp driver builds one argv for both)
  * and serves what the agent and the gateway use: /health (503 while the model
  * loads), /metrics under llama-server's names, /v1/models,
- * /v1/chat/completions with the model's own chat template from the GGUF,
+ * /v1/chat/completions with the model's own chat template from the GGUF
+ * (tools and structured output through grammars: generate-routes.ts),
  * /v1/completions and /v1/embeddings (with --embedding), streaming with usage.
  *
  * --parallel slots serve at once; further requests wait in a bounded queue
  * (503 past it). --ctx-size is the KV cache of all slots together, so each
- * slot holds ctx-size / parallel tokens, as in llama-server.
+ * slot holds ctx-size / parallel tokens, as in llama-server, and keeps its
+ * tokens between requests for the next prompt that shares their prefix.
  */
 export async function startLlamaEngine(options: LlamaEngineOptions): Promise<LlamaEngineHandle> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
