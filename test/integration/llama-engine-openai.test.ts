@@ -233,6 +233,15 @@ describe("the built-in llama.cpp engine through the official openai client", () 
     expect(value("llamacpp:kv_cache_usage_ratio")).toBeLessThanOrEqual(1);
   });
 
+  it("gives the same greedy text from a cached prompt as from one read afresh", async () => {
+    const ask = async (cachePrompt: boolean) =>
+      (await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "one two three" }], max_tokens: 12, temperature: 0, cache_prompt: cachePrompt } as OpenAI.ChatCompletionCreateParamsNonStreaming));
+    const fresh = await ask(false);
+    const cached = await ask(true);
+    expect(cached.usage?.prompt_tokens_details?.cached_tokens).toBeGreaterThan(0);
+    expect(cached.choices[0]?.message.content).toBe(fresh.choices[0]?.message.content);
+  });
+
   it("refuses what it cannot honour by the parameter's name", async () => {
     const refused = (await client.chat.completions.create({ model: "tiny", messages: user, modalities: ["text", "audio"] }).catch((error: unknown) => error)) as InstanceType<typeof OpenAI.BadRequestError>;
     expect(refused.status).toBe(400);
