@@ -169,7 +169,7 @@ describe("the reconciler with a server and two simulated agents as real processe
     await cluster.readyReplicas("wide", 1);
     const refused = await cluster.ctlRaw("restart", "--model", "wide");
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain("no room to start a replica of wide beside the ones it replaces");
+    expect(refused.stderr).toContain("no room to start a replica of wide on its profile vllm beside the ones it replaces");
     expect(refused.stderr).toContain("--in-place");
     const inPlace = await cluster.ctl("restart", "--model", "wide", "--in-place", "--wait");
     expect(inPlace).toContain("wide is ready: 1 replica serving.");
