@@ -26,12 +26,13 @@ import { wrongTaskError } from "../comfy/wrong-task-error.js";
 import type { V1Response } from "../wire/v1-response.js";
 import type { GatewayEndpoint, GatewayExchange, GatewayLog } from "../wire/gateway-exchange.js";
 import { forward, type Attempt, type Outcome } from "./attempt.js";
+import { modelUnavailable } from "../wire/model-unavailable.js";
 import { completionsDefaultMaxTokens, limitProblem, type LimitFields } from "./request-limits.js";
 import { readExtraBody } from "./read-extra-body.js";
 import { engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/engine-routes.js";
 import { upstreamBody } from "./upstream-body.js";
 import { UpstreamRoutes } from "./upstream-routes.js";
-import { loadingRetryAfterSeconds, shuttingDown, snapshotWithReplica, type ReplicaQueue } from "./wait-for-replica.js";
+import { loadingRetryAfterSeconds, shuttingDown, snapshotWithReplica, type RefusedWhileWaiting, type ReplicaQueue } from "./wait-for-replica.js";
 
 export interface GatewayOptions {
   readonly policy: GatewayPolicy;
@@ -262,6 +263,10 @@ export class Gateway {
           loading ??= candidate.model;
           continue;
         }
+        if ("refused" in served) {
+          unavailable ??= served.refused;
+          continue;
+        }
         return served;
       } catch (error) {
         if (!(error instanceof UpstreamError) || !error.retryable) throw error;
@@ -282,11 +287,7 @@ export class Gateway {
       );
     }
     if (unavailable && !lastFailure) {
-      throw new DomainError(
-        "model_unavailable",
-        `model ${unavailable.name} has no replica and none will start: ${unavailable.unavailable ?? ""}${target.model.fallbacks.length > 0 ? "; no fallback could answer" : ""}`,
-        `\`llmgw ctl model show ${unavailable.name}\` and \`llmgw ctl events --model ${unavailable.name}\` say what placement decided; give it room or change its profiles, then retry.`,
-      );
+      throw modelUnavailable(unavailable.name, unavailable.unavailable ?? "", target.model.fallbacks.length > 0);
     }
     throw new DomainError(
       "upstream_failed",
@@ -296,10 +297,10 @@ export class Gateway {
   }
 
   /** Serves from the model's replicas, waiting for a first one when it has none; "no-replica" when none came in time. */
-  async #replicas(attempt: Attempt, isFallback: boolean): Promise<Outcome | "no-replica"> {
+  async #replicas(attempt: Attempt, isFallback: boolean): Promise<Outcome | "no-replica" | RefusedWhileWaiting> {
     const model = attempt.target.model;
     const snapshot = await snapshotWithReplica(this.#queue, model, isFallback, attempt.exchange.response);
-    if (snapshot === "no-replica") return "no-replica";
+    if (snapshot === "no-replica" || "refused" in snapshot) return snapshot;
     const replicas = snapshot.model(model.name)?.replicas ?? [];
     const prefixHash = model.routing === "prefix" ? hashText(prefixText(attempt.body, prefixLength)) : undefined;
     const tried = new Set<string>();
