@@ -52,6 +52,8 @@ export interface ChangeToPreview {
   readonly canaries?: readonly CanaryRow[];
   /** A canary promoted: its replicas become the model's stable ones, placed now (so the restart keeps them). */
   readonly promote?: string;
+  /** Everything the passes would do after the change, not only what it adds: a forecast of where a model will stand (a refusal it already had included). */
+  readonly whole?: boolean;
 }
 
 
@@ -427,7 +429,7 @@ export class Reconciler {
     };
     const byName = new Map(nextModels.map((model) => [model.name, model]));
     return previewChanges({
-      before: { desired: this.desiredState(models, statusOf, canaries, ignore), observed },
+      before: change.whole ? { desired: { models: [] }, observed: { ...observed, replicas: [] } } : { desired: this.desiredState(models, statusOf, canaries, ignore), observed },
       after: { desired: this.desiredState(nextModels, nextStatusOf, change.canaries ?? canaries, ignore), observed: nextObserved },
       settings: this.settings,
       startFacts: (name, profileName, cards) => {

@@ -194,7 +194,19 @@ export function registerModelRoutes(
     return { removed: name };
   });
 
-  app.post("/api/v1/models/:name/scale", { config: { access: "admin", dryRun: true, api: { summary: "Replicas kept running and the ceiling", body: scaleBody } } }, async (request) => change(request, catalogEdits.scale(parseBody(scaleBody, request.body))));
+  app.post("/api/v1/models/:name/scale", { config: { access: "admin", dryRun: true, api: { summary: "Replicas kept running and the ceiling", body: scaleBody } } }, async (request) => {
+    const edit = catalogEdits.scale(parseBody(scaleBody, request.body));
+    if (request.dryRun) return await change(request, edit);
+    // What the reconciler will say of the new count, known now (its dry run): the answer says it rather than leave it to `ctl models` later.
+    const { name } = nameParams.parse(request.params);
+    const preview = await catalog.preview(name, edit.change, edit.mutate);
+    const refusal = (await previewReplicas({ models: preview.catalog.models, whole: true })).find((candidate) => candidate.kind === "model-unplaceable" && candidate.model === name);
+    const answer = (await change(request, edit)) as ModelView;
+    if (refusal) return { ...answer, placement: { state: "unplaceable", reason: refusal.summary.replace(`${name} would not be placed: `, "") } };
+    // A refusal of the count before this change is the reconciler's word until its next pass: the forecast replaces it.
+    if (answer.placement?.state === "unplaceable") return { ...answer, placement: { state: answer.replicas.desired > 0 ? "placed" : "waiting", reason: null } };
+    return answer;
+  });
   app.post("/api/v1/models/:name/resources", { config: { access: "admin", dryRun: true, api: { summary: "Host memory and cores one replica reserves", body: resourcesBody } } }, async (request) => change(request, catalogEdits.resources(parseBody(resourcesBody, request.body))));
   app.post("/api/v1/models/:name/class", { config: { access: "admin", dryRun: true, api: { summary: "The model's class", body: classBody } } }, async (request) => change(request, catalogEdits.setClass(parseBody(classBody, request.body).class)));
   app.post("/api/v1/models/:name/owner", { config: { access: "admin", dryRun: true, api: { summary: "Who owns the model", body: ownerBody } } }, async (request) => change(request, catalogEdits.setOwner(parseBody(ownerBody, request.body).owner)));

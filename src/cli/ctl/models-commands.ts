@@ -146,6 +146,13 @@ export function registerModelsCommands(ctl: Command): void {
         const body = { min: options.min, max: options.max, idle_timeout: options.idleTimeout };
         const view = await apiClient(ctlOptions(self)).post<ModelView>(modelPath(name, "/scale"), body);
         printModel(self, view, `${view.name} now scales ${describeScaling(view)}.`);
+        // Accepted, but the fleet cannot hold the count now: said at once, not found later in `ctl models`.
+        if (!ctlOptions(self).json && view.placement?.state === "unplaceable") {
+          process.stderr.write(
+            `warning: not every replica of ${view.name} fits now: ${view.placement.reason ?? "no node has room"}\n` +
+              `The reconciler places the rest when room comes (free cards, or a node joins); \`${printedLlmgwCommand()} ctl models\` shows ${view.name} ready against the ${view.replicas.desired} asked for meanwhile.\n`,
+          );
+        }
       });
   scale(ctl.command("scale"));
   scale(model.command("scale"));
