@@ -172,7 +172,9 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       actions.push({ kind: "placement", model: model.name, state: "waiting", reason: null });
     }
     // Served as asked and nothing under way: a replica on a worse profile may move back to a better one.
-    const backingOff = model.backoffUntilMs !== undefined && now < model.backoffUntilMs;
+    // A replica that failed while another served carries no backoff (the model still serves): a profile whose
+    // engine keeps failing would otherwise be tried again every pass. The backoff's ceiling spaces the tries.
+    const backingOff = (model.backoffUntilMs !== undefined && now < model.backoffUntilMs) || (model.lastFailureAtMs !== undefined && now - model.lastFailureAtMs < settings.backoffMaxMs);
     if (need <= 0 && count > 0 && outdated.length === 0 && !withdrawing && promoting.length === 0 && surplus <= 0 && !backingOff) {
       const replica = worstPlaced(model, current);
       if (replica) promotionCandidates.push({ model, group, replica });

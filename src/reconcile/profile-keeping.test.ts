@@ -76,6 +76,13 @@ describe("the reconciler moves replicas back to the preferred profile", () => {
     const backingOff = model("qwen", { profiles: cardsThenCpu, placement: placed, backoffUntilMs: now + 10_000 });
     expect(starts(diff({ models: [backingOff] }, observed([node("gpu-1")], [onCpu]), settings))).toEqual([]);
   });
+
+  it("does not try the move again every pass after its replica failed while the worse one served", () => {
+    const failedLately = model("qwen", { profiles: cardsThenCpu, placement: placed, lastFailureAtMs: now - 1000 });
+    expect(starts(diff({ models: [failedLately] }, observed([node("gpu-1")], [onCpu]), settings))).toEqual([]);
+    const longAgo = { ...failedLately, lastFailureAtMs: now - settings.backoffMaxMs - 1 };
+    expect(starts(diff({ models: [longAgo] }, observed([node("gpu-1")], [onCpu]), settings))).toEqual([expect.objectContaining({ profile: "h100x2" })]);
+  });
 });
 
 describe("an in-place restart keeps the profile too", () => {

@@ -24,6 +24,8 @@ export interface DesiredModel {
   readonly busyAtMs: number | undefined;
   /** What the model view says now, so a refusal is reported once, not every pass. */
   readonly placement: { readonly state: string; readonly reason: string | null } | undefined;
+  /** When a replica of it last failed (ms since the epoch): a move back to the preferred profile waits a while after one. */
+  readonly lastFailureAtMs?: number | undefined;
   /** Set for a model's canary arm: its replicas run `revision` beside the stable ones and are counted apart from them. */
   readonly canary?: { readonly revision: string };
 }
