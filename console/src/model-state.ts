@@ -39,7 +39,9 @@ export function modelStateText(model: ModelView, replicas: readonly ReplicaView[
     return { group: "failed", text: `failed: ${failure.reason}; ${failure.failures} in a row, next try in ${secondsUntil(failure.retry_at, now)} s` };
   }
   if (model.placement?.state === "unplaceable" && ready < Math.max(desired, 1)) {
-    return { group: "not-placed", text: `not placed: ${model.placement.reason ?? "no node has room"}` };
+    // Some serve, the rest of the count asked for has no room: both said, 2/3 and why.
+    const serving = ready > 0 ? `serving ${ready}/${desired}, the rest ` : "";
+    return { group: "not-placed", text: `${serving}not placed: ${model.placement.reason ?? "no node has room"}` };
   }
   const starting = replicas.filter((replica) => replica.model === model.name && (replica.state === "fetching" || replica.state === "starting" || replica.state === "pending"));
   if (starting.length > 0 && ready < Math.max(desired, 1)) {

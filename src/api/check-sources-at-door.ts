@@ -14,6 +14,8 @@ import { serverReadOptions, type PlanSettings } from "./routes/plan.js";
  */
 export const sourceCheckQuery = z.strictObject({
   source_check: z.enum(["true", "false"], { message: "true (the default) or false, to store the model without reading its sources" }).optional(),
+  /** true: store a model that fits nowhere in this fleet (no node of its class could hold it even empty), to wait for one that can. */
+  keep_unplaceable: z.enum(["true", "false"], { message: "true, to store a model no node of this fleet could hold, or false (the default)" }).optional(),
 });
 
 /**

@@ -25,6 +25,11 @@ export function modelState(model: CatalogModel, replicas: ReplicaCounts): ModelS
   return replicas.ready >= Math.max(model.scaling.min, 1) ? "ready" : "degraded";
 }
 
+/** The replicas the catalog asks for whatever the load: its minimum (none for an external model or one kept at max 0). */
+function askedCount(model: CatalogModel): number {
+  return model.entry.external || model.scaling.max === 0 ? 0 : model.scaling.min;
+}
+
 type ModelFacts = Omit<ModelView, "state" | "replicas" | "placement" | "last_failure">;
 
 /**
@@ -56,10 +61,12 @@ export function modelView(model: CatalogModel, declaredIn: string, replicas: Rep
     facts = modelFacts(model, declaredIn, audience);
     known.set(key, facts);
   }
+  // Against what was asked: a count the fleet cannot meet reads 2/3, not 2/2 (the reason is in placement).
+  const counted = { ready: replicas.ready, desired: Math.max(replicas.desired, askedCount(model)) };
   return {
     ...facts,
-    state: modelState(model, replicas),
-    replicas,
+    state: modelState(model, counted),
+    replicas: counted,
     placement: model.entry.external ? null : (options.status?.placement ?? null),
     last_failure: options.status?.last_failure ?? null,
   };

@@ -16,6 +16,7 @@ export type NodeState = "ready" | "settling" | "lost";
 
 export interface ReplicaCounts {
   readonly ready: number;
+  /** What the model asks for now: at least its minimum, and every replica counted toward it (on demand, grown under load, a surge). */
   readonly desired: number;
 }
 

@@ -18,6 +18,7 @@ export function desiredModel(model: CatalogModel, status: ModelStatusRow | undef
     demandAtMs: status?.demand_at ? Date.parse(status.demand_at) : undefined,
     backoffUntilMs: status?.backoff_until ? Date.parse(status.backoff_until) : undefined,
     restartBeforeMs: status?.restart_before ? Date.parse(status.restart_before) : undefined,
+    lastFailureAtMs: status?.last_failure_at ? Date.parse(status.last_failure_at) : undefined,
     restartInPlace: status?.restart_in_place === 1,
     busyAtMs,
     placement: status?.placement_state ? { state: status.placement_state, reason: status.placement_reason } : undefined,

@@ -6,6 +6,7 @@ import { placeReplicas, preemptionGate, victimsFor } from "./placement-functions
 import type { ModelStanding } from "../placement/index.js";
 import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
+import { giveUpOrder, heldByPlacements, profilesForReplacement, promotingReplicas, promotions, restartOrder, surplusWithdrawal, worstPlaced, type PromotionCandidate } from "./profile-rank.js";
 
 const classRank: Record<ModelClass, number> = { critical: 0, standard: 1, opportunistic: 2 };
 
@@ -22,11 +23,6 @@ export function armGroup(model: string, canary: boolean): string {
 /** Gone and not coming back by itself: its cards are free. */
 const isTerminal = (replica: ObservedReplica) => replica.state === "failed" || replica.state === "stopped";
 const isReady = (replica: ObservedReplica) => replica.state === "ready";
-
-/** Non-ready first (they serve nothing yet), then the newest: the order replicas are given up in. */
-function giveUpOrder(a: ObservedReplica, b: ObservedReplica): number {
-  return Number(isReady(a)) - Number(isReady(b)) || b.placedAtMs - a.placedAtMs || a.id.localeCompare(b.id);
-}
 
 /**
  * The reconciler's decision, pure: what should run (the catalog and what the
@@ -87,7 +83,8 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   const snapshot: Snapshot = fleetSnapshot(observed, (model) => models.get(model)?.modelClass ?? "opportunistic");
   const held = snapshot.replicas;
 
-  const demands: { demand: ReplicaDemand; model: DesiredModel; belowMin: boolean; withdrawing: boolean; evacuees: readonly ObservedReplica[] }[] = [];
+  const demands: { demand: ReplicaDemand; model: DesiredModel; belowMin: boolean; withdrawing: boolean; evacuees: readonly ObservedReplica[]; restartProfile: string | undefined }[] = [];
+  const promotionCandidates: PromotionCandidate[] = [];
   // Grouped once: a per-model scan of every replica is quadratic at thousands of models.
   const replicasOf = new Map<string, ObservedReplica[]>();
   for (const replica of observed.replicas) {
@@ -114,11 +111,15 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     if (busy && !model.canary) actions.push({ kind: "busy", model: model.name });
     const withdrawing = ofModel.some((replica) => withdrawn.has(replica.id) && !isTerminal(replica));
 
-    // Too many: give up managed replicas (never one started by hand).
-    const surplus = current.length - count;
+    // Too many: give up managed replicas (never one started by hand). A replica on its way up to take
+    // a worse-placed one's place is not surplus: the worse one is, once it serves.
+    const promoting = count > 0 ? promotingReplicas(model, current) : [];
+    const surplus = current.length - count - promoting.length;
     if (surplus > 0) {
-      for (const replica of current.filter((candidate) => candidate.managed).sort(giveUpOrder).slice(0, surplus)) {
-        actions.push({ kind: "withdraw", id: replica.id, model: model.name, node: replica.node, reason: `${model.name} needs ${count} replica${count === 1 ? "" : "s"} now` });
+      const givenUp = current.filter((candidate) => candidate.managed && !promoting.includes(candidate)).sort(giveUpOrder(model)).slice(0, surplus);
+      const kept = current.filter((candidate) => !givenUp.includes(candidate));
+      for (const replica of givenUp) {
+        actions.push({ kind: "withdraw", id: replica.id, model: model.name, node: replica.node, ...surplusWithdrawal(model, replica, kept, count) });
       }
     }
 
@@ -127,12 +128,12 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       if (model.restartInPlace && !nodes.get(outdated[0]?.node ?? "")?.draining) {
         // In place: one at a time, each stopped before its replacement starts.
         if (!withdrawing && current.every(isReady) && current.length >= count - outdated.length) {
-          const first = [...outdated].sort(giveUpOrder)[0] as ObservedReplica;
+          const first = [...outdated].sort(restartOrder(model))[0] as ObservedReplica;
           actions.push({ kind: "withdraw", id: first.id, model: model.name, node: first.node, reason: `restarting ${model.name} in place` });
         }
       } else {
         const stoppable = Math.max(0, Math.min(outdated.length, readyCurrent + outdated.length - count));
-        for (const replica of [...outdated].sort(giveUpOrder).slice(0, stoppable)) {
+        for (const replica of [...outdated].sort(restartOrder(model)).slice(0, stoppable)) {
           const reason = nodes.get(replica.node)?.draining ? `node ${replica.node} is draining; its replacement is ready` : `restarting ${model.name}; its replacement is ready`;
           actions.push({ kind: "withdraw", id: replica.id, model: model.name, node: replica.node, reason });
         }
@@ -145,21 +146,38 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     const surging = model.restartInPlace ? outdated.length : 0;
     const need = count - current.length - surging;
     if (need > 0 && model.backoffUntilMs !== undefined && now < model.backoffUntilMs) continue;
+    // A restart's replacements go on no worse a profile than the replicas they replace; a draining
+    // node's replicas go wherever there is room (the operator asked for the machine), and move back later.
+    // Those an in-place restart already withdrew count until they stop: their replacement starts meanwhile.
+    const restartBefore = model.restartBeforeMs;
+    const stoppingForRestart = restartBefore === undefined ? [] : ofModel.filter((replica) => withdrawn.has(replica.id) && !isTerminal(replica) && replica.managed && replica.placedAtMs < restartBefore);
+    const restarted = [...outdated, ...stoppingForRestart].filter((replica) => nodes.get(replica.node)?.draining !== true);
     if (need > 0 && model.profiles.length > 0) {
+      const profiles = profilesForReplacement(model, restarted);
       demands.push({
-        demand: { model: group, modelClass: model.modelClass, count: need, profiles: model.profiles },
+        demand: { model: group, modelClass: model.modelClass, count: need, profiles },
         model,
         belowMin: current.length < model.min,
         withdrawing,
         evacuees: outdated.filter((replica) => nodes.get(replica.node)?.draining === true),
+        restartProfile: restarted.length > 0 ? profiles[profiles.length - 1]?.name : undefined,
       });
-    } else if (model.canary) {
-      // The model's placement state is its stable arm's.
       continue;
-    } else if (need <= 0 && count > 0 && model.placement?.state !== "placed") {
+    }
+    // The model's placement state is its stable arm's.
+    if (model.canary) continue;
+    if (need <= 0 && count > 0 && model.placement?.state !== "placed") {
       actions.push({ kind: "placement", model: model.name, state: "placed", reason: null });
     } else if (count === 0 && model.placement !== undefined && model.placement.state !== "waiting") {
       actions.push({ kind: "placement", model: model.name, state: "waiting", reason: null });
+    }
+    // Served as asked and nothing under way: a replica on a worse profile may move back to a better one.
+    // A replica that failed while another served carries no backoff (the model still serves): a profile whose
+    // engine keeps failing would otherwise be tried again every pass. The backoff's ceiling spaces the tries.
+    const backingOff = (model.backoffUntilMs !== undefined && now < model.backoffUntilMs) || (model.lastFailureAtMs !== undefined && now - model.lastFailureAtMs < settings.backoffMaxMs);
+    if (need <= 0 && count > 0 && outdated.length === 0 && !withdrawing && promoting.length === 0 && surplus <= 0 && !backingOff) {
+      const replica = worstPlaced(model, current);
+      if (replica) promotionCandidates.push({ model, group, replica });
     }
   }
 
@@ -179,6 +197,8 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       ...(canary ? { canary } : {}),
     });
   }
+  // Moves back to the preferred profile take only what is left once every missing replica was placed.
+  actions.push(...promotions({ nodes: snapshot.nodes, replicas: [...held, ...heldByPlacements(result.placements, (name) => groups.get(name)?.profiles)] }, promotionCandidates));
   const preempted = new Set<string>();
   // Where each model stands, for the class rules: within a class only a model below its minimum takes, and only what another grew into.
   const heldCount = new Map<string, number>();
@@ -187,7 +207,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   const mayPreempt = preemptionGate(snapshot, standings);
   // Looked up by model: a full fleet refuses a demand per model, thousands of them in one pass.
   const refusalOf = new Map(result.refusals.map((refusal) => [refusal.model, refusal]));
-  for (const { demand, model, withdrawing, evacuees } of demands) {
+  for (const { demand, model, withdrawing, evacuees, restartProfile } of demands) {
     const refusal = refusalOf.get(demand.model);
     // A canary is a trial: it preempts nothing, and waits for room without changing the model's state.
     if (model.canary) continue;
@@ -212,8 +232,15 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     // (asked of the set, not of every held replica per refused demand: that was quadratic).
     const waitingForVictims = victims.length > 0 || preempted.size > 0;
     // Its own replicas still stopping (an in-place restart, a scale-down) free cards it may need: not a refusal yet.
-    const state = waitingForVictims || withdrawing ? "waiting" : "unplaceable";
-    const reason = waitingForVictims ? `waiting for ${victims.map((victim) => victim.id).join(", ") || "preempted replicas"} to stop` : withdrawing ? `waiting for its stopping replicas to free their cards (${refusal.reason})` : refusal.reason;
+    // A restart held to its replicas' profile serves from the old ones meanwhile: it waits, it is not refused.
+    const state = waitingForVictims || withdrawing || restartProfile !== undefined ? "waiting" : "unplaceable";
+    const reason = waitingForVictims
+      ? `waiting for ${victims.map((victim) => victim.id).join(", ") || "preempted replicas"} to stop`
+      : withdrawing
+        ? `waiting for its stopping replicas to free their cards (${refusal.reason})`
+        : restartProfile !== undefined
+          ? `restarting ${model.name} waits for room on its profile ${restartProfile}: ${refusal.reason}`
+          : refusal.reason;
     if (model.placement?.state !== state || model.placement.reason !== reason) actions.push({ kind: "placement", model: model.name, state, reason });
   }
   return actions;

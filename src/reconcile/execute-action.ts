@@ -60,7 +60,7 @@ export async function executeAction(
       return;
     case "withdraw":
       await withdrawReplicaIntent(db, action.id, action.model, at, action.reason);
-      event(action.preemptedFor ? "replica-preempted" : "replica-draining", `replica ${action.id} of ${action.model} on ${action.node} leaves routing and drains: ${action.reason}`, {
+      event(action.preemptedFor ? "replica-preempted" : action.promotedTo ? "replica-promoted-profile" : "replica-draining", `replica ${action.id} of ${action.model} on ${action.node} leaves routing and drains: ${action.reason}`, {
         model: action.model,
         replica: action.id,
         node: action.node,
@@ -84,7 +84,8 @@ export async function executeAction(
       try {
         const simulation = await context.simulationOf?.(action.model, action.profile, action.node);
         const id = simulation === undefined ? await context.fleet.startPlaced(action) : await context.fleet.startPlaced(action, simulation);
-        event("replica-placed", `${action.model}/${action.profile} placed on ${action.node}${cards}`, { model: action.model, replica: id, node: action.node });
+        const why = action.promotes ? `, moving back to its preferred profile: replica ${action.promotes.id} on ${action.promotes.profile} gives way once it serves` : "";
+        event("replica-placed", `${action.model}/${action.profile} placed on ${action.node}${cards}${why}`, { model: action.model, replica: id, node: action.node });
         event("replica-started", `replica ${id} of ${action.model} started on ${action.node}`, { model: action.model, replica: id, node: action.node });
       } catch (error) {
         event("replica-failed", `${action.model}/${action.profile} could not be started on ${action.node}${cards}: ${(error as Error).message}`, { model: action.model, node: action.node });

@@ -94,3 +94,23 @@ describe("previewChanges: the reconciler's passes run forward on the would-be st
     expect(changes[0]?.summary).toMatch(/^b would not be placed: /);
   });
 });
+
+describe("previewChanges: a count back within the room", () => {
+  it("forecasts no refusal for a model scaled back to what runs, though its last decision was a refusal", () => {
+    const observed = fleet([replica("a-1", "a", 0), replica("a-2", "a", 1)]);
+    const refused = { placement: { state: "unplaceable", reason: "0 of 1 node: 1 has no free h100" } } as const;
+    expect(previewChanges(input([model("a", "standard", 4, refused)], [model("a", "standard", 2, { ...refused, max: 4 })], observed))).toEqual([]);
+  });
+});
+
+describe("previewChanges: a refusal already on record", () => {
+  it("still forecasts it when the change leaves the model short (the diff says a refusal once, not every pass)", () => {
+    const observed = fleet([replica("a-1", "a", 0), replica("a-2", "a", 1)]);
+    const refused = { placement: { state: "unplaceable", reason: "0 of 1 node: 1 has no free h100" } } as const;
+    const after = { desired: { models: [model("a", "standard", 4, refused)] }, observed };
+    const whole = previewChanges({ ...input([], [], observed), before: { desired: { models: [] }, observed: { ...observed, replicas: [] } }, after });
+    expect(whole).toEqual([expect.objectContaining({ kind: "model-unplaceable", model: "a", summary: "a would not be placed: 0 of 1 node: 1 has no free h100" })]);
+    // Against the state before, it is not this change's doing.
+    expect(previewChanges({ ...input([], [], observed), before: { desired: { models: [model("a", "standard", 3, refused)] }, observed }, after })).toEqual([]);
+  });
+});

@@ -48,7 +48,8 @@ function simulate(desired: Desired, observed: Observed, settings: ReconcileSetti
   let replicas = [...observed.replicas];
   let models = [...desired.models];
   let started = 0;
-  const unplaced = new Map<string, string>();
+  // A refusal already on record is not said again by the diff (once per change): it stands until a pass places the model.
+  const unplaced = new Map<string, string>(desired.models.flatMap((model) => (!model.canary && model.placement?.state === "unplaceable" ? [[model.name, model.placement.reason ?? "no node fits"] as const] : [])));
   for (let pass = 0; pass < passesFor(observed); pass++) {
     const actions = diff({ models }, { ...observed, replicas }, settings);
     let moved = false;

@@ -35,6 +35,7 @@ import { previewChanges } from "./preview-changes.js";
 import { engineArgv } from "./engine-argument-changes.js";
 import { demandProfiles, desiredModel } from "./desired-model.js";
 import { executeAction, type ActionContext } from "./execute-action.js";
+import { profilesForReplacement } from "./profile-rank.js";
 import type { ReconcilerCatalog, ReconcilerFleet, ReconcilerLog } from "./reconciler-ports.js";
 
 /**
@@ -51,6 +52,8 @@ export interface ChangeToPreview {
   readonly canaries?: readonly CanaryRow[];
   /** A canary promoted: its replicas become the model's stable ones, placed now (so the restart keeps them). */
   readonly promote?: string;
+  /** Everything the passes would do after the change, not only what it adds: a forecast of where a model will stand (a refusal it already had included). */
+  readonly whole?: boolean;
 }
 
 
@@ -426,7 +429,7 @@ export class Reconciler {
     };
     const byName = new Map(nextModels.map((model) => [model.name, model]));
     return previewChanges({
-      before: { desired: this.desiredState(models, statusOf, canaries, ignore), observed },
+      before: change.whole ? { desired: { models: [] }, observed: { ...observed, replicas: [] } } : { desired: this.desiredState(models, statusOf, canaries, ignore), observed },
       after: { desired: this.desiredState(nextModels, nextStatusOf, change.canaries ?? canaries, ignore), observed: nextObserved },
       settings: this.settings,
       startFacts: (name, profileName, cards) => {
@@ -488,15 +491,19 @@ export class Reconciler {
    */
   async refuseWithoutRoom(model: CatalogModel, observed: Observed | undefined, inPlaceCommand: string): Promise<void> {
     const seen = observed ?? (await this.observe(this.now())).observed;
-    if (!seen.replicas.some((replica) => replacedByRestart(replica, model.name))) return;
+    const replaced = seen.replicas.filter((replica) => replacedByRestart(replica, model.name));
+    if (replaced.length === 0) return;
     const classes = new Map((await this.catalog.list()).map((candidate) => [candidate.name, candidate.class]));
     const snapshot = fleetSnapshot(seen, (name) => classes.get(name) ?? "opportunistic");
-    const result = placeReplicas(snapshot, [{ model: model.name, modelClass: model.class, count: 1, profiles: demandProfiles(model, this.facts) }]);
+    // The replacement goes on the replaced replica's profile (or a better one), never a worse one: the diff holds a restart to that too.
+    const profiles = profilesForReplacement({ ...desiredModel(model, undefined, this.facts, undefined) }, replaced);
+    const result = placeReplicas(snapshot, [{ model: model.name, modelClass: model.class, count: 1, profiles }]);
     if (result.placements.length === 0) {
+      const profile = profiles[profiles.length - 1]?.name ?? "any";
       throw new DomainError(
         "no_room",
-        `no room to start a replica of ${model.name} beside the ones it replaces: ${result.refusals[0]?.reason ?? "no node fits"}`,
-        `Run \`${inPlaceCommand}\` to stop each replica before its replacement starts (it serves from one replica fewer meanwhile), or free cards first.`,
+        `no room to start a replica of ${model.name} on its profile ${profile} beside the ones it replaces: ${result.refusals[0]?.reason ?? "no node fits"}`,
+        `Run \`${inPlaceCommand}\` to stop each replica before its replacement starts on the same profile (it serves from one replica fewer meanwhile), or free what profile ${profile} needs (\`llmgw ctl replicas\` shows what holds the cards) first. A change never moves a replica to a worse profile to make room.`,
       );
     }
   }

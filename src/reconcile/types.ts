@@ -24,6 +24,8 @@ export interface DesiredModel {
   readonly busyAtMs: number | undefined;
   /** What the model view says now, so a refusal is reported once, not every pass. */
   readonly placement: { readonly state: string; readonly reason: string | null } | undefined;
+  /** When a replica of it last failed (ms since the epoch): a move back to the preferred profile waits a while after one. */
+  readonly lastFailureAtMs?: number | undefined;
   /** Set for a model's canary arm: its replicas run `revision` beside the stable ones and are counted apart from them. */
   readonly canary?: { readonly revision: string };
 }
@@ -73,7 +75,8 @@ export type Action =
   /** A replica on a lost node: its agent is told to stop it when the node returns; a replacement is placed elsewhere. */
   | { readonly kind: "abandon"; readonly id: string; readonly model: string; readonly node: string; readonly reason: string }
   /** Out of routing now; drained and stopped once the withdraw delay has passed. */
-  | { readonly kind: "withdraw"; readonly id: string; readonly model: string; readonly node: string; readonly reason: string; readonly preemptedFor?: string }
+  /** promotedTo: it gives way to a ready replica of the model on this better profile (a move back to the preferred profile). */
+  | { readonly kind: "withdraw"; readonly id: string; readonly model: string; readonly node: string; readonly reason: string; readonly preemptedFor?: string; readonly promotedTo?: string }
   | { readonly kind: "stop"; readonly id: string; readonly model: string; readonly node: string }
   /** Recorded, but its agent never confirmed it: send the same start again (the agent answers a repeat with what runs). */
   | { readonly kind: "resume"; readonly id: string; readonly model: string; readonly node: string }
@@ -86,6 +89,8 @@ export type Action =
       readonly reason: string;
       /** A canary replica, started at the canary's revision. */
       readonly canary?: { readonly revision: string };
+      /** A move back to the preferred profile: the replica it will replace once it serves. */
+      readonly promotes?: { readonly id: string; readonly profile: string };
     }
   | { readonly kind: "placement"; readonly model: string; readonly state: "placed" | "unplaceable" | "waiting"; readonly reason: string | null }
   | { readonly kind: "restart-finished"; readonly model: string }

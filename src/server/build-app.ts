@@ -11,6 +11,7 @@ import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { collectRoutes } from "../api/openapi/api-route.js";
 import { registerModelRoutes } from "../api/routes/models.js";
+import type { FitsNowhereCheck } from "../services/fits-nowhere-check.js";
 import { registerTokenRoutes } from "../api/routes/tokens.js";
 import { registerGatewayKeyRoutes } from "../api/routes/gateway-keys.js";
 import { registerStateRoutes } from "../api/routes/state.js";
@@ -53,6 +54,8 @@ export interface AppParts {
   readonly logger?: LoggerOptions | false;
   /** What the reconciler would do after a change, for `?dry_run=true`; without it a dry run reports the catalog write alone. */
   readonly previewReplicas?: PreviewReplicas;
+  /** Refuses a model added at runtime that no node of this fleet could hold even empty; without it every model is stored. */
+  readonly fitsNowhere?: FitsNowhereCheck;
   /**
    * The gateway's key policy when `gateway.auth` is `keys`: key changes made
    * through the API reach it at once, and usage queries flush its counts
@@ -123,7 +126,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   app.addHook("preClose", async () => changeFeed.close());
   // The models list is kept per revision only when its counts are the fleet's own, whose key says when they change.
   const fleetKey = parts.replicaCounts === undefined && parts.fleetService ? async () => (await (parts.fleetService as FleetService).viewKey()).key : undefined;
-  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus, parts.plan, parts.previewReplicas, fleetKey);
+  registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus, parts.plan, parts.previewReplicas, fleetKey, parts.fitsNowhere);
   parts.registerMore?.(app);
   if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
   registerAuditRoutes(app, parts.store);

@@ -24,6 +24,7 @@ import type { ReconcilerLog } from "../reconcile/reconciler-ports.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
 import type { PreviewReplicas } from "../api/dry-run.js";
 import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
+import { fitsNowhereCheck } from "../services/fits-nowhere-check.js";
 import { ModelChangeService } from "../services/model-change-service.js";
 import { modelStatusSource, placementsForRouting } from "./model-status-source.js";
 import { readModelSource } from "../plan/read-model-source.js";
@@ -162,6 +163,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       fleetService: fleet,
       modelStatus: modelStatusSource(store),
       previewReplicas,
+      fitsNowhere: fitsNowhereCheck({ readFacts, inventoryNodes: fleet.inventoryNodes, gpuMemoryUtilization: config.gpuMemoryUtilization }),
       registerMore: (routes) => {
         registerReconcileRoutes(routes, { store, catalog, fleet, reconciler, previewReplicas });
         registerPullRoutes(routes, new PullService(catalog, fleet, { mirror: config.mirror, gpuMemoryUtilization: config.gpuMemoryUtilization, demandProfiles: (model) => reconciler.demandProfilesOf(model) }));

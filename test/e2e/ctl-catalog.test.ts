@@ -45,7 +45,7 @@ describe("llmgw server and ctl, as real processes", () => {
   it("finds the admin token by itself when run from the server's folder", async () => {
     const result = await ctl("models");
     expect(result.stderr).toBe("");
-    expect(result.stdout).toMatch(/declared-chat\s+file\s+pending\s+0\/0\s+standard\s+1\.\.3\s+vllm\(1×h100\)/);
+    expect(result.stdout).toMatch(/declared-chat\s+file\s+pending\s+0\/1\s+standard\s+1\.\.3\s+vllm\(1×h100\)/);
   });
 
   it("adds a model from YAML and shows what is in force, with defaults filled in", async () => {

@@ -110,7 +110,7 @@ describe("changing a served model's context and cards", () => {
   it("says when there is no room beside the old replicas, and --in-place stops each first", async () => {
     await cluster.addModel("wide", model("wide", "context: 8192\n", `engine: sglang, source: "${qwen}", gpu_class: a100, gpus: 2`), "--wait");
     const noRoom = await refused("model", "gpus", "wide", "4");
-    expect(noRoom).toContain("no room to start a replica of wide beside the ones it replaces");
+    expect(noRoom).toContain("no room to start a replica of wide on its profile sglang beside the ones it replaces");
     expect(noRoom).toContain("llmgw ctl model gpus wide 4 --in-place");
     expect((await cluster.model("wide")).profiles[0]?.gpus).toBe(2);
     const output = await cluster.ctl("model", "gpus", "wide", "4", "--in-place", "--wait");

@@ -72,7 +72,7 @@ describe("the reconciler with a server and two simulated agents as real processe
   });
 
   it("refuses a model too large for any node, and says why in `ctl models` and `ctl model show`", async () => {
-    await cluster.addModel("huge", modelYaml("huge", "", "{ engine: vllm, source: \"hf://example/huge@main\", gpu_class: h100, gpus: 4 }"));
+    await cluster.addModel("huge", modelYaml("huge", "", "{ engine: vllm, source: \"hf://example/huge@main\", gpu_class: h100, gpus: 4 }"), "--keep-unplaceable");
     const reason = await waitFor(async () => (await cluster.model("huge")).placement?.reason ?? undefined, 20_000, "huge's placement");
     expect(reason).toBe("0 of 2 nodes: 2 have 2 h100 and need 4");
     expect(await cluster.ctl("models")).toContain("huge: unplaceable: 0 of 2 nodes: 2 have 2 h100 and need 4");
@@ -169,7 +169,7 @@ describe("the reconciler with a server and two simulated agents as real processe
     await cluster.readyReplicas("wide", 1);
     const refused = await cluster.ctlRaw("restart", "--model", "wide");
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain("no room to start a replica of wide beside the ones it replaces");
+    expect(refused.stderr).toContain("no room to start a replica of wide on its profile vllm beside the ones it replaces");
     expect(refused.stderr).toContain("--in-place");
     const inPlace = await cluster.ctl("restart", "--model", "wide", "--in-place", "--wait");
     expect(inPlace).toContain("wide is ready: 1 replica serving.");

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
+import { DomainError } from "../../errors/domain-error.js";
 import { engineNames, modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
 import { catalogEdits, type CatalogEdit, type CatalogService } from "../../services/catalog-service.js";
 import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";
@@ -13,6 +14,7 @@ import { parseBody, parseQuery } from "../parse-body.js";
 import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
 import type { PlanSettings } from "./plan.js";
 import type { AddedModelView, ModelState, ModelView } from "../../protocol/views.js";
+import type { FitsNowhereCheck } from "../../services/fits-nowhere-check.js";
 import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, sendList, weakEtag } from "../lists/list-answer.js";
 import { KeptItems, keptItem, keptListBody, type KeptItem } from "../lists/kept-items.js";
@@ -90,6 +92,14 @@ const ownerBody = z.strictObject({ owner: modelEntrySchema.shape.owner.unwrap() 
 const targetBody = z.strictObject({ in_flight: modelEntrySchema.shape.target.unwrap().shape.in_flight.nullable() });
 const fallbacksBody = z.strictObject({ fallbacks: modelEntrySchema.shape.fallbacks.unwrap() });
 
+function fitsNowhereRefusal(name: string, reason: string): DomainError {
+  return new DomainError(
+    "does_not_fit",
+    `${name} fits nowhere in this fleet, even on nodes with every card free: ${reason}; nothing was stored`,
+    "Freeing cards cannot help: give it more cards per replica, a quantisation or a shorter context (`llmgw ctl model plan SOURCE` shows what fits), or a node that can hold it; or store it anyway with `--keep-unplaceable` (`?keep_unplaceable=true`): it waits, unplaceable, until such a node joins.",
+  );
+}
+
 /**
  * `sources` is how the server reads weights (hub, token, mirror); without it
  * (an app built for catalog-only tests) models are stored unread.
@@ -107,6 +117,8 @@ export function registerModelRoutes(
    * elsewhere, as in tests) the list is built at every request.
    */
   fleetKey?: () => Promise<string>,
+  /** Why a model added at runtime would fit nowhere in this fleet; without it (catalog-only apps) none is refused for that. */
+  fitsNowhere?: FitsNowhereCheck,
 ): void {
   const view = async (name: string, audience: Audience) => {
     const [counts, statuses] = await Promise.all([replicaCounts(), modelStatus()]);
@@ -168,13 +180,16 @@ export function registerModelRoutes(
   };
 
   app.post("/api/v1/models", { config: { access: "admin", dryRun: true, api: { summary: "Add a model at runtime, after reading its sources", query: sourceCheckQuery, body: modelEntrySchema, status: 201 } } }, async (request, reply) => {
-    const { source_check: sourceCheck } = parseQuery(sourceCheckQuery, request.query);
+    const { source_check: sourceCheck, keep_unplaceable: keepUnplaceable } = parseQuery(sourceCheckQuery, request.query);
     const entry = parseBody(modelEntrySchema, request.body);
     // The server's own environment: a secret_env naming a variable it lacks is refused now, not at the first replica.
     checkSecretEnv(entry, process.env);
     // The catalog's own rules first (a taken name, a missing fallback): they answer at once, the sources may take seconds.
     const preview = await catalog.previewAdd(entry);
     const checked = sources && sourceCheck !== "false" ? await checkSourcesAtDoor(entry, sources) : null;
+    // No room now is the reconciler's to wait out; too large for every node of its class even empty is refused here, nothing stored.
+    const nowhere = keepUnplaceable === "true" ? undefined : await fitsNowhere?.(preview.model);
+    if (nowhere !== undefined) throw fitsNowhereRefusal(entry.name, nowhere);
     if (request.dryRun) {
       const outcome: AddedModelView = { ...modelView(preview.model, catalog.declaredIn, undefined, { audience: request.audience }), sources_checked: checked };
       return dryRunAnswer(outcome, [catalogWriteChange(entry.name, null, entry), ...(await previewReplicas({ models: preview.catalog.models }))]);
@@ -194,7 +209,19 @@ export function registerModelRoutes(
     return { removed: name };
   });
 
-  app.post("/api/v1/models/:name/scale", { config: { access: "admin", dryRun: true, api: { summary: "Replicas kept running and the ceiling", body: scaleBody } } }, async (request) => change(request, catalogEdits.scale(parseBody(scaleBody, request.body))));
+  app.post("/api/v1/models/:name/scale", { config: { access: "admin", dryRun: true, api: { summary: "Replicas kept running and the ceiling", body: scaleBody } } }, async (request) => {
+    const edit = catalogEdits.scale(parseBody(scaleBody, request.body));
+    if (request.dryRun) return await change(request, edit);
+    // What the reconciler will say of the new count, known now (its dry run): the answer says it rather than leave it to `ctl models` later.
+    const { name } = nameParams.parse(request.params);
+    const preview = await catalog.preview(name, edit.change, edit.mutate);
+    const refusal = (await previewReplicas({ models: preview.catalog.models, whole: true })).find((candidate) => candidate.kind === "model-unplaceable" && candidate.model === name);
+    const answer = (await change(request, edit)) as ModelView;
+    if (refusal) return { ...answer, placement: { state: "unplaceable", reason: refusal.summary.replace(`${name} would not be placed: `, "") } };
+    // A refusal of the count before this change is the reconciler's word until its next pass: the forecast replaces it.
+    if (answer.placement?.state === "unplaceable") return { ...answer, placement: { state: answer.replicas.desired > 0 ? "placed" : "waiting", reason: null } };
+    return answer;
+  });
   app.post("/api/v1/models/:name/resources", { config: { access: "admin", dryRun: true, api: { summary: "Host memory and cores one replica reserves", body: resourcesBody } } }, async (request) => change(request, catalogEdits.resources(parseBody(resourcesBody, request.body))));
   app.post("/api/v1/models/:name/class", { config: { access: "admin", dryRun: true, api: { summary: "The model's class", body: classBody } } }, async (request) => change(request, catalogEdits.setClass(parseBody(classBody, request.body).class)));
   app.post("/api/v1/models/:name/owner", { config: { access: "admin", dryRun: true, api: { summary: "Who owns the model", body: ownerBody } } }, async (request) => change(request, catalogEdits.setOwner(parseBody(ownerBody, request.body).owner)));

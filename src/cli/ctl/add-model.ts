@@ -7,9 +7,14 @@ import { renderTable } from "../output.js";
 export const noSourceCheckHelp =
   "store the model without the server reading its sources first: right when the mirror is not up yet, or when the nodes reach the source by an address the server does not";
 
+/** Help text of `--keep-unplaceable`. */
+export const keepUnplaceableHelp =
+  "store the model even when no node of this fleet could hold it with every card free (it waits, unplaceable, for a node that can); without it such a model is refused and nothing is stored";
+
 /** POST /api/v1/models, with the source check unless the person turned it off. */
-export async function addModel(client: ApiClient, entry: ModelEntry, options: { sourceCheck: boolean }): Promise<AddedModelView> {
-  return await client.post<AddedModelView>(`/api/v1/models${options.sourceCheck ? "" : "?source_check=false"}`, entry);
+export async function addModel(client: ApiClient, entry: ModelEntry, options: { sourceCheck: boolean; keepUnplaceable?: boolean }): Promise<AddedModelView> {
+  const query = [...(options.sourceCheck ? [] : ["source_check=false"]), ...(options.keepUnplaceable === true ? ["keep_unplaceable=true"] : [])];
+  return await client.post<AddedModelView>(`/api/v1/models${query.length > 0 ? `?${query.join("&")}` : ""}`, entry);
 }
 
 /** What the server read before storing the model, one source a line: "profiles[0].source  hf://…  15.2 GiB (safetensors BF16, 7.62B parameters)". */

@@ -14,7 +14,7 @@ import { describeModel, describeScaling, profileSummary } from "./model-text.js"
 import { registerPlanCommand } from "./plan-command.js";
 import { addPreset } from "./presets-commands.js";
 import { waitForModel } from "./wait-for-model.js";
-import { addModel, describeSourcesChecked, noSourceCheckHelp } from "./add-model.js";
+import { addModel, describeSourcesChecked, keepUnplaceableHelp, noSourceCheckHelp } from "./add-model.js";
 import { parseDuration } from "../../catalog/duration.js";
 
 const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
@@ -89,8 +89,9 @@ export function registerModelsCommands(ctl: Command): void {
     .option("--wait", "wait until its replicas are ready, printing their states; exit non-zero with the reason when it fails")
     .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
     .option("--no-source-check", noSourceCheckHelp)
+    .option("--keep-unplaceable", keepUnplaceableHelp)
     .option("--json", "print the API's answer: the model, and the sources the server read (sources_checked)")
-    .action(async (preset: string | undefined, options: { file?: string; name?: string; wait?: boolean; timeout?: string; sourceCheck: boolean }, command: Command) => {
+    .action(async (preset: string | undefined, options: { file?: string; name?: string; wait?: boolean; timeout?: string; sourceCheck: boolean; keepUnplaceable?: boolean }, command: Command) => {
       const wait = async (name: string) => {
         if (options.wait) await waitForModel(apiClient(ctlOptions(command)), name, { since: new Date(0).toISOString(), timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
       };
@@ -113,7 +114,7 @@ export function registerModelsCommands(ctl: Command): void {
       // Checked here too, so a mistake is reported with its line and column in the file.
       const entry = parseModelFile(text, path.basename(options.file));
       const client = apiClient(ctlOptions(command));
-      const added = await addModel(client, entry, { sourceCheck: options.sourceCheck });
+      const added = await addModel(client, entry, { sourceCheck: options.sourceCheck, keepUnplaceable: options.keepUnplaceable === true });
       if (ctlOptions(command).json) printJson(added);
       else print(`Added ${added.name}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
       if (!ctlOptions(command).json && added.profiles.some((profile) => profile.engine === "comfyui")) print(comfyuiNodesNote(added, (await client.getAll<{ nodes: NodeView[] }>("/api/v1/nodes", "nodes")).nodes));
@@ -146,6 +147,13 @@ export function registerModelsCommands(ctl: Command): void {
         const body = { min: options.min, max: options.max, idle_timeout: options.idleTimeout };
         const view = await apiClient(ctlOptions(self)).post<ModelView>(modelPath(name, "/scale"), body);
         printModel(self, view, `${view.name} now scales ${describeScaling(view)}.`);
+        // Accepted, but the fleet cannot hold the count now: said at once, not found later in `ctl models`.
+        if (!ctlOptions(self).json && view.placement?.state === "unplaceable") {
+          process.stderr.write(
+            `warning: not every replica of ${view.name} fits now: ${view.placement.reason ?? "no node has room"}\n` +
+              `The reconciler places the rest when room comes (free cards, or a node joins); \`${printedLlmgwCommand()} ctl models\` shows ${view.name} ready against the ${view.replicas.desired} asked for meanwhile.\n`,
+          );
+        }
       });
   scale(ctl.command("scale"));
   scale(model.command("scale"));

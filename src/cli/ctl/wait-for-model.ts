@@ -37,7 +37,11 @@ export async function waitForModel(
       throw new DomainError("engine_failed", `${name}: a replica failed: ${model.last_failure.reason}`, `See \`llmgw ctl events --model ${name}\` and the replica's log; the reconciler tries again${model.last_failure.retry_at ? ` at ${model.last_failure.retry_at}` : ""}.`);
     }
     if (model.placement?.state === "unplaceable") {
-      throw new DomainError("does_not_fit", `${name} cannot be placed: ${model.placement.reason ?? "no reason given"}`, "Free cards (`llmgw ctl nodes`), add a node, or change the model's profiles.");
+      throw new DomainError(
+        "does_not_fit",
+        `${name} cannot be placed now: ${model.placement.reason ?? "no reason given"}`,
+        `It stays in the catalog, and the reconciler places it when room comes: free cards (\`llmgw ctl replicas\` shows what holds them), add a node, or change the model's profiles; \`llmgw ctl model remove ${name}\` takes it out.`,
+      );
     }
     if (model.scaling.max === 0 || (model.scaling.min === 0 && replicas.length === 0)) {
       const settled = model.scaling.max === 0 ? `${name} is kept in the catalog only (max 0): nothing starts.` : `${name} runs on demand: nothing starts until a request comes.`;

@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { z } from "zod";
 import { comfyTask } from "../../catalog/comfy-schema.js";
 import { DomainError } from "../../errors/domain-error.js";
+import { modelUnavailable } from "../wire/model-unavailable.js";
 import type { RoutingComfy, RoutingModel, RoutingReplica } from "../../protocol/routing-table.js";
 import { chooseReplica } from "../routing/choose-replica.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -250,6 +251,9 @@ export class ComfyEndpoints {
     if (!snapshot.hasReadyReplica(model.name)) {
       this.options.reportDemand(model.name);
       const ready = await this.options.state.waitForReady(model.name, model.queue_timeout_ms, AbortSignal.any([exchange.gone, this.options.closing]));
+      // Placement refused it (before or while the request waited): its reason now, not at the deadline.
+      const refused = ready?.hasReadyReplica(model.name) ? undefined : ready?.refusal(model.name);
+      if (refused !== undefined) throw modelUnavailable(model.name, refused, false);
       if (!ready) {
         throw new RetryLater(
           "model_loading",

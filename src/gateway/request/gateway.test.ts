@@ -53,7 +53,7 @@ async function gatewayApp(
   return { gateway, app, url };
 }
 
-const client = (url: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey: "client-key", maxRetries: 0, timeout: 30_000 });
+const client = (url: string, timeout = 30_000) => new OpenAI({ baseURL: `${url}/v1`, apiKey: "client-key", maxRetries: 0, timeout });
 
 /** A model's count in one of the gateway's counters, as /metrics shows it; 0 when it has none. */
 async function counted(gateway: Gateway, metric: string, model: string): Promise<number> {
@@ -99,6 +99,20 @@ describe("the gateway's request path", () => {
     expect(error.status).toBe(503);
     expect(error.error).toMatchObject({ code: "model_unavailable", type: "server_error", message: expect.stringContaining("no node has 4 free h100 cards") });
     expect(gateway.state.waiting("huge")).toBe(0);
+  });
+
+  it("answers a request already waiting with placement's reason as soon as the table brings the refusal, not at the deadline", async () => {
+    const { gateway, url } = await gatewayApp(openPolicy);
+    gateway.swap(table([model("burst", [], { on_demand: true, queue_timeout_ms: 120_000 })]));
+    // The client gives up long before the model's 120 s: only an answer at the refusal arrives in time.
+    const waiting = client(url, 20_000).chat.completions.create({ model: "burst", messages: [{ role: "user", content: "Hi" }] }).catch((error: unknown) => error);
+    while (gateway.state.waiting("burst") === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    gateway.swap(table([model("burst", [], { on_demand: true, queue_timeout_ms: 120_000, unavailable: "placement cannot place burst: 0 of 2 nodes: 2 have no free h100" })]));
+    const refused = await waiting;
+    expect(refused).toBeInstanceOf(APIError);
+    expect({ status: (refused as APIError).status, code: (refused as APIError).code }).toEqual({ status: 503, code: "model_unavailable" });
+    expect((refused as APIError).message).toContain("model burst has no replica and none will start: placement cannot place burst: 0 of 2 nodes: 2 have no free h100");
+    expect(gateway.state.waiting("burst")).toBe(0);
   });
 
   it("tells a request that waited in vain for a loading model to retry after the table's estimate", async () => {

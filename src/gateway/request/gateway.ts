@@ -32,7 +32,7 @@ import { authorizationOf } from "../wire/authorization-of.js";
 import type { IncomingHttpHeaders } from "node:http";
 import { upstreamBody } from "./upstream-body.js";
 import { UpstreamRoutes } from "./upstream-routes.js";
-import { shuttingDown, snapshotWithReplica, type ReplicaQueue } from "./wait-for-replica.js";
+import { shuttingDown, snapshotWithReplica, type RefusedWhileWaiting, type ReplicaQueue } from "./wait-for-replica.js";
 
 export interface GatewayOptions {
   readonly policy: GatewayPolicy;
@@ -292,6 +292,10 @@ export class Gateway {
           loading ??= candidate.model;
           continue;
         }
+        if ("refused" in served) {
+          unavailable ??= served.refused;
+          continue;
+        }
         return served;
       } catch (error) {
         if (!(error instanceof UpstreamError) || !error.retryable) throw error;
@@ -304,10 +308,10 @@ export class Gateway {
   }
 
   /** Serves from the model's replicas, waiting for a first one when it has none; "no-replica" when none came in time. */
-  async #replicas(attempt: Attempt, isFallback: boolean): Promise<Outcome | "no-replica"> {
+  async #replicas(attempt: Attempt, isFallback: boolean): Promise<Outcome | "no-replica" | RefusedWhileWaiting> {
     const model = attempt.target.model;
     const snapshot = await snapshotWithReplica(this.#queue, model, isFallback, attempt.exchange.response);
-    if (snapshot === "no-replica") return "no-replica";
+    if (snapshot === "no-replica" || "refused" in snapshot) return snapshot;
     const replicas = snapshot.model(model.name)?.replicas ?? [];
     const prefixHash = model.routing === "prefix" ? hashText(prefixText(attempt.body, prefixLength)) : undefined;
     const tried = new Set<string>();

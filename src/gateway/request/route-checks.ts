@@ -1,3 +1,4 @@
+import { modelUnavailable } from "../wire/model-unavailable.js";
 import { DomainError } from "../../errors/domain-error.js";
 import type { RoutingModel } from "../../protocol/routing-table.js";
 import { engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/engine-routes.js";
@@ -86,13 +87,7 @@ export function unansweredError(
       retryAfter,
     );
   }
-  if (unavailable && !lastFailure) {
-    return new DomainError(
-      "model_unavailable",
-      `model ${unavailable.name} has no replica and none will start: ${unavailable.unavailable ?? ""}${asked.fallbacks.length > 0 ? "; no fallback could answer" : ""}`,
-      `\`llmgw ctl model show ${unavailable.name}\` and \`llmgw ctl events --model ${unavailable.name}\` say what placement decided; give it room or change its profiles, then retry.`,
-    );
-  }
+  if (unavailable && !lastFailure) return modelUnavailable(unavailable.name, unavailable.unavailable ?? "", asked.fallbacks.length > 0);
   return new DomainError(
     "upstream_failed",
     `every replica tried for ${asked.name}${asked.fallbacks.length > 0 ? " and its fallbacks" : ""} failed before answering (last: ${lastFailure?.upstream ?? "none"}: ${lastFailure?.message ?? "no replica"})`,

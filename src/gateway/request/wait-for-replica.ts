@@ -17,13 +17,20 @@ export interface ReplicaQueue {
   readonly closing: AbortSignal;
 }
 
+/** Placement refused the model while the request waited: the model as the table has it now, with the reason in `unavailable`. */
+export interface RefusedWhileWaiting {
+  readonly refused: RoutingModel;
+}
+
 /**
  * The table to choose the model's replicas from: the one in force when it
  * has a ready replica; otherwise demand is reported (the control plane starts
  * an on-demand model) and the request waits for the first one, within the
- * model's deadline and the queue's bound. "no-replica" when none came in time.
+ * model's deadline and the queue's bound. "no-replica" when none came in
+ * time; the refused model when placement refused it meanwhile (the demand
+ * this request reported is often what made placement try, and fail).
  */
-export async function snapshotWithReplica(queue: ReplicaQueue, model: RoutingModel, isFallback: boolean, response: V1Response): Promise<RoutingSnapshot | "no-replica"> {
+export async function snapshotWithReplica(queue: ReplicaQueue, model: RoutingModel, isFallback: boolean, response: V1Response): Promise<RoutingSnapshot | "no-replica" | RefusedWhileWaiting> {
   const snapshot = queue.state.current;
   if (snapshot.hasReadyReplica(model.name)) return snapshot;
   queue.reportDemand(model.name);
@@ -44,7 +51,9 @@ export async function snapshotWithReplica(queue: ReplicaQueue, model: RoutingMod
   try {
     const ready = await queue.state.waitForReady(model.name, model.queue_timeout_ms, AbortSignal.any([clientGone.signal, queue.closing]));
     if (queue.closing.aborted) throw shuttingDown();
-    return ready ?? "no-replica";
+    if (!ready) return "no-replica";
+    const refused = ready.hasReadyReplica(model.name) ? undefined : ready.refusal(model.name);
+    return refused === undefined ? ready : { refused: ready.model(model.name) ?? { ...model, unavailable: refused } };
   } finally {
     queue.metrics.queued.dec({ model: model.name });
     response.removeListener("close", onClose);

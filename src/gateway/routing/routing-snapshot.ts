@@ -46,4 +46,10 @@ export class RoutingSnapshot {
   hasReadyReplica(modelName: string): boolean {
     return this.#models.get(modelName)?.replicas.some((replica) => replica.state === "ready") ?? false;
   }
+
+  /** Why no replica of the model will come (placement refused it, or it is kept unplaced), when the table says so and none serves. */
+  refusal(modelName: string): string | undefined {
+    const model = this.#models.get(modelName);
+    return model?.unavailable && model.replicas.length === 0 ? model.unavailable : undefined;
+  }
 }

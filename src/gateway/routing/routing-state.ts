@@ -8,7 +8,9 @@ interface Waiter {
 /**
  * The routing table a gateway serves from, swapped in whole, and the requests
  * waiting for a model's first ready replica. A swap that brings one wakes its
- * waiters at once, so a cold start is served the moment the table says so.
+ * waiters at once, so a cold start is served the moment the table says so;
+ * a swap that says none will come (placement refused the model) wakes them
+ * too, so they are answered with the reason rather than at their deadline.
  */
 export class RoutingState {
   #snapshot = new RoutingSnapshot(emptyRoutingTable);
@@ -25,7 +27,8 @@ export class RoutingState {
     const snapshot = new RoutingSnapshot(table);
     this.#snapshot = snapshot;
     for (const [model, waiters] of this.#waiters) {
-      if (!snapshot.hasReadyReplica(model)) continue;
+      // A refusal ends the wait too: the request is answered with placement's reason, not at its deadline.
+      if (!snapshot.hasReadyReplica(model) && snapshot.refusal(model) === undefined) continue;
       this.#waiters.delete(model);
       for (const waiter of waiters) waiter.resolve(snapshot);
     }
@@ -42,11 +45,12 @@ export class RoutingState {
   }
 
   /**
-   * Resolves with the first snapshot in which `model` has a ready replica, or
-   * undefined when `timeoutMs` passes or `signal` aborts first.
+   * Resolves with the first snapshot in which `model` has a ready replica or
+   * a refusal (`RoutingSnapshot.refusal`), or undefined when `timeoutMs`
+   * passes or `signal` aborts first.
    */
   waitForReady(model: string, timeoutMs: number, signal: AbortSignal): Promise<RoutingSnapshot | undefined> {
-    if (this.#snapshot.hasReadyReplica(model)) return Promise.resolve(this.#snapshot);
+    if (this.#snapshot.hasReadyReplica(model) || this.#snapshot.refusal(model) !== undefined) return Promise.resolve(this.#snapshot);
     return new Promise((resolve) => {
       let waiters = this.#waiters.get(model);
       if (!waiters) {
