@@ -36,6 +36,8 @@ export default defineConfig({
       // The chaos suite's quick part, in every run: fuzzed files, in process, in seconds.
       { extends: true, test: { name: "chaos-fast", include: ["test/chaos/fast/**/*.test.ts"] } },
       // `npm run chaos`: faults against real processes under load, minutes long; kept out of `npm test`.
+      // `.ci/image`: the OCI image deploy/image/build.sh made (LLMGW_IMAGE_ARCHIVE); minutes to build, so kept out of `npm test`.
+      ...(process.env.LLMGW_IMAGE_ARCHIVE ? [{ extends: true as const, test: { name: "image", include: ["test/image/**/*.test.ts"] } }] : []),
       ...(process.env.LLMGW_CHAOS === "1" ? [{ extends: true as const, test: { name: "chaos", include: ["test/chaos/**/*.test.ts"], fileParallelism: false } }] : []),
     ],
   },

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -173,6 +174,22 @@ describe("the Kubernetes manifests, rendered with kubectl kustomize and validate
     expect(agentFlags.length).toBeGreaterThan(4);
     expect(agentFlags.filter((flag) => !agentHelp.includes(`${flag} `))).toEqual([]);
   }, 60_000);
+
+  it("agrees with the image deploy/image/build.sh makes: its user, its entrypoint's tini, its data directory", () => {
+    // The image's build is minutes long and runs apart (.ci/image); what the manifests rely on is read from its script here.
+    const script = readFileSync(path.join(root, "deploy/image/build.sh"), "utf8");
+    expect(script).toContain("useradd --uid 10001 --user-group");
+    expect(script).toContain(`--entrypoint '["/usr/bin/tini", "--", "/usr/local/bin/llmgw"]'`);
+    expect(script).toContain("--volume /var/lib/llmgw");
+    for (const name of ["llmgw-agent-gpu", "llmgw-agent-cpu"]) {
+      const pod = podOf(find(rendered.postgres, "DaemonSet", name));
+      expect(pod.containers[0]?.command?.[0]).toBe("/usr/bin/tini");
+      expect(pod.initContainers?.[0]?.args?.join("\n")).toContain('chownSync("/var/lib/llmgw-agent", 10001, 10001)');
+    }
+    for (const server of [find(rendered.postgres, "Deployment", "llmgw-server"), find(rendered.sqlite, "StatefulSet", "llmgw-server")]) {
+      expect((server.spec as { template: { spec: { securityContext: Record<string, unknown> } } }).template.spec.securityContext).toMatchObject({ runAsUser: 10001, fsGroup: 10001 });
+    }
+  });
 
   it.each(["sqlite", "postgres"])("ships a %s server.yaml the server reads", (form) => {
     const config = loadServerConfig(path.join(manifests, form, "server.yaml"), {}, {});
