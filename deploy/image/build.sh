@@ -69,7 +69,8 @@ echo "== Debian bookworm (minbase) from $debian_mirror, at ${SECONDS}s"
 # tini: PID 1 that reaps the engines' children and forwards signals.
 mmdebstrap --quiet --variant=minbase --include=ca-certificates,libgomp1,tini \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
-  --customize-hook='chroot "$1" useradd --uid 10001 --user-group --no-log-init --home-dir /var/lib/llmgw --create-home --shell /usr/sbin/nologin llmgw' \
+  --customize-hook='chroot "$1" groupadd --gid 10001 llmgw' \
+  --customize-hook='chroot "$1" useradd --uid 10001 --gid 10001 --no-log-init --home-dir /var/lib/llmgw --create-home --shell /usr/sbin/nologin llmgw' \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' \
   bookworm "$rootfs" "$debian_mirror"
 

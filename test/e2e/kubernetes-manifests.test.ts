@@ -178,7 +178,8 @@ describe("the Kubernetes manifests, rendered with kubectl kustomize and validate
   it("agrees with the image deploy/image/build.sh makes: its user, its entrypoint's tini, its data directory", () => {
     // The image's build is minutes long and runs apart (.ci/image); what the manifests rely on is read from its script here.
     const script = readFileSync(path.join(root, "deploy/image/build.sh"), "utf8");
-    expect(script).toContain("useradd --uid 10001 --user-group");
+    expect(script).toContain("groupadd --gid 10001 llmgw");
+    expect(script).toContain("useradd --uid 10001 --gid 10001");
     expect(script).toContain(`--entrypoint '["/usr/bin/tini", "--", "/usr/local/bin/llmgw"]'`);
     expect(script).toContain("--volume /var/lib/llmgw");
     for (const name of ["llmgw-agent-gpu", "llmgw-agent-cpu"]) {
