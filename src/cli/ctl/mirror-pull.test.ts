@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -91,5 +93,53 @@ describe("ctl mirror pull of a repository and a GGUF in parts", () => {
     }
     expect(isDomainError(thrown) && thrown.message).toBe("preset qwen2.5-7b-instruct has no profile h100; its profiles are: gpu, cpu");
     expect(presetSources(preset, ["cpu"])).toEqual(["hf://Qwen/Qwen2.5-7B-Instruct-GGUF/qwen2.5-7b-instruct-q4_k_m-00001-of-00002.gguf"]);
+  });
+});
+
+describe("ctl mirror pull from a hub that serves another file than it lists", () => {
+  let directory: string;
+  let server: Server;
+  let url: string;
+  const served = Buffer.from("GGUF but cut short");
+
+  beforeAll(async () => {
+    directory = mkdtempSync(path.join(tmpdir(), "llmgw-mirror-pull-bad-"));
+    // Lists each file as the hub does (its LFS size and sum), then serves other bytes.
+    server = createServer((request, response) => {
+      const reply = (body: unknown) => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+      if (request.url?.startsWith("/api/models/Org/Model/revision/")) reply({ id: "Org/Model", sha: "a".repeat(40) });
+      else if (request.url?.startsWith("/api/models/Org/Model/tree/")) {
+        reply([
+          { type: "file", path: "longer.gguf", size: served.length + 100, oid: "1".repeat(40), lfs: { oid: "2".repeat(64), size: served.length + 100 } },
+          { type: "file", path: "other.gguf", size: served.length, oid: "3".repeat(40), lfs: { oid: "4".repeat(64), size: served.length } },
+        ]);
+      } else if (request.url?.includes("/resolve/")) response.writeHead(200, { "content-length": served.length }).end(served);
+      else response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it.each([
+    ["longer.gguf", `${served.length} bytes where the hub lists ${served.length + 100}`],
+    ["other.gguf", `sha256 ${createHash("sha256").update(served).digest("hex")} where the hub lists ${"4".repeat(64)}`],
+  ])("refuses %s, keeps no file of it, and writes no manifest", async (file, why) => {
+    let thrown: unknown;
+    try {
+      await pullToMirror([`hf://Org/Model/${file}`], { to: directory, hubEndpoint: url });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(isDomainError(thrown) && thrown.code).toBe("checksum_mismatch");
+    expect((thrown as Error).message).toBe(`${url}/Org/Model/resolve/${"a".repeat(40)}/${file} arrived as ${why}; the file was not kept`);
+    const target = path.join(directory, "hf/Org/Model/main", file);
+    expect(existsSync(target)).toBe(false);
+    expect(existsSync(`${target}.partial`)).toBe(false);
+    expect(existsSync(path.join(directory, "llmgw-mirror.json"))).toBe(false);
   });
 });

@@ -163,8 +163,8 @@ export async function readFolderManifest(folder: string): Promise<MirrorManifest
  * under hf/ORG/NAME/REVISION/, with `FILE.sha256` beside each, and records
  * each source in the folder's manifest. A file already there whole (its
  * size and recorded sum agree) is not fetched again. The manifest is
- * written after the files, and replaced whole, so it never names a file
- * that is not there.
+ * written after each source's files, and replaced whole, so it never names
+ * a file that is not there.
  */
 export async function pullToMirror(sources: readonly string[], settings: MirrorPullSettings): Promise<MirrorManifest> {
   const folder = path.resolve(settings.to);
@@ -199,9 +199,15 @@ export async function pullToMirror(sources: readonly string[], settings: MirrorP
     }
     const key = mirrorKey(`hf://${source.repo}@${source.revision}${source.path ? `/${source.path}` : ""}`) as string;
     manifest.sources[key] = { mirror_source: `mirror:${hubMirrorPath(source)}`, commit, pulled_at: new Date().toISOString(), files: written };
+    // After each source: a pull cut by a later one keeps what it finished.
+    await writeManifest(folder, manifest);
   }
+  return manifest;
+}
+
+/** Replaced whole (written beside, then renamed): a reader never sees half a manifest. */
+async function writeManifest(folder: string, manifest: MirrorManifest): Promise<void> {
   const file = path.join(folder, mirrorManifestName);
   await writeFile(`${file}.partial`, `${JSON.stringify(manifest, null, 2)}\n`);
   await rename(`${file}.partial`, file);
-  return manifest;
 }
