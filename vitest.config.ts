@@ -46,6 +46,8 @@ export default defineConfig({
       // `npm run chaos`: faults against real processes under load, minutes long; kept out of `npm test`.
       // The packed tarball installed globally into a fresh prefix (.ci/run, after npm test): minutes of npm install, kept out of `npm test`.
       ...(process.env.LLMGW_PACKAGE_TEST === "1" ? [{ extends: true as const, test: { name: "package", include: ["test/package/**/*.test.ts"], testTimeout: 300_000, hookTimeout: 1_200_000 } }] : []),
+      // `.ci/image`: the OCI image deploy/image/build.sh made (LLMGW_IMAGE_ARCHIVE); minutes to build, so kept out of `npm test`.
+      ...(process.env.LLMGW_IMAGE_ARCHIVE ? [{ extends: true as const, test: { name: "image", include: ["test/image/**/*.test.ts"] } }] : []),
       ...(process.env.LLMGW_CHAOS === "1" ? [{ extends: true as const, test: { name: "chaos", include: ["test/chaos/**/*.test.ts"], fileParallelism: false } }] : []),
     ],
   },

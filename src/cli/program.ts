@@ -21,6 +21,7 @@ import { registerVersionCommands } from "./ctl/version-commands.js";
 import { registerAdapterCommands } from "./ctl/adapter-commands.js";
 import { registerCanaryCommands } from "./ctl/canary-commands.js";
 import { registerModelChangeCommands } from "./ctl/model-change-commands.js";
+import { registerMirrorCommands } from "./ctl/mirror-command.js";
 import { addDryRunOptions } from "./ctl/dry-run-option.js";
 import { registerCompletionCommands } from "./completion/completion-command.js";
 import { registerServiceCommands } from "./service/service-command.js";
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   registerAdapterCommands(ctl);
   registerCanaryCommands(ctl);
   registerModelChangeCommands(ctl);
+  registerMirrorCommands(ctl);
   registerStateCommands(ctl);
   addDryRunOptions(ctl);
   registerSimEngineCommand(program);

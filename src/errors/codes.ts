@@ -56,6 +56,8 @@ export const errorCodes = {
   does_not_fit: "No candidate fits the model at the requested context; the message says what is short and by how much.",
   architecture_field_missing: "config.json (or GGUF metadata) lacks a field the memory formula needs; the message names the field and the file.",
   source_unreadable: "A model source (HF id, mirror URL, local folder or GGUF file) could not be read; the message says which file and why.",
+  mirror_manifest_invalid: "The mirror's llmgw-mirror.json is not a manifest `llmgw ctl mirror pull` writes; the message names the file and the field.",
+  change_unchecked: "A model's files cannot be read and no planner figures were stored when it was added, so a context or card change cannot be checked against its memory; the change names what it cannot check and goes ahead only with --unchecked-memory.",
   weights_metadata_missing: "A model source has no weights metadata to count parameters from (no safetensors header, index or GGUF tensors).",
   body_too_large: "A request body over the server's size limit; the message states the limit.",
   uri_too_long: "A path segment longer than any name or id the API accepts.",

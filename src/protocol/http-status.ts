@@ -73,6 +73,8 @@ export const statusForCode: Record<ErrorCode, number> = {
   does_not_fit: 422,
   heads_not_divisible: 400,
   architecture_field_missing: 422,
+  mirror_manifest_invalid: 502,
+  change_unchecked: 409,
   // One status for every unreadable source (a missing local file, a 404 on the
   // mirror, a hub outage): the message says which file failed and why.
   source_unreadable: 422,

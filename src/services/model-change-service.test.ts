@@ -103,11 +103,40 @@ describe.each(storesUnderTest)("changing a model's context and cards over $kind"
     expect(error.message).toBe('model "pinned" is declared in server.yaml; changing its context would be undone when the server next starts');
   });
 
-  it("refuses a change it cannot check because the model's files cannot be read, and changes nothing", async () => {
+  it("refuses a change it cannot check because the model's files cannot be read, naming what it cannot check and the flag, and changes nothing", async () => {
+    await catalog.add({ name: "elsewhere", context: 4096, profiles: [{ engine: "vllm", source: path.join("/nonexistent", randomUUID()), gpu_class: "h100" }] }, operator);
+    const cards = await refusal(() => changes.gpus("elsewhere", { gpus: 2 }, operator));
+    expect(cards.code).toBe("change_unchecked");
+    expect(cards.message).toMatch(
+      /^cannot check 2 cards per replica for elsewhere\/vllm: its files cannot be read \(.*\), so llmgw cannot tell whether that many cards split the model's attention heads, and whether each card holds its share of the weights and KV cache; nothing was changed$/,
+    );
+    expect(cards.hint).toContain("--unchecked-memory");
+    const context = await refusal(() => changes.context("elsewhere", { tokens: 32768 }, operator));
+    expect(context.code).toBe("change_unchecked");
+    expect(context.message).toContain("cannot check a 32768-token context for elsewhere/vllm: its files cannot be read");
+    expect(context.message).toContain("whether it is within what the model was trained for, and whether its KV cache fits its cards beside the weights");
+    const stored = await catalog.get("elsewhere");
+    expect(stored.profiles[0]?.gpus).toBe(1);
+    expect(stored.entry.context).toBe(4096);
+  });
+
+  it("changes a model whose files cannot be read when the risk is named with uncheckedMemory, and records the change", async () => {
+    await catalog.add({ name: "elsewhere", context: 4096, profiles: [{ engine: "vllm", source: path.join("/nonexistent", randomUUID()), gpu_class: "h100" }] }, operator);
+    const cards = await changes.gpus("elsewhere", { gpus: 2, uncheckedMemory: true }, operator);
+    expect(cards.profiles[0]?.arguments).toEqual([{ flag: "--tensor-parallel-size", before: "1", after: "2" }]);
+    const context = await changes.context("elsewhere", { tokens: 32768, uncheckedMemory: true }, operator);
+    expect(context.after.context).toBe(32768);
+    const stored = await catalog.get("elsewhere");
+    expect(stored.profiles[0]?.gpus).toBe(2);
+    expect(stored.entry.context).toBe(32768);
+    expect((await listAuditEvents(store.db, { model: "elsewhere", limit: 10 })).map((event) => event.action)).toEqual(["model-context-changed", "model-gpus-changed", "model-added"]);
+  });
+
+  it("still refuses what it can check without the files when the risk is named: cards the fleet does not have", async () => {
     await catalog.add({ name: "elsewhere", profiles: [{ engine: "vllm", source: path.join("/nonexistent", randomUUID()), gpu_class: "h100" }] }, operator);
-    const error = await refusal(() => changes.gpus("elsewhere", { gpus: 2 }, operator));
-    expect(error.code).toBe("source_unreadable");
-    expect(error.message).toMatch(/^cannot check the change against elsewhere\/vllm's files: .*; nothing was changed$/);
+    nodes = [];
+    const error = await refusal(() => changes.gpus("elsewhere", { gpus: 2, uncheckedMemory: true }, operator));
+    expect(error.code).toBe("cards_missing");
     expect((await catalog.get("elsewhere")).profiles[0]?.gpus).toBe(1);
   });
 

@@ -29,16 +29,23 @@ export interface ModelChangeParts {
   readonly gpuMemoryUtilization: number;
 }
 
+/** Asked for when the model's files cannot be read: the change goes ahead without the checks that need them. */
+const uncheckedFlag = "--unchecked-memory";
+
 export interface ContextRequest {
   readonly tokens: number;
   readonly slots?: number | undefined;
   readonly inPlace?: boolean | undefined;
+  /** Go ahead when the model's files cannot be read, unchecked against its trained context and its cards' memory. */
+  readonly uncheckedMemory?: boolean | undefined;
 }
 
 export interface GpusRequest {
   readonly gpus: number;
   readonly profile?: string | undefined;
   readonly inPlace?: boolean | undefined;
+  /** Go ahead when the model's files cannot be read, unchecked against its heads and its cards' memory. */
+  readonly uncheckedMemory?: boolean | undefined;
 }
 
 function settingsOf(model: CatalogModel): ModelChangeSettings {
@@ -63,7 +70,11 @@ export class ModelChangeService {
   context(name: string, request: ContextRequest, actor: Actor, dryRun: boolean): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>>;
   async context(name: string, request: ContextRequest, actor: Actor, dryRun = false): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     const model = await this.runtimeModel(name, "changing its context");
-    const facts = await this.readFacts(model, model.profiles.filter(needsFacts));
+    const facts = await this.readFacts(model, model.profiles.filter(needsFacts), {
+      change: `a ${request.tokens}-token context`,
+      unchecked: "whether it is within what the model was trained for, and whether its KV cache fits its cards beside the weights",
+      allowed: request.uncheckedMemory ?? false,
+    });
     const fleet = await this.fleet();
     const check = (current: CatalogModel) =>
       checkContextChange({ model: current, tokens: request.tokens, slots: request.slots, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization });
@@ -82,7 +93,16 @@ export class ModelChangeService {
   async gpus(name: string, request: GpusRequest, actor: Actor, dryRun = false): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     const model = await this.runtimeModel(name, "changing its cards");
     const target = model.profiles[profilePosition(model.entry, request.profile, "cards")];
-    const facts = target && needsFacts(target) ? (await this.readFacts(model, [target])).get(target.source) : undefined;
+    const facts =
+      target && needsFacts(target)
+        ? (
+            await this.readFacts(model, [target], {
+              change: `${request.gpus} card${request.gpus === 1 ? "" : "s"} per replica`,
+              unchecked: "whether that many cards split the model's attention heads, and whether each card holds its share of the weights and KV cache",
+              allowed: request.uncheckedMemory ?? false,
+            })
+          ).get(target.source)
+        : undefined;
     const fleet = await this.fleet();
     const check = (current: CatalogModel) =>
       checkGpusChange({ model: current, profile: request.profile, gpus: request.gpus, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization });
@@ -157,19 +177,31 @@ export class ModelChangeService {
     return fleetFromNodes(await this.parts.inventoryNodes());
   }
 
-  /** The planner's facts of each profile's source, read now: the change is checked against the model's own files, or refused. */
-  private async readFacts(model: CatalogModel, profiles: readonly ResolvedProfile[]): Promise<Map<string, ModelFacts>> {
+  /**
+   * The planner's facts of each profile's source, read now: the change is
+   * checked against the model's own files. A source no one can read (a
+   * model added with --no-source-check whose files the server never reaches)
+   * is refused with what cannot be checked, unless the person named that
+   * risk with --unchecked-memory: its profile is then left out of the facts,
+   * and the pure checks skip a profile they have no facts for.
+   */
+  private async readFacts(
+    model: CatalogModel,
+    profiles: readonly ResolvedProfile[],
+    asked: { readonly change: string; readonly unchecked: string; readonly allowed: boolean },
+  ): Promise<Map<string, ModelFacts>> {
     const facts = new Map<string, ModelFacts>();
     for (const profile of profiles) {
       if (facts.has(profile.source)) continue;
       try {
         facts.set(profile.source, await this.parts.readFacts(profile.source));
       } catch (error) {
+        if (asked.allowed) continue;
         const reason = isDomainError(error) ? error.message : (error as Error).message;
         throw new DomainError(
-          isDomainError(error) ? error.code : "source_unreadable",
-          `cannot check the change against ${model.name}/${profile.name}'s files: ${reason}; nothing was changed`,
-          `The trained context, the heads and the memory are read from the model's own files; make ${profile.source} readable by the server (\`llmgw ctl model plan ${profile.source}\` shows what it reads).`,
+          "change_unchecked",
+          `cannot check ${asked.change} for ${model.name}/${profile.name}: its files cannot be read (${reason}), so llmgw cannot tell ${asked.unchecked}; nothing was changed`,
+          `Make ${profile.source} readable by the server (\`llmgw ctl model plan ${profile.source}\` shows what it reads), or pass ${uncheckedFlag} to change it unchecked: if the engine cannot hold it, its replicas fail to start on their nodes and the old ones keep serving until you change it back.`,
         );
       }
     }

@@ -3,6 +3,7 @@ import type { CatalogModel } from "../catalog/catalog-model.js";
 import type { Preset } from "../catalog/presets/preset-schema.js";
 import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
+import { entryFromMirror, type MirrorManifest } from "../plan/mirror-manifest.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import type { NodeView, PresetView, ReplicaView } from "../protocol/views.js";
 import type { CatalogPreview, CatalogService } from "./catalog-service.js";
@@ -21,6 +22,12 @@ export interface PresetSettings {
   /** The size of one file a ComfyUI workflow loads, asked the way the source check asks it. */
   readonly readFileSize: (source: string) => Promise<number>;
   readonly gpuMemoryUtilization: number;
+  /**
+   * The manifest of server.yaml's `mirror`, read anew at each listing and
+   * add (a pull may add to the mirror while the server runs): the sources it
+   * lists are read from the mirror, and added as its `mirror:` copies.
+   */
+  readonly mirrorManifest?: () => Promise<MirrorManifest | undefined>;
 }
 
 /**
@@ -42,7 +49,7 @@ export class PresetService {
   ) {}
 
   async list(): Promise<PresetView[]> {
-    const presets = this.presets();
+    const presets = await this.presetsNow();
     const sources = [...new Set(presets.flatMap((preset) => (preset.model.profiles ?? []).filter(plannerReads).map((profile) => profile.source)))];
     const comfyFiles = [...new Set(presets.flatMap((preset) => (preset.model.profiles ?? []).flatMap((profile) => (profile.comfy?.files ?? []).map((file) => file.source))))];
     const [read, sized] = await Promise.all([
@@ -66,7 +73,7 @@ export class PresetService {
   }
 
   async view(name: string): Promise<PresetView> {
-    const preset = this.find(name);
+    const preset = this.find(name, this.presets());
     return (await this.list()).find((view) => view.name === preset.name) as PresetView;
   }
 
@@ -85,7 +92,7 @@ export class PresetService {
     /** A dry run: the same checks, and the catalog the add would produce instead of writing it. */
     dryRun?: (preview: CatalogPreview) => void,
   ): Promise<{ model: CatalogModel; checked: Checked }> {
-    const preset = this.find(name);
+    const preset = this.find(name, await this.presetsNow());
     const entry: ModelEntry = { ...preset.model, name: asName ?? preset.model.name, preset: preset.name };
     try {
       const preview = await this.catalog.previewAdd(entry);
@@ -109,8 +116,13 @@ export class PresetService {
     }
   }
 
-  private find(name: string): Preset {
-    const presets = this.presets();
+  /** The presets with the sources the mirror holds read as its copies. */
+  private async presetsNow(): Promise<readonly Preset[]> {
+    const manifest = await this.settings.mirrorManifest?.();
+    return manifest ? this.presets().map((preset) => ({ ...preset, model: entryFromMirror(preset.model, manifest) })) : this.presets();
+  }
+
+  private find(name: string, presets: readonly Preset[]): Preset {
     const preset = presets.find((candidate) => candidate.name === name);
     if (!preset) {
       throw new DomainError(

@@ -12,11 +12,14 @@ const contextBody = z.strictObject({
   context: modelEntrySchema.shape.context.unwrap(),
   slots: profileSchema.shape.slots,
   in_place: z.boolean().optional(),
+  // When the model's files cannot be read: change it without the trained-context and memory checks.
+  unchecked_memory: z.boolean().optional(),
 });
 const gpusBody = z.strictObject({
   gpus: profileSchema.shape.gpus.unwrap(),
   profile: z.string().optional(),
   in_place: z.boolean().optional(),
+  unchecked_memory: z.boolean().optional(),
 });
 
 /** POST /api/v1/models/{name}/context and /gpus: changes that are checked against the model's files and the fleet, then roll its replicas. */
@@ -25,13 +28,13 @@ export function registerModelChangeRoutes(app: FastifyInstance, changes: ModelCh
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(contextBody, request.body);
-    return await changes.context(name, { tokens: body.context, slots: body.slots, inPlace: body.in_place }, actor, request.dryRun);
+    return await changes.context(name, { tokens: body.context, slots: body.slots, inPlace: body.in_place, uncheckedMemory: body.unchecked_memory }, actor, request.dryRun);
   });
 
   app.post("/api/v1/models/:name/gpus", { config: { access: "admin", dryRun: true, api: { summary: "Change the cards per replica, and roll the replicas", body: gpusBody } } }, async (request) => {
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(gpusBody, request.body);
-    return await changes.gpus(name, { gpus: body.gpus, profile: body.profile, inPlace: body.in_place }, actor, request.dryRun);
+    return await changes.gpus(name, { gpus: body.gpus, profile: body.profile, inPlace: body.in_place, uncheckedMemory: body.unchecked_memory }, actor, request.dryRun);
   });
 }

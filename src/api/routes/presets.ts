@@ -3,6 +3,8 @@ import { z } from "zod";
 import { modelNameSchema } from "../../catalog/schema.js";
 import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
 import { readFileSize } from "../../plan/read-file-size.js";
+import { defaultSourceCheckTimeoutMs } from "../../plan/check-sources.js";
+import { readMirrorManifest } from "../../plan/mirror-manifest.js";
 import { readModelSource } from "../../plan/read-model-source.js";
 import { PresetService, type PresetFleet } from "../../services/preset-service.js";
 import type { CatalogPreview, CatalogService } from "../../services/catalog-service.js";
@@ -40,6 +42,7 @@ export function registerPresetRoutes(
     // The source check's own reader: the size `ctl model add` will print is the one listed.
     readFileSize: (source) => readFileSize(source, serverReadOptions(plan)),
     gpuMemoryUtilization: plan.gpuMemoryUtilization,
+    ...(plan.mirror !== undefined ? { mirrorManifest: () => readMirrorManifest(plan.mirror as string, defaultSourceCheckTimeoutMs) } : {}),
   });
   const readOnlyRefusal = {
     because: "listing presets needs an admin token, since the server reads each preset's source from the hub to say what it needs",

@@ -8,6 +8,7 @@ import { waitForModel } from "./wait-for-model.js";
 
 interface ChangeOptions {
   inPlace?: boolean;
+  uncheckedMemory?: boolean;
   wait?: boolean;
   timeout?: string;
 }
@@ -51,7 +52,7 @@ export function describeModelChange(view: ModelChangeView): string {
 
 async function send(command: Command, model: string, route: "context" | "gpus", body: Record<string, unknown>, options: ChangeOptions): Promise<void> {
   const client = apiClient(ctlOptions(command));
-  const view = await client.post<ModelChangeView>(`/api/v1/models/${encodeURIComponent(model)}/${route}`, { ...body, ...(options.inPlace ? { in_place: true } : {}) });
+  const view = await client.post<ModelChangeView>(`/api/v1/models/${encodeURIComponent(model)}/${route}`, { ...body, ...(options.inPlace ? { in_place: true } : {}), ...(options.uncheckedMemory ? { unchecked_memory: true } : {}) });
   const json = ctlOptions(command).json === true;
   if (json && !options.wait) return printJson(view);
   print(describeModelChange(view));
@@ -65,6 +66,10 @@ const withRollOptions = (command: Command) =>
     .option("--in-place", "stop each replica before its replacement starts (when there is no room beside it)")
     .option("--wait", "wait until every replica is replaced and ready, printing their states")
     .option("--timeout <duration>", "with --wait: give up after this long (default 30m)", duration)
+    .option(
+      "--unchecked-memory",
+      "when the server cannot read the model's files: change it anyway, unchecked against its trained context, its heads and its cards' memory (a replica that does not fit fails to start on its node)",
+    )
     .option("--json", "print the API's answer");
 
 /** `ctl model context` and `ctl model gpus`: changes checked against the model's files and the fleet, then rolled out by surge. */
