@@ -6,7 +6,7 @@ import { DomainError } from "../errors/domain-error.js";
 import { describeIssues } from "../catalog/schema-errors.js";
 import { listenFailure } from "../errors/listen-failure.js";
 import { parseListen } from "../catalog/server-config.js";
-import { parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
+import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { llmgwCommand } from "../package-root.js";
 import { builtinLlamaInstall } from "../engines/llama/llama-runtime.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
@@ -134,7 +134,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   const fabric = options.fabric ?? name;
   const dataDirectory = path.resolve(options.dataDirectory ?? "llmgw-agent-data");
-  const simulate: HardwareSpec | undefined = options.simulate !== undefined ? parseHardwareSpec(options.simulate) : undefined;
+  const simulate: HardwareSpec | undefined = options.simulate !== undefined ? oneNodeSpec(parseHardwareSpec(options.simulate), options.simulate) : undefined;
   const listen = parseListen(options.listen ?? "127.0.0.1:0", "--listen");
   const stateFile = path.join(dataDirectory, "agent-state.json");
   const warnings = [ensurePrivateDirectory(dataDirectory), privateFileWarning(stateFile)].filter((warning) => warning !== undefined);

@@ -4,6 +4,7 @@ import {
   adapterEngines,
   gpuOnlyEngines,
   gpuQuantizations,
+  multiNodeEngines,
   singleCardEngines,
   type EngineName,
   type ModelClass,
@@ -22,7 +23,10 @@ export interface ResolvedProfile {
   readonly engine: EngineName;
   readonly source: string;
   readonly gpu_class: string | undefined;
+  /** Cards per node. */
   readonly gpus: number;
+  /** Nodes one replica spans, each giving `gpus` cards (1 for a replica on one node). */
+  readonly nodes: number;
   readonly quantization: string | undefined;
   readonly memory_gb: number | undefined;
   readonly cpu_cores: number | undefined;
@@ -90,6 +94,7 @@ export function resolveProfiles(profiles: readonly ProfileInput[]): ResolvedProf
       source: profile.source,
       gpu_class: profile.gpu_class,
       gpus: profile.gpus ?? defaultGpus,
+      nodes: profile.nodes ?? 1,
       quantization: profile.quantization,
       memory_gb: profile.memory_gb,
       cpu_cores: profile.cpu_cores,
@@ -115,6 +120,16 @@ export function resolveModel(entry: ModelEntry, source: ModelSource): CatalogMod
     aliases: entry.aliases ?? [],
     profiles: resolveProfiles(entry.profiles ?? []),
   };
+}
+
+/** Why an engine cannot run one replica over several nodes here, with what can. */
+export function notMultiNode(engine: string): string {
+  const why: Record<string, string> = {
+    llamacpp: "llama.cpp spans machines only through its RPC servers, which llmgw does not run",
+    trtllm: "TensorRT-LLM spans machines through MPI launchers, which llmgw does not run",
+    comfyui: "ComfyUI runs a workflow on one card",
+  };
+  return `${why[engine] ?? `${engine} does not span nodes`}; use ${multiNodeEngines.join(" or ")} (or nodes: 1)`;
 }
 
 /**
@@ -164,6 +179,12 @@ export function checkEntry(entry: ModelEntry): { path: (string | number)[]; mess
     }
     if (singleCardEngines.includes(profile.engine) && profile.gpus > 1) {
       problems.push({ path: at("gpus"), code: "invalid_profile", message: `${profile.engine} uses one card; set gpus: 1` });
+    }
+    if (profile.nodes > 1 && !multiNodeEngines.includes(profile.engine)) {
+      problems.push({ path: at("nodes"), code: "invalid_profile", message: notMultiNode(profile.engine) });
+    }
+    if (profile.nodes > 1 && profile.gpus < 1) {
+      problems.push({ path: at("gpus"), code: "invalid_profile", message: `a replica over ${profile.nodes} nodes takes cards on each: 1 or more per node` });
     }
     if (profile.engine === "comfyui" && profile.comfy === undefined) {
       problems.push({ path: at("comfy"), code: "invalid_profile", message: "required for engine comfyui: the workflow (API format), where requests fill it in, and its files" });

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { refusalOf as failure } from "../../test/support/refusal.js";
 import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
 import { parseModelFile } from "./model-file.js";
-import type { ModelEntry } from "./schema.js";
+import { profileSchema, type ModelEntry } from "./schema.js";
 import { loadServerConfig } from "./server-config.js";
 import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 
@@ -149,6 +149,35 @@ describe("the catalog as a whole", () => {
       "vllm runs on GPUs only: 1 or more cards (use engine: llamacpp to run on CPUs)",
       "comfyui uses one card; set gpus: 1",
     ]);
+  });
+
+  it("takes nodes for vllm and sglang, defaulting to one, with gpus counted per node", () => {
+    const catalog = buildCatalog([
+      runtime({ name: "big", profiles: [{ ...vllmProfile, gpus: 8, nodes: 2 }, { engine: "sglang", source: "https://mirror.example/m/", gpus: 8, nodes: 2 }] }),
+      runtime({ name: "small", profiles: [vllmProfile] }),
+    ]);
+    expect(catalog.models[0]?.profiles.map((profile) => [profile.engine, profile.nodes, profile.gpus])).toEqual([
+      ["vllm", 2, 8],
+      ["sglang", 2, 8],
+    ]);
+    expect(catalog.models[1]?.profiles[0]?.nodes).toBe(1);
+  });
+
+  it("refuses nodes by name for the engines that cannot span machines here, saying which can", () => {
+    const error = failure(() =>
+      buildCatalog([
+        runtime({ name: "a", profiles: [{ engine: "llamacpp", source: "x.gguf", gpus: 1, nodes: 2 }] }),
+        runtime({ name: "b", profiles: [{ engine: "trtllm", source: "y", gpus: 8, nodes: 2 }] }),
+      ]),
+    );
+    expect(error.code).toBe("invalid_profile");
+    expect(error.details.map((detail) => detail.message)).toEqual([
+      "llama.cpp spans machines only through its RPC servers, which llmgw does not run; use vllm or sglang (or nodes: 1)",
+      "TensorRT-LLM spans machines through MPI launchers, which llmgw does not run; use vllm or sglang (or nodes: 1)",
+    ]);
+    const tooMany = profileSchema.safeParse({ ...vllmProfile, gpus: 8, nodes: 9 });
+    expect(tooMany.success).toBe(false);
+    expect(tooMany.error?.issues[0]?.message).toMatch(/past 8 nodes the network, not the cards, bounds a replica/);
   });
 
   it("refuses a quantization the engine does not take", () => {

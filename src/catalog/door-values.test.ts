@@ -33,7 +33,7 @@ describe("values that can never work are refused at the door, naming the path an
   });
 
   it("refuses more cards than any machine holds, stating 64", () => {
-    expect(refusal(withProfile({ gpus: 65 })).message).toContain("profiles[0].gpus: a whole number of cards, 0 to 64 (a replica runs on one machine, and none has more)");
+    expect(refusal(withProfile({ gpus: 65 })).message).toContain("profiles[0].gpus: a whole number of cards, 0 to 64 (these are cards per node, and no machine has more)");
     expect(parseWithSchema(modelEntrySchema, withProfile({ gpus: 64 }), { label: "request body" }).profiles?.[0]?.gpus).toBe(64);
   });
 

@@ -19,6 +19,10 @@ export type EngineName = (typeof engineNames)[number];
 export const gpuOnlyEngines: readonly EngineName[] = ["vllm", "sglang", "trtllm"];
 /** Engines that use one card at most. */
 export const singleCardEngines: readonly EngineName[] = ["comfyui"];
+/** Engines whose own distributed runtime spans nodes as llmgw runs them (vLLM's and SGLang's multi-node flags). */
+export const multiNodeEngines: readonly EngineName[] = ["vllm", "sglang"];
+/** The most nodes one replica spans. */
+export const maxNodesPerReplica = 8;
 
 /**
  * What a GPU engine profile may name: a precision (bf16, fp16), a format the
@@ -84,7 +88,9 @@ export const profileSchema = z.strictObject({
   engine: z.enum(engineNames, { message: `one of ${engineNames.join(", ")}` }),
   source: lineText("where the weights come from: a URL, hf://org/name@revision, or a local path"),
   gpu_class: z.string().regex(/^[a-z0-9._-]+$/, { message: "a GPU class in lower case, such as h100, a100, l40s, rtx4090" }).optional(),
-  gpus: wholeNumber("a whole number of cards", 0, { value: maxGpusPerReplica, why: "a replica runs on one machine, and none has more" }).optional(),
+  gpus: wholeNumber("a whole number of cards", 0, { value: maxGpusPerReplica, why: "these are cards per node, and no machine has more" }).optional(),
+  /** Nodes one replica spans (vllm and sglang only), each giving `gpus` cards; 1 when not written. */
+  nodes: wholeNumber("a whole number of nodes", 1, { value: maxNodesPerReplica, why: "past 8 nodes the network, not the cards, bounds a replica" }).optional(),
   quantization: lineText("a quantization such as bf16, fp8, awq or q4_k_m").optional(),
   memory_gb: positiveNumber("host memory in GB", 65_536, "64 TB, more than any machine").optional(),
   cpu_cores: positiveNumber("CPU cores", 4096, "more than any machine").optional(),

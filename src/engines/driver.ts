@@ -43,6 +43,26 @@ export interface EngineLaunchInput {
    * Unused by the other engines.
    */
   readonly enginePath?: string | undefined;
+  /**
+   * Set when the replica spans nodes: this member's place in the gang.
+   * Only vLLM and SGLang take it; the engines' own distributed runtimes
+   * rendezvous at the leader, with no launcher of llmgw's between the ranks.
+   */
+  readonly distributed?: DistributedLaunch | undefined;
+}
+
+/** One member of a replica over several nodes, as its engine is told. */
+export interface DistributedLaunch {
+  /** Nodes the replica spans. */
+  readonly nodes: number;
+  /** This member's node rank: 0 is the leader, which serves the API. */
+  readonly rank: number;
+  /** The leader's address on the fabric the members share. */
+  readonly leaderAddress: string;
+  /** The rendezvous port the leader's agent reserved. */
+  readonly port: number;
+  /** The network interface that address is on (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME); undefined when the agent reports none. */
+  readonly networkInterface?: string | undefined;
 }
 
 export interface EngineLaunch {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { parseHardwareSpec } from "./gpu-spec.js";
+import { oneNodeSpec, parseHardwareSpec } from "./gpu-spec.js";
 import { gpuClassFromProductName } from "./gpu-classes.js";
 
 describe("parseHardwareSpec", () => {
   it("reads one node per group with its class, memory and fabric", () => {
     const spec = parseHardwareSpec("2xH100-80GB@nvl0,4xL40S-48GB@pcie,cpu:32c/256g");
     expect(spec.groups).toEqual([
-      { count: 2, gpuClass: "h100", label: "H100-80GB", memoryBytes: 80 * 1024 ** 3, fabric: "nvl0" },
-      { count: 4, gpuClass: "l40s", label: "L40S-48GB", memoryBytes: 48 * 1024 ** 3, fabric: "pcie" },
+      { nodes: 1, count: 2, gpuClass: "h100", label: "H100-80GB", memoryBytes: 80 * 1024 ** 3, fabric: "nvl0" },
+      { nodes: 1, count: 4, gpuClass: "l40s", label: "L40S-48GB", memoryBytes: 48 * 1024 ** 3, fabric: "pcie" },
     ]);
     expect(spec.host).toEqual({ cpuCores: 32, memoryBytes: 256 * 1024 ** 3 });
   });
@@ -28,6 +28,27 @@ describe("parseHardwareSpec", () => {
     expect(() => parseHardwareSpec("2xH100-80GB@nvl0,two cards")).toThrow(/"two cards" is not COUNTxCARD-MEMORY@FABRIC/);
     expect(() => parseHardwareSpec("0xH100-80GB")).toThrow(/count must be 1 or more/);
     expect(() => parseHardwareSpec("2xMysteryCard")).toThrow(/memory llmgw does not know/);
+  });
+});
+
+describe("parseHardwareSpec with a node count", () => {
+  it("reads NODESxCARDSxCLASS as that many alike nodes", () => {
+    const spec = parseHardwareSpec("2x8xH100-80GB@ib0,4xL40S");
+    expect(spec.groups[0]).toMatchObject({ nodes: 2, count: 8, gpuClass: "h100", fabric: "ib0" });
+    expect(spec.groups[1]).toMatchObject({ nodes: 1, count: 4, gpuClass: "l40s" });
+  });
+
+  it("does not take a card name that starts with digits for a node count", () => {
+    expect(parseHardwareSpec("2x4090-24GB").groups[0]).toMatchObject({ nodes: 1, count: 2, label: "4090-24GB" });
+  });
+
+  it("is refused for one agent's pretend cards, which are one node", () => {
+    expect(() => oneNodeSpec(parseHardwareSpec("2x8xH100-80GB@ib0"), "2x8xH100-80GB@ib0")).toThrow(/gives 2 nodes in one group, and an agent is one node/);
+    expect(oneNodeSpec(parseHardwareSpec("8xH100-80GB@ib0"), "8xH100-80GB@ib0").groups).toHaveLength(1);
+  });
+
+  it("refuses no nodes, naming the group", () => {
+    expect(() => parseHardwareSpec("0x8xH100-80GB@ib0")).toThrow(/"0x8xH100-80GB@ib0" has no nodes/);
   });
 });
 

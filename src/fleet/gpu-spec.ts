@@ -11,14 +11,19 @@ import { gpuClassFromProductName, gpuClassInfo } from "./gpu-classes.js";
  * process llmgw did not start (for --simulate, what the pretend cards report;
  * for --gpus, cards partly taken by someone else).
  *
- * A GPU group is COUNT x CARD[-MEMORY] [@FABRIC]. For --gpus each
- * comma-separated group is one node; for --simulate the groups are all the
+ * A GPU group is [NODES x] COUNT x CARD[-MEMORY] [@FABRIC]. For --gpus each
+ * comma-separated group is one node, or NODES alike nodes on one fabric
+ * ("2x8xH100-80GB@ib0": two nodes of eight cards, for replicas that span
+ * nodes); for --simulate the groups are all the
  * agent's own cards, numbered in order, so a node can have one card part-held
  * ("1xH100-80GB@nvl0,1xH100-80GB@nvl0+foreign=20g") beside an untouched twin.
  * `cpu:Nc/Mg` sets host cores and memory (for --simulate, the node's host; for
  * --gpus, a CPU-only node).
  */
 export interface GpuGroupSpec {
+  /** Alike nodes the group stands for (what-if fleets only); 1 when not written. */
+  readonly nodes: number;
+  /** Cards per node. */
   readonly count: number;
   readonly gpuClass: string;
   /** The card's name as written, e.g. "H100-80GB". */
@@ -46,7 +51,7 @@ function invalid(spec: string, part: string, why: string): DomainError {
   return new DomainError(
     "invalid_input",
     `hardware spec "${spec}": "${part}" ${why}`,
-    'Write each node as COUNTxCARD-MEMORY@FABRIC, comma-separated, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie" (a group ending in +foreign=20g has 20 GiB per card taken by other processes), and host resources as "cpu:32c/256g".',
+    'Write each node as COUNTxCARD-MEMORY@FABRIC, comma-separated, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie" (NODESxCOUNTxCARD@FABRIC for several alike nodes on one fabric, as in "2x8xH100-80GB@ib0"; a group ending in +foreign=20g has 20 GiB per card taken by other processes), and host resources as "cpu:32c/256g".',
   );
 }
 
@@ -62,8 +67,12 @@ export function parseHardwareSpec(spec: string): HardwareSpec {
       host = { cpuCores: Number(cpu[1]), memoryBytes: Math.round(Number(cpu[2]) * GiB) };
       continue;
     }
-    const gpu = /^(\d+)x([A-Za-z0-9][A-Za-z0-9 ._-]*?)(?:-(\d+(?:\.\d+)?)GB?)?(?:@([A-Za-z0-9._-]+))?(?:\+foreign=(\d+(?:\.\d+)?)g)?$/i.exec(part);
-    if (!gpu) throw invalid(spec, part, "is not COUNTxCARD-MEMORY@FABRIC or cpu:Nc/Mg");
+    const nodesPrefix = /^(\d+)x(?=\d+x)/i.exec(part);
+    const nodes = nodesPrefix ? Number(nodesPrefix[1]) : 1;
+    if (nodes < 1) throw invalid(spec, part, "has no nodes (the node count must be 1 or more)");
+    const rest = nodesPrefix ? part.slice(nodesPrefix[0].length) : part;
+    const gpu = /^(\d+)x([A-Za-z0-9][A-Za-z0-9 ._-]*?)(?:-(\d+(?:\.\d+)?)GB?)?(?:@([A-Za-z0-9._-]+))?(?:\+foreign=(\d+(?:\.\d+)?)g)?$/i.exec(rest);
+    if (!gpu) throw invalid(spec, part, "is not COUNTxCARD-MEMORY@FABRIC, NODESxCOUNTxCARD-MEMORY@FABRIC or cpu:Nc/Mg");
     const count = Number(gpu[1]);
     if (count < 1) throw invalid(spec, part, "has no cards (the count must be 1 or more)");
     const name = gpu[2] as string;
@@ -73,6 +82,7 @@ export function parseHardwareSpec(spec: string): HardwareSpec {
     const foreignGB = gpu[5] !== undefined ? Number(gpu[5]) : undefined;
     if (foreignGB !== undefined && foreignGB > memoryGB) throw invalid(spec, part, `has ${foreignGB} GiB of other processes on a ${memoryGB} GiB card; give at most the card's memory`);
     groups.push({
+      nodes,
       count,
       gpuClass,
       label: gpu[3] !== undefined ? `${name}-${gpu[3]}GB` : name,
@@ -82,4 +92,15 @@ export function parseHardwareSpec(spec: string): HardwareSpec {
     });
   }
   return { groups, host };
+}
+
+/** The spec of one agent's pretend cards (--simulate): an agent is one node, so no group may stand for several. */
+export function oneNodeSpec(spec: HardwareSpec, text: string): HardwareSpec {
+  const several = spec.groups.find((group) => group.nodes > 1);
+  if (several === undefined) return spec;
+  throw new DomainError(
+    "config_invalid",
+    `--simulate "${text}" gives ${several.nodes} nodes in one group, and an agent is one node`,
+    `Start one agent per node, each with --simulate "${several.count}x${several.label}${several.fabric !== undefined ? `@${several.fabric}` : ""}" (the same fabric puts them on one network).`,
+  );
 }

@@ -105,22 +105,28 @@ function finish(drafts: Map<string, PoolDraft>): Pool[] {
 }
 
 /**
- * A what-if fleet from `--gpus`. Each GPU group is one node, all cards free.
- * A group without `@fabric` is alone on its own fabric, named after its node,
- * so two unlabelled groups never pool their cards into one replica.
+ * A what-if fleet from `--gpus`. Each GPU group is one node (or NODES alike
+ * nodes), all cards free. A group without `@fabric` is alone on its own
+ * fabric, named after its first node, so two unlabelled groups never pool
+ * their cards into one replica; the nodes of one group share it.
  */
 export function fleetFromHardwareSpec(spec: HardwareSpec): Fleet {
   const drafts = new Map<string, PoolDraft>();
-  spec.groups.forEach((group, index) => {
-    const nodeName = `node-${index + 1}`;
-    addCards(
-      drafts,
-      { gpuClass: group.gpuClass, fabric: group.fabric ?? nodeName, cardMemoryBytes: cardMemoryForLlmgw(group.memoryBytes, group.foreignBytes) },
-      nodeName,
-      group.count,
-      group.count,
-    );
-  });
+  let nodeNumber = 0;
+  for (const group of spec.groups) {
+    const fabric = group.fabric ?? `node-${nodeNumber + 1}`;
+    for (let member = 0; member < group.nodes; member += 1) {
+      nodeNumber += 1;
+      const nodeName = `node-${nodeNumber}`;
+      addCards(
+        drafts,
+        { gpuClass: group.gpuClass, fabric, cardMemoryBytes: cardMemoryForLlmgw(group.memoryBytes, group.foreignBytes) },
+        nodeName,
+        group.count,
+        group.count,
+      );
+    }
+  }
   const cpuNodes: CpuNode[] = spec.host ? [{ name: "cpu-1", memoryBytes: spec.host.memoryBytes, cpuCores: spec.host.cpuCores }] : [];
   return { pools: finish(drafts), cpuNodes };
 }

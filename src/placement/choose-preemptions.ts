@@ -1,6 +1,7 @@
 import { defaultGpuMemoryUtilization } from "../plan/memory.js";
 import { bestFitGroup, capacityReason, eligibleGroups, staticReason, type FilterContext, type NodeCapacity } from "./node-filters.js";
 import { ReasonCounts } from "./summarise-refusal.js";
+import { gangSize, memberOptions, summariseGangRefusal, type MemberOption } from "./choose-gang.js";
 import type { ModelClass } from "../catalog/schema.js";
 import { classRank, replicasItMayTake, type ModelStanding } from "./preemption-rules.js";
 import type { DemandProfile, HeldReplica, Placement, ReplicaDemand, Snapshot } from "./types.js";
@@ -273,6 +274,12 @@ export function choosePreemptions(snapshot: Snapshot, demand: ReplicaDemand, mod
   const reasons: string[] = [];
   for (const profile of demand.profiles) {
     const context: FilterContext = { profile, gpuMemoryUtilization };
+    if (gangSize(context) > 1) {
+      const gang = gangPreemption(working, demand.model, context, limits, standing);
+      if (typeof gang !== "string") return { possible: true, ...gang };
+      reasons.push(demand.profiles.length === 1 ? gang : `profile ${profile.name}: ${gang}`);
+      continue;
+    }
     let best: NodeSolution | undefined;
     const nodeReasons = new ReasonCounts();
     for (const node of working.nodes) {
@@ -311,6 +318,8 @@ function relevantCandidates(node: WorkingNode, context: FilterContext, limits: R
   const needsMemory = profile.memoryBytes > 0 && node.freeMemoryBytes < profile.memoryBytes;
   const needsCores = profile.cpuCores > 0 && node.freeCpuCores < profile.cpuCores;
   return node.held
+    // A gang's member is never stopped alone: that would fail the whole replica for one node's cards.
+    .filter((replica) => (replica.gangNodes ?? 1) <= 1)
     .filter((replica) => (limits.get(replica.model) ?? 0) > 0)
     .filter((replica) => replica.cards.some((card) => cards.has(card)) || (needsMemory && replica.memoryBytes > 0) || (needsCores && replica.cpuCores > 0))
     .map((replica) => ({ replica, rank: classRank[standing(replica).modelClass] }))
@@ -322,4 +331,62 @@ function placementOn(solution: NodeSolution, model: string, profile: DemandProfi
   const group = bestFitGroup(solution.node, context, capacity);
   const cards = group ? [...group.free, ...(capacity.released.get(group) ?? [])].sort((left, right) => left - right).slice(0, profile.gpus) : [];
   return { model, profile: profile.name, node: solution.node.source.name, cards };
+}
+
+/**
+ * Preemption for a gang: victims only on the nodes that become its members,
+ * and only when every member then fits on one fabric. Each node's cheapest
+ * victims are found as for one replica; per fabric the cheapest nodes are
+ * taken while the victims together stay within the class rules' limits.
+ * Among fabrics: the lowest highest class stopped, then the fewest victims.
+ */
+function gangPreemption(
+  working: WorkingSnapshot,
+  model: string,
+  context: FilterContext,
+  limits: ReadonlyMap<string, number>,
+  standing: (replica: HeldReplica) => ModelStanding,
+): { placement: Placement; victims: readonly HeldReplica[] } | string {
+  const size = gangSize(context);
+  const perNode = new Map<WorkingNode, Candidate[]>();
+  for (const node of working.nodes) {
+    if (staticReason(node, context)) continue;
+    const victims = cheapestOnNode(node, context, relevantCandidates(node, context, limits, standing), limits, undefined);
+    if (victims) perNode.set(node, victims);
+  }
+  const none: NodeCapacity = { freeCards: () => 0, freeMemoryBytes: Number.NEGATIVE_INFINITY, freeCpuCores: Number.NEGATIVE_INFINITY };
+  const options = memberOptions(working, context, (node) => {
+    const victims = perNode.get(node);
+    return victims ? capacityWithout(node, victims) : none;
+  });
+  let best: { members: MemberOption[]; victims: Candidate[]; cost: Cost; fabric: string } | undefined;
+  for (const fabric of [...options.keys()].sort()) {
+    const ranked = (options.get(fabric) ?? [])
+      .map((option) => ({ option, victims: perNode.get(option.node) ?? [] }))
+      .sort((left, right) => compareCost(costOf(left.victims), costOf(right.victims)) || left.option.node.position - right.option.node.position);
+    const members: MemberOption[] = [];
+    let victims: Candidate[] = [];
+    for (const { option, victims: own } of ranked) {
+      if (members.length === size) break;
+      if (!withinLimits([...victims, ...own], limits)) continue;
+      members.push(option);
+      victims = [...victims, ...own];
+    }
+    if (members.length < size) continue;
+    const cost = costOf(victims);
+    if (!best || compareCost(cost, best.cost) < 0) best = { members, victims, cost, fabric };
+  }
+  if (!best) return `${summariseGangRefusal(working, context)}, and stopping what a replica of this class may stop does not make room on enough nodes of one fabric`;
+  const victimsOf = (node: WorkingNode) => perNode.get(node) ?? [];
+  const members = best.members.map(({ node, group }, rank) => {
+    const capacity = capacityWithout(node, victimsOf(node));
+    const cards = [...group.free, ...(capacity.released.get(group) ?? [])].sort((left, right) => left - right).slice(0, context.profile.gpus);
+    return { node: node.source.name, cards, rank };
+  });
+  const leader = members[0];
+  if (!leader) throw new Error("a gang was chosen without members");
+  return {
+    placement: { model, profile: context.profile.name, node: leader.node, cards: leader.cards, members },
+    victims: best.victims.map((victim) => victim.replica),
+  };
 }

@@ -2,13 +2,17 @@ import type { EngineName } from "../catalog/schema.js";
 import type { KvLayout } from "../plan/kv-cache.js";
 import { bytesNeededPerCard, runtimeOverheadBytes, type EngineKind } from "../plan/memory.js";
 import type { ModelFacts } from "../plan/model-facts.js";
+import { largestStageLayers } from "../plan/pipeline.js";
 import { gpuEngineQuantizations, isGgufQuantization, type Quantization } from "../plan/weights.js";
 import { sixteenBitQuantization, weightsPerCard } from "../plan/weights-per-card.js";
 
 /** What of a profile decides the bytes each card holds. */
 export interface ProfileMemoryInput {
   readonly engine: EngineName;
+  /** Cards per node. */
   readonly gpus: number;
+  /** Nodes one replica spans; 1 when absent. */
+  readonly nodes?: number;
   readonly quantization: string | undefined;
   /** llama.cpp's parallel slots: its KV cache holds every slot's full context. */
   readonly slots: number;
@@ -68,15 +72,20 @@ export function demandCardBytes(facts: ModelFacts, profile: ProfileMemoryInput, 
   // SGLang and TensorRT-LLM split tensors across cards as vLLM does.
   const engine: EngineKind = profile.engine === "llamacpp" ? "llamacpp" : "vllm";
   const kvLayout: KvLayout = engine === "vllm" ? "tensor_parallel" : "layer_split";
-  const weights = weightsPerCard(facts, quantization, engine, profile.gpus, false);
+  // Over several nodes vLLM pipelines one stage per node; SGLang makes one tensor group of every card.
+  const nodes = profile.nodes ?? 1;
+  const stages = nodes > 1 && profile.engine === "vllm" ? nodes : 1;
+  const tensor = nodes > 1 && profile.engine !== "vllm" ? profile.gpus * nodes : profile.gpus;
+  const weights = weightsPerCard(facts, quantization, engine, tensor, false, stages);
   const tokens = (context ?? facts.architecture.trainedContext) * (engine === "llamacpp" ? Math.max(1, profile.slots) : 1);
   const budget = {
     architecture: facts.architecture,
     usableBytes: 0,
     weightsBytesPerCard: weights,
-    overheadBytesPerCard: runtimeOverheadBytes(engine, weights, profile.gpus),
-    cards: profile.gpus,
+    overheadBytesPerCard: runtimeOverheadBytes(engine, weights, tensor * stages),
+    cards: tensor,
     kvLayout,
+    ...(stages > 1 ? { pipelineLayers: largestStageLayers(facts.architecture.layers, stages) } : {}),
   };
   const total = Math.ceil(bytesNeededPerCard(budget, tokens));
   return { weights, overhead: budget.overheadBytesPerCard, kvCache: total - weights - budget.overheadBytesPerCard, kvTokens: tokens, total };

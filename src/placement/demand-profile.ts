@@ -17,6 +17,7 @@ export function demandProfile(profile: ResolvedProfile, bytesPerCard: number | u
     engine: profile.engine,
     gpuClass: profile.gpu_class,
     gpus: profile.gpus,
+    ...(profile.nodes > 1 ? { nodes: profile.nodes } : {}),
     memoryBytes: Math.round((profile.memory_gb ?? 0) * GiB),
     cpuCores: profile.cpu_cores ?? 0,
     bytesPerCard: profile.gpus > 0 ? bytesPerCard : undefined,

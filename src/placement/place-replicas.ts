@@ -1,5 +1,6 @@
 import { defaultGpuMemoryUtilization } from "../plan/memory.js";
 import { CapacityIndex } from "./capacity-index.js";
+import { chooseGang, gangSize, summariseGangRefusal } from "./choose-gang.js";
 import { chooseNode, type PlacementIndexes } from "./choose-node.js";
 import { HostMemoryIndex } from "./host-memory-index.js";
 import { classRank } from "./preemption-rules.js";
@@ -28,7 +29,7 @@ function sanitisedWeights(weights: ScoreWeights): ScoreWeights {
 
 /** Profiles with the same needs get the same refusal text; computed once each. */
 function profileShape(profile: DemandProfile): string {
-  return [profile.engine, profile.gpuClass ?? "", profile.gpus, profile.memoryBytes, profile.cpuCores, profile.bytesPerCard ?? ""].join("\u0000");
+  return [profile.engine, profile.gpuClass ?? "", profile.gpus, profile.nodes ?? 1, profile.memoryBytes, profile.cpuCores, profile.bytesPerCard ?? ""].join("\u0000");
 }
 
 /**
@@ -44,6 +45,10 @@ function profileShape(profile: DemandProfile): string {
  * only loses capacity, is not tried again for that demand. What remains
  * unplaced is refused with the reason per profile, read against the fleet as
  * this call leaves it.
+ *
+ * A profile over several nodes places a gang (chooseGang): all its members
+ * on one fabric, reserved together before the next replica is placed, and
+ * its refusal summed up per fabric.
  */
 export function placeReplicas(snapshot: Snapshot, demands: readonly ReplicaDemand[], options: PlacementOptions = {}): PlacementResult {
   const gpuMemoryUtilization = options.gpuMemoryUtilization ?? defaultGpuMemoryUtilization;
@@ -64,6 +69,23 @@ export function placeReplicas(snapshot: Snapshot, demands: readonly ReplicaDeman
       let chosen = false;
       for (const [position, profile] of demand.profiles.entries()) {
         if (exhausted.has(position)) continue;
+        if (gangSize({ profile, gpuMemoryUtilization }) > 1) {
+          const gang = chooseGang(working, demand.model, { profile, gpuMemoryUtilization });
+          if (!gang) {
+            exhausted.add(position);
+            continue;
+          }
+          // Every member is reserved before the next demand is placed; none is reserved unless all were found.
+          for (const member of gang.members) {
+            working.reserve(member.node, { model: demand.model, group: member.group, cards: member.cards, memoryBytes: Math.max(0, profile.memoryBytes), cpuCores: Math.max(0, profile.cpuCores) });
+          }
+          const members = gang.members.map((member, rank) => ({ node: member.node.source.name, cards: member.cards, rank }));
+          const leader = members[0];
+          if (!leader) throw new Error("a gang was chosen without members");
+          placements.push({ model: demand.model, profile: profile.name, node: leader.node, cards: leader.cards, members });
+          chosen = true;
+          break;
+        }
         const choice = chooseNode(working, indexes, demand.model, { profile, gpuMemoryUtilization }, weights);
         if (!choice) {
           exhausted.add(position);
@@ -87,7 +109,8 @@ export function placeReplicas(snapshot: Snapshot, demands: readonly ReplicaDeman
       const shape = profileShape(profile);
       let reason = reasons.get(shape);
       if (reason === undefined) {
-        reason = summariseRefusal(working, { profile, gpuMemoryUtilization });
+        const context = { profile, gpuMemoryUtilization };
+        reason = gangSize(context) > 1 ? summariseGangRefusal(working, context) : summariseRefusal(working, context);
         reasons.set(shape, reason);
       }
       return demand.profiles.length === 1 ? reason : `profile ${profile.name}: ${reason}`;

@@ -43,6 +43,13 @@ export interface HeldReplica {
   readonly memoryBytes: number;
   readonly cpuCores: number;
   readonly modelClass: ModelClass;
+  /**
+   * Nodes the replica spans when it is one member of a replica over several
+   * nodes (a gang; one HeldReplica per member node, all with the replica's
+   * id); absent or 1 for a replica on one node. Preemption never stops a
+   * gang's member alone, so it never takes such replicas.
+   */
+  readonly gangNodes?: number;
 }
 
 export interface Snapshot {
@@ -56,7 +63,11 @@ export interface DemandProfile {
   readonly engine: EngineName;
   /** Cards of this class only; undefined for a CPU profile (gpus 0) or any class. */
   readonly gpuClass: string | undefined;
+  /** Cards per node. */
   readonly gpus: number;
+  /** Nodes one replica spans (a gang: each node gives `gpus` cards on one fabric); absent or 1 for one node. */
+  readonly nodes?: number;
+  /** Host memory and cores each node of the replica reserves. */
   readonly memoryBytes: number;
   readonly cpuCores: number;
   /**
@@ -75,11 +86,21 @@ export interface ReplicaDemand {
   readonly profiles: readonly DemandProfile[];
 }
 
+/** One node of a replica over several nodes: its cards and its rank (0 is the leader, whose endpoint serves). */
+export interface GangMember {
+  readonly node: string;
+  readonly cards: readonly number[];
+  readonly rank: number;
+}
+
 export interface Placement {
   readonly model: string;
   readonly profile: string;
+  /** The node (for a gang, the leader's, rank 0) and its cards. */
   readonly node: string;
   readonly cards: readonly number[];
+  /** For a replica over several nodes: every member by rank, the leader first. Absent for one node. */
+  readonly members?: readonly GangMember[];
 }
 
 /** Why a demand (or part of it) could not be placed, in the planner's words. */

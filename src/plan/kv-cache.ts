@@ -66,18 +66,24 @@ export function kvReplication(architecture: Architecture, cards: number): number
   return Math.max(1, cards / architecture.kvHeads);
 }
 
-/** KV cache bytes the busiest card of a replica holds for one sequence of `context` tokens. */
+/**
+ * KV cache bytes the busiest card of a replica holds for one sequence of
+ * `context` tokens. `pipelineLayers` is the layer count of the largest
+ * pipeline stage when the replica is split into stages across nodes (each
+ * stage caches only its own layers, split over its `cards` tensor ranks).
+ */
 export function kvCacheBytesPerCard(
   architecture: Architecture,
   context: number,
   cards: number,
   layout: KvLayout,
   bytesPerElement = defaultKvBytesPerElement,
+  pipelineLayers = architecture.layers,
 ): number {
   const total = kvCacheBytes(architecture, context, bytesPerElement);
   if (layout === "layer_split") {
     const layersOnBusiestCard = Math.ceil(architecture.layers / cards);
     return (total * layersOnBusiestCard) / architecture.layers;
   }
-  return (total * kvReplication(architecture, cards)) / cards;
+  return (total * (pipelineLayers / architecture.layers) * kvReplication(architecture, cards)) / cards;
 }

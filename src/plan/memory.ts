@@ -19,7 +19,8 @@ export function usableBytes(cardMemoryBytes: number, gpuMemoryUtilization = defa
   return Math.floor(cardMemoryBytes * gpuMemoryUtilization);
 }
 
-export type EngineKind = "vllm" | "llamacpp";
+/** sglang is planned only for replicas that span nodes; on one node vLLM stands for both. */
+export type EngineKind = "vllm" | "sglang" | "llamacpp";
 
 /**
  * Memory a rank needs besides weights and KV cache, charged per rank from
@@ -60,8 +61,15 @@ export interface ContextBudget {
   readonly usableBytes: number;
   readonly weightsBytesPerCard: number;
   readonly overheadBytesPerCard: number;
+  /** Tensor-parallel ranks each layer is split over. */
   readonly cards: number;
   readonly kvLayout: KvLayout;
+  /** Layers of the largest pipeline stage, for a replica split into stages across nodes; all layers otherwise. */
+  readonly pipelineLayers?: number;
+}
+
+function kvPerCard(budget: ContextBudget, context: number): number {
+  return kvCacheBytesPerCard(budget.architecture, context, budget.cards, budget.kvLayout, undefined, budget.pipelineLayers);
 }
 
 /** Bytes left on the busiest card after weights and overhead (negative when they alone do not fit). */
@@ -78,7 +86,7 @@ export function bytesLeftForKv(budget: ContextBudget): number {
 export function maxContext(budget: ContextBudget): number {
   const left = bytesLeftForKv(budget);
   if (left <= 0) return 0;
-  const needs = (context: number): number => kvCacheBytesPerCard(budget.architecture, context, budget.cards, budget.kvLayout);
+  const needs = (context: number): number => kvPerCard(budget, context);
   const trained = budget.architecture.trainedContext;
   if (needs(trained) <= left) return trained;
   let low = 0;
@@ -93,5 +101,5 @@ export function maxContext(budget: ContextBudget): number {
 
 /** Total bytes the busiest card needs for a sequence of `context` tokens. */
 export function bytesNeededPerCard(budget: ContextBudget, context: number): number {
-  return budget.weightsBytesPerCard + budget.overheadBytesPerCard + kvCacheBytesPerCard(budget.architecture, context, budget.cards, budget.kvLayout);
+  return budget.weightsBytesPerCard + budget.overheadBytesPerCard + kvPerCard(budget, context);
 }

@@ -2,6 +2,7 @@ import { DomainError } from "../errors/domain-error.js";
 import { parseHardwareSpec } from "../fleet/gpu-spec.js";
 import { fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
 import { planCandidates, type Plan } from "./candidates.js";
+import { maxNodesPerReplica } from "./multi-node-candidates.js";
 import type { HubSettingNames } from "./model-files.js";
 import { readModelSource } from "./read-model-source.js";
 
@@ -10,6 +11,8 @@ export interface PlanSourceOptions {
   readonly gpus?: string | undefined;
   readonly liveNodes?: () => Promise<readonly InventoryNode[]>;
   readonly context?: number | undefined;
+  /** Nodes per replica to plan for; undefined for the planner's own choice. */
+  readonly nodes?: number | undefined;
   readonly gpuMemoryUtilization?: number | undefined;
   readonly hubEndpoint: string;
   readonly hubToken?: string | undefined;
@@ -33,6 +36,9 @@ export async function planSource(source: string, options: PlanSourceOptions): Pr
       "Give a fraction between 0 and 1, such as 0.90 for 90% of each card.",
     );
   }
+  if (options.nodes !== undefined && !(Number.isInteger(options.nodes) && options.nodes >= 1 && options.nodes <= maxNodesPerReplica)) {
+    throw new DomainError("invalid_input", `${options.nodes} nodes per replica is not a count llmgw plans`, `Give a whole number from 1 to ${maxNodesPerReplica}.`);
+  }
   const fleet =
     options.gpus !== undefined ? fleetFromHardwareSpec(parseHardwareSpec(options.gpus)) : fleetFromNodes([...((await options.liveNodes?.()) ?? [])]);
   const facts = await readModelSource(source, {
@@ -43,6 +49,7 @@ export async function planSource(source: string, options: PlanSourceOptions): Pr
   });
   return planCandidates(facts, fleet, {
     ...(options.context !== undefined ? { context: options.context } : {}),
+    ...(options.nodes !== undefined ? { nodes: options.nodes } : {}),
     ...(utilization !== undefined ? { gpuMemoryUtilization: utilization } : {}),
   });
 }

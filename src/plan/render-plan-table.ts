@@ -12,6 +12,14 @@ function poolLabel(candidate: PlanCandidate): string {
   return `${pool.gpu_class}-${Math.round(pool.card_memory_bytes / 1024 ** 3)}G@${pool.fabric} ${pool.cards_free}/${pool.cards_total} free`;
 }
 
+/** Cards per replica; "2×8 pp2" for two nodes of eight cards with two pipeline stages. */
+function gpusLabel(candidate: PlanCandidate): string {
+  if (candidate.gpus === 0) return "cpu";
+  if (candidate.nodes <= 1 || !candidate.parallel) return String(candidate.gpus);
+  const split = candidate.parallel.pipeline > 1 ? `tp${candidate.parallel.tensor} pp${candidate.parallel.pipeline}` : `tp${candidate.parallel.tensor}`;
+  return `${candidate.nodes}×${candidate.gpus} ${split}`;
+}
+
 /**
  * The plan as a person reads it: one header about the model, then one row
  * per candidate, best first, with the first reason a miss is short.
@@ -43,7 +51,7 @@ export function renderPlanTable(plan: Plan, options: RenderOptions = {}): string
     poolLabel(candidate),
     candidate.engine,
     candidate.requires ? `${candidate.quantization}*` : candidate.quantization,
-    candidate.gpus === 0 ? "cpu" : String(candidate.gpus),
+    gpusLabel(candidate),
     formatGiB(candidate.weights_bytes_per_card),
     `${(candidate.kv_bytes_per_token / 1024).toFixed(0)} KiB`,
     formatContext(candidate.max_context),

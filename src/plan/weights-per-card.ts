@@ -1,5 +1,6 @@
 import type { EngineKind } from "./memory.js";
 import type { ModelFacts } from "./model-facts.js";
+import { weightsBytesPerCardPipeline } from "./pipeline.js";
 import {
   weightsBytes,
   weightsBytesPerCardLayerSplit,
@@ -28,21 +29,25 @@ export function totalWeightsBytes(facts: ModelFacts, quantization: Quantization)
   return weightsBytes(facts.architecture, facts.parameters, quantization);
 }
 
-/** Weights on the busiest card (or the host, `onCpu`) of a replica over `cards` cards. */
-export function weightsPerCard(facts: ModelFacts, quantization: Quantization, engine: EngineKind, cards: number, onCpu: boolean): number {
+/**
+ * Weights on the busiest card (or the host, `onCpu`) of a replica over
+ * `cards` tensor-parallel cards; `pipelineStages` > 1 when vLLM splits the
+ * replica's layers into stages across nodes (then `cards` is each stage's
+ * tensor-parallel size). SGLang splits like vLLM's tensor parallel.
+ */
+export function weightsPerCard(facts: ModelFacts, quantization: Quantization, engine: EngineKind, cards: number, onCpu: boolean, pipelineStages = 1): number {
   const total = totalWeightsBytes(facts, quantization);
   if (onCpu) return total;
+  const split = (at: Quantization): number => {
+    if (engine === "llamacpp") return weightsBytesPerCardLayerSplit(facts.architecture, facts.parameters, at, cards);
+    if (pipelineStages > 1) return weightsBytesPerCardPipeline(facts.architecture, facts.parameters, at, { tensor: cards, pipeline: pipelineStages });
+    return weightsBytesPerCardTensorParallel(facts.architecture, facts.parameters, at, cards);
+  };
   if (facts.checkpoint.format === "gguf" || facts.checkpoint.quantization) {
     // Stored bytes are exact but not split by role: share them as the
     // 16-bit layout would (same proportions of sharded and replicated tensors).
     const reference = weightsBytes(facts.architecture, facts.parameters, "bf16");
-    const referencePerCard =
-      engine === "vllm"
-        ? weightsBytesPerCardTensorParallel(facts.architecture, facts.parameters, "bf16", cards)
-        : weightsBytesPerCardLayerSplit(facts.architecture, facts.parameters, "bf16", cards);
-    return Math.round((total * referencePerCard) / reference);
+    return Math.round((total * split("bf16")) / reference);
   }
-  return engine === "vllm"
-    ? weightsBytesPerCardTensorParallel(facts.architecture, facts.parameters, quantization, cards)
-    : weightsBytesPerCardLayerSplit(facts.architecture, facts.parameters, quantization, cards);
+  return split(quantization);
 }

@@ -152,7 +152,7 @@ export function tensorBytes(tensor: InventoryTensor, quantization: Quantization,
  * how many parameters there are (an architecture detail the inventory misses
  * — an extra bias, a vision tower — must not be lost).
  */
-function measuredScale(architecture: Architecture, parameters: number, inventory: readonly InventoryTensor[]): number {
+export function measuredScale(architecture: Architecture, parameters: number, inventory: readonly InventoryTensor[]): number {
   const predicted = inventoryParameters(inventory);
   return predicted > 0 ? parameters / predicted : 1;
 }
@@ -181,13 +181,15 @@ export function weightsBytesPerCardTensorParallel(
 ): number {
   const inventory = tensorInventory(architecture);
   let bytes = 0;
-  for (const tensor of inventory) {
-    const whole = tensorBytes(tensor, quantization, architecture);
-    if (tensor.split === "replicated") bytes += whole;
-    else if (tensor.split === "kv_heads") bytes += whole / Math.min(cards, architecture.kvHeads);
-    else bytes += whole / cards;
-  }
+  for (const tensor of inventory) bytes += tensorParallelShare(tensor, tensorBytes(tensor, quantization, architecture), architecture, cards);
   return Math.round(bytes * measuredScale(architecture, parameters, inventory));
+}
+
+/** One rank's share of a tensor of `whole` bytes under tensor parallelism over `cards` ranks. */
+export function tensorParallelShare(tensor: InventoryTensor, whole: number, architecture: Architecture, cards: number): number {
+  if (tensor.split === "replicated") return whole;
+  if (tensor.split === "kv_heads") return whole / Math.min(cards, architecture.kvHeads);
+  return whole / cards;
 }
 
 /**

@@ -149,6 +149,13 @@ export const labelsSchema = z
   .record(identifier("a label's name", 64), label("a label's value"))
   .refine((labels) => Object.keys(labels).length <= 64, { message: "at most 64 labels" });
 
+/** A node's address on its fabric and the interface it is on, as its agent reports it (optional within protocol 1). */
+export const fabricNetworkSchema = z.object({
+  address: z.string().min(1).max(255),
+  interface: identifier("a network interface", 64),
+});
+export type FabricNetwork = z.infer<typeof fabricNetworkSchema>;
+
 export const joinRequestSchema = z.object({
   protocol: protocolField,
   join_token: identifier("the join token", 256),
@@ -157,6 +164,8 @@ export const joinRequestSchema = z.object({
   address: httpUrlSchema,
   /** The node's default fabric; each GPU also names its own. */
   fabric: identifier("the fabric"),
+  /** Where the node is reached on that fabric, for the rendezvous of replicas over several nodes; absent when the agent was given none. */
+  fabric_network: fabricNetworkSchema.optional(),
   labels: labelsSchema,
   inventory: inventorySchema,
 });
@@ -188,6 +197,24 @@ export const adapterSpecSchema = z.object({
   source: z.string().min(1),
   scale: z.number().positive().optional(),
 });
+
+/**
+ * A member's place in a replica over several nodes (added within protocol 1:
+ * optional, so an older agent that never sees it runs one-node replicas as
+ * before, and an older server never sends it).
+ */
+export const distributedSpecSchema = z.object({
+  nodes: z.number().int().min(2).max(8),
+  /** 0 is the leader, which serves the API; the others join it. */
+  rank: z.number().int().min(0).max(7),
+  /** The leader's address on the fabric the members share. */
+  leader_address: z.string().min(1).max(255),
+  /** The rendezvous port the leader's agent reserved. */
+  port: z.number().int().min(1).max(65535),
+  /** The interface of that fabric on this member's node, for NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME. */
+  network_interface: identifier("a network interface", 64).optional(),
+});
+export type DistributedSpec = z.infer<typeof distributedSpecSchema>;
 
 export const replicaSpecSchema = z.object({
   id: replicaIdSchema,
@@ -234,6 +261,8 @@ export const replicaSpecSchema = z.object({
       load_ms: z.number().int().min(0).optional(),
     })
     .optional(),
+  /** Set for a member of a replica over several nodes: its rank, the leader's address and the rendezvous port. */
+  distributed: distributedSpecSchema.optional(),
 });
 export type ReplicaSpec = z.infer<typeof replicaSpecSchema>;
 export type ReplicaSpecInput = z.input<typeof replicaSpecSchema>;
@@ -267,6 +296,8 @@ export const replicaStatusSchema = z.object({
   load: z.object({ running: z.number().min(0), waiting: z.number().min(0) }).optional(),
   /** ISO time of the last state change. */
   since: z.iso.datetime({ offset: true }),
+  /** A gang leader's rendezvous port, reserved by its agent before the members start; absent for one-node replicas. */
+  rendezvous_port: z.number().int().min(1).max(65535).optional(),
 });
 export type ReplicaStatus = z.infer<typeof replicaStatusSchema>;
 

@@ -76,7 +76,7 @@ export function checkContextChange(change: ContextChange): ModelEntry {
     throw new DomainError(
       "does_not_fit",
       `a ${tokens}-token context${slots !== undefined ? ` with ${slots} slots` : ""} does not fit the cards ${model.name} runs on${only(short)}; nothing was changed`,
-      `Ask for a shorter context (\`llmgw ctl model plan SOURCE --context N\` shows the largest that fits), fewer slots, or more cards per replica (\`llmgw ctl model gpus ${model.name} N\`).`,
+      `Ask for a shorter context (\`llmgw ctl model plan SOURCE --context N\` shows the largest that fits), fewer slots, or more cards per replica (\`llmgw ctl model gpus ${model.name} N\`, with --nodes N to spread a vLLM or SGLang replica over more nodes).`,
       short,
     );
   }

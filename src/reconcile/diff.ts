@@ -3,6 +3,7 @@ import type { ReplicaDemand, Snapshot } from "../placement/types.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { desiredCount, startingForDemand } from "./desired-count.js";
 import { placeReplicas, preemptionGate, victimsFor } from "./placement-functions.js";
+import { withoutGangProfiles, withoutGangStarts } from "./gang-guard.js";
 import type { ModelStanding } from "../placement/index.js";
 import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
@@ -183,7 +184,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
 
   // The most important first: critical before standard before opportunistic, a minimum before growth.
   demands.sort((a, b) => classRank[a.model.modelClass] - classRank[b.model.modelClass] || Number(b.belowMin) - Number(a.belowMin) || a.model.name.localeCompare(b.model.name));
-  const result = placeReplicas(snapshot, demands.map((entry) => entry.demand));
+  const result = withoutGangStarts(placeReplicas(snapshot, demands.map((entry) => entry.demand)));
   for (const placement of result.placements) {
     const owner = groups.get(placement.model);
     const canary = owner?.canary;
@@ -216,7 +217,8 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       continue;
     }
     // A lower class gives way: its replicas drain, and the cards are placed on a later pass once they have stopped.
-    const victims = mayPreempt(demand) ? victimsFor({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, demand, standings) : [];
+    const preemptable = withoutGangProfiles(demand);
+    const victims = preemptable.profiles.length > 0 && mayPreempt(demand) ? victimsFor({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, preemptable, standings) : [];
     for (const victim of victims) {
       preempted.add(victim.id);
       if (withdrawn.has(victim.id)) continue;

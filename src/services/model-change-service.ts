@@ -41,7 +41,10 @@ export interface ContextRequest {
 }
 
 export interface GpusRequest {
+  /** Cards per node. */
   readonly gpus: number;
+  /** Nodes per replica, for vLLM and SGLang profiles; unchanged when undefined. */
+  readonly nodes?: number | undefined;
   readonly profile?: string | undefined;
   readonly inPlace?: boolean | undefined;
   /** Go ahead when the model's files cannot be read, unchecked against its heads and its cards' memory. */
@@ -105,15 +108,17 @@ export class ModelChangeService {
         : undefined;
     const fleet = await this.fleet();
     const check = (current: CatalogModel) =>
-      checkGpusChange({ model: current, profile: request.profile, gpus: request.gpus, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization });
+      checkGpusChange({ model: current, profile: request.profile, gpus: request.gpus, nodes: request.nodes, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization });
     const { entry, profile } = check(model);
-    const before = model.profiles.find((candidate) => candidate.name === profile)?.gpus;
+    const beforeProfile = model.profiles.find((candidate) => candidate.name === profile);
+    const before = beforeProfile?.gpus;
+    const nodesText = request.nodes !== undefined && request.nodes !== beforeProfile?.nodes ? `, ${beforeProfile?.nodes ?? "?"} → ${request.nodes} nodes` : "";
     return await this.apply(model, "gpus", entry, request.inPlace ?? false, actor, {
       action: "model-gpus-changed",
       change: "changing its cards",
-      describe: () => `profile ${profile}: ${before ?? "?"} → ${request.gpus} cards per replica`,
+      describe: () => `profile ${profile}: ${before ?? "?"} → ${request.gpus} cards ${beforeProfile !== undefined && (beforeProfile.nodes > 1 || request.nodes !== undefined) ? "per node" : "per replica"}${nodesText}`,
       mutate: (current) => check(resolveModel(current, "runtime")).entry,
-      inPlaceCommand: `llmgw ctl model gpus ${name} ${request.gpus}${request.profile !== undefined ? ` --profile ${request.profile}` : ""} --in-place`,
+      inPlaceCommand: `llmgw ctl model gpus ${name} ${request.gpus}${request.profile !== undefined ? ` --profile ${request.profile}` : ""}${request.nodes !== undefined ? ` --nodes ${request.nodes}` : ""} --in-place`,
     }, dryRun);
   }
 

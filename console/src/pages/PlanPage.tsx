@@ -29,7 +29,15 @@ export function entryFor(candidate: PlanCandidate, source: string): Record<strin
           gpus: 0,
           memory_gb: Math.ceil((candidate.weights_bytes_per_card + candidate.overhead_bytes_per_card + candidate.kv_bytes_per_token * context) / 1024 ** 3),
         }
-      : { engine: candidate.engine, source, gpu_class: candidate.pool.gpu_class, gpus: candidate.gpus, quantization: candidate.quantization };
+      : {
+          engine: candidate.engine,
+          source,
+          gpu_class: candidate.pool.gpu_class,
+          gpus: candidate.gpus,
+          // A candidate over several nodes keeps its node count (older servers send none: one node).
+          ...((candidate.nodes ?? 1) > 1 ? { nodes: candidate.nodes } : {}),
+          quantization: candidate.quantization,
+        };
   return { name: nameFromSource(source), context, profiles: [profile] };
 }
 
@@ -57,7 +65,7 @@ function Candidates({ plan, onPick }: { plan: Plan; onPick: (candidate: PlanCand
               </Table.Td>
               <Table.Td>{candidate.engine}</Table.Td>
               <Table.Td>{candidate.quantization}</Table.Td>
-              <Table.Td>{candidate.gpus === 0 ? "CPU" : candidate.gpus}</Table.Td>
+              <Table.Td>{candidate.gpus === 0 ? "CPU" : (candidate.nodes ?? 1) > 1 ? `${candidate.nodes} × ${candidate.gpus}` : candidate.gpus}</Table.Td>
               <Table.Td>{gib(candidate.weights_bytes_per_card)}</Table.Td>
               <Table.Td>{candidate.max_context.toLocaleString()}</Table.Td>
               <Table.Td>

@@ -1,3 +1,4 @@
+import { distributedLaunch } from "./distributed-launch.js";
 import { randomBytes } from "node:crypto";
 import { appendFile, mkdir } from "node:fs/promises";
 import { redactArgs } from "../../catalog/redact.js";
@@ -43,6 +44,7 @@ export class EngineLauncher {
       // The simulated engine needs no checkout, but ComfyUI's driver refuses to build without one.
       // ComfyUI's is the checkout prepareComfyui found or installed.
       enginePath: spec.engine === "comfyui" ? weightsPath : this.options.enginePaths[spec.engine],
+      ...distributedLaunch(spec.distributed),
     });
     const { argv, env } = await engineCommandLine(this.options, spec, driver, launch);
     await mkdir(this.files.logsDirectory, { recursive: true, mode: 0o700 });

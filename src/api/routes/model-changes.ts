@@ -17,6 +17,7 @@ const contextBody = z.strictObject({
 });
 const gpusBody = z.strictObject({
   gpus: profileSchema.shape.gpus.unwrap(),
+  nodes: profileSchema.shape.nodes,
   profile: z.string().optional(),
   in_place: z.boolean().optional(),
   unchecked_memory: z.boolean().optional(),
@@ -35,6 +36,6 @@ export function registerModelChangeRoutes(app: FastifyInstance, changes: ModelCh
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(gpusBody, request.body);
-    return await changes.gpus(name, { gpus: body.gpus, profile: body.profile, inPlace: body.in_place, uncheckedMemory: body.unchecked_memory }, actor, request.dryRun);
+    return await changes.gpus(name, { gpus: body.gpus, nodes: body.nodes, profile: body.profile, inPlace: body.in_place, uncheckedMemory: body.unchecked_memory }, actor, request.dryRun);
   });
 }

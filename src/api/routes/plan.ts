@@ -45,6 +45,7 @@ const planQuery = z.strictObject({
     })
     .optional(),
   gpus: z.string().optional(),
+  nodes: z.coerce.number().int().min(1).max(8).optional(),
 });
 
 /**
@@ -65,6 +66,7 @@ export function registerPlanRoutes(app: FastifyInstance, settings: PlanSettings,
       gpus: query.gpus,
       liveNodes: fleetSource,
       context: query.context,
+      nodes: query.nodes,
       gpuMemoryUtilization: settings.gpuMemoryUtilization,
       hubEndpoint: settings.hubEndpoint,
       hubToken: settings.hubToken(),

@@ -91,10 +91,11 @@ export function registerModelChangeCommands(ctl: Command): void {
     model
       .command("gpus")
       .argument("<name>", "the model")
-      .argument("<count>", "cards per replica: tensor parallel for vLLM, SGLang and TensorRT-LLM; layers split for llama.cpp", wholeNumber(0))
+      .argument("<count>", "cards per replica (per node, for a replica over several nodes): tensor parallel for vLLM, SGLang and TensorRT-LLM; layers split for llama.cpp", wholeNumber(0))
       .description("change a model's cards per replica, checked against its heads, its memory and the nodes of its pool; then roll its replicas")
-      .option("--profile <name>", "the profile to change (default: the model's one profile on cards; a CPU profile only when named)"),
-  ).action(async (name: string, count: number, options: ChangeOptions & { profile?: string }, command: Command) => {
-    await send(command, name, "gpus", { gpus: count, ...(options.profile !== undefined ? { profile: options.profile } : {}) }, options);
+      .option("--profile <name>", "the profile to change (default: the model's one profile on cards; a CPU profile only when named)")
+      .option("--nodes <n>", "nodes one replica spans, each giving <count> cards (vLLM and SGLang; default: unchanged)", wholeNumber(1, 8)),
+  ).action(async (name: string, count: number, options: ChangeOptions & { profile?: string; nodes?: number }, command: Command) => {
+    await send(command, name, "gpus", { gpus: count, ...(options.profile !== undefined ? { profile: options.profile } : {}), ...(options.nodes !== undefined ? { nodes: options.nodes } : {}) }, options);
   });
 }

@@ -1,13 +1,14 @@
 import type { Command } from "commander";
 import { defaultHubEndpoint, planSource, renderPlanTable, type Plan } from "../../plan/index.js";
 import { print, printJson } from "../output.js";
-import { fraction, tokenCount } from "../parse-option.js";
+import { fraction, tokenCount, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
 
 interface PlanOptions {
   gpus?: string;
   context?: number;
   utilization?: number;
+  nodes?: number;
   hubEndpoint?: string;
   json?: boolean;
 }
@@ -22,8 +23,9 @@ export function registerPlanCommand(model: Command): void {
     .command("plan")
     .argument("<source>", "an HF id (Org/Name[@revision]), a mirror folder URL, a local folder, or a .gguf file")
     .description("does the model fit, and how to split it: every pool × quantisation × cards per replica")
-    .option("--gpus <spec>", 'what-if fleet instead of the server\'s, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie" (each group is one node; cpu:32c/256g adds a CPU host)')
+    .option("--gpus <spec>", 'what-if fleet instead of the server\'s, e.g. "2xH100-80GB@nvl0,4xL40S-48GB@pcie" (each group is one node; 2x8xH100-80GB@ib0 is two alike nodes on fabric ib0; cpu:32c/256g adds a CPU host)')
     .option("--context <tokens>", "the context one request must get: 32768, 32k or 1M (default: the largest that fits is reported)", tokenCount)
+    .option("--nodes <n>", "plan replicas that span N nodes of one fabric (default: one node, and the fewest nodes where no node holds the model)", wholeNumber(1, 8))
     .option("--utilization <fraction>", "with --gpus: share of each card the engine may use (default 0.90)", fraction)
     .option("--hub-endpoint <url>", "with --gpus: where HF ids are read (env HF_ENDPOINT; default the Hugging Face Hub)")
     .option("--json", "print the plan as JSON (shape in docs/PLAN.md)")
@@ -34,6 +36,7 @@ export function registerPlanCommand(model: Command): void {
         plan = await planSource(source, {
           gpus: options.gpus,
           context: options.context,
+          nodes: options.nodes,
           gpuMemoryUtilization: options.utilization,
           hubEndpoint: options.hubEndpoint ?? process.env.HF_ENDPOINT ?? defaultHubEndpoint,
           hubToken: process.env.HF_TOKEN,
@@ -43,6 +46,7 @@ export function registerPlanCommand(model: Command): void {
       } else {
         const query = new URLSearchParams({ source });
         if (options.context !== undefined) query.set("context", String(options.context));
+        if (options.nodes !== undefined) query.set("nodes", String(options.nodes));
         plan = await apiClient(ctlOptions(command)).get<Plan>(`/api/v1/plan?${query}`);
         if (plan.candidates.length === 0 && !json) {
           print(renderPlanTable(plan));

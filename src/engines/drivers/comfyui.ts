@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { requireOneNode } from "./require-cards.js";
 import { EngineCannotRun } from "../../errors/engine-errors.js";
 import type { EngineDriver, EngineLaunch, EngineLaunchInput, EngineMetrics } from "../driver.js";
 import { launchEnvironment } from "./launch-environment.js";
@@ -25,6 +26,7 @@ export const comfyuiDriver: EngineDriver = {
   engine: "comfyui",
   program: "python3",
   build(input: EngineLaunchInput): EngineLaunch {
+    requireOneNode("comfyui", input);
     if (input.cards.length > 1) {
       throw new EngineCannotRun("comfyui", `it uses one card and the placement gave it ${input.cards.length}`, "Set the profile's `gpus` to 1 (or 0 for CPU).");
     }

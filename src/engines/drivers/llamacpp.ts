@@ -1,4 +1,5 @@
 import type { EngineDriver, EngineLaunch, EngineLaunchInput, EngineMetrics } from "../driver.js";
+import { requireOneNode } from "./require-cards.js";
 import { readEngineMetrics } from "../prometheus-text.js";
 import { launchEnvironment } from "./launch-environment.js";
 
@@ -28,6 +29,7 @@ export const llamacppDriver: EngineDriver = {
   engine: "llamacpp",
   program: "llama-server",
   build(input: EngineLaunchInput): EngineLaunch {
+    requireOneNode("llamacpp", input);
     const argv = [
       "llama-server",
       "--model",

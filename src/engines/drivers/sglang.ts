@@ -1,7 +1,7 @@
 import type { EngineDriver, EngineLaunch, EngineLaunchInput, EngineMetrics } from "../driver.js";
 import { readEngineMetrics } from "../prometheus-text.js";
 import { launchEnvironment } from "./launch-environment.js";
-import { requireCards } from "./require-cards.js";
+import { fabricInterfaceEnvironment, requireCards } from "./require-cards.js";
 import { torchPrecisionArguments } from "./torch-precision-arguments.js";
 
 /**
@@ -29,10 +29,15 @@ export const sglangDriver: EngineDriver = {
       "--served-model-name",
       input.modelName,
       "--tp-size",
-      String(input.cards.length),
+      // Over several nodes SGLang makes one tensor-parallel group of every member's cards.
+      String(input.cards.length * Math.max(1, input.distributed?.nodes ?? 1)),
       "--mem-fraction-static",
       String(input.gpuMemoryUtilization),
     ];
+    const distributed = input.distributed;
+    if (distributed !== undefined && distributed.nodes > 1) {
+      argv.push("--nnodes", String(distributed.nodes), "--node-rank", String(distributed.rank), "--dist-init-addr", `${distributed.leaderAddress}:${distributed.port}`);
+    }
     if (input.context !== undefined) argv.push("--context-length", String(input.context));
     argv.push(...torchPrecisionArguments(input.quantization));
     if (input.adapters.length > 0) {
@@ -43,7 +48,7 @@ export const sglangDriver: EngineDriver = {
     // SGLang takes its key only as --api-key (no environment variable), so it is on the command line:
     // the replica log masks it, but a user on the node can see it in `ps`.
     if (input.apiKey !== undefined) argv.push("--api-key", input.apiKey);
-    return { argv, env: launchEnvironment(input), healthPath: "/health", metricsPath: "/metrics" };
+    return { argv, env: { ...launchEnvironment(input), ...fabricInterfaceEnvironment(input) }, healthPath: "/health", metricsPath: "/metrics" };
   },
   parseMetrics(text: string): EngineMetrics {
     return readEngineMetrics(text, {

@@ -2,7 +2,7 @@ import { AdaptersUnsupported } from "../../errors/engine-errors.js";
 import type { EngineDriver, EngineLaunch, EngineLaunchInput, EngineMetrics } from "../driver.js";
 import { readEngineMetrics } from "../prometheus-text.js";
 import { launchEnvironment } from "./launch-environment.js";
-import { requireCards } from "./require-cards.js";
+import { requireCards, requireOneNode } from "./require-cards.js";
 
 /**
  * `trtllm-serve` (https://nvidia.github.io/TensorRT-LLM/commands/trtllm-serve/).
@@ -15,6 +15,7 @@ export const trtllmDriver: EngineDriver = {
   engine: "trtllm",
   program: "trtllm-serve",
   build(input: EngineLaunchInput): EngineLaunch {
+    requireOneNode("trtllm", input);
     requireCards("trtllm", input);
     if (input.adapters.length > 0) {
       // trtllm-serve takes LoRA only through a YAML options file; a pure driver writes no files.

@@ -1,7 +1,7 @@
 import type { EngineDriver, EngineLaunch, EngineLaunchInput, EngineMetrics } from "../driver.js";
 import { readEngineMetrics } from "../prometheus-text.js";
 import { launchEnvironment } from "./launch-environment.js";
-import { requireCards } from "./require-cards.js";
+import { fabricInterfaceEnvironment, requireCards } from "./require-cards.js";
 import { torchPrecisionArguments } from "./torch-precision-arguments.js";
 import { vllmRuntimeLoraVariable } from "../runtime-adapters.js";
 
@@ -33,6 +33,24 @@ export const vllmDriver: EngineDriver = {
       "--gpu-memory-utilization",
       String(input.gpuMemoryUtilization),
     ];
+    const distributed = input.distributed;
+    if (distributed !== undefined && distributed.nodes > 1) {
+      // Tensor parallel inside each node, one pipeline stage per node; every member runs `vllm serve`,
+      // the workers headless (docs.vllm.ai: Parallelism and Scaling, multi-node without Ray).
+      argv.push(
+        "--pipeline-parallel-size",
+        String(distributed.nodes),
+        "--nnodes",
+        String(distributed.nodes),
+        "--node-rank",
+        String(distributed.rank),
+        "--master-addr",
+        distributed.leaderAddress,
+        "--master-port",
+        String(distributed.port),
+      );
+      if (distributed.rank > 0) argv.push("--headless");
+    }
     if (input.context !== undefined) argv.push("--max-model-len", String(input.context));
     argv.push(...torchPrecisionArguments(input.quantization));
     if (input.adapters.length > 0) {
@@ -45,7 +63,7 @@ export const vllmDriver: EngineDriver = {
     // vLLM reads VLLM_API_KEY like --api-key, and guards /v1 with it (not /health or /metrics, which the agent polls).
     // With LoRA enabled, adapters added later load into the running engine (POST /v1/load_lora_adapter) rather than by a restart.
     const runtimeLora: Record<string, string> = input.adapters.length > 0 ? { [vllmRuntimeLoraVariable]: "True" } : {};
-    const env = { ...runtimeLora, ...launchEnvironment(input), ...(input.apiKey !== undefined ? { VLLM_API_KEY: input.apiKey } : {}) };
+    const env = { ...runtimeLora, ...launchEnvironment(input), ...fabricInterfaceEnvironment(input), ...(input.apiKey !== undefined ? { VLLM_API_KEY: input.apiKey } : {}) };
     return { argv, env, healthPath: "/health", metricsPath: "/metrics" };
   },
   parseMetrics(text: string): EngineMetrics {

@@ -21,3 +21,13 @@ export function fixtureArchitecture(name: string): Architecture {
 export function fixtureFacts(name: string): ModelFacts {
   return inventoryFacts(name, fixtureArchitecture(name), `fixtures/${name}/config.json`);
 }
+
+/**
+ * Facts for a fixture as its published pre-quantised checkpoint gives them
+ * (DeepSeek-V3's FP8 safetensors): priced at the stored bytes, as the
+ * planner prices any checkpoint with a quantization_config.
+ */
+export function storedFixtureFacts(name: string, quantization: "fp8", storedBytes: number): ModelFacts {
+  const facts = fixtureFacts(name);
+  return { ...facts, checkpoint: { format: "safetensors", dtype: "F8_E4M3", bytes: storedBytes, quantization } };
+}
