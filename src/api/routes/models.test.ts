@@ -83,7 +83,7 @@ describe("admin API", () => {
     expect(response.statusCode).toBe(400);
     const body = response.json().error;
     expect(body.code).toBe("unknown_key");
-    expect(body.details).toEqual([{ where: "profiles[0].slot", message: 'unknown key "slot" (did you mean "slots"?); known keys here: name, engine, source, gpu_class, gpus, quantization, memory_gb, cpu_cores, slots, args, env, secret_env, comfy' }]);
+    expect(body.details).toEqual([{ where: "profiles[0].slot", message: 'unknown key "slot" (did you mean "slots"?); known keys here: name, engine, source, gpu_class, gpus, nodes, quantization, memory_gb, cpu_cores, slots, args, env, secret_env, comfy' }]);
   });
 
   it("refuses a scale with nothing to change, and an unknown class", async () => {
