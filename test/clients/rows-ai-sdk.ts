@@ -2,7 +2,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { embedMany, generateObject, generateText, Output, stepCountIs, streamText, tool, type LanguageModel } from "ai";
 import { expect } from "vitest";
-import { z } from "zod";
+import { person, timeArguments, weatherArguments } from "./battery-schemas.js";
 import { failureOf, refusalOf, stopFrom, weatherPrompt, type BatteryRow, type BatteryTarget } from "./battery.js";
 
 /**
@@ -12,9 +12,8 @@ import { failureOf, refusalOf, stopFrom, weatherPrompt, type BatteryRow, type Ba
  * are not OpenAI are reached).
  */
 
-const weather = tool({ description: "The weather in a city", inputSchema: z.object({ city: z.string() }) });
-const time = tool({ description: "The time in a zone", inputSchema: z.object({ zone: z.string() }) });
-const person = z.object({ name: z.string(), age: z.number() });
+const weather = tool({ description: "The weather in a city", inputSchema: weatherArguments });
+const time = tool({ description: "The time in a zone", inputSchema: timeArguments });
 
 type ModelFor = (target: BatteryTarget, model: string, apiKey?: string) => LanguageModel;
 
@@ -62,7 +61,7 @@ function languageRows(client: string, modelFor: ModelFor, skip: readonly string[
       else expect(result.text).toEqual(expect.any(String));
     }),
     row("tools: round trip", async (model) => {
-      const executed = tool({ description: "The weather in a city", inputSchema: z.object({ city: z.string() }), execute: async () => ({ temperature: 21, sky: "clear" }) });
+      const executed = tool({ description: "The weather in a city", inputSchema: weatherArguments, execute: async () => ({ temperature: 21, sky: "clear" }) });
       const result = await generateText({
         model,
         prompt: weatherPrompt,
@@ -70,7 +69,7 @@ function languageRows(client: string, modelFor: ModelFor, skip: readonly string[
         // The first step must call the tool; the second answers its result.
         prepareStep: ({ stepNumber }) => ({ toolChoice: stepNumber === 0 ? "required" : "auto" }),
         stopWhen: stepCountIs(2),
-        maxOutputTokens: 64,
+        maxOutputTokens: 200,
         maxRetries: 0,
       });
       expect(result.steps[0]?.toolResults.map((each) => each.toolName)).toContain("get_weather");

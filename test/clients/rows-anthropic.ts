@@ -1,12 +1,13 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { expect } from "vitest";
+import { timeArguments, timeParameters, weatherArguments, weatherParameters } from "./battery-schemas.js";
 import { failureOf, refusalOf, weatherPrompt, type BatteryRow, type BatteryTarget } from "./battery.js";
 
 /** Anthropic's SDK 1.17 on the Messages API, with the gateway key as it sends keys (x-api-key). */
 
 const client = "@anthropic-ai/sdk 1.17";
-const weather = { name: "get_weather", description: "The weather in a city", input_schema: { type: "object" as const, properties: { city: { type: "string" } }, required: ["city"] } };
-const time = { name: "get_time", description: "The time in a zone", input_schema: { type: "object" as const, properties: { zone: { type: "string" } }, required: ["zone"] } };
+const weather = { name: "get_weather", description: "The weather in a city", input_schema: { ...weatherParameters, type: "object" as const } };
+const time = { name: "get_time", description: "The time in a zone", input_schema: { ...timeParameters, type: "object" as const } };
 
 const connect = (target: BatteryTarget, apiKey?: string) => new Anthropic({ baseURL: target.url, apiKey: apiKey ?? target.key, maxRetries: 0, timeout: 60_000 });
 
@@ -39,13 +40,14 @@ export const anthropicRows: BatteryRow[] = [
     const message = await anthropic.messages.create({ model: chatModel, max_tokens: 200, tools: [weather, time], tool_choice: { type: "tool", name: "get_time" }, messages: [{ role: "user", content: "What time is it in Oslo?" }] });
     const uses = message.content.flatMap((block) => (block.type === "tool_use" ? [block] : []));
     expect(uses.map((use) => use.name)).toEqual(["get_time"]);
-    expect(uses[0]?.input).toBeTypeOf("object");
+    timeArguments.parse(uses[0]?.input);
     expect(message.stop_reason).toBe("tool_use");
   }),
   row("messages: tools (round trip)", async (anthropic, { chatModel }) => {
     const asked = await anthropic.messages.create({ model: chatModel, max_tokens: 200, tools: [weather], tool_choice: { type: "any" }, messages: [{ role: "user", content: weatherPrompt }] });
     const use = asked.content.find((block) => block.type === "tool_use");
     expect(use?.type === "tool_use" ? use.name : undefined).toBe("get_weather");
+    weatherArguments.parse(use?.type === "tool_use" ? use.input : undefined);
     const answered = await anthropic.messages.create({
       model: chatModel,
       max_tokens: 32,

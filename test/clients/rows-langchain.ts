@@ -2,15 +2,15 @@ import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type AIMessageChun
 import { ChatOpenAI, OpenAIEmbeddings, type ChatOpenAIFields } from "@langchain/openai";
 import { expect } from "vitest";
 import { z } from "zod";
+import { person, timeArguments, timeParameters, weatherArguments, weatherParameters } from "./battery-schemas.js";
 import { failureOf, refusalOf, stopFrom, weatherPrompt, type BatteryRow, type BatteryTarget } from "./battery.js";
 
 /** LangChain JS 1.6's ChatOpenAI, on chat completions and with useResponsesApi, and its OpenAIEmbeddings. */
 
 const client = "LangChain ChatOpenAI";
 const responsesClient = "LangChain ChatOpenAI (useResponsesApi)";
-const weather = { type: "function" as const, function: { name: "get_weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } };
-const time = { type: "function" as const, function: { name: "get_time", description: "The time in a zone", parameters: { type: "object", properties: { zone: { type: "string" } }, required: ["zone"] } } };
-const person = z.object({ name: z.string(), age: z.number() });
+const weather = { type: "function" as const, function: { name: "get_weather", description: "The weather in a city", parameters: weatherParameters } };
+const time = { type: "function" as const, function: { name: "get_time", description: "The time in a zone", parameters: timeParameters } };
 
 function chatModel(target: BatteryTarget, fields: ChatOpenAIFields = {}): ChatOpenAI {
   return new ChatOpenAI({ model: target.chatModel, apiKey: target.key, configuration: { baseURL: `${target.url}/v1` }, maxRetries: 0, maxTokens: 200, ...fields });
@@ -18,8 +18,14 @@ function chatModel(target: BatteryTarget, fields: ChatOpenAIFields = {}): ChatOp
 
 const textOf = (message: AIMessageChunk | AIMessage) => (typeof message.content === "string" ? message.content : message.content.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join(""));
 
-/** The rows both of ChatOpenAI's APIs run. */
-function sharedRows(name: string, fields: ChatOpenAIFields): BatteryRow[] {
+/**
+ * The rows both of ChatOpenAI's APIs run. `required` is the tool_choice that
+ * makes the one tool offered a must: "required" on chat completions; on the
+ * Responses API, @langchain/openai 1.6 drops a string tool_choice ("required",
+ * "auto", "none") and sends none at all, so a caller forces the call by
+ * naming the tool, which it does send, and the row says so.
+ */
+function sharedRows(name: string, fields: ChatOpenAIFields, required: { choice: string; feature: string } = { choice: "required", feature: "tools: required" }): BatteryRow[] {
   const row = (feature: string, run: (target: BatteryTarget) => Promise<void>): BatteryRow => ({ client: name, feature, run });
   return [
     row("chat", async (target) => {
@@ -33,14 +39,15 @@ function sharedRows(name: string, fields: ChatOpenAIFields): BatteryRow[] {
       expect(textOf(whole as AIMessageChunk).length).toBeGreaterThan(0);
       expect(whole?.usage_metadata?.output_tokens).toBeGreaterThan(0);
     }),
-    row("tools: required", async (target) => {
-      const answer = await chatModel(target, fields).bindTools([weather], { tool_choice: "required" }).invoke(weatherPrompt);
+    row(required.feature, async (target) => {
+      const answer = await chatModel(target, fields).bindTools([weather], { tool_choice: required.choice }).invoke(weatherPrompt);
       expect(answer.tool_calls?.map((call) => call.name)).toContain("get_weather");
-      expect(answer.tool_calls?.[0]?.args).toBeTypeOf("object");
+      weatherArguments.parse(answer.tool_calls?.find((call) => call.name === "get_weather")?.args);
     }),
     row("tools: named", async (target) => {
       const answer = await chatModel(target, fields).bindTools([weather, time], { tool_choice: "get_time" }).invoke("What time is it in Oslo?");
       expect(answer.tool_calls?.map((call) => call.name)).toEqual(["get_time"]);
+      timeArguments.parse(answer.tool_calls?.[0]?.args);
     }),
     row("tools: auto", async (target) => {
       const answer = await chatModel(target, fields).bindTools([weather, time], { tool_choice: "auto" }).invoke(weatherPrompt);
@@ -49,9 +56,10 @@ function sharedRows(name: string, fields: ChatOpenAIFields): BatteryRow[] {
       else expect(textOf(answer)).toEqual(expect.any(String));
     }),
     row("tools: round trip", async (target) => {
-      const asked = await chatModel(target, fields).bindTools([weather], { tool_choice: "required" }).invoke(weatherPrompt);
+      const asked = await chatModel(target, fields).bindTools([weather], { tool_choice: required.choice }).invoke(weatherPrompt);
       const call = asked.tool_calls?.[0];
       expect(call?.name).toBe("get_weather");
+      weatherArguments.parse(call?.args);
       const answered = await chatModel(target, { ...fields, maxTokens: 32 })
         .bindTools([weather])
         .invoke([new HumanMessage(weatherPrompt), asked, new ToolMessage({ tool_call_id: call?.id ?? "", content: '{"temperature": 21, "sky": "clear"}' })]);
@@ -105,5 +113,5 @@ export const langchainRows: BatteryRow[] = [
     const error = await failureOf(chatModel({ ...target, key: "llmgw_key_not-a-key" }).invoke("hi"));
     expect(refusalOf(error)?.status).toBe(401);
   } },
-  ...sharedRows(responsesClient, { useResponsesApi: true }),
+  ...sharedRows(responsesClient, { useResponsesApi: true }, { choice: "get_weather", feature: "tools: required (sent as the tool's name)" }),
 ];

@@ -4,19 +4,19 @@ import OpenAI7 from "openai7";
 import { zodResponseFormat as zodResponseFormat7 } from "openai7/helpers/zod";
 import { expect } from "vitest";
 import { z } from "zod";
+import { person, timeArguments, timeParameters, weatherArguments, weatherParameters } from "./battery-schemas.js";
 import { failureOf, refusalOf, stopFrom, weatherPrompt, type BatteryRow, type BatteryTarget } from "./battery.js";
 
 /** The openai client for Node, 6.49 and 7.55: the same calls, each through its own package. */
 
 const weatherTool = {
   type: "function" as const,
-  function: { name: "get_weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false } },
+  function: { name: "get_weather", description: "The weather in a city", parameters: weatherParameters },
 };
 const timeTool = {
   type: "function" as const,
-  function: { name: "get_time", description: "The time in a zone", parameters: { type: "object", properties: { zone: { type: "string" } }, required: ["zone"], additionalProperties: false } },
+  function: { name: "get_time", description: "The time in a zone", parameters: timeParameters },
 };
-const person = z.object({ name: z.string(), age: z.number() });
 const user = (content: string) => [{ role: "user" as const, content }];
 
 type ZodResponseFormat = typeof zodResponseFormat6;
@@ -25,11 +25,16 @@ function functionCalls(message: OpenAI.ChatCompletionMessage): { name: string; a
   return (message.tool_calls ?? []).flatMap((call) => (call.type === "function" ? [{ name: call.function.name, arguments: call.function.arguments, id: call.id }] : []));
 }
 
+const argumentsOf: Record<string, z.ZodType> = { get_weather: weatherArguments, get_time: timeArguments };
+
+/** The call of `name` in the answer, whose arguments parse and match the tool's schema. */
 function expectCallOf(message: OpenAI.ChatCompletionMessage, name: string): { name: string; arguments: string; id: string } {
   const call = functionCalls(message).find((each) => each.name === name);
   const calls = functionCalls(message).map((each) => each.name);
   expect(call, `a call of ${name}, where the answer had ${calls.length > 0 ? `calls of ${calls.join(", ")}` : `no call but ${message.content?.length ?? 0} characters of text`}`).toBeDefined();
-  expect(JSON.parse(call?.arguments ?? "")).toBeTypeOf("object");
+  const schema = argumentsOf[name];
+  if (schema === undefined) throw new Error(`no argument schema for ${name}`);
+  schema.parse(JSON.parse(call?.arguments ?? ""));
   return call as { name: string; arguments: string; id: string };
 }
 
@@ -147,7 +152,7 @@ function openaiRows(client: string, connect: (target: BatteryTarget, apiKey?: st
       const response = await openai.responses.create({ model: chatModel, input: weatherPrompt, tools: [tool], tool_choice: "required", max_output_tokens: 200 });
       const call = response.output.find((item) => item.type === "function_call");
       expect(call?.type === "function_call" ? call.name : undefined).toBe("get_weather");
-      expect(JSON.parse(call?.type === "function_call" ? call.arguments : "")).toBeTypeOf("object");
+      weatherArguments.parse(JSON.parse(call?.type === "function_call" ? call.arguments : ""));
     }),
     row("models.retrieve", async (openai, { chatModel }) => {
       const model = await openai.models.retrieve(chatModel);

@@ -251,4 +251,14 @@ describe("the built-in llama.cpp engine through the official openai client", () 
       .catch((error: unknown) => error)) as InstanceType<typeof OpenAI.BadRequestError>;
     expect(image.param).toBe("messages[0].content[0]");
   });
+
+  it("refuses a temperature that is not a number, naming it as OpenAI does", async () => {
+    // As a caller that does not check types sends it.
+    const refused = (await client.chat.completions.create({ model: "tiny", messages: user, temperature: "hot" as unknown as number }).catch((error: unknown) => error)) as InstanceType<
+      typeof OpenAI.BadRequestError
+    >;
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect([refused.status, refused.param, refused.type]).toEqual([400, "temperature", "invalid_request_error"]);
+    expect(refused.message).toContain("temperature");
+  });
 });

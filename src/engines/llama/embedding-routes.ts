@@ -4,14 +4,14 @@ import { describeIssues } from "../../catalog/schema-errors.js";
 import { embeddingRequestSchema } from "../sim/openai-request-schemas.js";
 import { embeddingToBase64 } from "../sim/sim-text.js";
 import { withTurn, type RouteContext } from "./engine-state.js";
-import { errorBody, RequestFailed, sendFailure } from "./request-failed.js";
+import { errorBody, paramOfIssues, RequestFailed, sendFailure } from "./request-failed.js";
 
 /** /v1/embeddings, served when the engine was started with --embedding (501 otherwise, as llama-server answers). */
 export function registerEmbeddingRoutes(server: FastifyInstance, route: RouteContext): void {
   const { args, metrics } = route;
   server.post("/v1/embeddings", async (request, reply) => {
     const body = embeddingRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body")));
+    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body"), paramOfIssues(body.error.issues)));
     if (!args.embedding) return reply.code(501).send(errorBody(501, "not_supported_error", "This server does not support embeddings. Start it with `--embeddings`"));
     const input = body.data.input;
     const items: (string | Token[])[] = typeof input === "string" ? [input] : (input as (string | number | number[])[]).every((item) => typeof item === "number") ? [input as Token[]] : (input as (string | Token[])[]);

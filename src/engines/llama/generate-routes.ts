@@ -11,7 +11,7 @@ import { generate, type Generation } from "./generation.js";
 import { jsonComplete } from "./json-complete.js";
 import { llamaChatRequestSchema, llamaCompletionRequestSchema } from "./llama-request-schemas.js";
 import { chatLogprobs, legacyLogprobs, type SampledToken } from "./logprobs.js";
-import { errorBody, RequestFailed, sendFailure, unsupported } from "./request-failed.js";
+import { errorBody, paramOfIssues, RequestFailed, sendFailure, unsupported } from "./request-failed.js";
 import { samplingSchema, type Sampling } from "./sampling.js";
 import { StopMatcher } from "./stop-matcher.js";
 import { readAutoCalls, readRequiredCalls, type ToolCall } from "./tool-calls.js";
@@ -36,7 +36,7 @@ interface AnswerRequest {
 export function registerGenerateRoutes(server: FastifyInstance, route: RouteContext, readyToGenerate: (reply: FastifyReply) => Loaded | undefined): void {
   server.post("/v1/chat/completions", async (request, reply) => {
     const body = llamaChatRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body")));
+    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body"), paramOfIssues(body.error.issues)));
     const state = readyToGenerate(reply);
     if (state === undefined) return reply;
     if (state.template === undefined) return reply.code(500).send(errorBody(500, "server_error", `${route.args.model} has no chat template (tokenizer.chat_template); use /v1/completions`));
@@ -70,7 +70,7 @@ export function registerGenerateRoutes(server: FastifyInstance, route: RouteCont
 
   server.post("/v1/completions", async (request, reply) => {
     const body = llamaCompletionRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body")));
+    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body"), paramOfIssues(body.error.issues)));
     const state = readyToGenerate(reply);
     if (state === undefined) return reply;
     try {
@@ -234,7 +234,7 @@ function refuseUnsupported(body: unknown): void {
 
 function readSampling(body: unknown): Sampling {
   const parsed = samplingSchema.safeParse(body);
-  if (!parsed.success) throw new RequestFailed(400, "invalid_request_error", describeIssues(parsed.error.issues, "request body"));
+  if (!parsed.success) throw new RequestFailed(400, "invalid_request_error", describeIssues(parsed.error.issues, "request body"), paramOfIssues(parsed.error.issues));
   return parsed.data;
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyReply } from "fastify";
+import type { z } from "zod";
 
 /** Thrown while a request is being served; answered in llama-server's (and OpenAI's) error shape. */
 export class RequestFailed extends Error {
@@ -16,6 +17,12 @@ export class RequestFailed extends Error {
 /** A request the engine cannot honour: a 400 that names the field, never a 200 that ignores it. */
 export function unsupported(param: string, message: string): RequestFailed {
   return new RequestFailed(400, "invalid_request_error", message, param);
+}
+
+/** The field a schema refusal is about, as OpenAI's `param` names it: the path of the first issue, dotted (`messages.0.content`). */
+export function paramOfIssues(issues: readonly z.core.$ZodIssue[]): string | null {
+  const path = issues[0]?.path ?? [];
+  return path.length === 0 ? null : path.map(String).join(".");
 }
 
 export function errorBody(status: number, type: string, message: string, param: string | null = null) {
