@@ -12,6 +12,9 @@
  * to the first token, decode tokens/s the tokens after the first over the
  * time after it (medians of a few requests). The time from `ctl model add`
  * (the command started) to the first streamed token is measured once.
+ *
+ * And the prompt cache (bench/llama-conversation.ts): a conversation's tenth
+ * turn with and without it, straight to an engine with room for ten turns.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -22,6 +25,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { tinyModelGguf, writeGgufFile } from "../src/engines/llama/tiny-gguf.js";
 import { packageRoot } from "../src/package-root.js";
 import { freePort } from "./admin-api.js";
+import { conversationBench, renderConversation, type ConversationResult } from "./llama-conversation.js";
 
 const bin = path.join(packageRoot.directory, "bin", "llmgw.js");
 const requests = 10;
@@ -29,6 +33,9 @@ const maxTokens = 32;
 const context = 512;
 // About 200 tokens of the tiny model's byte-level vocabulary.
 const prompt = "The quick brown fox jumps over the lazy dog. ".repeat(4);
+// Each request opens differently, so the slot's prompt cache (measured on its own below) cannot shorten
+// the prompt: prompt tokens/s stays the rate of evaluating a whole prompt.
+let requestNumber = 0;
 
 export interface LlamaPathResult {
   readonly prompt_tokens: number;
@@ -41,6 +48,7 @@ export interface LlamaBenchResult {
   readonly direct: LlamaPathResult;
   readonly gateway: LlamaPathResult;
   readonly add_to_first_token_ms: number;
+  readonly conversation: ConversationResult;
   readonly markdown: string;
 }
 
@@ -54,7 +62,7 @@ async function streamOnce(baseUrl: string, model: string, started = performance.
   const response = await fetch(`${baseUrl}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify({ model, messages: [{ role: "user", content: `${(requestNumber += 1)}. ${prompt}` }], max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
   }).catch(() => undefined);
   if (!response?.ok || !response.body) return undefined;
   let first: number | undefined;
@@ -138,6 +146,14 @@ export async function llamaBench(say: (line: string) => void): Promise<LlamaBenc
     const direct = await measure(engineUrl, "tiny");
     stopGroup(engine.pid);
 
+    say("llama: a conversation's tenth turn with and without the prompt cache...");
+    const longPort = await freePort();
+    const long = start(["llama-engine", "--", "--model", model, "--host", "127.0.0.1", "--port", String(longPort), "--alias", "tiny", "--ctx-size", "4096", "--parallel", "1", "--n-gpu-layers", "0", "--threads", "2", "--metrics"]);
+    const longUrl = `http://127.0.0.1:${longPort}`;
+    await waitFor("the engine to load", 60_000, async () => ((await fetch(`${longUrl}/health`)).ok ? true : undefined));
+    const conversation = await conversationBench(longUrl);
+    stopGroup(long.pid);
+
     say("llama: through a server, an agent and the gateway...");
     const port = await freePort();
     const dataDir = path.join(folder, "server");
@@ -168,7 +184,7 @@ export async function llamaBench(say: (line: string) => void): Promise<LlamaBenc
     // node: the bench stops it by its pid, or every run would leave one more engine spinning on the cores.
     const replicas = ((await (await fetch(`${url}/api/v1/replicas`, { headers })).json()) as { replicas: { pid: number | null }[] }).replicas;
     for (const replica of replicas) if (replica.pid !== null) enginePids.push(replica.pid);
-    const result = { direct, gateway, add_to_first_token_ms: firstToken };
+    const result = { direct, gateway, add_to_first_token_ms: firstToken, conversation };
     return { ...result, markdown: renderLlama(result) };
   } finally {
     for (const child of children.reverse()) stopGroup(child.pid);
@@ -192,5 +208,7 @@ function renderLlama(result: Omit<LlamaBenchResult, "markdown">): string {
     row("through the gateway", result.gateway),
     "",
     `From \`llmgw ctl model add\` (the command started) to the first streamed token through the gateway: ${(result.add_to_first_token_ms / 1000).toFixed(1)} s.`,
+    "",
+    renderConversation(result.conversation),
   ].join("\n");
 }

@@ -16,15 +16,27 @@ export class LlamaMetrics {
   readonly predictedRate = new Gauge({ name: "llamacpp:predicted_tokens_seconds", help: "Average generation throughput in tokens/s.", registers: [this.registry] });
   readonly processing = new Gauge({ name: "llamacpp:requests_processing", help: "Number of requests processing.", registers: [this.registry] });
   readonly deferred = new Gauge({ name: "llamacpp:requests_deferred", help: "Number of requests deferred.", registers: [this.registry] });
+  // Not llama-server's: the prompt cache's effect, counted apart so a dashboard can show the share reused.
+  readonly promptTokensCached = new Counter({ name: "llamacpp:prompt_tokens_cached_total", help: "Number of prompt tokens reused from a slot's cache, not evaluated again.", registers: [this.registry] });
+  readonly promptTokensEvaluated = new Counter({ name: "llamacpp:prompt_tokens_evaluated_total", help: "Number of prompt tokens evaluated (the prompt less what the cache held).", registers: [this.registry] });
+  /** Set when /metrics is read; the gateway's cache-aware routing reads it, as llama-server names it. */
+  readonly kvCacheUsage = new Gauge({ name: "llamacpp:kv_cache_usage_ratio", help: "KV-cache usage. 1 means 100 percent usage.", registers: [this.registry] });
+  readonly kvCacheTokens = new Gauge({ name: "llamacpp:kv_cache_tokens", help: "KV-cache tokens.", registers: [this.registry] });
 
   #promptTokens = 0;
   #promptSeconds = 0;
   #predictedTokens = 0;
   #predictedSeconds = 0;
 
-  /** One request's prompt and generation, with the time each took. */
-  record(prompt: { tokens: number; seconds: number }, predicted: { tokens: number; seconds: number }): void {
+  /**
+   * One request's prompt and generation, with the time each took. As in
+   * llama-server, the prompt's tokens counted are those evaluated; `cached`
+   * are those the slot's cache held.
+   */
+  record(prompt: { tokens: number; cached?: number; seconds: number }, predicted: { tokens: number; seconds: number }): void {
     this.promptTokens.inc(prompt.tokens);
+    this.promptTokensEvaluated.inc(prompt.tokens);
+    this.promptTokensCached.inc(prompt.cached ?? 0);
     this.promptSeconds.inc(prompt.seconds);
     this.predictedTokens.inc(predicted.tokens);
     this.predictedSeconds.inc(predicted.seconds);

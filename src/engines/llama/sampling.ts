@@ -12,6 +12,8 @@ export const samplingSchema = z.looseObject({
   top_k: z.number().int().min(0).nullish().transform((value) => value ?? 40),
   min_p: z.number().min(0).max(1).nullish().transform((value) => value ?? 0.05),
   seed: z.number().int().nullish().transform((value) => (value === null || value === undefined || value < 0 ? undefined : value >>> 0)),
+  frequency_penalty: z.number().min(-2).max(2).nullish().transform((value) => value ?? 0),
+  presence_penalty: z.number().min(-2).max(2).nullish().transform((value) => value ?? 0),
   stop: z
     .union([z.string(), z.array(z.string()).max(16)])
     .nullish()
