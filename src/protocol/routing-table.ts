@@ -18,7 +18,7 @@ import { engineNames } from "../catalog/schema.js";
  * own environment by the variable's name.
  */
 
-export const routingModes = ["least", "prefix"] as const;
+export const routingModes = ["least", "prefix", "cache"] as const;
 export type RoutingMode = (typeof routingModes)[number];
 
 export const routingReplicaSchema = z.object({
