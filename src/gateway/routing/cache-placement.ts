@@ -5,6 +5,8 @@ import { hashText } from "./hash-text.js";
 import { PrefixIndex, prefixChain, prefixChunkChars, prefixChunksMax } from "./prefix-index.js";
 import { defaultCacheRoutingWeights, type CacheRoutingWeights } from "./score-replicas.js";
 
+const tieBreakChars = 4 * prefixChunkChars;
+
 export interface CacheLookup {
   readonly chain: readonly number[];
   readonly prefixHash: number;
@@ -32,8 +34,9 @@ export class CachePlacement {
   lookup(model: string, body: GatewayBody): CacheLookup {
     const text = prefixText(body, prefixChunkChars * prefixChunksMax);
     const chain = prefixChain(text);
-    // The tie-break hashes the first chunk, so gateways agree on where a new system prompt goes.
-    const prefixHash = hashText(text.slice(0, prefixChunkChars));
+    // The tie-break hashes the first 256 characters, so gateways agree on where a new system prompt goes,
+    // and system prompts that open alike ("You are a helpful assistant") still spread.
+    const prefixHash = hashText(text.slice(0, tieBreakChars));
     return { chain, prefixHash, knowledge: { held: this.#index.held(model, chain), chunks: chain.length, weights: this.#weights } };
   }
 

@@ -1,26 +1,26 @@
 import { hashText } from "./hash-text.js";
 
 /**
- * Characters per chunk of a prompt's chain. 256 characters is about 64 tokens
- * (the gateway's estimate is 4 characters a token): small enough that a
- * conversation's new turn or a short question after a shared system prompt
- * still matches all but its last chunk, large enough that a 2,000-token
- * system prompt is a chain of about 32 hashes, not hundreds. Engines cache in
- * blocks of 16 to 256 tokens, so a finer chunk would not find more.
+ * Characters per chunk of a prompt's chain. 64 characters is about 16 tokens
+ * (the gateway's estimate is 4 characters a token), vLLM's KV block: a
+ * conversation's first turns and short chats are known from their first
+ * hundred characters (a chunk of 256 left prompts shorter than that unknown,
+ * and routed them anywhere), and an engine caches in blocks of 16 tokens or
+ * more, so a finer chunk would not find more.
  */
-export const prefixChunkChars = 256;
+export const prefixChunkChars = 64;
 
 /**
- * Chunks of a prompt looked at: 128 chunks, about 8,000 tokens. Past that the
+ * Chunks of a prompt looked at: 512 chunks, about 8,000 tokens. Past that the
  * choice is made already (whoever holds 8,000 tokens of the prompt is the one
  * to read the rest), and the work per request stays bounded.
  */
-export const prefixChunksMax = 128;
+export const prefixChunksMax = 512;
 
 /**
- * Chain entries kept per model: 65,536, about 16 million characters of
- * distinct prompt prefixes (four million tokens, more than the KV cache of a
- * handful of replicas holds), and a few megabytes of memory per model.
+ * Chain entries kept per model: 65,536, about 4 million characters of
+ * distinct prompt prefixes (a million tokens, about the KV cache of a few
+ * replicas of a 7B model on 80 GB cards), and about 6 MB per model.
  */
 export const prefixEntriesPerModel = 65_536;
 
