@@ -50,7 +50,7 @@ const policies: readonly RoutingMode[] = ["least", "prefix", "cache"];
  * each round, and the rounds are pooled: the machine is shared, and a burst of
  * someone else's work should not land on one policy alone.
  */
-const rounds = 2;
+const rounds = 3;
 
 /**
  * Scaled down for a 2-core machine shared with other work: the tiny model's
