@@ -271,7 +271,7 @@ models:
     const refused = failure(() => loadServerConfig(file));
     const text = [refused.message, ...refused.details.map((detail) => `${detail.where}: ${detail.message}`)].join("\n");
     expect(text).toContain("keys (gateway API keys) or open");
-    expect(text).toContain("least (fewest in flight) or prefix");
+    expect(text).toContain("least (fewest in flight), prefix (same prompt start, same replica) or cache");
   });
 
   it("reads gateway.auth, keys by default", () => {

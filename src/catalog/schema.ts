@@ -150,10 +150,14 @@ export const modelEntrySchema = z.strictObject({
   external: externalSchema.optional(),
   /**
    * How the gateway picks a replica: `least` (fewest requests in flight, the
-   * default) or `prefix` (requests sharing a long prompt prefix go to the same
-   * replica while it is not overloaded, so the engine's prefix cache hits).
+   * default), `prefix` (requests sharing a prompt's first characters go to the
+   * same replica while it is not overloaded), or `cache` (the replica known to
+   * hold the longest part of the prompt, weighed against its queue and cache
+   * use: `gateway.cache_routing`).
    */
-  routing: z.enum(["least", "prefix"], { message: "least (fewest in flight) or prefix (same prompt prefix, same replica)" }).optional(),
+  routing: z
+    .enum(["least", "prefix", "cache"], { message: "least (fewest in flight), prefix (same prompt start, same replica) or cache (where the prompt's prefix was sent, weighed against load)" })
+    .optional(),
   /** How long a request waits for a ready replica (an on-demand model loading) before a 503; default 120s. */
   queue_timeout: boundedDurationSchema(1000, 3_600_000, "how long a request may wait for a replica of the model").optional(),
   /** The shipped preset this entry was added from (`ctl model add PRESET`); kept so the model and an export say where it came from. */
@@ -205,6 +209,15 @@ export const serverConfigSchema = z.strictObject({
       /** keys: every /v1 request needs a gateway key; open: anyone who reaches the port (a loopback demo). */
       auth: z.enum(["keys", "open"], { message: "keys (gateway API keys) or open (no key; loopback demos only)" }).optional(),
       usage_sync: usageSyncSchema.optional(),
+      /** The weights of `routing: cache` (score-replicas.ts says what each is worth); every key has a default. */
+      cache_routing: z
+        .strictObject({
+          prefix_weight: z.number({ message: "a number: the worth of holding the whole prompt" }).min(0).max(1000).optional(),
+          queue_weight: z.number({ message: "a number: the cost of each request in flight beyond the least busy replica's" }).min(0).max(1000).optional(),
+          cache_weight: z.number({ message: "a number: the cost of a whole KV cache in use" }).min(0).max(1000).optional(),
+          cache_full: z.number({ message: "a fraction from 0 to 1: the cache use from which a held prefix counts for nothing" }).min(0).max(1).optional(),
+        })
+        .optional(),
     })
     .optional(),
   /** How the reconciler paces itself; every key has a default. */

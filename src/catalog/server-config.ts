@@ -11,6 +11,7 @@ import { parseYamlSource } from "./yaml-source.js";
 import { defaultReconcileSettings, type ReconcileSettings } from "./reconcile-settings.js";
 import { defaultDataDir, defaultListen } from "./server-defaults.js";
 import { resolveLimits, type ServerLimits } from "./server-limits.js";
+import { defaultCacheRoutingWeights, type CacheRoutingWeights } from "./cache-routing.js";
 
 /** The server's settings, validated once at start and frozen. */
 export interface ServerConfig {
@@ -34,6 +35,8 @@ export interface ServerConfig {
   readonly gatewayAuth: "keys" | "open";
   /** What each answer waits for in the usage journal (`gateway.usage_sync`): write (written, not synced; the default) or disk (synced). */
   readonly usageSync: UsageSync;
+  /** The weights of `routing: cache` (`gateway.cache_routing`), defaults filled in. */
+  readonly cacheRouting: CacheRoutingWeights;
   /** The reconciler's pacing (`reconcile:`), defaults filled in. */
   readonly reconcile: ReconcileSettings;
   /** Limits against abuse on the server's port (`limits:`), defaults filled in. */
@@ -136,6 +139,12 @@ export function loadServerConfig(
     settlingWindowMs: duration(file.nodes?.settling_window, 20_000),
     gatewayAuth: overrides.gatewayAuth ?? file.gateway?.auth ?? "keys",
     usageSync: file.gateway?.usage_sync ?? "write",
+    cacheRouting: Object.freeze({
+      prefix: file.gateway?.cache_routing?.prefix_weight ?? defaultCacheRoutingWeights.prefix,
+      queue: file.gateway?.cache_routing?.queue_weight ?? defaultCacheRoutingWeights.queue,
+      cache: file.gateway?.cache_routing?.cache_weight ?? defaultCacheRoutingWeights.cache,
+      cacheFull: file.gateway?.cache_routing?.cache_full ?? defaultCacheRoutingWeights.cacheFull,
+    }),
     reconcile: Object.freeze({
       ...defaultReconcileSettings,
       intervalMs: duration(file.reconcile?.interval, defaultReconcileSettings.intervalMs),

@@ -18,7 +18,7 @@ import { engineNames } from "../catalog/schema.js";
  * own environment by the variable's name.
  */
 
-export const routingModes = ["least", "prefix"] as const;
+export const routingModes = ["least", "prefix", "cache"] as const;
 export type RoutingMode = (typeof routingModes)[number];
 
 export const routingReplicaSchema = z.object({
@@ -74,7 +74,8 @@ export const routingModelSchema = z.object({
   on_demand: z.boolean(),
   /** How long a request may wait for a first ready replica. */
   queue_timeout_ms: z.number().int().positive(),
-  routing: z.enum(routingModes),
+  /** A mode this gateway does not know (a newer server's) is read as fewest in flight: any replica still answers. */
+  routing: z.enum(routingModes).catch("least"),
   /** The engine of the model's first profile, for adapter selection; null for external models. */
   engine: z.enum(engineNames).nullable(),
   external: routingExternalSchema.nullable(),

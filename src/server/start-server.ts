@@ -152,6 +152,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       environment: process.env,
       log,
       requestsPerKey: { max: config.limits.requestsPerKey, setting: "limits.requests_per_key in server.yaml" },
+      cacheRouting: config.cacheRouting,
     });
     const previewReplicas: PreviewReplicas = (change) => reconciler.preview(change, config.gpuMemoryUtilization);
     const app = await buildApp({

@@ -51,7 +51,7 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
     const topLogprobs = data.logprobs === true ? (data.top_logprobs ?? 0) : undefined;
     await host.decode(
       reply,
-      { route: "/v1/chat/completions", model: data.model, idPrefix: "chatcmpl", promptTokens, stream: data.stream === true, choices: () => simulatedChoices(answer, shape, data.n ?? 1, "chatcmpl") },
+      { route: "/v1/chat/completions", model: data.model, idPrefix: "chatcmpl", promptTokens, promptText, stream: data.stream === true, choices: () => simulatedChoices(answer, shape, data.n ?? 1, "chatcmpl") },
       chatWire(data.model, data.stream_options?.include_usage === true, topLogprobs, data.seed ?? 0),
     );
     return reply;
@@ -83,7 +83,7 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
     };
     await host.decode(
       reply,
-      { route: "/v1/completions", model: data.model, idPrefix: "cmpl", promptTokens, stream: data.stream === true, choices: () => simulatedChoices(answer, { kind: "text" }, data.n ?? 1, "cmpl") },
+      { route: "/v1/completions", model: data.model, idPrefix: "cmpl", promptTokens, ...(typeof first === "string" ? { promptText } : {}), stream: data.stream === true, choices: () => simulatedChoices(answer, { kind: "text" }, data.n ?? 1, "cmpl") },
       completionWire(data.model, data.stream_options?.include_usage === true, data.logprobs ?? undefined, data.seed ?? 0),
     );
     return reply;
@@ -106,7 +106,7 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
       const answer: SimAnswerRequest = { modelName: host.answeringName(data), prompt: conversation.prompt, context: promptText, maxTokens, ignoreEos: false };
       await host.decode(
         reply,
-        { route: "/v1/responses", model: data.model, idPrefix: "resp", promptTokens, stream: data.stream === true, choices: () => simulatedChoices(answer, shape, 1, "call") },
+        { route: "/v1/responses", model: data.model, idPrefix: "resp", promptTokens, promptText, stream: data.stream === true, choices: () => simulatedChoices(answer, shape, 1, "call") },
         responsesWire(data.model, { instructions: data.instructions ?? null, maxOutputTokens: data.max_output_tokens ?? null }),
       );
       return reply;

@@ -13,6 +13,8 @@ export interface DecodePlan {
   readonly model: string;
   readonly idPrefix: string;
   readonly promptTokens: number;
+  /** The prompt as the engine reads it, for its prefix cache; absent where nothing is cached. */
+  readonly promptText?: string;
   readonly stream: boolean;
   /** Built once a slot is free, so a queued request holds no answer in memory. */
   readonly choices: () => SimChoice[];
@@ -22,7 +24,12 @@ export interface DecodeContext {
   readonly id: string;
   readonly created: number;
   readonly choices: readonly SimChoice[];
-  readonly usage: { readonly prompt_tokens: number; readonly completion_tokens: number; readonly total_tokens: number };
+  readonly usage: {
+    readonly prompt_tokens: number;
+    readonly completion_tokens: number;
+    readonly total_tokens: number;
+    readonly prompt_tokens_details?: { readonly cached_tokens: number };
+  };
 }
 
 /** Writes one SSE event: `data:` alone, or with an `event:` line (the Responses API names each). */
@@ -205,7 +212,7 @@ export function responsesWire(model: string, request: { readonly instructions: s
         state === "done"
           ? {
               input_tokens: context.usage.prompt_tokens,
-              input_tokens_details: { cached_tokens: 0 },
+              input_tokens_details: { cached_tokens: context.usage.prompt_tokens_details?.cached_tokens ?? 0 },
               output_tokens: context.usage.completion_tokens,
               output_tokens_details: { reasoning_tokens: 0 },
               total_tokens: context.usage.total_tokens,

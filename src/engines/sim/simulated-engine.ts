@@ -14,6 +14,7 @@ import { errorBody } from "./openai-error-body.js";
 import { sleepUntil } from "./sim-clock.js";
 import { registerGenerationRoutes } from "./sim-generation-routes.js";
 import { registerPrefillRoutes } from "./sim-prefill-routes.js";
+import { SimPrefixCache } from "./sim-prefix-cache.js";
 
 /** KV capacity per slot when the command line gives no context; only the usage ratio depends on it. */
 const defaultContextForCapacity = 4096;
@@ -28,6 +29,8 @@ export class SimulatedEngine {
   readonly #metrics: SimMetrics;
   /** KV tokens held by requests being served, for the usage gauge. */
   #tokensHeld = 0;
+  /** Prompts read, as large as the KV cache: a prompt's cached part is not charged to its first token. */
+  readonly #prefixCache: SimPrefixCache;
   #requestCount = 0;
   /** Inference requests left before a crash-after fault ends the engine. */
   #requestsBeforeCrash: number | undefined;
@@ -50,6 +53,7 @@ export class SimulatedEngine {
     this.#adapters = [...parsed.adapters];
     this.#gate = new ConcurrencyGate(parsed.concurrency);
     const capacity = (parsed.context ?? defaultContextForCapacity) * parsed.concurrency;
+    this.#prefixCache = new SimPrefixCache(capacity);
     this.#metrics = new SimMetrics(parsed.engine, parsed.modelName, () => ({
       running: this.#gate.running,
       waiting: this.#gate.waiting,
@@ -211,9 +215,16 @@ export class SimulatedEngine {
     const held = plan.promptTokens + completionTokens;
     this.#tokensHeld += held;
     this.#requestCount += 1;
-    const usage = { prompt_tokens: plan.promptTokens, completion_tokens: completionTokens, total_tokens: plan.promptTokens + completionTokens };
+    const cached = plan.promptText === undefined ? 0 : this.#prefixCache.read(plan.promptText, plan.promptTokens);
+    const usage = {
+      prompt_tokens: plan.promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: plan.promptTokens + completionTokens,
+      // As vLLM and llama-server report a prefix cache hit; left out on a miss, as before the cache.
+      ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    };
     const admitted = performance.now();
-    const firstTokenAt = admitted + timeToFirstTokenMilliseconds(this.timing, plan.promptTokens);
+    const firstTokenAt = admitted + timeToFirstTokenMilliseconds(this.timing, plan.promptTokens - cached);
     const step = decodeStepMilliseconds(this.timing);
     const context: DecodeContext = { id: `${plan.idPrefix}-sim-${this.#requestCount}`, created: Math.floor(Date.now() / 1000), choices, usage };
     let finished = false;

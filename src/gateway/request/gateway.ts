@@ -2,6 +2,8 @@ import type { Socket } from "node:net";
 import { DomainError } from "../../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
 import { chooseReplica } from "../routing/choose-replica.js";
+import { CachePlacement } from "../routing/cache-placement.js";
+import type { CacheRoutingWeights } from "../routing/score-replicas.js";
 import { ArmStats } from "../routing/arm-stats.js";
 import { armOf, chooseArm, stickyKeyOf } from "../routing/choose-arm.js";
 import { EjectedEndpoints } from "../routing/ejected-endpoints.js";
@@ -58,6 +60,8 @@ export interface GatewayOptions {
   readonly random?: () => number;
   /** Deadlines and the kept-image budget of the ComfyUI routes (images, image to 3D). */
   readonly comfy?: Pick<ComfyEndpointsOptions, "runDeadlineMs" | "keepImagesMs" | "keepImagesBytes">;
+  /** The weights of `routing: cache` (server.yaml `gateway.cache_routing`); defaults without. */
+  readonly cacheRouting?: CacheRoutingWeights;
 }
 
 /** Characters of the prompt's start that make up its prefix for affinity: a system prompt and the start of the context. */
@@ -89,6 +93,8 @@ export class Gateway {
   readonly #maxAttempts: number;
   readonly #random: () => number;
   readonly #slots: KeySlots;
+  /** Where this gateway sent which prompt prefix, for models routed by cache. */
+  readonly #cache: CachePlacement;
   #active = 0;
   #idle: (() => void) | undefined;
   /** POST /v1/images/generations and the other ComfyUI routes, with this gateway's table, policy and metrics. */
@@ -99,6 +105,7 @@ export class Gateway {
     this.#queue = { state: this.state, metrics: this.metrics, reportDemand: options.reportDemand, maxQueue: options.maxQueuePerModel ?? 256, closing: this.#closing.signal };
     this.#maxAttempts = options.maxAttempts ?? 3;
     this.#random = options.random ?? Math.random;
+    this.#cache = new CachePlacement(options.cacheRouting);
     this.#slots = new KeySlots(options.requestsPerKey?.max ?? defaultServerLimits.requestsPerKey, options.requestsPerKey?.setting ?? "limits.requests_per_key in server.yaml");
     this.comfy = new ComfyEndpoints({ ...options.comfy, slots: this.#slots, policy: options.policy, state: this.state, metrics: this.metrics, reportDemand: options.reportDemand, closing: this.#closing.signal });
     this.#tokens = new TokenCounter((model, reason) => options.log.warn({ model, reason }, "tokenizer-unreadable: counting this model's prompts by estimate"));
@@ -106,6 +113,7 @@ export class Gateway {
       this.metrics.observeTable(snapshot);
       this.#tokens.prepare(snapshot.table.models);
       this.#routes.retain(snapshot.table.models);
+      this.#cache.retain(snapshot.table.models);
     });
   }
 
@@ -314,6 +322,7 @@ export class Gateway {
     if (snapshot === "no-replica" || "refused" in snapshot) return snapshot;
     const replicas = snapshot.model(model.name)?.replicas ?? [];
     const prefixHash = model.routing === "prefix" ? hashText(prefixText(attempt.body, prefixLength)) : undefined;
+    const cache = model.routing === "cache" ? this.#cache.lookup(model.name, attempt.body) : undefined;
     const tried = new Set<string>();
     let lastFailure: UpstreamError | undefined;
     const arm = model.canary_weight === undefined ? undefined : chooseArm(model.canary_weight, stickyKeyOf(attempt.body.user, attempt.exchange.headers["x-session-id"]), this.#random);
@@ -324,10 +333,12 @@ export class Gateway {
         arm,
         ejected: this.#ejected.isEjected,
         inFlight: this.#inFlight,
-        prefixHash,
+        prefixHash: cache?.prefixHash ?? prefixHash,
+        cache: cache?.knowledge,
         random: this.#random,
       });
       if (!replica) break;
+      if (cache) this.#cache.sent(model.name, cache, replica);
       tried.add(replica.id);
       if (arm !== undefined) attempt.exchange.response.setHeader("x-llmgw-arm", armOf(replica));
       try {

@@ -1,6 +1,17 @@
 import type { RoutingReplica } from "../../protocol/routing-table.js";
 import { hashText } from "./hash-text.js";
 import { sameArmFirst, type Arm } from "./choose-arm.js";
+import { scoreReplicas, type CacheRoutingWeights } from "./score-replicas.js";
+
+/** What a model routed by cache brings to the choice: where its prompt's prefix is known to be (PrefixIndex). */
+export interface CacheKnowledge {
+  /** Chunks of the prompt's chain per replica id that it is known to hold. */
+  readonly held: ReadonlyMap<string, number>;
+  readonly chunks: number;
+  /** The engine's KV cache use (0 to 1) per replica, where known. */
+  readonly cacheUse?: ((replica: RoutingReplica) => number | undefined) | undefined;
+  readonly weights: CacheRoutingWeights;
+}
 
 export interface ReplicaChoice {
   /** Ready replicas not yet tried for this request. */
@@ -15,6 +26,8 @@ export interface ReplicaChoice {
   readonly ejected?: ((replica: RoutingReplica) => boolean) | undefined;
   /** The canary arm chosen for the request: that arm's replicas, when it has any left (sameArmFirst). */
   readonly arm?: Arm | undefined;
+  /** Set for a model routed by cache: the scorer decides, `prefixHash` breaking its ties. */
+  readonly cache?: CacheKnowledge | undefined;
 }
 
 /**
@@ -43,6 +56,9 @@ export const prefixOverloadMargin = 4;
  * hashing: the same prefix picks the same replica, and a replica coming or
  * going moves only its own share of prefixes) while it holds at most
  * `prefixOverloadMargin` more requests than the least busy candidate.
+ *
+ * With cache knowledge (routing by cache), the scorer picks among the ready
+ * candidates (scoreReplicas), the prefix hash's rendezvous weight breaking ties.
  */
 export function chooseReplica(choice: ReplicaChoice): RoutingReplica | undefined {
   let ready: readonly RoutingReplica[] = choice.candidates.filter((replica) => replica.state === "ready");
@@ -54,6 +70,10 @@ export function chooseReplica(choice: ReplicaChoice): RoutingReplica | undefined
   }
   if (choice.arm !== undefined) ready = sameArmFirst(ready, choice.arm);
   const load = (replica: RoutingReplica) => choice.inFlight.get(replica.id) ?? 0;
+  if (choice.cache !== undefined) {
+    const seed = choice.prefixHash ?? 0;
+    return scoreReplicas({ ...choice.cache, replicas: ready, inFlight: choice.inFlight, tieBreak: (replica) => mix(seed ^ hashText(replica.id)) });
+  }
   if (choice.prefixHash !== undefined) {
     let owner = ready[0] as RoutingReplica;
     let best = -1;
