@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { describeFailure } from "./report-failure.js";
+import { outliveClosedOutput } from "./closed-output.js";
 import { engineNames, type EngineName } from "../catalog/schema.js";
 import type { AgentOptions, startAgent } from "../agent/agent.js";
 import { isDomainError } from "../errors/domain-error.js";
@@ -97,6 +98,8 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
       // keeps the environment the process started with there, whatever process.env becomes, and a
       // process of the same uid (an engine, code that came with a model) can read that file.
       delete process.env.LLMGW_JOIN_TOKEN;
+      // A closed pipe or terminal on stderr must not cut short the stop of its engines (--exit-with-parent) or its own.
+      outliveClosedOutput();
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the agent to do it.
       const [{ startAgent }, { watchParentLifeline }, { readCaFile, tlsFromFlags }] = await Promise.all([
         import("../agent/agent.js"),

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { printedLlmgwCommand } from "./invocation.js";
+import { outliveClosedOutput, stopSignals, type StopSignal } from "./closed-output.js";
 import { print } from "./output.js";
 
 const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
@@ -43,6 +44,9 @@ async function askGateway(url: string, model: string): Promise<string> {
   return question.answer(body);
 }
 
+/** How the stop is announced: a person pressed Ctrl-C; the others are said by name. */
+const signalNames: Record<StopSignal, string> = { SIGINT: "Ctrl-C", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP (the terminal closed)" };
+
 export function registerDemoCommand(program: Command): void {
   program
     .command("demo")
@@ -51,6 +55,8 @@ export function registerDemoCommand(program: Command): void {
     .option("--data-dir <dir>", "keep the demo's state, logs and model files here (default: a temporary folder, removed at the end)")
     .option("--gguf <path>", "also serve this GGUF file for real: a CPU node of this machine runs it with llama.cpp (built into llmgw), placed by the reconciler like every model")
     .action(async (options: { listen: string; dataDir?: string; gguf?: string }) => {
+      // Its output piped into tee that Ctrl-C kills too, or a terminal closed: it still stops everything it started.
+      outliveClosedOutput();
       print(
         options.gguf !== undefined
           ? "llmgw demo: a control plane, two simulated GPU nodes and a CPU node that answers for real, on this machine (no GPU needed)\n"
@@ -60,10 +66,10 @@ export function registerDemoCommand(program: Command): void {
       const [{ runDemo }, { demoSummary }] = await Promise.all([import("../demo/run-demo.js"), import("./demo-summary.js")]);
       const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, gguf: options.gguf, say: (line) => print(`  ${line}`) });
       let stopping = false;
-      const stop = (signal: string) => {
+      const stop = (signal: StopSignal) => {
         if (stopping) return;
         stopping = true;
-        print(`\n${signal}: stopping replicas, agents and server...`);
+        print(`\n${signalNames[signal]}: stopping replicas, agents and server...`);
         void demo.stop().then(
           () => {
             print("Stopped.");
@@ -77,8 +83,7 @@ export function registerDemoCommand(program: Command): void {
       };
       // on, not once: a second Ctrl-C while stopping must not kill the demo
       // before it has stopped the agents (they are in their own process group).
-      process.on("SIGINT", () => stop("Ctrl-C"));
-      process.on("SIGTERM", () => stop("SIGTERM"));
+      for (const signal of stopSignals) process.on(signal, () => stop(signal));
       const checks: string[] = [];
       for (const replica of demo.replicas) {
         const answer = await askGateway(demo.url, replica.model).catch((error: unknown) => `no answer: ${(error as Error).message}`);

@@ -6,6 +6,7 @@ import path from "node:path";
 import { adminTokenFileName, dataDirOption } from "../server/admin-token-file.js";
 import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
+import { outliveClosedOutput } from "./closed-output.js";
 
 export function registerServerCommand(program: Command): void {
   program
@@ -17,6 +18,8 @@ export function registerServerCommand(program: Command): void {
     .option("--database <url>", "postgres://... to share state between servers (default: embedded SQLite in the data directory)")
     .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
     .action(async (options: { config?: string; listen?: string; dataDir?: string; database?: string; logLevel: string }) => {
+      // Warnings come later (the declared sources' checks): a reader of its output gone by then must not end the server.
+      outliveClosedOutput();
       // Loaded here, not at the top: every `llmgw ctl` builds this command tree, and must not load the server to do it.
       const { describeStorage, startServer } = await import("../server/start-server.js");
       const server = await startServer({
