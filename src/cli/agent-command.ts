@@ -57,6 +57,9 @@ interface AgentCommandOptions {
  * `llmgw agent`: one per machine. `overrides` lets a test run
  * the real command with a stand-in engine driver.
  */
+/** Where an agent keeps its state when not told: in the working directory, which is why a clone's .gitignore names it. */
+export const defaultAgentDataDir = "./llmgw-agent-data";
+
 export function registerAgentCommand(program: Command, overrides: Partial<AgentOptions> = {}): Command {
   return program
     .command("agent")
@@ -70,7 +73,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .option("--name <name>", "node name (default: the host name)")
     .option("--fabric <fabric>", "the interconnect this node's cards share with others (default: one fabric per node, its name)")
     .option("--labels <key=value,...>", "labels for placement", parseLabels)
-    .option("--data-dir <dir>", "weights cache, logs and state", "./llmgw-agent-data")
+    .option("--data-dir <dir>", "weights cache, logs and state", defaultAgentDataDir)
     .option("--listen <host:port>", "address of the agent's control API", "127.0.0.1:0")
     .option("--tls-cert <file>", "serve the control API over HTTPS with this PEM certificate (with --tls-key); a renewed file is picked up without a restart")
     .option("--tls-key <file>", "the PEM private key of --tls-cert")
