@@ -90,7 +90,7 @@ export function registerGatewayCommand(program: Command): void {
     .option("--listen <host:port>", "where the gateway listens", "127.0.0.1:8081")
     .option("--token <token>", "an admin token: the routing table carries the replicas' keys (env LLMGW_TOKEN)")
     .option("--auth <mode>", "keys (gateway API keys) or open (no key; loopback demos only)", "keys")
-    .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
+    .option("--log-level <level>", "fatal, error, warn, info, debug", "warn")
     .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (with --tls-key); a renewed file is picked up without a restart")
     .option("--tls-key <file>", "the PEM private key of --tls-cert")
     .option("--ca <file>", "a PEM CA certificate to trust besides the system's, for a server whose certificate a private CA signed (env LLMGW_CA)")
@@ -109,7 +109,7 @@ export function registerGatewayCommand(program: Command): void {
       const server = options.server ?? process.env.LLMGW_SERVER;
       const token = options.token ?? process.env.LLMGW_TOKEN;
       if (!server) throw new DomainError("config_invalid", "--server is missing: the gateway follows a server's routing table", "Give --server http://HOST:PORT (or set LLMGW_SERVER).");
-      if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN); `llmgw ctl token create NAME --role admin` makes one.");
+      if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN): the server's first admin token (printed at its first start, in the file admin-token of its data directory), or one that `llmgw ctl token create NAME --role admin` made with it.");
       if (options.auth !== "keys" && options.auth !== "open") throw new DomainError("config_invalid", `--auth ${options.auth}: expected keys or open`, "Use --auth keys, or --auth open on loopback.");
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the gateway to do it.
       const [{ httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }] = await Promise.all([

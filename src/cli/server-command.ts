@@ -16,7 +16,7 @@ export function registerServerCommand(program: Command): void {
     .option("--listen <host:port>", `where to listen (default ${defaultListen})`)
     .option("--data-dir <dir>", `state and the admin token (default ${defaultDataDir})`)
     .option("--database <url>", "postgres://... to share state between servers (default: embedded SQLite in the data directory)")
-    .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
+    .option("--log-level <level>", "fatal, error, warn, info, debug", "warn")
     .action(async (options: { config?: string; listen?: string; dataDir?: string; database?: string; logLevel: string }) => {
       // Warnings come later (the declared sources' checks): a reader of its output gone by then must not end the server.
       outliveClosedOutput();

@@ -1,6 +1,7 @@
 import { userInfo } from "node:os";
 import { errors as undiciErrors, request, type Dispatcher } from "undici";
 import { certificateFailure } from "../net/tls-files.js";
+import { speaksTls } from "./speaks-tls.js";
 import { apiHeader, clientApiRange, formatApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
 import { readErrorBody } from "../protocol/error-body.js";
 import { dryRunAnswerSchema, dryRunParameter, type DryRunAnswer } from "../protocol/dry-run.js";
@@ -139,7 +140,7 @@ export class ApiClient {
         ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
       });
     } catch (error) {
-      throw unreachable(this.baseUrl, error);
+      throw await explainedUnreachable(this.baseUrl, error);
     }
     if (response.headers[versionHeader] === undefined) {
       await response.body.dump();
@@ -158,6 +159,21 @@ function errorFromAnswer(status: number, text: string): RemoteError {
   const body = readErrorBody(text);
   if (body) return new RemoteError(body.code ?? "internal", body.message, body.hint ?? "", body.details, status);
   return new RemoteError("internal", `the server answered HTTP ${status}: ${text.slice(0, 300)}`, "Check the server's log.", [], status);
+}
+
+/** A plain-HTTP connection closed at once may be a TLS port: asked, so the hint says https:// instead of "start it". */
+async function explainedUnreachable(baseUrl: string, error: unknown): Promise<RemoteError> {
+  const url = new URL(baseUrl);
+  const code = (error as { code?: string }).code ?? ((error as { cause?: { code?: string } }).cause?.code);
+  if (url.protocol === "http:" && (code === "UND_ERR_SOCKET" || code === "ECONNRESET") && (await speaksTls(url))) {
+    const secure = baseUrl.replace(/^http:/, "https:");
+    return new RemoteError(
+      "server_unreachable",
+      `${baseUrl} speaks TLS: the server there serves HTTPS, and closed this plain-HTTP connection`,
+      `Use https://: --server ${secure} (or LLMGW_SERVER=${secure}), with --ca FILE when a private CA signed its certificate.`,
+    );
+  }
+  return unreachable(baseUrl, error);
 }
 
 function unreachable(baseUrl: string, error: unknown): RemoteError {
