@@ -1,4 +1,5 @@
 import type { Socket } from "node:net";
+import { didYouMean } from "../../errors/did-you-mean.js";
 import { DomainError } from "../../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
 import { chooseReplica } from "../routing/choose-replica.js";
@@ -155,7 +156,10 @@ export class Gateway {
       const snapshot = this.state.current;
       const target = snapshot.resolve(body.model);
       if (!target) {
-        throw new DomainError("model_not_found", `no model named ${body.model} at this gateway`, "GET /v1/models lists the models, aliases and adapters you may use.");
+        // Suggested only among the names this caller may use: a typo must not reveal a model its key cannot see.
+        const allowed = caller.allowedModels;
+        const mayUse = snapshot.names().flatMap((entry) => (allowed === null || allowed.includes(entry.name) ? [entry.name] : []));
+        throw new DomainError("model_not_found", `no model named ${body.model} at this gateway${didYouMean(body.model, mayUse)}`, "GET /v1/models lists the models, aliases and adapters you may use.");
       }
       if (target.model.comfy) throw wrongTaskError(target.model, "text");
       if (isExtraRoute(endpoint)) refuseUnservedRoute(target.model, endpoint);
