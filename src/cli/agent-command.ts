@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { describeFailure } from "./report-failure.js";
 import { outliveClosedOutput } from "./closed-output.js";
-import { engineNames, type EngineName } from "../catalog/schema.js";
+import { engineNames, type EngineName } from "../catalog/names.js";
 import type { AgentOptions, startAgent } from "../agent/agent.js";
 import { isDomainError } from "../errors/domain-error.js";
 

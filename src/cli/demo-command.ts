@@ -1,37 +1,39 @@
 import type { Command } from "commander";
-import { z } from "zod";
+import type { z as Zod } from "zod";
 import { printedLlmgwCommand } from "./invocation.js";
 import { outliveClosedOutput, stopSignals, type StopSignal } from "./closed-output.js";
 import { print } from "./output.js";
 
-const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
-const completionAnswer = z.object({ choices: z.array(z.object({ text: z.string() })).min(1) });
-const embeddingAnswer = z.object({ data: z.array(z.object({ embedding: z.array(z.number()) })).min(1) });
-
-/** How each model is asked, by its preset's first task: a chat model is chatted with, an embedding model embeds. */
-const questions = {
-  chat: {
-    path: "/v1/chat/completions",
-    body: (model: string) => ({ model, messages: [{ role: "user", content: "Hello from llmgw demo" }], max_tokens: 16 }),
-    answer: (body: unknown) => chatAnswer.parse(body).choices[0]?.message.content ?? "",
-  },
-  completions: {
-    path: "/v1/completions",
-    body: (model: string) => ({ model, prompt: "Hello from llmgw demo", max_tokens: 16 }),
-    answer: (body: unknown) => completionAnswer.parse(body).choices[0]?.text ?? "",
-  },
-  embeddings: {
-    path: "/v1/embeddings",
-    body: (model: string) => ({ model, input: "Hello from llmgw demo" }),
-    answer: (body: unknown) => `an embedding of ${embeddingAnswer.parse(body).data[0]?.embedding.length ?? 0} numbers`,
-  },
-} as const;
+/** How each model is asked, by its preset's first task: a chat model is chatted with, an embedding model embeds. Built when the demo runs: zod would slow every other command's start. */
+function questions(z: typeof Zod) {
+  const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
+  const completionAnswer = z.object({ choices: z.array(z.object({ text: z.string() })).min(1) });
+  const embeddingAnswer = z.object({ data: z.array(z.object({ embedding: z.array(z.number()) })).min(1) });
+  return {
+    chat: {
+      path: "/v1/chat/completions",
+      body: (model: string) => ({ model, messages: [{ role: "user", content: "Hello from llmgw demo" }], max_tokens: 16 }),
+      answer: (body: unknown) => chatAnswer.parse(body).choices[0]?.message.content ?? "",
+    },
+    completions: {
+      path: "/v1/completions",
+      body: (model: string) => ({ model, prompt: "Hello from llmgw demo", max_tokens: 16 }),
+      answer: (body: unknown) => completionAnswer.parse(body).choices[0]?.text ?? "",
+    },
+    embeddings: {
+      path: "/v1/embeddings",
+      body: (model: string) => ({ model, input: "Hello from llmgw demo" }),
+      answer: (body: unknown) => `an embedding of ${embeddingAnswer.parse(body).data[0]?.embedding.length ?? 0} numbers`,
+    },
+  } as const;
+}
 
 /** One real request through the gateway's /v1, as proof the whole path answers. */
 async function askGateway(url: string, model: string): Promise<string> {
-  const [{ shippedPresets }, { request }] = await Promise.all([import("../catalog/presets/shipped-presets.js"), import("undici")]);
+  const [{ shippedPresets }, { request }, { z }] = await Promise.all([import("../catalog/presets/shipped-presets.js"), import("undici"), import("zod")]);
   const task = shippedPresets().find((preset) => preset.name === model)?.preset.tasks[0];
-  const question = task === "completions" || task === "embeddings" ? questions[task] : questions.chat;
+  const asked = questions(z);
+  const question = task === "completions" || task === "embeddings" ? asked[task] : asked.chat;
   const response = await request(`${url}${question.path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },

@@ -5,8 +5,8 @@ import type { Command } from "commander";
 import { DomainError } from "../errors/domain-error.js";
 import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
 import { print } from "./output.js";
-import { limitsFromText, type LimitsInput } from "../catalog/server-limits.js";
-import { usageSyncSchema, type UsageSync } from "../catalog/schema.js";
+import type { LimitsInput } from "../catalog/server-limits.js";
+import { usageSyncs, type UsageSync } from "../catalog/names.js";
 
 interface GatewayCommandOptions {
   server?: string;
@@ -30,7 +30,9 @@ interface GatewayCommandOptions {
 }
 
 /** The limits flags, named as server.yaml's `limits:` keys with - for _, so one page documents both. */
-function limitsFromFlags(options: GatewayCommandOptions) {
+async function limitsFromFlags(options: GatewayCommandOptions) {
+  // Loaded when run: its schemas would slow every ctl call's start.
+  const { limitsFromText } = await import("../catalog/server-limits.js");
   const flag = (key: keyof LimitsInput) => `--${key.replaceAll("_", "-")}`;
   return limitsFromText(
     {
@@ -73,11 +75,11 @@ export function parseWorkers(text: string): number {
 
 /** --usage-sync (or LLMGW_USAGE_SYNC): checked before any worker starts, so a wrong value is one error. */
 export function parseUsageSync(text: string, where: string): UsageSync {
-  const parsed = usageSyncSchema.safeParse(text);
-  if (parsed.success) return parsed.data;
+  const known = usageSyncs.find((name) => name === text);
+  if (known !== undefined) return known;
   throw new DomainError(
     "config_invalid",
-    `${where} ${text}: expected ${usageSyncSchema.options.join(" or ")}`,
+    `${where} ${text}: expected ${usageSyncs.join(" or ")}`,
     "Use write (the default: each answer's usage written before it ends; a crash of the process loses none, one of the machine may lose the last seconds') or disk (synced too: a crash of the machine loses none, at the cost of a sync per group of answers).",
   );
 }
@@ -121,7 +123,7 @@ export function registerGatewayCommand(program: Command): void {
       const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);
       const usageSync = parseUsageSync(options.usageSync ?? process.env.LLMGW_USAGE_SYNC ?? "write", options.usageSync !== undefined ? "--usage-sync" : "LLMGW_USAGE_SYNC");
       // Checked before any worker starts, as the certificate is below.
-      const limits = limitsFromFlags(options);
+      const limits = await limitsFromFlags(options);
       // Checked before any worker starts, so a wrong file is one error, not one per worker.
       const tls = tlsFromFlags(options.tlsCert, options.tlsKey);
       const serverDispatcher = verifyingDispatcher(caFromOption(options.ca));
