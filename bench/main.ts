@@ -27,7 +27,9 @@
  *   the tiny GGUF straight to the built-in engine and through the gateway,
  *   and the time from `ctl model add` to the first token.
  *
- * `npm run bench -- gateway` (or planner, placement, admin, console, llama) runs only the named sections.
+ * - The CLI's start (bench/cli.ts): `llmgw ctl models` against a running
+ *   server and `llmgw --help`, beside `node -e 0`.
+ * `npm run bench -- gateway` (or planner, placement, admin, console, llama, cli) runs only the named sections.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -44,6 +46,7 @@ import { benchDemands, benchFleet } from "./placement-workload.js";
 import { adminApiBench, defaultAdminApiSettings, largeAdminApiSettings } from "./admin-api.js";
 import { consoleBench } from "./console.js";
 import { llamaBench } from "./llama.js";
+import { cliBench } from "./cli.js";
 import { availableParallelism } from "node:os";
 import { defaultGatewayOverheadSettings, renderGatewayOverhead, runGatewayOverhead, type GatewayOverheadResults } from "./gateway/gateway-overhead.js";
 
@@ -164,7 +167,7 @@ function placementTiming(): { results: PlacementTiming[]; markdown: string } {
   return { results, markdown };
 }
 
-// `npm run bench -- gateway` (or planner, placement, admin, admin-small, admin-large, console, llama) runs only the named sections; no name runs them all.
+// `npm run bench -- gateway` (or planner, placement, admin, admin-small, admin-large, console, llama, cli) runs only the named sections; no name runs them all.
 const wanted = new Set(process.argv.slice(2));
 const runs = (section: string) => wanted.size === 0 || wanted.has(section);
 
@@ -183,6 +186,7 @@ for (const settings of adminSizes) {
 }
 const consoleResult = runs("console") ? await consoleBench() : undefined;
 const llama = runs("llama") ? await llamaBench((line) => process.stderr.write(`${line}\n`)) : undefined;
+const cli = runs("cli") ? await cliBench() : undefined;
 let gateway: GatewayOverheadResults | undefined;
 if (runs("gateway")) {
   process.stderr.write("Gateway overhead (about 4 minutes)...\n");
@@ -199,6 +203,7 @@ const markdown = [
   ...adminApi.flatMap((report) => [report.markdown, ""]),
   ...(consoleResult ? [consoleResult.markdown, ""] : []),
   ...(llama ? [llama.markdown, ""] : []),
+  ...(cli ? [cli.markdown, ""] : []),
   ...(gateway ? [renderGatewayOverhead(gateway), ""] : []),
 ].join("\n");
 const resultsFolder = path.join(packageRoot.directory, "bench", "results");
@@ -216,6 +221,7 @@ writeFileSync(
       admin_api: adminApi.length > 0 ? adminApi.map((report) => ({ ...report, markdown: undefined })) : undefined,
       console: consoleResult ? { ...consoleResult, markdown: undefined } : undefined,
       llama: llama ? { ...llama, markdown: undefined } : undefined,
+      cli: cli ? { ...cli, markdown: undefined } : undefined,
       gateway_overhead: gateway,
     },
     null,
