@@ -120,6 +120,13 @@ export class ApiClient {
     return answer as T;
   }
 
+  /** Whether the server's gateway wants a key: /v1/models asked without one is refused. */
+  async gatewayChecksKeys(): Promise<boolean> {
+    const response = await request(new URL("/v1/models", this.baseUrl), { method: "GET", headersTimeout: 10_000, ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}) });
+    await response.body.dump();
+    return response.statusCode === 401;
+  }
+
   /** Sends one request with the CLI's identity, and refuses an answer that is not from an llmgw server. */
   private async send(method: "GET" | "POST" | "DELETE", path: string, body: unknown, bodyTimeout: number) {
     const headers: Record<string, string> = {

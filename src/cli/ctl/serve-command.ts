@@ -109,6 +109,11 @@ export function registerServeCommand(ctl: Command): void {
         });
       }
       // Ends as `model add --wait` does: the line saying it serves comes last.
-      if (!json) print(["", "Try it through the gateway:", ...gatewayTryLines(client.baseUrl, added.name).slice(0, 2), ...(ready ? ["", ready] : [])].join("\n"));
+      if (!json) {
+        // The curl printed must work as printed: with a key where the gateway checks keys.
+        const keyed = await client.gatewayChecksKeys().catch(() => false);
+        const curl = gatewayTryLines(client.baseUrl, added.name, keyed).slice(0, keyed ? 3 : 2);
+        print(["", "Try it through the gateway:", ...curl, ...(ready ? ["", ready] : [])].join("\n"));
+      }
     });
 }
