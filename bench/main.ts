@@ -31,7 +31,10 @@
  *   behind one gateway, fewest-in-flight, prefix hash and the cache scorer
  *   side by side on conversations, shared system prompts and unshared prompts.
  *
- * `npm run bench -- gateway` (or planner, placement, admin, console, llama, routing) runs only the named sections.
+ * - The CLI's start (bench/cli.ts): `llmgw ctl models` against a running
+ *   server and `llmgw --help`, beside `node -e 0`.
+ *
+ * `npm run bench -- gateway` (or planner, placement, admin, console, llama, routing, cli) runs only the named sections.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -49,6 +52,7 @@ import { adminApiBench, defaultAdminApiSettings, largeAdminApiSettings } from ".
 import { consoleBench } from "./console.js";
 import { llamaBench } from "./llama.js";
 import { routingBench } from "./routing.js";
+import { cliBench } from "./cli.js";
 import { availableParallelism } from "node:os";
 import { defaultGatewayOverheadSettings, renderGatewayOverhead, runGatewayOverhead, type GatewayOverheadResults } from "./gateway/gateway-overhead.js";
 
@@ -174,7 +178,7 @@ function placementTiming(): { results: PlacementTiming[]; markdown: string } {
   return { results, markdown };
 }
 
-// `npm run bench -- gateway` (or planner, placement, admin, admin-small, admin-large, console, llama, routing) runs only the named sections; no name runs them all.
+// `npm run bench -- gateway` (or planner, placement, admin, admin-small, admin-large, console, llama, routing, cli) runs only the named sections; no name runs them all.
 const wanted = new Set(process.argv.slice(2));
 const runs = (section: string) => wanted.size === 0 || wanted.has(section);
 
@@ -194,6 +198,7 @@ for (const settings of adminSizes) {
 const consoleResult = runs("console") ? await consoleBench() : undefined;
 const llama = runs("llama") ? await llamaBench((line) => process.stderr.write(`${line}\n`)) : undefined;
 const routing = runs("routing") ? await routingBench((line) => process.stderr.write(`${line}\n`)) : undefined;
+const cli = runs("cli") ? await cliBench() : undefined;
 let gateway: GatewayOverheadResults | undefined;
 if (runs("gateway")) {
   process.stderr.write("Gateway overhead (about 4 minutes)...\n");
@@ -211,6 +216,7 @@ const markdown = [
   ...(consoleResult ? [consoleResult.markdown, ""] : []),
   ...(llama ? [llama.markdown, ""] : []),
   ...(routing ? [routing.markdown, ""] : []),
+  ...(cli ? [cli.markdown, ""] : []),
   ...(gateway ? [renderGatewayOverhead(gateway), ""] : []),
 ].join("\n");
 const resultsFolder = path.join(packageRoot.directory, "bench", "results");
@@ -229,6 +235,7 @@ writeFileSync(
       console: consoleResult ? { ...consoleResult, markdown: undefined } : undefined,
       llama: llama ? { ...llama, markdown: undefined } : undefined,
       routing: routing?.workloads,
+      cli: cli ? { ...cli, markdown: undefined } : undefined,
       gateway_overhead: gateway,
     },
     null,

@@ -3,6 +3,7 @@ import type { ErrorCode } from "../errors/codes.js";
 import { checkEntry, resolveModel, type CatalogModel, type ModelSource } from "./catalog-model.js";
 import type { ModelEntry } from "./schema.js";
 import { formatPath } from "./schema-errors.js";
+import { didYouMean } from "../errors/did-you-mean.js";
 
 /** One entry and where it was written, so every problem can name its place. */
 export interface PlacedEntry {
@@ -73,7 +74,7 @@ export function buildCatalog(entries: readonly PlacedEntry[]): Catalog {
       } else if (!byName.has(fallback)) {
         problems.push({
           code: "unknown_fallback",
-          detail: { where: where(placed, ["fallbacks", index]), message: `"${fallback}" is not a model in the catalog (fallbacks name models, not aliases or adapters)` },
+          detail: { where: where(placed, ["fallbacks", index]), message: `"${fallback}" is not a model in the catalog${didYouMean(fallback, byName.keys())} (fallbacks name models, not aliases or adapters)` },
         });
       }
     }

@@ -79,6 +79,14 @@ models:
     expect(error.message).toContain("models[0].profiles[0].engine: one of vllm, sglang, trtllm, llamacpp, comfyui");
   });
 
+  it("offers the engine a misspelt one was meant to be", () => {
+    const file = writeConfig(`models:
+  - name: a
+    profiles: [{ engine: vlm, source: x }]
+`);
+    expect(failure(() => loadServerConfig(file)).message).toContain('engine: one of vllm, sglang, trtllm, llamacpp, comfyui (did you mean "vllm"?)');
+  });
+
   it("refuses a duplicate model name, naming both places", () => {
     const file = writeConfig(`models:
   - { name: a, profiles: [{ engine: vllm, source: x }] }

@@ -1,4 +1,5 @@
 import { closest } from "fastest-levenshtein";
+import { didYouMean } from "../errors/did-you-mean.js";
 import type { z } from "zod";
 import { DomainError, type ErrorDetail } from "../errors/domain-error.js";
 
@@ -73,7 +74,10 @@ export function parseWithSchema<Schema extends z.ZodType>(schema: Schema, value:
     const missing = issue.code === "invalid_type" && valueAt(value, issue.path) === undefined;
     // A record key that fails its own schema (an env name) carries the key schema's message inside.
     const message = issue.code === "invalid_key" ? (issue.issues[0]?.message ?? issue.message) : issue.message;
-    details.push({ where: place, message: missing ? `required: ${message}` : message });
+    // A value outside a fixed list (an engine, a class) is most often misspelt, as a key is.
+    const given = valueAt(value, issue.path);
+    const suggestion = issue.code === "invalid_value" && typeof given === "string" ? didYouMean(given, issue.values.filter((known): known is string => typeof known === "string")) : "";
+    details.push({ where: place, message: missing ? `required: ${message}` : `${message}${suggestion}` });
   }
   const unlisted = problems - details.length;
   if (unlisted > 0) details.push({ where: "(more)", message: `and ${unlisted} more problem${unlisted === 1 ? "" : "s"} not listed` });

@@ -12,8 +12,8 @@ import { limitsSchema } from "./server-limits.js";
  * on one card.
  */
 
-export const engineNames = ["vllm", "sglang", "trtllm", "llamacpp", "comfyui"] as const;
-export type EngineName = (typeof engineNames)[number];
+import { engineNames, modelClasses, usageSyncs, type EngineName } from "./names.js";
+export { engineNames, modelClasses, usageSyncs, type EngineName, type ModelClass } from "./names.js";
 
 /** Engines that only run on GPUs, with tensor parallelism over the cards of one node. */
 export const gpuOnlyEngines: readonly EngineName[] = ["vllm", "sglang", "trtllm"];
@@ -34,8 +34,7 @@ export const gpuQuantizations = ["bf16", "fp16", "fp8", "int8", "int4", "awq", "
 /** Engines whose drivers can attach LoRA adapters; the catalog refuses adapters on a model with a profile of any other. */
 export const adapterEngines: readonly EngineName[] = ["vllm", "sglang", "llamacpp"];
 
-export const modelClasses = ["critical", "standard", "opportunistic"] as const;
-export type ModelClass = (typeof modelClasses)[number];
+
 
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:\/-]{0,127}$/;
 export const modelNameSchema = z
@@ -170,7 +169,7 @@ export type ModelEntry = z.infer<typeof modelEntrySchema>;
  * `llmgw gateway --usage-sync`): write (written; survives a crash of the
  * process, not of the machine), the default, or disk (written and synced).
  */
-export const usageSyncSchema = z.enum(["write", "disk"], { message: "write (each answer's usage written before it ends, not synced: a crash of the machine may lose the last seconds' usage) or disk (synced too)" });
+export const usageSyncSchema = z.enum(usageSyncs, { message: "write (each answer's usage written before it ends, not synced: a crash of the machine may lose the last seconds' usage) or disk (synced too)" });
 export type UsageSync = z.infer<typeof usageSyncSchema>;
 
 export const serverConfigSchema = z.strictObject({

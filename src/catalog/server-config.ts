@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { readCaFile, readTlsFiles, type TlsFiles } from "../net/tls-files.js";
+import { dataDirLocation } from "./data-dir-location.js";
 import path from "node:path";
 import { DomainError } from "../errors/domain-error.js";
 import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
@@ -127,7 +128,7 @@ export function loadServerConfig(
     listen: parseListen(overrides.listen ?? file.listen ?? defaultListen, overrides.listen ? "--listen" : `${label}: listen`),
     tls,
     nodesCa,
-    dataDir: path.resolve(overrides.dataDir ?? file.data_dir ?? defaultDataDir),
+    dataDir: dataDirLocation({ flag: overrides.dataDir, fromFile: file.data_dir, configPath, label }),
     database,
     gpuMemoryUtilization: file.gpu_memory_utilization ?? 0.9,
     huggingface: Object.freeze({

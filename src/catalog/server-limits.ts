@@ -30,12 +30,8 @@ export interface ServerLimits {
 
 const mebibyte = 1024 * 1024;
 
-/**
- * The most requests in flight one key may be allowed, by limits.requests_per_key
- * or by the key's own max_in_flight: more than a port holds connections
- * (limits.connections' own bound), so a larger cap could never be reached.
- */
-export const mostRequestsPerKey = 1_000_000;
+export { mostRequestsPerKey } from "./limit-bounds.js";
+import { mostRequestsPerKey } from "./limit-bounds.js";
 
 /**
  * The values in force before `limits:` existed, kept so a server.yaml

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { describeFailure } from "./report-failure.js";
-import { engineNames, type EngineName } from "../catalog/schema.js";
+import { outliveClosedOutput } from "./closed-output.js";
+import { engineNames, type EngineName } from "../catalog/names.js";
 import type { AgentOptions, startAgent } from "../agent/agent.js";
 import { isDomainError } from "../errors/domain-error.js";
 
@@ -56,6 +57,9 @@ interface AgentCommandOptions {
  * `llmgw agent`: one per machine. `overrides` lets a test run
  * the real command with a stand-in engine driver.
  */
+/** Where an agent keeps its state when not told: in the working directory, which is why a clone's .gitignore names it. */
+export const defaultAgentDataDir = "./llmgw-agent-data";
+
 export function registerAgentCommand(program: Command, overrides: Partial<AgentOptions> = {}): Command {
   return program
     .command("agent")
@@ -69,7 +73,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .option("--name <name>", "node name (default: the host name)")
     .option("--fabric <fabric>", "the interconnect this node's cards share with others (default: one fabric per node, its name)")
     .option("--labels <key=value,...>", "labels for placement", parseLabels)
-    .option("--data-dir <dir>", "weights cache, logs and state", "./llmgw-agent-data")
+    .option("--data-dir <dir>", "weights cache, logs and state", defaultAgentDataDir)
     .option("--listen <host:port>", "address of the agent's control API", "127.0.0.1:0")
     .option("--tls-cert <file>", "serve the control API over HTTPS with this PEM certificate (with --tls-key); a renewed file is picked up without a restart")
     .option("--tls-key <file>", "the PEM private key of --tls-cert")
@@ -97,6 +101,8 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
       // keeps the environment the process started with there, whatever process.env becomes, and a
       // process of the same uid (an engine, code that came with a model) can read that file.
       delete process.env.LLMGW_JOIN_TOKEN;
+      // A closed pipe or terminal on stderr must not cut short the stop of its engines (--exit-with-parent) or its own.
+      outliveClosedOutput();
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the agent to do it.
       const [{ startAgent }, { watchParentLifeline }, { readCaFile, tlsFromFlags }] = await Promise.all([
         import("../agent/agent.js"),

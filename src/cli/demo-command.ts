@@ -1,36 +1,39 @@
 import type { Command } from "commander";
-import { z } from "zod";
+import type { z as Zod } from "zod";
 import { printedLlmgwCommand } from "./invocation.js";
+import { outliveClosedOutput, stopSignals, type StopSignal } from "./closed-output.js";
 import { print } from "./output.js";
 
-const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
-const completionAnswer = z.object({ choices: z.array(z.object({ text: z.string() })).min(1) });
-const embeddingAnswer = z.object({ data: z.array(z.object({ embedding: z.array(z.number()) })).min(1) });
-
-/** How each model is asked, by its preset's first task: a chat model is chatted with, an embedding model embeds. */
-const questions = {
-  chat: {
-    path: "/v1/chat/completions",
-    body: (model: string) => ({ model, messages: [{ role: "user", content: "Hello from llmgw demo" }], max_tokens: 16 }),
-    answer: (body: unknown) => chatAnswer.parse(body).choices[0]?.message.content ?? "",
-  },
-  completions: {
-    path: "/v1/completions",
-    body: (model: string) => ({ model, prompt: "Hello from llmgw demo", max_tokens: 16 }),
-    answer: (body: unknown) => completionAnswer.parse(body).choices[0]?.text ?? "",
-  },
-  embeddings: {
-    path: "/v1/embeddings",
-    body: (model: string) => ({ model, input: "Hello from llmgw demo" }),
-    answer: (body: unknown) => `an embedding of ${embeddingAnswer.parse(body).data[0]?.embedding.length ?? 0} numbers`,
-  },
-} as const;
+/** How each model is asked, by its preset's first task: a chat model is chatted with, an embedding model embeds. Built when the demo runs: zod would slow every other command's start. */
+function questions(z: typeof Zod) {
+  const chatAnswer = z.object({ choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1) });
+  const completionAnswer = z.object({ choices: z.array(z.object({ text: z.string() })).min(1) });
+  const embeddingAnswer = z.object({ data: z.array(z.object({ embedding: z.array(z.number()) })).min(1) });
+  return {
+    chat: {
+      path: "/v1/chat/completions",
+      body: (model: string) => ({ model, messages: [{ role: "user", content: "Hello from llmgw demo" }], max_tokens: 16 }),
+      answer: (body: unknown) => chatAnswer.parse(body).choices[0]?.message.content ?? "",
+    },
+    completions: {
+      path: "/v1/completions",
+      body: (model: string) => ({ model, prompt: "Hello from llmgw demo", max_tokens: 16 }),
+      answer: (body: unknown) => completionAnswer.parse(body).choices[0]?.text ?? "",
+    },
+    embeddings: {
+      path: "/v1/embeddings",
+      body: (model: string) => ({ model, input: "Hello from llmgw demo" }),
+      answer: (body: unknown) => `an embedding of ${embeddingAnswer.parse(body).data[0]?.embedding.length ?? 0} numbers`,
+    },
+  } as const;
+}
 
 /** One real request through the gateway's /v1, as proof the whole path answers. */
 async function askGateway(url: string, model: string): Promise<string> {
-  const [{ shippedPresets }, { request }] = await Promise.all([import("../catalog/presets/shipped-presets.js"), import("undici")]);
+  const [{ shippedPresets }, { request }, { z }] = await Promise.all([import("../catalog/presets/shipped-presets.js"), import("undici"), import("zod")]);
   const task = shippedPresets().find((preset) => preset.name === model)?.preset.tasks[0];
-  const question = task === "completions" || task === "embeddings" ? questions[task] : questions.chat;
+  const asked = questions(z);
+  const question = task === "completions" || task === "embeddings" ? asked[task] : asked.chat;
   const response = await request(`${url}${question.path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -43,6 +46,9 @@ async function askGateway(url: string, model: string): Promise<string> {
   return question.answer(body);
 }
 
+/** How the stop is announced: a person pressed Ctrl-C; the others are said by name. */
+const signalNames: Record<StopSignal, string> = { SIGINT: "Ctrl-C", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP (the terminal closed)" };
+
 export function registerDemoCommand(program: Command): void {
   program
     .command("demo")
@@ -51,6 +57,8 @@ export function registerDemoCommand(program: Command): void {
     .option("--data-dir <dir>", "keep the demo's state, logs and model files here (default: a temporary folder, removed at the end)")
     .option("--gguf <path>", "also serve this GGUF file for real: a CPU node of this machine runs it with llama.cpp (built into llmgw), placed by the reconciler like every model")
     .action(async (options: { listen: string; dataDir?: string; gguf?: string }) => {
+      // Its output piped into tee that Ctrl-C kills too, or a terminal closed: it still stops everything it started.
+      outliveClosedOutput();
       print(
         options.gguf !== undefined
           ? "llmgw demo: a control plane, two simulated GPU nodes and a CPU node that answers for real, on this machine (no GPU needed)\n"
@@ -60,10 +68,10 @@ export function registerDemoCommand(program: Command): void {
       const [{ runDemo }, { demoSummary }] = await Promise.all([import("../demo/run-demo.js"), import("./demo-summary.js")]);
       const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, gguf: options.gguf, say: (line) => print(`  ${line}`) });
       let stopping = false;
-      const stop = (signal: string) => {
+      const stop = (signal: StopSignal) => {
         if (stopping) return;
         stopping = true;
-        print(`\n${signal}: stopping replicas, agents and server...`);
+        print(`\n${signalNames[signal]}: stopping replicas, agents and server...`);
         void demo.stop().then(
           () => {
             print("Stopped.");
@@ -77,8 +85,7 @@ export function registerDemoCommand(program: Command): void {
       };
       // on, not once: a second Ctrl-C while stopping must not kill the demo
       // before it has stopped the agents (they are in their own process group).
-      process.on("SIGINT", () => stop("Ctrl-C"));
-      process.on("SIGTERM", () => stop("SIGTERM"));
+      for (const signal of stopSignals) process.on(signal, () => stop(signal));
       const checks: string[] = [];
       for (const replica of demo.replicas) {
         const answer = await askGateway(demo.url, replica.model).catch((error: unknown) => `no answer: ${(error as Error).message}`);

@@ -5,8 +5,8 @@ import type { Command } from "commander";
 import { DomainError } from "../errors/domain-error.js";
 import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
 import { print } from "./output.js";
-import { limitsFromText, type LimitsInput } from "../catalog/server-limits.js";
-import { usageSyncSchema, type UsageSync } from "../catalog/schema.js";
+import type { LimitsInput } from "../catalog/server-limits.js";
+import { usageSyncs, type UsageSync } from "../catalog/names.js";
 
 interface GatewayCommandOptions {
   server?: string;
@@ -30,7 +30,9 @@ interface GatewayCommandOptions {
 }
 
 /** The limits flags, named as server.yaml's `limits:` keys with - for _, so one page documents both. */
-function limitsFromFlags(options: GatewayCommandOptions) {
+async function limitsFromFlags(options: GatewayCommandOptions) {
+  // Loaded when run: its schemas would slow every ctl call's start.
+  const { limitsFromText } = await import("../catalog/server-limits.js");
   const flag = (key: keyof LimitsInput) => `--${key.replaceAll("_", "-")}`;
   return limitsFromText(
     {
@@ -73,11 +75,11 @@ export function parseWorkers(text: string): number {
 
 /** --usage-sync (or LLMGW_USAGE_SYNC): checked before any worker starts, so a wrong value is one error. */
 export function parseUsageSync(text: string, where: string): UsageSync {
-  const parsed = usageSyncSchema.safeParse(text);
-  if (parsed.success) return parsed.data;
+  const known = usageSyncs.find((name) => name === text);
+  if (known !== undefined) return known;
   throw new DomainError(
     "config_invalid",
-    `${where} ${text}: expected ${usageSyncSchema.options.join(" or ")}`,
+    `${where} ${text}: expected ${usageSyncs.join(" or ")}`,
     "Use write (the default: each answer's usage written before it ends; a crash of the process loses none, one of the machine may lose the last seconds') or disk (synced too: a crash of the machine loses none, at the cost of a sync per group of answers).",
   );
 }
@@ -90,7 +92,7 @@ export function registerGatewayCommand(program: Command): void {
     .option("--listen <host:port>", "where the gateway listens", "127.0.0.1:8081")
     .option("--token <token>", "an admin token: the routing table carries the replicas' keys (env LLMGW_TOKEN)")
     .option("--auth <mode>", "keys (gateway API keys) or open (no key; loopback demos only)", "keys")
-    .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
+    .option("--log-level <level>", "fatal, error, warn, info, debug", "warn")
     .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (with --tls-key); a renewed file is picked up without a restart")
     .option("--tls-key <file>", "the PEM private key of --tls-cert")
     .option("--ca <file>", "a PEM CA certificate to trust besides the system's, for a server whose certificate a private CA signed (env LLMGW_CA)")
@@ -109,7 +111,7 @@ export function registerGatewayCommand(program: Command): void {
       const server = options.server ?? process.env.LLMGW_SERVER;
       const token = options.token ?? process.env.LLMGW_TOKEN;
       if (!server) throw new DomainError("config_invalid", "--server is missing: the gateway follows a server's routing table", "Give --server http://HOST:PORT (or set LLMGW_SERVER).");
-      if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN); `llmgw ctl token create NAME --role admin` makes one.");
+      if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN): the server's first admin token (printed at its first start, in the file admin-token of its data directory), or one that `llmgw ctl token create NAME --role admin` made with it.");
       if (options.auth !== "keys" && options.auth !== "open") throw new DomainError("config_invalid", `--auth ${options.auth}: expected keys or open`, "Use --auth keys, or --auth open on loopback.");
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the gateway to do it.
       const [{ httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }] = await Promise.all([
@@ -121,7 +123,7 @@ export function registerGatewayCommand(program: Command): void {
       const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);
       const usageSync = parseUsageSync(options.usageSync ?? process.env.LLMGW_USAGE_SYNC ?? "write", options.usageSync !== undefined ? "--usage-sync" : "LLMGW_USAGE_SYNC");
       // Checked before any worker starts, as the certificate is below.
-      const limits = limitsFromFlags(options);
+      const limits = await limitsFromFlags(options);
       // Checked before any worker starts, so a wrong file is one error, not one per worker.
       const tls = tlsFromFlags(options.tlsCert, options.tlsKey);
       const serverDispatcher = verifyingDispatcher(caFromOption(options.ca));

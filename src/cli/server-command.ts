@@ -6,6 +6,7 @@ import path from "node:path";
 import { adminTokenFileName, dataDirOption } from "../server/admin-token-file.js";
 import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
+import { outliveClosedOutput } from "./closed-output.js";
 
 export function registerServerCommand(program: Command): void {
   program
@@ -16,8 +17,10 @@ export function registerServerCommand(program: Command): void {
     .option("--data-dir <dir>", `state and the admin token (default ${defaultDataDir})`)
     // From the environment too, so a service's unit keeps the database's password off the command line.
     .addOption(new Option("--database <url>", "postgres://... to share state between servers (default: embedded SQLite in the data directory)").env("LLMGW_DATABASE"))
-    .option("--log-level <level>", "fatal, error, warn, info, debug (default warn)", "warn")
+    .option("--log-level <level>", "fatal, error, warn, info, debug", "warn")
     .action(async (options: { config?: string; listen?: string; dataDir?: string; database?: string; logLevel: string }) => {
+      // Warnings come later (the declared sources' checks): a reader of its output gone by then must not end the server.
+      outliveClosedOutput();
       // Loaded here, not at the top: every `llmgw ctl` builds this command tree, and must not load the server to do it.
       const { describeStorage, startServer } = await import("../server/start-server.js");
       const server = await startServer({

@@ -1,9 +1,9 @@
 import { userInfo } from "node:os";
 import { errors as undiciErrors, request, type Dispatcher } from "undici";
 import { certificateFailure } from "../net/tls-files.js";
+import { speaksTls } from "./speaks-tls.js";
 import { apiHeader, clientApiRange, formatApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
-import { readErrorBody } from "../protocol/error-body.js";
-import { dryRunAnswerSchema, dryRunParameter, type DryRunAnswer } from "../protocol/dry-run.js";
+import type { DryRunAnswer } from "../protocol/dry-run.js";
 
 /**
  * Thrown by the API client when a dry run's change request was answered: the
@@ -97,18 +97,20 @@ export class ApiClient {
   /** A text body read as it arrives (`ctl logs --follow`); errors are thrown as by call(). */
   async stream(path: string): Promise<AsyncIterable<Buffer>> {
     const response = await this.send("GET", path, undefined, 0);
-    if (response.statusCode >= 400) throw errorFromAnswer(response.statusCode, await response.body.text());
+    if (response.statusCode >= 400) throw await errorFromAnswer(response.statusCode, await response.body.text());
     return response.body;
   }
 
   async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
     const dryRun = this.dryRun && method !== "GET" ? this.dryRun : undefined;
-    const sent = dryRun ? `${path}${path.includes("?") ? "&" : "?"}${dryRunParameter}=true` : path;
+    // The same name as protocol/dry-run's dryRunParameter, written here: that module loads zod, which every ctl call would pay for at start.
+    const sent = dryRun ? `${path}${path.includes("?") ? "&" : "?"}dry_run=true` : path;
     const response = await this.send(method, sent, body, 60_000);
     const text = await response.body.text();
-    if (response.statusCode >= 400) throw errorFromAnswer(response.statusCode, text);
+    if (response.statusCode >= 400) throw await errorFromAnswer(response.statusCode, text);
     const answer: unknown = text.length > 0 ? JSON.parse(text) : undefined;
     if (dryRun) {
+      const { dryRunAnswerSchema } = await import("../protocol/dry-run.js");
       const parsed = dryRunAnswerSchema.safeParse(answer);
       if (!parsed.success) {
         throw new RemoteError("internal", `${method} ${path} was sent as a dry run, and the server answered something else`, "Upgrade the server to one that knows ?dry_run; nothing is known of what changed, so check with `llmgw ctl audit`.");
@@ -116,6 +118,13 @@ export class ApiClient {
       throw new DryRunAnswered(parsed.data, dryRun.json);
     }
     return answer as T;
+  }
+
+  /** Whether the server's gateway wants a key: /v1/models asked without one is refused. */
+  async gatewayChecksKeys(): Promise<boolean> {
+    const response = await request(new URL("/v1/models", this.baseUrl), { method: "GET", headersTimeout: 10_000, ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}) });
+    await response.body.dump();
+    return response.statusCode === 401;
   }
 
   /** Sends one request with the CLI's identity, and refuses an answer that is not from an llmgw server. */
@@ -139,7 +148,7 @@ export class ApiClient {
         ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
       });
     } catch (error) {
-      throw unreachable(this.baseUrl, error);
+      throw await explainedUnreachable(this.baseUrl, error);
     }
     if (response.headers[versionHeader] === undefined) {
       await response.body.dump();
@@ -154,10 +163,27 @@ export class ApiClient {
 }
 
 /** The server's error body read back into a RemoteError; a body that is not ours still says what came back. */
-function errorFromAnswer(status: number, text: string): RemoteError {
+async function errorFromAnswer(status: number, text: string): Promise<RemoteError> {
+  // Loaded on an error only: its schema library is the slowest part of a ctl call's start.
+  const { readErrorBody } = await import("../protocol/error-body.js");
   const body = readErrorBody(text);
   if (body) return new RemoteError(body.code ?? "internal", body.message, body.hint ?? "", body.details, status);
   return new RemoteError("internal", `the server answered HTTP ${status}: ${text.slice(0, 300)}`, "Check the server's log.", [], status);
+}
+
+/** A plain-HTTP connection closed at once may be a TLS port: asked, so the hint says https:// instead of "start it". */
+async function explainedUnreachable(baseUrl: string, error: unknown): Promise<RemoteError> {
+  const url = new URL(baseUrl);
+  const code = (error as { code?: string }).code ?? ((error as { cause?: { code?: string } }).cause?.code);
+  if (url.protocol === "http:" && (code === "UND_ERR_SOCKET" || code === "ECONNRESET") && (await speaksTls(url))) {
+    const secure = baseUrl.replace(/^http:/, "https:");
+    return new RemoteError(
+      "server_unreachable",
+      `${baseUrl} speaks TLS: the server there serves HTTPS, and closed this plain-HTTP connection`,
+      `Use https://: --server ${secure} (or LLMGW_SERVER=${secure}), with --ca FILE when a private CA signed its certificate.`,
+    );
+  }
+  return unreachable(baseUrl, error);
 }
 
 function unreachable(baseUrl: string, error: unknown): RemoteError {

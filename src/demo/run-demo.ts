@@ -44,6 +44,9 @@ export interface RunningDemo {
   stop(): Promise<void>;
 }
 
+/** What stops the demo while it starts: Ctrl-C, a supervisor's stop, the terminal closed under it (the same as the command's own, once it is up). */
+const stopSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
 /** The demo's real node, which runs the --gguf model on this machine's CPU. */
 export const demoCpuNode = { name: "cpu-node", describe: "this machine's CPU, llama.cpp for real" } as const;
 
@@ -72,10 +75,13 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
 
   const enginePids = new Set<number>();
   // Last resort if the demo dies without stopping (an uncaught error, process.exit
-  // elsewhere): nothing it started may outlive it. SIGKILL cannot be caught; that case is the one left.
+  // elsewhere): nothing it started may outlive it. The engines it knows are killed
+  // here; the agents are not: their stdin (the lifeline) closes as this process
+  // exits, and each then stops every engine it started, including those started
+  // after the demo last looked, which a SIGKILL of the agent would leave running.
   const killEverything = () => {
     for (const pid of enginePids) killGroup(pid);
-    for (const agent of agents) if (agent.pid !== undefined) killGroup(agent.pid);
+    for (const agent of agents) agent.stdin?.destroy();
   };
   process.once("exit", killEverything);
   // Ctrl-C while the demo is still starting: the agents run in their own
@@ -93,11 +99,9 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       process.exit(130);
     });
   };
-  process.on("SIGINT", interruptedWhileStarting);
-  process.on("SIGTERM", interruptedWhileStarting);
+  for (const signal of stopSignals) process.on(signal, interruptedWhileStarting);
   const startingDone = () => {
-    process.removeListener("SIGINT", interruptedWhileStarting);
-    process.removeListener("SIGTERM", interruptedWhileStarting);
+    for (const signal of stopSignals) process.removeListener(signal, interruptedWhileStarting);
   };
   const unlessInterrupted = () => {
     if (interrupted) throw new DomainError("internal", "the demo was interrupted while it started", "Run `llmgw demo` again when you are ready.");
@@ -145,20 +149,32 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
   };
   const stopOnce = async () => {
     for (const timer of restartTimers) clearTimeout(timer);
+    // Every step runs whatever the one before it did: a step that fails must not
+    // leave the engines, the agents or the folder behind. The first failure is
+    // reported once all have run.
+    const failures: unknown[] = [];
+    const step = async (run: () => Promise<unknown>) => {
+      try {
+        await run();
+      } catch (error) {
+        failures.push(error);
+      }
+    };
     // The reconciler first: it would start again every replica stopped below.
-    await server?.reconciler.stop();
+    await step(async () => server?.reconciler.stop());
     if (client) {
       const stopped = await stopReplicas(client).catch(() => [] as number[]);
       for (const pid of stopped) enginePids.add(pid);
     }
-    await Promise.all(agents.map((agent) => stopProcess(agent)));
+    await step(() => Promise.all(agents.map((agent) => stopProcess(agent))));
     // The agents confirmed each stop; make sure by the processes themselves (an
     // agent that died first cannot have stopped its engines).
-    for (const pid of enginePids) if (await isProcessAlive(pid)) await stopProcessGroup(pid, 5_000);
-    await server?.close();
-    await hub?.close();
+    for (const pid of enginePids) await step(async () => (await isProcessAlive(pid)) && stopProcessGroup(pid, 5_000));
+    await step(async () => server?.close());
+    await step(async () => hub?.close());
     process.removeListener("exit", killEverything);
-    if (temporary) await rm(dataDir, { recursive: true, force: true });
+    if (temporary) await step(() => rm(dataDir, { recursive: true, force: true }));
+    if (failures.length > 0) throw failures[0];
   };
 
   try {
@@ -248,9 +264,11 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       unlessInterrupted();
       return replicas.every((replica) => gateway.state.current.hasReadyReplica(replica.model)) ? true : undefined;
     }, () => agentFailure(agents, agentNames(), dataDir));
+    const allNodes = ggufFile !== undefined ? ((await client.get<{ nodes: NodeView[] }>("/api/v1/nodes")).nodes) : nodes;
+    // Nothing is awaited from here until the caller has its own handlers: a
+    // signal in between would find none and end the demo with nothing stopped.
     startingDone();
     restartAgents = true;
-    const allNodes = ggufFile !== undefined ? ((await client.get<{ nodes: NodeView[] }>("/api/v1/nodes")).nodes) : nodes;
     return { url: server.url, token, dataDir, modelsDir, sampleImage, nodes: allNodes, replicas, ggufModel, stop };
   } catch (error) {
     if (interrupted) {

@@ -1,8 +1,10 @@
+import { didYouMean } from "./did-you-mean.js";
 import { DomainError } from "./domain-error.js";
 
 export class ModelNotFound extends DomainError {
-  constructor(name: string) {
-    super("model_not_found", `no model named "${name}" in the catalog`, "List the catalog with `llmgw ctl models`.");
+  /** `known`: the catalog's names, for a suggestion when `name` is a typo of one. */
+  constructor(name: string, known: Iterable<string> = []) {
+    super("model_not_found", `no model named "${name}" in the catalog${didYouMean(name, known)}`, "List the catalog with `llmgw ctl models`.");
   }
 }
 

@@ -5,6 +5,7 @@ import { backoffMs } from "./backoff.js";
 import { failureMessage } from "./failure-message.js";
 import type { ReconcilerFleet } from "./reconciler-ports.js";
 import type { Action } from "./types.js";
+import type { EventKind } from "../protocol/event-kinds.js";
 
 /** What carrying out an action needs: the store, the settings, the fleet, and the reconciler's in-memory marks. */
 export interface ActionContext {
@@ -24,7 +25,7 @@ export async function executeAction(
   context: ActionContext,
   action: Action,
   statusOf: Map<string, ModelStatusRow>,
-  event: (kind: string, message: string, facts?: { model?: string; replica?: string; node?: string }) => void,
+  event: (kind: EventKind, message: string, facts?: { model?: string; replica?: string; node?: string }) => void,
   at: string,
   nowMs: number,
 ): Promise<void> {

@@ -37,6 +37,7 @@ import { demandProfiles, desiredModel } from "./desired-model.js";
 import { executeAction, type ActionContext } from "./execute-action.js";
 import { profilesForReplacement } from "./profile-rank.js";
 import type { ReconcilerCatalog, ReconcilerFleet, ReconcilerLog } from "./reconciler-ports.js";
+import type { EventKind } from "../protocol/event-kinds.js";
 
 /**
  * A change a dry run asks about: the catalog it would produce, a restart or a
@@ -332,7 +333,7 @@ export class Reconciler {
     this.passSimulatedNodes = new Set(simulatedNodes);
     const events: NewEvent[] = [];
     const at = new Date(nowMs).toISOString();
-    const event = (kind: string, message: string, facts: { model?: string; replica?: string; node?: string } = {}) =>
+    const event = (kind: EventKind, message: string, facts: { model?: string; replica?: string; node?: string } = {}) =>
       events.push({ at, kind, message, model: facts.model ?? null, replica: facts.replica ?? null, node: facts.node ?? null });
 
     // Intents whose replica is gone: a stop finished (the agent reported it stopped).

@@ -25,10 +25,11 @@ export async function bootstrapAdminToken(store: Store, dataDir: string): Promis
 
 /**
  * The 401 answer's hint, read by whoever can reach the port: it says how to
- * get a token and never where the server keeps it (the data directory is the
- * server's business; its own terminal output at start says where the token
- * is, for the operator).
+ * get a token, the first one included (`ctl token create` needs a token
+ * already), and never the path where this server keeps it (the data directory
+ * is the server's business; its own terminal output at start says where the
+ * token is, for the operator).
  */
 export const adminTokenHint =
-  "Send an admin-API token: --token or LLMGW_TOKEN (the header Authorization: Bearer TOKEN). Ask the server's operator for one; on the server's machine, `llmgw ctl token create NAME` makes one.";
+  "Send an admin-API token: --token or LLMGW_TOKEN (the header Authorization: Bearer TOKEN). The first admin token is the one the server printed at its first start, kept in the file admin-token in its data directory: on the server's machine, `llmgw ctl --data-dir DIR` reads it from there (and ctl finds ./llmgw-data/admin-token by itself). With an admin token, `llmgw ctl token create NAME` makes more; elsewhere, ask the server's operator for one.";
 

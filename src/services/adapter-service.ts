@@ -196,7 +196,7 @@ export class AdapterService {
 
   private async surge(
     name: string,
-    action: string,
+    action: "model-adapter-added" | "model-adapter-removed",
     change: string,
     mutate: (entry: ModelEntry) => ModelEntry,
     what: "added" | "removed",

@@ -155,8 +155,9 @@ export class CatalogService {
   }
 
   async get(name: string): Promise<CatalogModel> {
-    const model = (await this.snapshot()).byName.get(name);
-    if (!model) throw new ModelNotFound(name);
+    const snapshot = await this.snapshot();
+    const model = snapshot.byName.get(name);
+    if (!model) throw new ModelNotFound(name, snapshot.byName.keys());
     return model;
   }
 
@@ -312,7 +313,7 @@ export class CatalogService {
   private findRuntime(runtime: readonly ModelEntry[], name: string, change: string): ModelEntry {
     if (this.declared.some((placed) => placed.entry.name === name)) throw new DeclaredInFile(name, change, this.declaredIn);
     const entry = runtime.find((candidate) => candidate.name === name);
-    if (!entry) throw new ModelNotFound(name);
+    if (!entry) throw new ModelNotFound(name, [...runtime, ...this.declared.map((placed) => placed.entry)].map((candidate) => candidate.name));
     return entry;
   }
 

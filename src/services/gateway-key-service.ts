@@ -11,6 +11,7 @@ import type { Database } from "../store/schema.js";
 import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { CatalogService } from "./catalog-service.js";
 import { parseMoment } from "../catalog/parse-moment.js";
+import { didYouMean } from "../errors/did-you-mean.js";
 
 export interface NewGatewayKey {
   readonly name: string;
@@ -124,7 +125,7 @@ export class GatewayKeyService {
     if (unknown.length > 0) {
       throw new DomainError(
         "model_not_found",
-        `models: ${unknown.map((name) => `"${name}"`).join(", ")} ${unknown.length === 1 ? "is not a model, alias or adapter" : "are not models, aliases or adapters"} in the catalog`,
+        `models: ${unknown.map((name) => `"${name}"${didYouMean(name, known)}`).join(", ")} ${unknown.length === 1 ? "is not a model, alias or adapter" : "are not models, aliases or adapters"} in the catalog`,
         known.size > 0 ? `Names a key may be limited to: ${[...known].sort().join(", ")}.` : "The catalog is empty; add the model first (`llmgw ctl model add`).",
       );
     }

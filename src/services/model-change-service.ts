@@ -18,6 +18,7 @@ import { insertEvents } from "../store/reconcile-rows.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
 import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
+import type { EventKind } from "../protocol/event-kinds.js";
 
 export interface ModelChangeParts {
   readonly store: Store;
@@ -128,7 +129,7 @@ export class ModelChangeService {
     checked: ModelEntry,
     inPlace: boolean,
     actor: Actor,
-    how: { action: string; change: string; describe: (before: CatalogModel) => string; mutate: (entry: ModelEntry) => ModelEntry; inPlaceCommand: string },
+    how: { action: EventKind; change: string; describe: (before: CatalogModel) => string; mutate: (entry: ModelEntry) => ModelEntry; inPlaceCommand: string },
     dryRun: boolean,
   ): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     // Compared as in force: `gpus: 1` written out where the default was already 1 changes nothing to restart for.

@@ -9,6 +9,7 @@ import type { NodeView, PresetView, ReplicaView } from "../protocol/views.js";
 import type { CatalogPreview, CatalogService } from "./catalog-service.js";
 import { plannerReads, presetView, type SourceFacts } from "./preset-view.js";
 import { snapshotFromViews } from "./snapshot-from-views.js";
+import { didYouMean } from "../errors/did-you-mean.js";
 
 /** The live fleet as the API lists it; empty for a server without fleet routes. */
 export interface PresetFleet {
@@ -127,7 +128,7 @@ export class PresetService {
     if (!preset) {
       throw new DomainError(
         "preset_not_found",
-        `no preset named "${name}"; the presets are: ${presets.map((known) => known.name).join(", ")}`,
+        `no preset named "${name}"${didYouMean(name, presets.map((known) => known.name))}; the presets are: ${presets.map((known) => known.name).join(", ")}`,
         "List them with what each needs and where it would run: `llmgw ctl model presets`.",
       );
     }

@@ -1,7 +1,8 @@
 import type { Store } from "../store/open-store.js";
 import { insertEvents } from "../store/reconcile-rows.js";
+import type { EventKind } from "../protocol/event-kinds.js";
 
 /** An operator's change to a model, in the events beside what the reconciler does about it. */
-export async function recordModelEvent(store: Store, model: string, kind: string, message: string): Promise<void> {
+export async function recordModelEvent(store: Store, model: string, kind: EventKind, message: string): Promise<void> {
   await insertEvents(store.db, [{ at: new Date().toISOString(), kind, model, replica: null, node: null, message }]);
 }

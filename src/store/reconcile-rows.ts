@@ -1,13 +1,15 @@
 import type { Insertable, Kysely, Selectable } from "kysely";
 import type { Database } from "./schema.js";
 import { likePattern } from "./like-pattern.js";
+import type { EventKind } from "../protocol/event-kinds.js";
 
 export type ReplicaIntentRow = Selectable<Database["replica_intents"]>;
 export type NewReplicaIntent = Insertable<Database["replica_intents"]>;
 export type ModelStatusRow = Database["model_status"];
 export type NodeControlRow = Database["node_controls"];
 export type EventRow = Omit<Database["events"], "id"> & { id: number };
-export type NewEvent = Omit<Database["events"], "id">;
+/** An event to record: its kind one of the documented list, which the type keeps complete. */
+export type NewEvent = Omit<Database["events"], "id" | "kind"> & { kind: EventKind };
 
 /**
  * Takes or renews the reconciler's lease in one UPDATE: it succeeds for the

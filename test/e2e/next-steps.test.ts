@@ -33,13 +33,15 @@ describe("every printed next step runs as printed", () => {
     expect(result.stdout).toContain("The catalog is empty");
   });
 
-  it("the hint to a caller without a token says how to get one, never where the server keeps it", async () => {
+  it("the hint to a caller without a token says where the first one is, never the path where this server keeps it", async () => {
     const refused = await shell(`llmgw ctl --server ${server.url} models`, elsewhere, searchPath);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("this API needs a bearer token");
-    expect(refused.stderr).toContain("llmgw ctl token create NAME");
-    expect(refused.stderr).not.toContain("--data-dir");
-    expect(refused.stderr).not.toContain("admin-token");
+    // `ctl token create` itself needs a token: the first one comes from the server's start.
+    expect(refused.stderr).toContain("The first admin token is the one the server printed at its first start");
+    expect(refused.stderr).toContain("the file admin-token in its data directory");
+    expect(refused.stderr).toContain("llmgw ctl --data-dir DIR");
+    expect(refused.stderr).not.toContain("state dir");
   });
 
   it("leaves --data-dir out when the server's data dir is ./llmgw-data of the folder it was started from", async () => {
@@ -63,7 +65,8 @@ describe("every printed next step runs as printed", () => {
       await throughNpx.stop();
     }
     const hint = await runCli(["ctl", "--server", server.url, "models"], { cwd: elsewhere, env: { npm_command: "exec" } });
-    expect(hint.stderr).not.toMatch(/--data-dir/);
+    expect(hint.stderr).toContain("`npx llmgw ctl --data-dir DIR`");
+    expect(hint.stderr).not.toContain("state dir");
     // Every line ctl prints, not only its errors: the presets listing's footer too.
     const presets = await runCli(["ctl", "--server", server.url, "--token", server.token, "model", "presets"], { env: { npm_command: "exec" } });
     expect(presets.stdout).toContain("Add one with `npx llmgw ctl model add PRESET [--name NAME]`.");
@@ -76,6 +79,10 @@ describe("every printed next step runs as printed", () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("the admin API (/api/v1)");
     expect(help.stdout.replace(/\s+/g, " ")).toContain("the OpenAI-compatible gateway (/v1)");
+    // Each option says its default once.
+    for (const option of help.stdout.replace(/\n\s{20,}/g, " ").split("\n").filter((line) => line.trim().startsWith("-"))) {
+      expect(option.match(/default/g)?.length ?? 0, option).toBeLessThanOrEqual(1);
+    }
   });
 
   it("through the real npx in the clone", async () => {

@@ -193,6 +193,15 @@ models:
     }
   });
 
+  it("tells ctl pointed at http:// on its port that it speaks TLS, and the https:// address to use, not that it is down", async () => {
+    const plain = server.url.replace("https:", "http:");
+    const told = await runCli(["ctl", "--server", plain, "--token", server.createdAdminToken?.token ?? "", "--ca", ca.certFile, "models"]);
+    expect(told.code).toBe(1);
+    expect(told.stderr).toContain(`${plain} speaks TLS`);
+    expect(told.stderr).toContain(`--server ${server.url}`);
+    expect(told.stderr).not.toContain("Start it");
+  });
+
   it("refuses a plain-HTTP client rather than answering it in the clear", async () => {
     await expect(fetch(server.url.replace("https:", "http:") + "/healthz")).rejects.toThrow();
   });

@@ -112,6 +112,15 @@ describe("admin API", () => {
     expect([route.statusCode, route.json().error.code]).toEqual([404, "route_not_found"]);
     const model = await app.inject({ method: "GET", url: "/api/v1/models/ghost", headers: as(admin) });
     expect([model.statusCode, model.json().error.code]).toEqual([404, "model_not_found"]);
+    expect(model.json().error.message).toBe('no model named "ghost" in the catalog');
+  });
+
+  it("names the model a misspelt name was meant to be, when reading it and when changing it", async () => {
+    await app.inject({ method: "POST", url: "/api/v1/models", headers: as(admin), payload: { name: "chat-7b", profiles: [{ engine: "vllm", source: "x" }] } });
+    const read = await app.inject({ method: "GET", url: "/api/v1/models/chat7b", headers: as(admin) });
+    expect([read.statusCode, read.json().error.message]).toEqual([404, 'no model named "chat7b" in the catalog (did you mean "chat-7b"?)']);
+    const changed = await app.inject({ method: "POST", url: "/api/v1/models/chat7b/scale", headers: as(admin), payload: { min: 2 } });
+    expect([changed.statusCode, changed.json().error.message]).toEqual([404, 'no model named "chat7b" in the catalog (did you mean "chat-7b"?)']);
   });
 
   it("identifies itself and its API versions on every answer", async () => {

@@ -86,6 +86,8 @@ describe("the presets API", () => {
       expect(missing.statusCode).toBe(404);
       expect(missing.json().error).toMatchObject({ code: "preset_not_found", message: expect.stringContaining("qwen2.5-7b-instruct") });
     }
+    const typo = await app.inject({ method: "GET", url: "/api/v1/presets/qwen2.5-7b-instrct", headers: as(admin) });
+    expect(typo.json().error.message).toContain('no preset named "qwen2.5-7b-instrct" (did you mean "qwen2.5-7b-instruct"?)');
   });
 
   it("refuses a read-only token, saying why listing presets needs an admin token", async () => {

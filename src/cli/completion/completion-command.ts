@@ -28,8 +28,9 @@ export function registerCompletionCommands(program: Command): void {
     .command("completion")
     .description("print a shell completion script for llmgw (bash: source <(llmgw completion bash); fish: llmgw completion fish | source)")
     .addArgument(new Argument("<shell>", "the shell the script is for").choices(completionShells))
-    .action((shell: CompletionShell) => {
-      process.stdout.write(completionScript(shell, completionSpec(program)));
+    .action(async (shell: CompletionShell) => {
+      const { shippedPresets } = await import("../../catalog/presets/shipped-presets.js");
+      process.stdout.write(completionScript(shell, completionSpec(program), { presets: shippedPresets().map((preset) => preset.name) }));
     });
   program
     .command("__complete", { hidden: true })

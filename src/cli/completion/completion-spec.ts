@@ -14,6 +14,8 @@ export interface CompletionEntry {
   readonly modelArgument: boolean;
   /** Options whose value is a model's name (`--model`). */
   readonly modelOptions: readonly string[];
+  /** Its first argument is a shipped preset's name (`ctl model add PRESET`), completed offline from the presets. */
+  readonly presetArgument: boolean;
 }
 
 /**
@@ -39,6 +41,7 @@ export function completionSpec(root: Command): CompletionEntry[] {
       valueOptions: options.filter((option) => option.required || option.optional).flatMap(spellings),
       modelArgument: firstArgumentIsModel(command),
       modelOptions: options.filter((option) => option.long === "--model").flatMap(spellings),
+      presetArgument: command.registeredArguments[0]?.name() === "preset",
     };
   });
 }

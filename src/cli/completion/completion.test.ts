@@ -8,13 +8,14 @@ import { buildProgram } from "../program.js";
 import { modelNamesForCompletion } from "./completion-command.js";
 import { completionScript, completionShells } from "./completion-scripts.js";
 import { completionSpec } from "./completion-spec.js";
+import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
 
 const entries = completionSpec(buildProgram());
 let folder: string;
 
 beforeAll(async () => {
   folder = await mkdtemp(path.join(os.tmpdir(), "llmgw-completion-"));
-  for (const shell of completionShells) await writeFile(path.join(folder, `llmgw.${shell}`), completionScript(shell, entries));
+  for (const shell of completionShells) await writeFile(path.join(folder, `llmgw.${shell}`), completionScript(shell, entries, { presets: shippedPresets().map((preset) => preset.name) }));
 });
 
 afterAll(async () => {
@@ -27,12 +28,16 @@ afterAll(async () => {
  * `models` stands in for the server's answer to `llmgw __complete models`.
  */
 function bashCandidates(typed: string[], models: string[] = []): string[] {
+  const answer = `printf '%s\\n' ${models.map((name) => `'${name}'`).join(" ")}`;
   const script = [
     `source ${JSON.stringify(path.join(folder, "llmgw.bash"))}`,
-    `llmgw() { if [ "$1" = __complete ]; then printf '%s\\n' ${models.map((name) => `'${name}'`).join(" ")}; fi; }`,
+    `llmgw() { if [ "$1" = __complete ]; then ${answer}; fi; }`,
+    // npx answers only as npx --no-install llmgw: a TAB must never make npx fetch a package.
+    `npx() { if [ "$*" = "--no-install llmgw __complete models" ]; then ${answer}; fi; }`,
     `COMP_WORDS=(${typed.map((word) => `'${word}'`).join(" ")})`,
     `COMP_CWORD=${typed.length - 1}`,
-    "_llmgw",
+    // What bash runs is what the script registered for the first word.
+    `$(complete -p ${typed[0]} | sed -n 's/.*-F \\([^ ]*\\).*/\\1/p')`,
     `printf '%s\\n' "\${COMPREPLY[@]}"`,
   ].join("\n");
   return execFileSync("bash", ["-c", script], { encoding: "utf8" }).split("\n").filter((line) => line !== "");
@@ -63,6 +68,20 @@ describe("llmgw completion bash, sourced in a real bash", () => {
     expect(bashCandidates(["llmgw", "ctl", "model", "show", "chat", ""], ["chat"]), "only the first argument is a model").toEqual([]);
   });
 
+  it("offers the shipped presets after `ctl model add`, with no server to ask", () => {
+    const qwen = shippedPresets().map((preset) => preset.name).filter((name) => name.startsWith("qwen"));
+    expect(qwen.length).toBeGreaterThan(0);
+    expect(bashCandidates(["llmgw", "ctl", "model", "add", "qwen"], []).sort()).toEqual(qwen.sort());
+    expect(bashCandidates(["llmgw", "ctl", "model", "add", "--name", "x", ""], ["chat"])).toEqual(expect.arrayContaining(qwen));
+  });
+
+  it("completes `npx llmgw` as it completes llmgw, asking the server through npx without installing anything", () => {
+    expect(bashCandidates(["npx", "llmgw", "ctl", "mo"]).sort()).toEqual(["model", "models"]);
+    expect(bashCandidates(["npx", "llm"])).toEqual(["llmgw"]);
+    expect(bashCandidates(["npx", "llmgw", "ctl", "model", "show", "q"], ["qwen2.5-7b", "llama-3.1-8b"])).toEqual(["qwen2.5-7b"]);
+    expect(bashCandidates(["npx", "llmgw", "ctl", "model", "add", "qwen"]).length).toBeGreaterThan(0);
+  });
+
   it("offers nothing for a model's name when the server does not answer", () => {
     expect(bashCandidates(["llmgw", "ctl", "model", "show", ""], [])).toEqual([]);
   });
@@ -75,6 +94,12 @@ describe("each shell's script", () => {
     const check = shell === "fish" ? spawnSync("fish", ["--no-execute", file]) : spawnSync(shell, ["-n", file]);
     expect(check.stderr.toString(), `${shell} -n on the script`).toBe("");
     expect(check.status).toBe(0);
+  });
+
+  it("zsh completes `npx llmgw ctl mo` through the same functions (where zsh is installed)", () => {
+    if (!installed("zsh")) return;
+    const answer = spawnSync("zsh", ["-c", `autoload -U compinit && compinit -u; source ${path.join(folder, "llmgw.zsh")}; COMP_WORDS=(npx llmgw ctl mo); COMP_CWORD=3; _llmgw_npx; print -l -- $COMPREPLY`], { encoding: "utf8" });
+    expect(answer.stdout.split("\n").filter(Boolean).sort()).toEqual(["model", "models"]);
   });
 
   it("fish completes `llmgw ctl mo` to model and models (where fish is installed)", () => {

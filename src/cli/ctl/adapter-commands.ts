@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from "commander";
-import { parseDuration } from "../../catalog/duration.js";
+import { parseDuration } from "../../catalog/duration-text.js";
 import { DomainError } from "../../errors/domain-error.js";
 import type { AdapterChangeView, AdaptersView } from "../../protocol/adapter-views.js";
 import { print, printJson, renderTable } from "../output.js";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { parseDuration } from "../../catalog/duration.js";
+import { parseDuration } from "../../catalog/duration-text.js";
 import type { ModelChangeSettings, ModelChangeView } from "../../protocol/model-change-view.js";
 import { print, printJson } from "../output.js";
 import { duration, tokenCount, wholeNumber } from "../parse-option.js";

@@ -3,8 +3,7 @@ import path from "node:path";
 import { Command } from "commander";
 import type { ModelView, NodeView } from "../../protocol/views.js";
 import { comfyuiNodesNote } from "./comfyui-nodes-note.js";
-import { parseModelFile } from "../../catalog/model-file.js";
-import { modelClasses } from "../../catalog/schema.js";
+import { modelClasses } from "../../catalog/names.js";
 import { DomainError } from "../../errors/domain-error.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
@@ -15,7 +14,7 @@ import { registerPlanCommand } from "./plan-command.js";
 import { addPreset } from "./presets-commands.js";
 import { waitForModel } from "./wait-for-model.js";
 import { addModel, describeSourcesChecked, keepUnplaceableHelp, noSourceCheckHelp } from "./add-model.js";
-import { parseDuration } from "../../catalog/duration.js";
+import { parseDuration } from "../../catalog/duration-text.js";
 
 const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
 
@@ -112,6 +111,8 @@ export function registerModelsCommands(ctl: Command): void {
         throw new DomainError("invalid_input", `cannot read ${options.file}: ${(error as Error).message}`, "Check the path given to -f.");
       }
       // Checked here too, so a mistake is reported with its line and column in the file.
+      // Loaded when run: the YAML parser and the schema would slow every other ctl call's start.
+      const { parseModelFile } = await import("../../catalog/model-file.js");
       const entry = parseModelFile(text, path.basename(options.file));
       const client = apiClient(ctlOptions(command));
       const added = await addModel(client, entry, { sourceCheck: options.sourceCheck, keepUnplaceable: options.keepUnplaceable === true });

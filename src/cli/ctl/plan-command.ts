@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { defaultHubEndpoint, planSource, renderPlanTable, type Plan } from "../../plan/index.js";
+import type { Plan } from "../../plan/index.js";
 import { print, printJson } from "../output.js";
 import { fraction, tokenCount, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
@@ -31,6 +31,8 @@ export function registerPlanCommand(model: Command): void {
     .option("--json", "print the plan as JSON (shape in docs/PLAN.md)")
     .action(async (source: string, options: PlanOptions, command: Command) => {
       const json = ctlOptions(command).json;
+      // Loaded when run: the planner reads GGUF and hub files, and would slow every other ctl call's start.
+      const { defaultHubEndpoint, planSource, renderPlanTable } = await import("../../plan/index.js");
       let plan: Plan;
       if (options.gpus !== undefined) {
         plan = await planSource(source, {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import { parseDuration } from "../../catalog/duration.js";
+import { parseDuration } from "../../catalog/duration-text.js";
 import { DomainError } from "../../errors/domain-error.js";
 import type { PullView } from "../../protocol/pull-views.js";
 import { print, printJson } from "../output.js";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { parseDuration } from "../../catalog/duration.js";
+import { parseDuration } from "../../catalog/duration-text.js";
 import type { EventView, NodeView } from "../../protocol/views.js";
 import { print, printJson } from "../output.js";
 import { duration, wholeNumber } from "../parse-option.js";

@@ -1,13 +1,10 @@
 import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
-import { stringify } from "yaml";
-import { parseDuration } from "../../catalog/duration.js";
-import { comfyPresetForSource } from "../../catalog/presets/comfy-preset-for-source.js";
-import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
-import { modelClasses, type ModelClass } from "../../catalog/schema.js";
+import { parseDuration } from "../../catalog/duration-text.js";
+import { modelClasses, type ModelClass } from "../../catalog/names.js";
 import { DomainError } from "../../errors/domain-error.js";
-import { formatContext, formatGiB, renderPlanTable, type Plan, type PlanCandidate } from "../../plan/index.js";
-import { chooseServeEntry } from "../../plan/serve-entry.js";
+import { formatContext, formatGiB } from "../../plan/format.js";
+import type { Plan, PlanCandidate } from "../../plan/index.js";
 import { gatewayTryLines } from "../gateway-try-lines.js";
 import { print, printJson } from "../output.js";
 import { duration, tokenCount } from "../parse-option.js";
@@ -62,6 +59,14 @@ export function registerServeCommand(ctl: Command): void {
       // A relative path means this shell's folder: the server, and later the agents, would read it against their own.
       const source = /^\.\.?\//.test(written) ? path.resolve(written) : written;
       // A ComfyUI model is a workflow and its files: there is no one checkpoint in its repository to plan.
+      // Loaded when run, not at the top: the planner and the YAML writer would slow every other ctl call's start.
+      const [{ renderPlanTable }, { chooseServeEntry }, { stringify }, { comfyPresetForSource }, { shippedPresets }] = await Promise.all([
+        import("../../plan/index.js"),
+        import("../../plan/serve-entry.js"),
+        import("yaml"),
+        import("../../catalog/presets/comfy-preset-for-source.js"),
+        import("../../catalog/presets/shipped-presets.js"),
+      ]);
       const comfyPreset = comfyPresetForSource(source, shippedPresets());
       if (comfyPreset) {
         throw new DomainError(
@@ -104,6 +109,11 @@ export function registerServeCommand(ctl: Command): void {
         });
       }
       // Ends as `model add --wait` does: the line saying it serves comes last.
-      if (!json) print(["", "Try it through the gateway:", ...gatewayTryLines(client.baseUrl, added.name).slice(0, 2), ...(ready ? ["", ready] : [])].join("\n"));
+      if (!json) {
+        // The curl printed must work as printed: with a key where the gateway checks keys.
+        const keyed = await client.gatewayChecksKeys().catch(() => false);
+        const curl = gatewayTryLines(client.baseUrl, added.name, keyed).slice(0, keyed ? 3 : 2);
+        print(["", "Try it through the gateway:", ...curl, ...(ready ? ["", ready] : [])].join("\n"));
+      }
     });
 }

@@ -2,19 +2,10 @@ import { createWriteStream, existsSync, readFileSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
-import { parseWithSchema } from "../../catalog/schema-errors.js";
-import { parseYamlSource } from "../../catalog/yaml-source.js";
 import { DomainError } from "../../errors/domain-error.js";
-import { catalogExportSchema, type CatalogExport, type CatalogImportResult } from "../../protocol/catalog-export.js";
-import { renderExport } from "../../protocol/catalog-export-yaml.js";
+import type { CatalogExport, CatalogImportResult } from "../../protocol/catalog-export.js";
 import { print, printJson } from "../output.js";
 import { apiClient, ctlOptions } from "./context.js";
-
-/** Reads an export file, refusing bad YAML or a bad value with its file, line and column, and the fix. */
-export function parseExportFile(text: string, fileName: string): CatalogExport {
-  const source = parseYamlSource(text, fileName);
-  return parseWithSchema(catalogExportSchema, source.value, { label: fileName, locate: source.locate });
-}
 
 function importLines(result: CatalogImportResult): string[] {
   const lines: string[] = [];
@@ -38,6 +29,7 @@ export function registerStateCommands(ctl: Command): void {
     .action(async (_options, command: Command) => {
       const document = await apiClient(ctlOptions(command)).get<CatalogExport>("/api/v1/catalog/export");
       if (ctlOptions(command).json) return printJson(document);
+      const { renderExport } = await import("../../protocol/catalog-export-yaml.js");
       process.stdout.write(renderExport(document));
     });
 
@@ -53,6 +45,7 @@ export function registerStateCommands(ctl: Command): void {
       } catch (error) {
         throw new DomainError("invalid_input", `cannot read ${file}: ${(error as Error).message}`, "Give the path of a file `llmgw ctl export` wrote.");
       }
+      const { parseExportFile } = await import("./export-file.js");
       const document = parseExportFile(text, file);
       const result = await apiClient(ctlOptions(command)).post<CatalogImportResult>("/api/v1/catalog/import", document);
       if (ctlOptions(command).json) return printJson(result);

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { parseDuration } from "../../catalog/duration.js";
+import { parseDuration } from "../../catalog/duration-text.js";
 import type { HistoryView, OriginView, RolloutView, UpdateCheckView } from "../../protocol/version-views.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration } from "../parse-option.js";

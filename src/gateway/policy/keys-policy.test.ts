@@ -230,7 +230,7 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     expect([duplicate.statusCode, duplicate.json().error.code]).toEqual([409, "name_taken"]);
     const typo = await app.inject({ method: "POST", url: "/api/v1/keys", headers: as(admin), payload: { name: "typo", models: ["qwem"] } });
     expect([typo.statusCode, typo.json().error.code]).toEqual([404, "model_not_found"]);
-    expect(typo.json().error.message).toContain('"qwem" is not a model, alias or adapter');
+    expect(typo.json().error.message).toContain('"qwem" (did you mean "qwen"?) is not a model, alias or adapter');
     expect(typo.json().error.hint).toContain("chat, llama, qwen");
     const past = await app.inject({ method: "POST", url: "/api/v1/keys", headers: as(admin), payload: { name: "past", expires: "2001-01-01" } });
     expect([past.statusCode, past.json().error.message]).toEqual([400, "expires: 2001-01-01T00:00:00.000Z is already past"]);

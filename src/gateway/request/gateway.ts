@@ -144,8 +144,9 @@ export class Gateway {
 
   /** GET /v1/models/{id}: one of the names listModels gives this caller, or model_not_found as for a name it may not use. */
   retrieveModel(authorization: string | undefined, id: string): ReturnType<Gateway["listModels"]>["data"][number] {
-    const found = this.listModels(authorization).data.find((entry) => entry.id === id);
-    if (found === undefined) throw modelNotFound(id);
+    const listed = this.listModels(authorization).data;
+    const found = listed.find((entry) => entry.id === id);
+    if (found === undefined) throw modelNotFound(id, listed.map((entry) => entry.id));
     return found;
   }
 
@@ -193,7 +194,10 @@ export class Gateway {
       requested = body.model;
       const snapshot = this.state.current;
       const target = snapshot.resolve(body.model);
-      if (!target) throw modelNotFound(body.model);
+      if (!target) {
+        const allowed = caller.allowedModels;
+        throw modelNotFound(body.model, snapshot.names().flatMap((entry) => (allowed === null || allowed.includes(entry.name) ? [entry.name] : [])));
+      }
       if (target.model.comfy) throw wrongTaskError(target.model, "text");
       // A pooling model first: its refusal names the routes it does serve, which is the fix.
       refuseGenerationFromPoolingModel(target.model, endpoint);

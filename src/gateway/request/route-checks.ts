@@ -1,3 +1,4 @@
+import { didYouMean } from "../../errors/did-you-mean.js";
 import { modelUnavailable } from "../wire/model-unavailable.js";
 import { DomainError } from "../../errors/domain-error.js";
 import type { RoutingModel } from "../../protocol/routing-table.js";
@@ -95,6 +96,7 @@ export function unansweredError(
   );
 }
 
-export function modelNotFound(name: string): DomainError {
-  return new DomainError("model_not_found", `no model named ${name} at this gateway`, "GET /v1/models lists the models, aliases and adapters you may use.");
+/** model_not_found, suggesting the nearest of `mayUse`: only names the caller may use, so a typo reveals no model its key cannot see. */
+export function modelNotFound(name: string, mayUse: readonly string[] = []): DomainError {
+  return new DomainError("model_not_found", `no model named ${name} at this gateway${didYouMean(name, mayUse)}`, "GET /v1/models lists the models, aliases and adapters you may use.");
 }

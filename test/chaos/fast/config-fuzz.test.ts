@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { parseModelFile } from "../../../src/catalog/model-file.js";
 import { loadServerConfig } from "../../../src/catalog/server-config.js";
 import { DomainError } from "../../../src/errors/domain-error.js";
-import { parseExportFile } from "../../../src/cli/ctl/state-commands.js";
+import { parseExportFile } from "../../../src/cli/ctl/export-file.js";
 import { temporaryDirectory } from "../../support/temporary-directory.js";
 import { FailureCounter, reportChaos } from "../chaos-report.js";
 
