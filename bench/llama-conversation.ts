@@ -6,6 +6,7 @@
  * Both run on one engine, alternating, each conversation with its own
  * opening so no run finds another's turns in the cache.
  */
+import { readStreamedChat } from "./stream-chat.js";
 import { performance } from "node:perf_hooks";
 
 export const conversationTurns = 10;
@@ -42,31 +43,9 @@ async function streamTurn(baseUrl: string, messages: readonly Message[], cachePr
     body: JSON.stringify({ model: "tiny", messages, max_tokens: answerTokens, temperature: 0, stream: true, stream_options: { include_usage: true }, cache_prompt: cachePrompt }),
   });
   if (!response.ok || !response.body) throw new Error(`a conversation turn failed: ${response.status} ${await response.text()}`);
-  let first: number | undefined;
-  let text = "";
-  let timings: { prompt_n: number; cache_n: number } | undefined;
-  let promptTokens = 0;
-  let buffer = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of response.body) {
-    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, end).replace(/^data: /, "");
-      buffer = buffer.slice(end + 2);
-      if (event === "[DONE]" || event.trim() === "") continue;
-      const parsed = JSON.parse(event) as { choices?: { delta?: { content?: string } }[]; usage?: { prompt_tokens: number }; timings?: { prompt_n: number; cache_n: number } };
-      const content = parsed.choices?.[0]?.delta?.content;
-      if (content) {
-        first ??= performance.now();
-        text += content;
-      }
-      if (parsed.timings) timings = parsed.timings;
-      if (parsed.usage) promptTokens = parsed.usage.prompt_tokens;
-    }
-  }
-  if (first === undefined || timings === undefined) throw new Error("a conversation turn streamed no text or no timings");
-  return { text, prompt_tokens: promptTokens, prompt_evaluated: timings.prompt_n, prompt_cached: timings.cache_n, first_token_ms: first - started };
+  const { firstAt, text, usage, timings } = await readStreamedChat(response.body);
+  if (firstAt === undefined || timings === undefined) throw new Error("a conversation turn streamed no text or no timings");
+  return { text, prompt_tokens: usage?.prompt_tokens ?? 0, prompt_evaluated: timings.prompt_n, prompt_cached: timings.cache_n, first_token_ms: firstAt - started };
 }
 
 async function tenthTurn(baseUrl: string, run: number, cachePrompt: boolean): Promise<ConversationTurn> {

@@ -16,6 +16,7 @@
  * And the prompt cache (bench/llama-conversation.ts): a conversation's tenth
  * turn with and without it, straight to an engine with room for ten turns.
  */
+import { readStreamedChat } from "./stream-chat.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -65,29 +66,9 @@ async function streamOnce(baseUrl: string, model: string, started = performance.
     body: JSON.stringify({ model, messages: [{ role: "user", content: `${(requestNumber += 1)}. ${prompt}` }], max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
   }).catch(() => undefined);
   if (!response?.ok || !response.body) return undefined;
-  let first: number | undefined;
-  let last = 0;
-  let usage: { prompt_tokens: number; completion_tokens: number } | undefined;
-  let buffer = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of response.body) {
-    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, end).replace(/^data: /, "");
-      buffer = buffer.slice(end + 2);
-      if (event === "[DONE]" || event.trim() === "") continue;
-      const parsed = JSON.parse(event) as { choices?: { delta?: { content?: string } }[]; usage?: { prompt_tokens: number; completion_tokens: number } };
-      if (parsed.choices?.[0]?.delta?.content) {
-        const now = performance.now();
-        first ??= now;
-        last = now;
-      }
-      if (parsed.usage) usage = parsed.usage;
-    }
-  }
-  if (first === undefined || usage === undefined) return undefined;
-  return { firstMs: first - started, lastMs: last - started, prompt: usage.prompt_tokens, completion: usage.completion_tokens };
+  const { firstAt, lastAt, usage } = await readStreamedChat(response.body);
+  if (firstAt === undefined || lastAt === undefined || usage === undefined) return undefined;
+  return { firstMs: firstAt - started, lastMs: lastAt - started, prompt: usage.prompt_tokens, completion: usage.completion_tokens };
 }
 
 async function measure(baseUrl: string, model: string): Promise<LlamaPathResult> {

@@ -14,6 +14,7 @@
  * prompts in an engine's cache. Per policy: time to first token p50 and p90,
  * prompt tokens the engines evaluated (timings.prompt_n), answers a second.
  */
+import { readStreamedChat } from "./stream-chat.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -101,29 +102,9 @@ async function streamTurn(baseUrl: string, messages: readonly Message[]): Promis
     body: JSON.stringify({ model: "tiny", messages, max_tokens: answerTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
   });
   if (!response.ok || !response.body) throw new Error(`a request failed: ${response.status} ${await response.text()}`);
-  let first: number | undefined;
-  let text = "";
-  let timings: { prompt_n: number; cache_n: number } | undefined;
-  let buffer = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of response.body) {
-    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, end).replace(/^data: /, "");
-      buffer = buffer.slice(end + 2);
-      if (event === "[DONE]" || event.trim() === "") continue;
-      const parsed = JSON.parse(event) as { choices?: { delta?: { content?: string } }[]; timings?: { prompt_n: number; cache_n: number } };
-      const content = parsed.choices?.[0]?.delta?.content;
-      if (content) {
-        first ??= performance.now();
-        text += content;
-      }
-      if (parsed.timings) timings = parsed.timings;
-    }
-  }
-  if (first === undefined || timings === undefined) throw new Error("a request streamed no text or no timings");
-  return { firstMs: first - started, evaluated: timings.prompt_n, cached: timings.cache_n, text };
+  const { firstAt, text, timings } = await readStreamedChat(response.body);
+  if (firstAt === undefined || timings === undefined) throw new Error("a request streamed no text or no timings");
+  return { firstMs: firstAt - started, evaluated: timings.prompt_n, cached: timings.cache_n, text };
 }
 
 /** Words of a deterministic filler, different per seed, so prompts are as long as asked and share only what they should. */
