@@ -57,6 +57,23 @@ export const chatChunkSchema = z.looseObject({
 });
 export type ChatChunk = z.infer<typeof chatChunkSchema>;
 
+/**
+ * One chat stream event's data, read loosely: "done" for `[DONE]`, the chunk,
+ * or undefined for data no translation can use (a comment, another engine's
+ * extension), which each translator passes over rather than failing the stream.
+ */
+export function readChatChunk(data: string): ChatChunk | "done" | undefined {
+  if (data.trim() === "[DONE]") return "done";
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  const parsed = chatChunkSchema.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** Why the answer ended, in chat completion terms, reduced to what the other APIs tell apart. */
 export type Ending = "stop" | "stop_sequence" | "length" | "tool_calls" | "content_filter";
 

@@ -1,5 +1,5 @@
 import { sseEvent } from "../sse-events.js";
-import { chatChunkSchema, endingOf, type ChatUsage, type Ending } from "../chat-answer.js";
+import { readChatChunk, endingOf, type ChatUsage, type Ending } from "../chat-answer.js";
 import { anthropicUsage, messageId, stopReasonOf } from "./messages-answer.js";
 
 type OpenBlock = { kind: "text" } | { kind: "tool"; call: number; id: string };
@@ -29,16 +29,9 @@ export class MessagesStream {
   /** The Anthropic events one chat stream event (its data) becomes. */
   event(data: string): string {
     if (this.#finished) return "";
-    if (data.trim() === "[DONE]") return this.#finish();
-    let json: unknown;
-    try {
-      json = JSON.parse(data);
-    } catch {
-      return "";
-    }
-    const parsed = chatChunkSchema.safeParse(json);
-    if (!parsed.success) return "";
-    const chunk = parsed.data;
+    const chunk = readChatChunk(data);
+    if (chunk === "done") return this.#finish();
+    if (chunk === undefined) return "";
     if (chunk.error) {
       this.#finished = true;
       const message = `${chunk.error.code ? `${chunk.error.code}: ` : ""}${chunk.error.message ?? "the engine failed mid-answer"}`;

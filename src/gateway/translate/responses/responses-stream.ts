@@ -1,5 +1,5 @@
 import { sseEvent } from "../sse-events.js";
-import { chatChunkSchema, type ChatUsage } from "../chat-answer.js";
+import { readChatChunk, type ChatUsage } from "../chat-answer.js";
 import { outputText, responseObject, responsesUsage, type OutputItem } from "./responses-answer.js";
 import type { ResponsesRequest } from "./responses-request.js";
 
@@ -32,16 +32,9 @@ export class ResponsesStream {
 
   event(data: string): string {
     if (this.#finished) return "";
-    if (data.trim() === "[DONE]") return this.#finish();
-    let json: unknown;
-    try {
-      json = JSON.parse(data);
-    } catch {
-      return "";
-    }
-    const parsed = chatChunkSchema.safeParse(json);
-    if (!parsed.success) return "";
-    const chunk = parsed.data;
+    const chunk = readChatChunk(data);
+    if (chunk === "done") return this.#finish();
+    if (chunk === undefined) return "";
     if (chunk.error) {
       this.#finished = true;
       return this.#emit("error", { code: chunk.error.code ?? "upstream_failed", message: chunk.error.message ?? "the engine failed mid-answer", param: null });
