@@ -52,7 +52,10 @@ describe("the console's side navigation, clicked through", () => {
     const navigation = page.getByRole("navigation", { name: "Pages" });
     await expect
       .poll(async () => {
-        const { left, right } = await navigation.evaluate((element) => element.getBoundingClientRect());
+        const { left, right } = await navigation.evaluate((element) => {
+          const box = element.getBoundingClientRect();
+          return { left: box.left, right: box.right };
+        });
         return shown ? left === 0 : right <= 0;
       })
       .toBe(true);
