@@ -167,7 +167,7 @@ describe("gateway keys through llmgw server, ctl and the openai client", () => {
     expect(tooMany.stderr).toContain('"1000001" is more than 1000000, the most this takes.');
     expect((await ctl("keys")).stdout).not.toMatch(/^(no-slots|too-many)\s/m);
     const typo = await ctl("key", "create", "typo", "--models", "fak");
-    expect(typo.stderr).toContain('"fak" is not a model, alias or adapter');
+    expect(typo.stderr).toContain('"fak" (did you mean "fake"?) is not a model, alias or adapter');
     const ghost = await ctl("key", "revoke", "ghost");
     expect(ghost.stderr).toContain('no gateway key named "ghost"');
   });
