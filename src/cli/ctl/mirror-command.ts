@@ -1,7 +1,4 @@
 import type { Command } from "commander";
-import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
-import { mirrorKey } from "../../plan/mirror-manifest.js";
-import { defaultHubEndpoint } from "../../plan/model-files.js";
 import { print, printJson } from "../output.js";
 import { ctlOptions } from "./context.js";
 
@@ -35,8 +32,14 @@ export function registerMirrorCommands(ctl: Command): void {
       "copy every file a preset or hub source needs into a mirror folder, laid out as server.yaml's `mirror:` reads it (hf/ORG/NAME/REVISION/…), with FILE.sha256 beside each file and llmgw-mirror.json listing what it holds; runs here, without a server",
     )
     .action(async (names: string[], options: MirrorPullOptions, command: Command) => {
-      // Loaded when run: every `llmgw ctl` builds this command tree, and must not load the agent's file selection to do it.
-      const { presetSources, pullToMirror } = await import("./mirror-pull.js");
+      // Loaded when run: every `llmgw ctl` builds this command tree, and must not load the presets' schema, the hub
+      // readers or the agent's file selection to do it.
+      const [{ presetSources, pullToMirror }, { shippedPresets }, { mirrorKey }, { defaultHubEndpoint }] = await Promise.all([
+        import("./mirror-pull.js"),
+        import("../../catalog/presets/shipped-presets.js"),
+        import("../../plan/mirror-manifest.js"),
+        import("../../plan/model-files.js"),
+      ]);
       const presets = shippedPresets();
       const sources = [
         ...new Set(
