@@ -28,8 +28,9 @@ export async function bootstrapAdminToken(store: Store, dataDir: string): Promis
  * get a token, the first one included (`ctl token create` needs a token
  * already), and never the path where this server keeps it (the data directory
  * is the server's business; its own terminal output at start says where the
- * token is, for the operator).
+ * token is, for the operator). It names no file, not even the default's,
+ * which would tell a stranger how the server is laid out.
  */
 export const adminTokenHint =
-  "Send an admin-API token: --token or LLMGW_TOKEN (the header Authorization: Bearer TOKEN). The first admin token is the one the server printed at its first start, kept in the file admin-token in its data directory: on the server's machine, `llmgw ctl --data-dir DIR` reads it from there (and ctl finds ./llmgw-data/admin-token by itself). With an admin token, `llmgw ctl token create NAME` makes more; elsewhere, ask the server's operator for one.";
+  "Send an admin-API token: --token or LLMGW_TOKEN (the header Authorization: Bearer TOKEN). The first admin token is the one the server printed at its first start, and it keeps it in its data directory: on the server's machine, `llmgw ctl --data-dir DIR` (DIR: that data directory) reads it from there. With an admin token, `llmgw ctl token create NAME` makes more; elsewhere, ask the server's operator for one.";
 

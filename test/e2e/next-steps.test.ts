@@ -39,7 +39,7 @@ describe("every printed next step runs as printed", () => {
     expect(refused.stderr).toContain("this API needs a bearer token");
     // `ctl token create` itself needs a token: the first one comes from the server's start.
     expect(refused.stderr).toContain("The first admin token is the one the server printed at its first start");
-    expect(refused.stderr).toContain("the file admin-token in its data directory");
+    expect(refused.stderr).toContain("it keeps it in its data directory");
     expect(refused.stderr).toContain("llmgw ctl --data-dir DIR");
     expect(refused.stderr).not.toContain("state dir");
   });
