@@ -56,6 +56,11 @@ describe("an air-gapped cluster served from a mirror folder written by `ctl mirr
   }, 60_000);
 
   afterAll(async () => {
+    // The context change rolled the replica onto a new engine: collect the engines running now too, or that one outlives the test.
+    if (server) {
+      const now = await get<{ replicas: ReplicaView[] }>("/api/v1/replicas").catch(() => ({ replicas: [] }));
+      for (const each of now.replicas) if (each.pid !== null) enginePids.add(each.pid);
+    }
     if (agent) killGroup(agent.pid);
     for (const pid of enginePids) killGroup(pid);
     await server?.stop();
