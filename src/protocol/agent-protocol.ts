@@ -34,6 +34,8 @@ export const protocolField = z.literal(protocolVersion);
 export const agentPaths = {
   join: "/api/v1/agent/join",
   heartbeat: "/api/v1/agent/heartbeat",
+  /** The server's identity, asked without a credential: an agent checks it before sending its credential to a server at a new address. */
+  identity: "/api/v1/agent/identity",
   replicas: "/agent/v1/replicas",
   replica: (id: string) => `/agent/v1/replicas/${encodeURIComponent(id)}`,
   replicaLogs: (id: string) => `/agent/v1/replicas/${encodeURIComponent(id)}/logs`,
@@ -171,6 +173,20 @@ export const joinRequestSchema = z.object({
 });
 export type JoinRequest = z.infer<typeof joinRequestSchema>;
 
+/**
+ * A server's identity: the same through a change of its address or scheme
+ * (http:// to https://, an IP to a name), the same for every server sharing
+ * one database, and different for any other server. The agent keys its
+ * credential to it, not to the URL it was given.
+ */
+export const serverIdSchema = z.string().regex(/^[0-9a-f]{16,128}$/, "hexadecimal digits");
+
+export const serverIdentitySchema = z.object({
+  protocol: protocolField,
+  server_id: serverIdSchema,
+});
+export type ServerIdentity = z.infer<typeof serverIdentitySchema>;
+
 export const joinResponseSchema = z.object({
   protocol: protocolField,
   node: nodeNameSchema,
@@ -184,6 +200,8 @@ export const joinResponseSchema = z.object({
    */
   control_secret: z.string().min(16).max(200).optional(),
   heartbeat_interval_ms: z.number().int().positive(),
+  /** The server's identity (see serverIdentitySchema); absent from servers of earlier releases. */
+  server_id: serverIdSchema.optional(),
 });
 export type JoinResponse = z.infer<typeof joinResponseSchema>;
 
@@ -343,6 +361,8 @@ export const heartbeatResponseSchema = z.object({
   protocol: protocolField,
   /** Sent when the agent's control secret is missing or out of date (an agent upgraded in place, a server key restored). */
   control_secret: z.string().min(16).max(200).optional(),
+  /** The server's identity, so an agent that joined an earlier release learns it; absent from servers of earlier releases. */
+  server_id: serverIdSchema.optional(),
 });
 export type HeartbeatResponse = z.infer<typeof heartbeatResponseSchema>;
 

@@ -51,6 +51,8 @@ export interface AppParts {
   readonly plan?: PlanSettings;
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
   readonly fleetService?: FleetService;
+  /** The identity agents key their credential to (server-identity.ts). */
+  readonly serverIdentity?: string;
   readonly logger?: LoggerOptions | false;
   /** What the reconciler would do after a change, for `?dry_run=true`; without it a dry run reports the catalog write alone. */
   readonly previewReplicas?: PreviewReplicas;
@@ -128,7 +130,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   const fleetKey = parts.replicaCounts === undefined && parts.fleetService ? async () => (await (parts.fleetService as FleetService).viewKey()).key : undefined;
   registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus, parts.plan, parts.previewReplicas, fleetKey, parts.fitsNowhere);
   parts.registerMore?.(app);
-  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
+  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog, parts.serverIdentity);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));
   const gatewayKeys = parts.gatewayKeys;

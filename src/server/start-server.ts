@@ -10,6 +10,7 @@ import { buildApp } from "./build-app.js";
 import { CatalogService } from "../services/catalog-service.js";
 import { FleetService } from "../services/fleet-service.js";
 import { loadServerKey, serverKeyFileName, serverKeyVariable } from "./server-key.js";
+import { serverIdentity } from "./server-identity.js";
 import { KeysPolicy, type GatewayPolicy, OpenPolicy, openPolicy } from "../gateway/policy/index.js";
 import { storeKeysBackend } from "./store-keys-backend.js";
 import path from "node:path";
@@ -162,6 +163,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       store,
       catalog,
       fleetService: fleet,
+      serverIdentity: serverIdentity(serverKey),
       modelStatus: modelStatusSource(store),
       previewReplicas,
       fitsNowhere: fitsNowhereCheck({ readFacts, inventoryNodes: fleet.inventoryNodes, gpuMemoryUtilization: config.gpuMemoryUtilization }),
