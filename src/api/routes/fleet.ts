@@ -184,7 +184,7 @@ export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, c
   }));
   if (serverId !== undefined) {
     // No credential asked: an agent asks it before sending its credential to this server at a new address, and sends none to another server.
-    app.get(agentPaths.identity, { config: { access: "agent", api: { summary: "The server's identity, which an agent checks before presenting its credential (the agent protocol)", response: serverIdentitySchema } } }, async () => ({ protocol: protocolVersion, server_id: serverId }));
+    app.get(agentPaths.identity, { config: { access: "public", api: { summary: "The server's identity, which an agent checks before presenting its credential (the agent protocol)", response: serverIdentitySchema } } }, async () => ({ protocol: protocolVersion, server_id: serverId }));
   }
 
   app.post("/api/v1/node-tokens", { config: { access: "admin", dryRun: true, api: { summary: "A join token for agents", status: 201 } } }, async (request, reply) => {
