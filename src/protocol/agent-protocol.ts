@@ -57,7 +57,7 @@ const identifier = (what: string, max = 128) =>
     .min(1, { message: `${what} is empty` })
     .max(max, { message: `${what} is longer than ${max} characters` })
     // A name shown in every view and log line: a tab or newline in it would forge columns and lines.
-    // eslint-disable-next-line no-control-regex
+    // eslint-disable-next-line no-control-regex -- control characters are what this finds, on purpose
     .regex(/^[^\u0000-\u001f\u007f]*$/, { message: `${what} holds a control character (a tab, a newline or another below space); names are printable text` });
 const label = (what: string) => z.string().max(256, { message: `${what} is longer than 256 characters` });
 const byteCount = z.number().int().min(0);
@@ -397,6 +397,7 @@ export function protocolRefusal(message: unknown, reader: { readonly side: "agen
   const other = reader.side === "agent" ? "server" : "agent";
   return new DomainError(
     "version_unsupported",
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- JSON.stringify answers undefined for undefined, which its type leaves out
     `${reader.place}: this ${reader.side} speaks agent protocol ${protocolVersion}; the ${other} sent protocol ${(JSON.stringify(theirs) ?? String(theirs)).slice(0, 40)}`,
     reader.hint,
   );
