@@ -144,6 +144,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
         reportAndExit(error);
         return;
       }
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the parent's lifeline sets it while the agent starts
       if (parentGone) return void stopEnginesAndExit(agent);
       process.stderr.write(`llmgw agent ${agent.name}: control API at ${agent.url}, data in ${agent.dataDirectory}, server ${options.server}\n`);
       for (const warning of agent.warnings) process.stderr.write(`warning: ${warning}\n`);

@@ -183,7 +183,7 @@ export function registerGatewayCommand(program: Command): void {
       let stopping: Promise<void> | undefined;
       const stop = () => {
         stopping ??= running.close().then(async () => {
-          await keys?.close().catch((error: unknown) => process.stderr.write(`gateway: could not send the last usage counts: ${(error as Error).message}\n`));
+          await keys.close().catch((error: unknown) => process.stderr.write(`gateway: could not send the last usage counts: ${(error as Error).message}\n`));
           process.exit(0);
         });
       };

@@ -25,7 +25,7 @@ export const identifier = (what: string, max = 128) =>
     .min(1, { message: `${what} is empty` })
     .max(max, { message: `${what} is longer than ${max} characters` })
     // A name shown in every view and log line: a tab or newline in it would forge columns and lines.
-    // eslint-disable-next-line no-control-regex
+    // eslint-disable-next-line no-control-regex -- control characters are what this finds, on purpose
     .regex(/^[^\u0000-\u001f\u007f]*$/, { message: `${what} holds a control character (a tab, a newline or another below space); names are printable text` });
 export const label = (what: string) => z.string().max(256, { message: `${what} is longer than 256 characters` });
 /** No machine has more; a larger index or count is a malformed message, not hardware. */

@@ -331,6 +331,7 @@ export function protocolRefusal(message: unknown, reader: { readonly side: "agen
   const other = reader.side === "agent" ? "server" : "agent";
   return new DomainError(
     "version_unsupported",
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- JSON.stringify answers undefined for undefined, which its type leaves out
     `${reader.place}: this ${reader.side} speaks agent protocol ${protocolVersion}; the ${other} sent protocol ${(JSON.stringify(theirs) ?? String(theirs)).slice(0, 40)}`,
     reader.hint,
   );

@@ -137,14 +137,14 @@ export class RoutingTableSource {
       return progress !== undefined && !isDeepStrictEqual(progress, replica.progress) ? { ...replica, progress } : replica;
     });
     const etas = loadingEtas(replicas, Date.now());
-    let moved = false;
     const models = built.content.models.map((model) => {
       const eta = etas.get(model.name);
       if (eta === (model.loading_eta_s ?? undefined)) return model;
-      moved = true;
       const { loading_eta_s: _was, ...rest } = model;
       return eta === undefined ? rest : { ...rest, loading_eta_s: eta };
     });
+    // A model whose estimate moved is a new object; the rest are the ones built.
+    const moved = models.some((model, index) => model !== built.content.models[index]);
     const content = { ...built.content, models };
     this.#built = { key: built.key, replicas, content };
     if (moved) this.#publish(content);
