@@ -140,7 +140,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
     let canaryParts: { stop(): Promise<void> } | undefined;
-    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store), async () => placementsForRouting(store));
+    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store), async () => placementsForRouting(store), config.cacheRouting);
     const gateway = new Gateway({
       // gatewayKeys exists exactly when auth is keys.
       policy: options.gatewayPolicy ?? gatewayKeys ?? open ?? openPolicy,
