@@ -20,7 +20,7 @@ describe("CachePlacement's weights", () => {
     expect(cache.weights).toEqual(defaultCacheRoutingWeights);
     cache.follow({ models: [], cache_routing: { prefix_weight: 5, queue_weight: 0.5, cache_weight: 1, cache_full: 0.9 } });
     expect(cache.weights).toEqual({ prefix: 5, queue: 0.5, cache: 1, cacheFull: 0.9 });
-    expect(cache.lookup("qwen", { messages: [{ role: "user", content: "hello" }] }).knowledge.weights).toEqual({ prefix: 5, queue: 0.5, cache: 1, cacheFull: 0.9 });
+    expect(cache.lookup("qwen", { model: "qwen", messages: [{ role: "user", content: "hello" }] }).knowledge.weights).toEqual({ prefix: 5, queue: 0.5, cache: 1, cacheFull: 0.9 });
   });
 
   it("keeps its configured weights while the table carries none (a server of an older release)", () => {
