@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from "fastify";
-import type { LoggerOptions } from "pino";
+import type { LogSettings } from "../log-output.js";
 import { installAccessControl } from "../api/access.js";
 import { installDryRun, type PreviewReplicas } from "../api/dry-run.js";
 import { answerFrameworkError, clientErrorAnswerer, installErrorHandling } from "../http/error-handler.js";
@@ -53,7 +53,7 @@ export interface AppParts {
   readonly fleetService?: FleetService;
   /** The identity agents key their credential to (server-identity.ts). */
   readonly serverIdentity?: string;
-  readonly logger?: LoggerOptions | false;
+  readonly logger?: LogSettings | false;
   /** What the reconciler would do after a change, for `?dry_run=true`; without it a dry run reports the catalog write alone. */
   readonly previewReplicas?: PreviewReplicas;
   /** Refuses a model added at runtime that no node of this fleet could hold even empty; without it every model is stored. */

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from "fastify";
-import type { LoggerOptions } from "pino";
 import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides } from "../catalog/server-config.js";
 import { DomainError } from "../errors/domain-error.js";
 import { listenFailure } from "../errors/listen-failure.js";
@@ -19,6 +18,7 @@ import { Gateway, type GatewayLog } from "../gateway/request/index.js";
 import { RoutingTableSource } from "./routing-table-source.js";
 import { canaryWeights, startCanaries } from "./start-canaries.js";
 import pino from "pino";
+import type { LogSettings } from "../log-output.js";
 import { agentPaths } from "../protocol/agent-protocol.js";
 import { Reconciler } from "../reconcile/reconciler.js";
 import type { ReconcilerLog } from "../reconcile/reconciler-ports.js";
@@ -44,9 +44,10 @@ import { registerAdapterRoutes } from "../api/routes/adapters.js";
 import { AdapterService } from "../services/adapter-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
-function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
+function reconcileLog(logger: LogSettings | false): ReconcilerLog {
   if (logger === false) return { info: () => undefined, warn: () => undefined };
-  return pino(logger).child({ component: "reconciler" });
+  const { stream, ...options } = logger;
+  return pino(options, stream).child({ component: "reconciler" });
 }
 
 export interface RunningServer {
@@ -74,7 +75,7 @@ export interface RunningServer {
 
 export interface StartOptions extends ServerOverrides {
   readonly configPath?: string | undefined;
-  readonly logger?: LoggerOptions | false;
+  readonly logger?: LogSettings | false;
   /** The gateway's keys, limits and usage; default from server.yaml's gateway.auth. */
   readonly gatewayPolicy?: GatewayPolicy;
   /** Tells the reconciler a model with no ready replica is wanted (an on-demand start). */
