@@ -1,14 +1,16 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { describeIssues } from "../../catalog/schema-errors.js";
 import type { EngineName } from "../../catalog/schema.js";
 import { engineServes } from "../../protocol/engine-routes.js";
-import type { ConcurrencyGate } from "./concurrency-gate.js";
-import { embeddingRequestSchema, rerankRequestSchema, scoreRequestSchema } from "./openai-request-schemas.js";
-import { errorBody, paramOfIssues } from "./openai-error-body.js";
+import { postWithBody } from "../openai-server/body-route.js";
+import type { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
+import { encodedEmbedding } from "../openai-server/embedding-encoding.js";
+import { embeddingRequestSchema, rerankRequestSchema, scoreRequestSchema } from "../openai-server/openai-request-schemas.js";
+import { errorBody } from "../openai-server/openai-error-body.js";
+import { simBodyRefusal } from "./sim-dialect.js";
 import { sleep } from "./sim-clock.js";
 import type { SimMetrics } from "./sim-metrics.js";
 import { simulatedRelevance } from "./sim-relevance.js";
-import { approximateTokenCount, embeddingToBase64, simulatedEmbedding } from "./sim-text.js";
+import { approximateTokenCount, simulatedEmbedding } from "./sim-text.js";
 import { timeToFirstTokenMilliseconds, type SimTiming } from "./sim-timing.js";
 
 /** Embedding width when the request does not ask: that of the small sentence-transformers models. */
@@ -49,12 +51,10 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
   };
 
   if (engineServes(host.engine, "rerank")) {
-    server.post("/v1/rerank", async (request, reply) => {
-      const body = rerankRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-      const { query, model } = body.data;
-      const documents = body.data.documents.map((document) => (typeof document === "string" ? document : document.text));
-      const topN = body.data.top_n ?? 0;
+    postWithBody(server, "/v1/rerank", rerankRequestSchema, simBodyRefusal, async (body, _request, reply) => {
+      const { query, model } = body;
+      const documents = body.documents.map((document) => (typeof document === "string" ? document : document.text));
+      const topN = body.top_n ?? 0;
       return scored(reply, "/v1/rerank", model, documents.map((document) => [query, document] as const), (scores, promptTokens) => {
         const ranked = scores.map((score, index) => ({ index, score })).sort((a, b) => b.score - a.score).slice(0, topN > 0 ? topN : undefined);
         // Each engine answers in its own shape: SGLang a bare list, llama-server without the documents' text unless asked, vLLM with them.
@@ -66,16 +66,14 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
   }
 
   if (engineServes(host.engine, "score")) {
-    server.post("/v1/score", async (request, reply) => {
-      const body = scoreRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-      const first = typeof body.data.text_1 === "string" ? [body.data.text_1] : body.data.text_1;
-      const second = typeof body.data.text_2 === "string" ? [body.data.text_2] : body.data.text_2;
+    postWithBody(server, "/v1/score", scoreRequestSchema, simBodyRefusal, async (body, _request, reply) => {
+      const first = typeof body.text_1 === "string" ? [body.text_1] : body.text_1;
+      const second = typeof body.text_2 === "string" ? [body.text_2] : body.text_2;
       if (first.length > 1 && first.length !== second.length) {
         return reply.code(400).send(errorBody(400, "BadRequestError", `text_1 has ${first.length} texts and text_2 ${second.length}: give one text_1, or as many as text_2`, "text_2"));
       }
       const pairs = second.map((text, index) => [first.length === 1 ? (first[0] as string) : (first[index] as string), text] as const);
-      const { model } = body.data;
+      const { model } = body;
       return scored(reply, "/v1/score", model, pairs, (scores, promptTokens) => ({
         id: `score-sim-${host.requestCount()}`,
         object: "list",
@@ -87,11 +85,9 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
     });
   }
 
-  server.post("/v1/embeddings", async (request, reply) => {
-    const body = embeddingRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body")));
-    if (!(await host.admit(reply, body.data.model))) return reply;
-    const input = body.data.input;
+  postWithBody(server, "/v1/embeddings", embeddingRequestSchema, simBodyRefusal, async (body, _request, reply) => {
+    if (!(await host.admit(reply, body.model))) return reply;
+    const input = body.input;
     const texts: string[] =
       typeof input === "string"
         ? [input]
@@ -100,7 +96,7 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
           : input.every((item) => typeof item === "number")
             ? [(input as number[]).join(" ")]
             : (input as number[][]).map((tokens) => tokens.join(" "));
-    const dimensions = body.data.dimensions ?? defaultEmbeddingDimensions;
+    const dimensions = body.dimensions ?? defaultEmbeddingDimensions;
     const promptTokens = texts.reduce((total, text) => total + approximateTokenCount(text), 0);
     const release = await host.gate.acquire();
     try {
@@ -108,10 +104,10 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
       host.metrics.recordPromptTokens(promptTokens);
       const data = texts.map((text, index) => {
         const vector = simulatedEmbedding(text, dimensions);
-        return { object: "embedding", index, embedding: body.data.encoding_format === "base64" ? embeddingToBase64(vector) : vector };
+        return { object: "embedding", index, embedding: encodedEmbedding(vector, body.encoding_format) };
       });
-      host.log(`POST /v1/embeddings model=${body.data.model} inputs=${texts.length} prompt_tokens=${promptTokens}`);
-      await reply.send({ object: "list", data, model: body.data.model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
+      host.log(`POST /v1/embeddings model=${body.model} inputs=${texts.length} prompt_tokens=${promptTokens}`);
+      await reply.send({ object: "list", data, model: body.model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
     } finally {
       release();
     }
