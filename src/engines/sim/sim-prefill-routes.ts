@@ -8,6 +8,8 @@ import { embeddingRequestSchema, rerankRequestSchema, scoreRequestSchema } from 
 import { errorBody } from "../openai-server/openai-error-body.js";
 import { simBodyRefusal } from "./sim-dialect.js";
 import { sleep } from "./sim-clock.js";
+import type { SimLoad } from "./sim-decode.js";
+import type { SimFaultState } from "./sim-fault-state.js";
 import type { SimMetrics } from "./sim-metrics.js";
 import { simulatedRelevance } from "./sim-relevance.js";
 import { approximateTokenCount, simulatedEmbedding } from "./sim-text.js";
@@ -22,11 +24,10 @@ export interface PrefillHost {
   readonly gate: ConcurrencyGate;
   readonly timing: SimTiming;
   readonly metrics: SimMetrics;
+  /** The requests served so far: a reranking's id is its number. */
+  readonly load: SimLoad;
+  readonly fault: SimFaultState;
   admit(reply: FastifyReply, model: string): Promise<boolean>;
-  /** Counts one more request served; requestCount() is then its number. */
-  countRequest(): void;
-  requestCount(): number;
-  countTowardCrash(response: FastifyReply["raw"]): void;
   log(line: string): void;
 }
 
@@ -40,13 +41,13 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
     try {
       await sleep(timeToFirstTokenMilliseconds(host.timing, promptTokens));
       host.metrics.recordPromptTokens(promptTokens);
-      host.countRequest();
+      host.load.requests += 1;
       host.log(`POST ${route} model=${model} pairs=${pairs.length} prompt_tokens=${promptTokens}`);
       await reply.send(answer(pairs.map(([query, document]) => simulatedRelevance(query, document)), promptTokens));
     } finally {
       release();
     }
-    host.countTowardCrash(reply.raw);
+    host.fault.countTowardCrash(reply.raw);
     return reply;
   };
 
@@ -60,7 +61,7 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
         // Each engine answers in its own shape: SGLang a bare list, llama-server without the documents' text unless asked, vLLM with them.
         if (host.engine === "sglang") return ranked.map(({ index, score }) => ({ score, document: documents[index], index, meta_info: null }));
         if (host.engine === "llamacpp") return { model, object: "list", usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, relevance_score: score })) };
-        return { id: `rerank-sim-${host.requestCount()}`, model, usage: { total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, document: { text: documents[index] }, relevance_score: score })) };
+        return { id: `rerank-sim-${host.load.requests}`, model, usage: { total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, document: { text: documents[index] }, relevance_score: score })) };
       });
     });
   }
@@ -75,7 +76,7 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
       const pairs = second.map((text, index) => [first.length === 1 ? (first[0] as string) : (first[index] as string), text] as const);
       const { model } = body;
       return scored(reply, "/v1/score", model, pairs, (scores, promptTokens) => ({
-        id: `score-sim-${host.requestCount()}`,
+        id: `score-sim-${host.load.requests}`,
         object: "list",
         created: Math.floor(Date.now() / 1000),
         model,
@@ -111,7 +112,7 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
     } finally {
       release();
     }
-    host.countTowardCrash(reply.raw);
+    host.fault.countTowardCrash(reply.raw);
     return reply;
   });
 }

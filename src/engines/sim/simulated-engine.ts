@@ -128,19 +128,7 @@ export class SimulatedEngine {
       answeringName: (body) => this.adapters.answeringName(body),
       decode: (reply, plan, wire) => decodeGeneration(this, reply, plan, wire),
     });
-    registerPrefillRoutes(server, {
-      engine: parsed.engine,
-      gate: this.gate,
-      timing: this.timing,
-      metrics: this.metrics,
-      admit,
-      countRequest: () => {
-        this.load.requests += 1;
-      },
-      requestCount: () => this.load.requests,
-      countTowardCrash: (response) => this.fault.countTowardCrash(response),
-      log: this.log,
-    });
+    registerPrefillRoutes(server, { engine: parsed.engine, gate: this.gate, timing: this.timing, metrics: this.metrics, load: this.load, fault: this.fault, admit, log: this.log });
     if (this.runtimeAdapters) registerAdapterRoutes(server, this.adapters, parsed.engine === "vllm" ? "/v1" : "", this.log);
   }
 }
