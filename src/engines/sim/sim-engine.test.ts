@@ -396,6 +396,10 @@ describe("a replica's API key, passed the way each engine takes it", () => {
       const sim = await startSimEngine({ engine: driver.engine, argv: launch.argv.slice(1), environment: { ...launch.env, LLMGW_SIM_SPEED: "100" }, log: () => undefined, exit: () => undefined });
       running.push(sim);
       expect((await fetch(`${sim.url}${launch.healthPath}`)).status).toBe(200);
+      expect((await fetch(`${sim.url}${launch.metricsPath}`)).status).toBe(200);
+      expect((await fetch(`${sim.url}/sim/status`)).status).toBe(200);
+      // Every path but those is guarded, not only /v1: a route added later is not left open by mistake.
+      expect((await fetch(`${sim.url}/load_lora_adapter`, { method: "POST" })).status).toBe(401);
       const without = await new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "a-wrong-key", maxRetries: 0 }).models.list().catch((error: unknown) => error);
       expect((without as { status?: number }).status).toBe(401);
       expect((await fetch(`${sim.url}/v1/chat/completions`, { method: "POST" })).status).toBe(401);
