@@ -10,7 +10,9 @@ import type { InventoryNode } from "../fleet/pools.js";
 import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { fixtureFacts } from "../plan/testing/fixtures.js";
-import { Reconciler } from "../reconcile/reconciler.js";
+import { Reconciler, type ChangeToPreview } from "../reconcile/reconciler.js";
+import { ModelFactsService } from "./model-facts-service.js";
+import { RestartService } from "./restart-service.js";
 import { buildApp } from "../server/build-app.js";
 import { listAuditEvents } from "../store/audit-rows.js";
 import { openStore, type Store } from "../store/open-store.js";
@@ -56,9 +58,13 @@ describe.each(storesUnderTest)("changing a model's context and cards over $kind"
     const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 });
     // The planner's reader, except for the two fixture paths, whose facts are the fixtures' own.
     const readFacts = async (source: string) => (source.startsWith("/models/qwen") ? fixtureFacts("Qwen2.5-7B-Instruct") : await readModelSource(source, { hubEndpoint: "http://127.0.0.1:9" }));
-    const reconciler = new Reconciler(store, catalog, fleet, defaultReconcileSettings, { info: () => undefined, warn: () => undefined }, Date.now, readFacts);
+    const facts = new ModelFactsService({ read: readFacts });
+    const reconciler = new Reconciler(store, catalog, fleet, defaultReconcileSettings, { info: () => undefined, warn: () => undefined }, Date.now, facts);
+    facts.whenFactsRead(() => reconciler.wake());
+    const preview = (change: ChangeToPreview) => reconciler.preview(change, 0.9);
+    const restarts = new RestartService({ store, catalog, fleet, facts, preview, wake: () => reconciler.wake() });
     nodes = [fourH100];
-    changes = new ModelChangeService({ store, catalog, inventoryNodes: async () => nodes, reconciler, readFacts, gpuMemoryUtilization: 0.9 });
+    changes = new ModelChangeService({ store, catalog, inventoryNodes: async () => nodes, restarts, preview, readFacts, gpuMemoryUtilization: 0.9 });
     await catalog.add(chat, operator);
   });
   afterEach(async () => {

@@ -11,20 +11,23 @@ import type { ModelChangeSettings, ModelChangeView } from "../protocol/model-cha
 import { checkContextChange } from "../reconcile/check-context-change.js";
 import { checkGpusChange } from "../reconcile/check-gpus-change.js";
 import { engineArgumentChanges } from "../reconcile/engine-argument-changes.js";
-import type { ModelFactsReader } from "../reconcile/model-facts-cache.js";
-import type { Reconciler } from "../reconcile/reconciler.js";
+import type { ModelFactsReader } from "./model-facts-cache.js";
+import type { ChangeToPreview } from "../reconcile/reconciler.js";
+import type { RestartService } from "./restart-service.js";
 import type { Store } from "../store/open-store.js";
 import { insertEvents } from "../store/reconcile-rows.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
-import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
+import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { EventKind } from "../protocol/event-kinds.js";
 
 export interface ModelChangeParts {
   readonly store: Store;
   readonly catalog: CatalogService;
   readonly inventoryNodes: () => Promise<readonly InventoryNode[]>;
-  readonly reconciler: Pick<Reconciler, "requestRestart" | "refuseWithoutRoom" | "checkRestart" | "preview">;
+  readonly restarts: Pick<RestartService, "request" | "refuseWithoutRoom" | "check">;
+  /** What the reconciler's passes would do after a change (a dry run). */
+  readonly preview: (change: ChangeToPreview) => Promise<Change[]>;
   /** Reads a source's config and weights headers (the planner's reader). */
   readonly readFacts: ModelFactsReader;
   readonly gpuMemoryUtilization: number;
@@ -138,10 +141,10 @@ export class ModelChangeService {
       return dryRun ? dryRunAnswer(unchanged, []) : unchanged;
     }
     // Asked with the model as it will be, before anything is written: a refusal changes nothing.
-    if (!inPlace) await this.parts.reconciler.refuseWithoutRoom(resolveModel(checked, model.source), undefined, how.inPlaceCommand);
+    if (!inPlace) await this.parts.restarts.refuseWithoutRoom(resolveModel(checked, model.source), how.inPlaceCommand);
     if (dryRun) {
       const preview = await this.parts.catalog.preview(model.name, how.change, how.mutate);
-      const replaced = await this.parts.reconciler.checkRestart(preview.model, inPlace);
+      const replaced = await this.parts.restarts.check(preview.model, inPlace);
       const outcome: ModelChangeView = {
         model: model.name,
         change,
@@ -152,14 +155,14 @@ export class ModelChangeService {
         in_place: inPlace,
         restart_before: new Date().toISOString(),
       };
-      const replicas = await this.parts.reconciler.preview({ models: preview.catalog.models, restart: { model: model.name, inPlace } }, this.parts.gpuMemoryUtilization);
+      const replicas = await this.parts.preview({ models: preview.catalog.models, restart: { model: model.name, inPlace } });
       return dryRunAnswer(outcome, [catalogWriteChange(model.name, preview.before, preview.after), ...replicas]);
     }
     const after = await this.parts.catalog.change(model.name, how.action, how.change, actor, how.mutate);
     const by = describeActor(actor);
     const at = new Date().toISOString();
     await insertEvents(this.parts.store.db, [{ at, kind: how.action, model: model.name, replica: null, node: null, message: `${by} changes ${model.name}: ${how.describe(model)}` }]);
-    const restart = await this.parts.reconciler.requestRestart(after, inPlace, by);
+    const restart = await this.parts.restarts.request(after, inPlace, by);
     return {
       model: model.name,
       change,
