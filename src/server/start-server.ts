@@ -137,7 +137,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const readFacts = (source: string) => readModelSource(source, hubReading());
     // Background reads go a few sources at a time (ModelFactsCache): a mirror that takes the connection and never answers must give up its turn after the source check's deadline, not after undici's five minutes with the other sources queued behind it.
     const readFactsInTurn = (source: string) => readModelSource(source, { requestTimeoutMs: defaultSourceCheckTimeoutMs, ...hubReading() });
-    const facts = new ModelFactsService({ read: readFacts, readInBackground: readFactsInTurn });
+    const facts = new ModelFactsService({ read: readFacts, readInBackground: readFactsInTurn, store });
     const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, facts);
     const wake = () => reconciler.wake();
     fleet.whenHeartbeatDecisive(wake);
@@ -186,7 +186,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         canaryParts = startCanaries(routes, { store, catalog, fleet, reconciler, gateway, log, preview: previewReplicas });
         registerCardMemoryRoutes(routes, { catalog, fleet, cardBytes: (model, profile) => facts.cardBytes(model, profile) });
         registerHeadroomRoutes(routes, { catalog, fleet, demandProfiles, gpuMemoryUtilization: config.gpuMemoryUtilization });
-        registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, restarts, preview: previewReplicas, readFacts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
+        registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, restarts, preview: previewReplicas, facts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
         // Every change (a catalog change, a stop, a node joining) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         // A heartbeat wakes it only when it changed what a pass decides on: most beats of a settled fleet change nothing.
         routes.addHook("onResponse", async (request) => {

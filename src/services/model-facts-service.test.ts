@@ -1,8 +1,11 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { resolveModel } from "../catalog/catalog-model.js";
 import { modelEntrySchema } from "../catalog/schema.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { fixtureFacts } from "../plan/testing/fixtures.js";
+import { openStore, type Store } from "../store/open-store.js";
+import { findSourceFacts } from "../store/source-facts-rows.js";
+import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 import { ModelFactsService } from "./model-facts-service.js";
 
 const qwen = fixtureFacts("Qwen2.5-7B-Instruct");
@@ -22,6 +25,17 @@ function hub() {
 }
 
 describe("ModelFactsService", () => {
+  let store: Store;
+  let now: number;
+
+  beforeEach(async () => {
+    store = await openStore({ database: undefined, dataDir: temporaryDirectory("llmgw-facts-") });
+    now = Date.parse("2026-03-01T10:00:00.000Z");
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
   it("prices a model's cards once its files were read in the background, and tells who listens when they are in", async () => {
     const { read } = hub();
     const background: string[] = [];
@@ -40,5 +54,42 @@ describe("ModelFactsService", () => {
     expect(bytes?.kvTokens).toBe(8192);
     expect(facts.demandProfiles(chat)[0]?.bytesPerCard).toBe(bytes?.total);
     expect(facts.cardBytes(chat, "no-such-profile")).toBeUndefined();
+  });
+
+  it("reads now for a change, keeps what it read, and answers the kept figures, saying so, once the files cannot be read", async () => {
+    const { state, read } = hub();
+    const facts = new ModelFactsService({ read, store, now: () => now });
+    expect(await facts.read(source)).toEqual({ facts: qwen });
+    expect((await findSourceFacts(store.db, source))?.read_at).toBe("2026-03-01T10:00:00.000Z");
+    state.up = false;
+    now += 3_600_000;
+    const kept = await facts.read(source);
+    expect(kept.facts).toEqual(qwen);
+    expect(kept.stored).toEqual({ readAt: "2026-03-01T10:00:00.000Z", unreadable: `${source}: fetch failed (connect ECONNREFUSED 127.0.0.1:9)` });
+    // Read again now, not answered from memory: the kept figures stand in only while the files cannot be read.
+    expect(state.reads).toBe(2);
+  });
+
+  it("throws the reader's own failure for a source whose figures were never kept", async () => {
+    const { state, read } = hub();
+    state.up = false;
+    const facts = new ModelFactsService({ read, store });
+    await expect(facts.read(source)).rejects.toThrow("fetch failed (connect ECONNREFUSED 127.0.0.1:9)");
+    // Without a store nothing is kept, so nothing stands in later either.
+    const unkept = new ModelFactsService({ read: hub().read });
+    await unkept.read(source);
+    expect(await findSourceFacts(store.db, source)).toBeUndefined();
+  });
+
+  it("prices the cards of a model whose files became unreadable with the figures kept, after a restart as before it", async () => {
+    const first = hub();
+    await new ModelFactsService({ read: first.read, store }).read(source);
+    // A new server process on the same store, with the hub out of reach.
+    const { state, read } = hub();
+    state.up = false;
+    const facts = new ModelFactsService({ read, store });
+    facts.get(source);
+    expect(await facts.whenRead(source, 1000)).toEqual(qwen);
+    expect(facts.cardBytes(chat, "h100")?.kvTokens).toBe(8192);
   });
 });

@@ -1,8 +1,11 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
+import { isDomainError } from "../errors/domain-error.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { demandCardBytes, type CardBytes, type DemandProfile } from "../placement/index.js";
 import { demandProfiles } from "../reconcile/desired-model.js";
 import type { ReconcilerFacts } from "../reconcile/reconciler-ports.js";
+import type { Store } from "../store/open-store.js";
+import { findSourceFacts, saveSourceFacts } from "../store/source-facts-rows.js";
 import { ModelFactsCache, type ModelFactsReader } from "./model-facts-cache.js";
 
 export interface ModelFactsParts {
@@ -10,8 +13,18 @@ export interface ModelFactsParts {
   readonly read: ModelFactsReader;
   /** Reads a source in the background, a few at a time; the same reader with a deadline that gives up a turn a silent mirror would hold. */
   readonly readInBackground?: ModelFactsReader;
+  /** Where the figures read are kept, for when the files cannot be read later; without it nothing is kept. */
+  readonly store?: Store;
   readonly now?: () => number;
 }
+
+/** A source's figures, and, when its files could not be read now, the kept figures used in their place. */
+export interface FactsRead {
+  readonly facts: ModelFacts;
+  readonly stored?: { readonly readAt: string; readonly unreadable: string };
+}
+
+const messageOf = (error: unknown) => (isDomainError(error) ? error.message : error instanceof Error ? error.message : String(error));
 
 /**
  * A model's figures as the planner reads them from its files (config.json or
@@ -20,13 +33,19 @@ export interface ModelFactsParts {
  * cards (pull, headroom, card memory) or check a change (context, cards).
  * Reading in the background never holds up a pass; whoever must know now
  * (a change) reads now.
+ *
+ * Every read that succeeds is kept in the store. When the files cannot be
+ * read later (the hub out of reach, the mirror gone), the kept figures are
+ * used in their place and the answer says so: an air-gapped server keeps
+ * checking changes and pricing cards with what it read when it could.
  */
 export class ModelFactsService implements ReconcilerFacts {
   private readonly cache: ModelFactsCache;
   private readonly readListeners = new Set<() => void>();
 
   constructor(private readonly parts: ModelFactsParts) {
-    this.cache = new ModelFactsCache(parts.readInBackground ?? parts.read, () => this.readListeners.forEach((listener) => listener()), parts.now);
+    const background = parts.readInBackground ?? parts.read;
+    this.cache = new ModelFactsCache(async (source) => (await this.readKeeping(background, source)).facts, () => this.readListeners.forEach((listener) => listener()), parts.now);
   }
 
   /** Calls `listener` each time a background read brings a source's figures (the reconciler wakes: placement can now check memory). */
@@ -42,9 +61,9 @@ export class ModelFactsService implements ReconcilerFacts {
     return this.cache.whenRead(source, withinMs);
   }
 
-  /** Reads a source's figures now; throws what the reader throws when its files cannot be read. */
-  async read(source: string): Promise<ModelFacts> {
-    return await this.parts.read(source);
+  /** Reads a source's figures now, or the kept ones when its files cannot be read; throws what the reader threw when none were kept. */
+  async read(source: string): Promise<FactsRead> {
+    return await this.readKeeping(this.parts.read, source);
   }
 
   /** A model's profiles as placement takes them, with each card's bytes once its files were read. */
@@ -58,5 +77,21 @@ export class ModelFactsService implements ReconcilerFacts {
     if (!profile || profile.gpus <= 0 || profile.engine === "comfyui") return undefined;
     const facts = this.cache.get(profile.source);
     return facts ? demandCardBytes(facts, profile, model.entry.context) : undefined;
+  }
+
+  private async readKeeping(reader: ModelFactsReader, source: string): Promise<FactsRead> {
+    const { store } = this.parts;
+    let facts: ModelFacts;
+    try {
+      facts = await reader(source);
+    } catch (error) {
+      // A store that cannot answer either leaves the read's own failure to report: it names the source and why.
+      const kept = store ? await findSourceFacts(store.db, source).catch(() => undefined) : undefined;
+      if (!kept) throw error;
+      return { facts: kept.facts, stored: { readAt: kept.read_at, unreadable: messageOf(error) } };
+    }
+    // Keeping is for later; the figures read now answer now even when the store cannot take them (the next read tries again).
+    if (store) await saveSourceFacts(store.db, source, facts, new Date((this.parts.now ?? Date.now)()).toISOString()).catch(() => undefined);
+    return { facts };
   }
 }
