@@ -4,7 +4,7 @@ import { modelEntrySchema } from "../catalog/schema.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { fixtureFacts } from "../plan/testing/fixtures.js";
 import { openStore, type Store } from "../store/open-store.js";
-import { findSourceFacts } from "../store/source-facts-rows.js";
+import { findSourceFacts, saveSourceFacts } from "../store/source-facts-rows.js";
 import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 import { ModelFactsService } from "./model-facts-service.js";
 
@@ -79,6 +79,13 @@ describe("ModelFactsService", () => {
     const unkept = new ModelFactsService({ read: hub().read });
     await unkept.read(source);
     expect(await findSourceFacts(store.db, source)).toBeUndefined();
+  });
+
+  it("uses no kept row that is not figures it can read, and throws the reader's failure as with none", async () => {
+    await saveSourceFacts(store.db, source, { source, parameters: 7e9 }, "2026-03-01T10:00:00.000Z");
+    const { state, read } = hub();
+    state.up = false;
+    await expect(new ModelFactsService({ read, store }).read(source)).rejects.toThrow("fetch failed");
   });
 
   it("prices the cards of a model whose files became unreadable with the figures kept, after a restart as before it", async () => {

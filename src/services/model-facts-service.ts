@@ -24,6 +24,17 @@ export interface FactsRead {
   readonly stored?: { readonly readAt: string; readonly unreadable: string };
 }
 
+/**
+ * Kept figures this release can use: a row written by another release or by
+ * hand that lacks what the memory arithmetic reads first is not used, and the
+ * change then says what it cannot check, as with no row at all.
+ */
+function usableFacts(kept: unknown): ModelFacts | undefined {
+  if (typeof kept !== "object" || kept === null) return undefined;
+  const facts = kept as Partial<ModelFacts>;
+  return typeof facts.parameters === "number" && typeof facts.architecture?.layers === "number" && typeof facts.checkpoint?.bytes === "number" ? (kept as ModelFacts) : undefined;
+}
+
 const messageOf = (error: unknown) => (isDomainError(error) ? error.message : error instanceof Error ? error.message : String(error));
 
 /**
@@ -87,8 +98,9 @@ export class ModelFactsService implements ReconcilerFacts {
     } catch (error) {
       // A store that cannot answer either leaves the read's own failure to report: it names the source and why.
       const kept = store ? await findSourceFacts(store.db, source).catch(() => undefined) : undefined;
-      if (!kept) throw error;
-      return { facts: kept.facts, stored: { readAt: kept.read_at, unreadable: messageOf(error) } };
+      const keptFacts = usableFacts(kept?.facts);
+      if (!kept || !keptFacts) throw error;
+      return { facts: keptFacts, stored: { readAt: kept.read_at, unreadable: messageOf(error) } };
     }
     // Keeping is for later; the figures read now answer now even when the store cannot take them (the next read tries again).
     if (store) await saveSourceFacts(store.db, source, facts, new Date((this.parts.now ?? Date.now)()).toISOString()).catch(() => undefined);

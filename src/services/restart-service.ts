@@ -1,11 +1,8 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import { DomainError } from "../errors/domain-error.js";
+import { checkRestartRoom } from "../reconcile/check-restart-room.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
-import { desiredModel } from "../reconcile/desired-model.js";
-import { fleetSnapshot } from "../reconcile/fleet-snapshot.js";
 import { observe, replacedByRestart, type Observation } from "../reconcile/observe.js";
-import { placeReplicas } from "../reconcile/placement-functions.js";
-import { profilesForReplacement } from "../reconcile/profile-rank.js";
 import { readFleetState, type FleetStateSources } from "../reconcile/read-fleet-state.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
 import type { ReconcilerFacts } from "../reconcile/reconciler-ports.js";
@@ -74,7 +71,7 @@ export class RestartService {
   async check(model: CatalogModel, inPlace: boolean, nowMs: number = this.now()): Promise<ObservedReplica[]> {
     const observation = await this.observeNow(nowMs);
     const replicas = observation.observed.replicas.filter((replica) => replacedByRestart(replica, model.name));
-    if (!inPlace && replicas.length > 0) this.refuseWithoutRoomIn(observation, model, `llmgw ctl restart --model ${model.name} --in-place`);
+    if (!inPlace && replicas.length > 0) checkRestartRoom(observation, model, this.parts.facts, `llmgw ctl restart --model ${model.name} --in-place`);
     return replicas;
   }
 
@@ -85,27 +82,10 @@ export class RestartService {
    * will be, before writing anything, so a refusal leaves the catalog as it was.
    */
   async refuseWithoutRoom(model: CatalogModel, inPlaceCommand: string): Promise<void> {
-    this.refuseWithoutRoomIn(await this.observeNow(this.now()), model, inPlaceCommand);
+    checkRestartRoom(await this.observeNow(this.now()), model, this.parts.facts, inPlaceCommand);
   }
 
   private async observeNow(nowMs: number): Promise<Observation> {
     return observe(await readFleetState(this.parts), nowMs);
-  }
-
-  private refuseWithoutRoomIn(observation: Observation, model: CatalogModel, inPlaceCommand: string): void {
-    const replaced = observation.observed.replicas.filter((replica) => replacedByRestart(replica, model.name));
-    if (replaced.length === 0) return;
-    const snapshot = fleetSnapshot(observation.observed, (name) => observation.modelOf.get(name)?.class ?? "opportunistic");
-    // The replacement goes on the replaced replica's profile (or a better one), never a worse one: the diff holds a restart to that too.
-    const profiles = profilesForReplacement({ ...desiredModel(model, undefined, this.parts.facts, undefined) }, replaced);
-    const result = placeReplicas(snapshot, [{ model: model.name, modelClass: model.class, count: 1, profiles }]);
-    if (result.placements.length === 0) {
-      const profile = profiles[profiles.length - 1]?.name ?? "any";
-      throw new DomainError(
-        "no_room",
-        `no room to start a replica of ${model.name} on its profile ${profile} beside the ones it replaces: ${result.refusals[0]?.reason ?? "no node fits"}`,
-        `Run \`${inPlaceCommand}\` to stop each replica before its replacement starts on the same profile (it serves from one replica fewer meanwhile), or free what profile ${profile} needs (\`llmgw ctl replicas\` shows what holds the cards) first. A change never moves a replica to a worse profile to make room.`,
-      );
-    }
   }
 }

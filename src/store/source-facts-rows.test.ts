@@ -40,10 +40,8 @@ describe.each(storesUnderTest)("the planner's figures kept per source, over $kin
     expect(await store.db.selectFrom("source_facts").select("source").execute()).toEqual([{ source }]);
   });
 
-  it("uses no row that is not figures it can read: a change then says what it cannot check, as with no row", async () => {
+  it("gives back nothing for a row that is not JSON (written by hand, cut short)", async () => {
     await store.db.insertInto("source_facts").values({ source, facts: "{not json", read_at: "2026-03-01T10:00:00.000Z" }).execute();
-    expect(await findSourceFacts(store.db, source)).toBeUndefined();
-    await store.db.updateTable("source_facts").set({ facts: JSON.stringify({ source, parameters: 7e9 }) }).execute();
     expect(await findSourceFacts(store.db, source)).toBeUndefined();
   });
 });

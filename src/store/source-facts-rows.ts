@@ -1,15 +1,15 @@
 import type { Kysely } from "kysely";
-import type { ModelFacts } from "../plan/model-facts.js";
 import type { Database } from "./schema.js";
 
-/** A source's figures as the planner last read them, and when. */
+/** A source's figures as the planner last read them (what the planner made of its files, as JSON), and when. */
 export interface StoredSourceFacts {
-  readonly facts: ModelFacts;
+  /** Whoever reads it checks it is figures it can use: the store does not know their shape. */
+  readonly facts: unknown;
   readonly read_at: string;
 }
 
 /** Keeps the figures read from a source's files now, replacing what an earlier read kept. */
-export async function saveSourceFacts(db: Kysely<Database>, source: string, facts: ModelFacts, at: string): Promise<void> {
+export async function saveSourceFacts(db: Kysely<Database>, source: string, facts: unknown, at: string): Promise<void> {
   const row = { source, facts: JSON.stringify(facts), read_at: at };
   await db
     .insertInto("source_facts")
@@ -18,29 +18,13 @@ export async function saveSourceFacts(db: Kysely<Database>, source: string, fact
     .execute();
 }
 
-/**
- * The figures last read from a source; undefined when none were kept, or
- * when the row is not figures this release can use (written by hand, cut
- * short): a change then says what it cannot check, as with no row at all.
- */
+/** The figures last read from a source; undefined when none were kept, or when the row is not JSON (written by hand, cut short). */
 export async function findSourceFacts(db: Kysely<Database>, source: string): Promise<StoredSourceFacts | undefined> {
   const row = await db.selectFrom("source_facts").selectAll().where("source", "=", source).executeTakeFirst();
   if (!row) return undefined;
   try {
-    const facts = JSON.parse(row.facts) as ModelFacts;
-    return looksLikeFacts(facts) ? { facts, read_at: row.read_at } : undefined;
+    return { facts: JSON.parse(row.facts) as unknown, read_at: row.read_at };
   } catch {
     return undefined;
   }
-}
-
-/** The figures the memory arithmetic reads first; a row without them is not used. */
-function looksLikeFacts(facts: ModelFacts): boolean {
-  return (
-    typeof facts === "object" &&
-    facts !== null &&
-    typeof facts.parameters === "number" &&
-    typeof facts.architecture?.layers === "number" &&
-    typeof facts.checkpoint?.bytes === "number"
-  );
 }
