@@ -37,4 +37,15 @@ export interface ModelChangeView {
   readonly in_place: boolean;
   /** Replicas started before this time are replaced; null when nothing changed and nothing restarts. */
   readonly restart_before: string | null;
+  /** Sources whose files could not be read now: the change was checked against the planner's figures kept from their last read. Absent when every file was read. */
+  readonly stored_figures?: readonly StoredFiguresView[];
+}
+
+/** The planner's figures of a source kept from its last read, used because its files cannot be read now. */
+export interface StoredFiguresView {
+  readonly source: string;
+  /** When the figures were read from its files. */
+  readonly read_at: string;
+  /** Why its files cannot be read now. */
+  readonly unreadable: string;
 }

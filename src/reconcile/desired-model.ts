@@ -2,11 +2,11 @@ import { parseDuration } from "../catalog/duration.js";
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import { demandBytesPerCard, demandProfile, type DemandProfile } from "../placement/index.js";
 import type { ModelStatusRow } from "../store/reconcile-rows.js";
-import type { ModelFactsCache } from "./model-facts-cache.js";
+import type { ReconcilerFacts } from "./reconciler-ports.js";
 import type { DesiredModel } from "./types.js";
 
 /** What should run of a model, as the pure diff reads it: the catalog's scaling with the model's stored status. */
-export function desiredModel(model: CatalogModel, status: ModelStatusRow | undefined, facts: ModelFactsCache | undefined, busyAtMs: number | undefined): DesiredModel {
+export function desiredModel(model: CatalogModel, status: ModelStatusRow | undefined, facts: Pick<ReconcilerFacts, "get"> | undefined, busyAtMs: number | undefined): DesiredModel {
   return {
     name: model.name,
     modelClass: model.class,
@@ -30,7 +30,7 @@ export function desiredModel(model: CatalogModel, status: ModelStatusRow | undef
  * preference, with the bytes each card must hold when the model's files have
  * been read (the planner's own arithmetic at the model's context).
  */
-export function demandProfiles(model: CatalogModel, facts: ModelFactsCache | undefined): DemandProfile[] {
+export function demandProfiles(model: CatalogModel, facts: Pick<ReconcilerFacts, "get"> | undefined): DemandProfile[] {
   return model.profiles.map((profile) => {
     // A ComfyUI profile's source is a repository of many files, not one checkpoint to price: it is not read.
     const read = profile.gpus > 0 && profile.engine !== "comfyui" ? facts?.get(profile.source) : undefined;

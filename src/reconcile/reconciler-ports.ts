@@ -1,4 +1,5 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { ModelFacts } from "../plan/model-facts.js";
 import type { NodeView } from "../protocol/views.js";
 
 /** What the reconciler needs of the fleet: the views, and starts and stops through the agents. */
@@ -22,4 +23,16 @@ export interface ReconcilerCatalog {
 export interface ReconcilerLog {
   info(facts: Record<string, unknown>, message: string): void;
   warn(facts: Record<string, unknown>, message: string): void;
+}
+
+/**
+ * A model's figures as the planner read them from its files. The reconciler
+ * asks and never reads: reading (in the background, a few sources at a
+ * time) is the model-facts service's.
+ */
+export interface ReconcilerFacts {
+  /** The figures when known; undefined until they are (asking queues a read). */
+  get(source: string): ModelFacts | undefined;
+  /** The figures, waiting up to `withinMs` for a read under way; undefined when unreadable or slower. */
+  whenRead(source: string, withinMs: number): Promise<ModelFacts | undefined>;
 }

@@ -1,18 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { setImmediate } from "node:timers/promises";
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
 import type { ReplicaViewState } from "../protocol/views.js";
-import { listReplicas } from "../store/fleet-rows.js";
 import type { Store } from "../store/open-store.js";
 import {
   deleteReplicaIntent,
   holdLease,
   insertEvents,
-  listModelStatus,
-  listReplicaIntents,
   releaseLease,
-  setNodeControl,
   trimEvents,
   updateModelStatus,
   emptyModelStatus,
@@ -21,23 +16,20 @@ import {
 } from "../store/reconcile-rows.js";
 import { diff } from "./diff.js";
 import { nextMoment } from "./next-moment.js";
-import { fleetSnapshot } from "./fleet-snapshot.js";
-import { placeReplicas } from "./placement-functions.js";
-import { DomainError } from "../errors/domain-error.js";
-import { demandCardBytes, demandProfile, snapshotCard, type CardBytes, type DemandProfile } from "../placement/index.js";
-import { ModelFactsCache, type ModelFactsReader } from "./model-facts-cache.js";
-import { listCanaries } from "../store/canary-rows.js";
+import { demandCardBytes, demandProfile } from "../placement/index.js";
 import { canaryModels } from "./canary-models.js";
-import type { Desired, Observed, ObservedNode, ObservedReplica } from "./types.js";
+import type { Desired, Observed } from "./types.js";
 import type { CanaryRow } from "../store/canary-rows.js";
 import type { Change } from "../protocol/dry-run.js";
 import { previewChanges } from "./preview-changes.js";
 import { engineArgv } from "./engine-argument-changes.js";
-import { demandProfiles, desiredModel } from "./desired-model.js";
+import { desiredModel } from "./desired-model.js";
 import { executeAction, type ActionContext } from "./execute-action.js";
-import { profilesForReplacement } from "./profile-rank.js";
-import type { ReconcilerCatalog, ReconcilerFleet, ReconcilerLog } from "./reconciler-ports.js";
+import type { ReconcilerCatalog, ReconcilerFacts, ReconcilerFleet, ReconcilerLog } from "./reconciler-ports.js";
 import type { EventKind } from "../protocol/event-kinds.js";
+import { observe, type Observation } from "./observe.js";
+import { readFleetState, turn } from "./read-fleet-state.js";
+import { startSimulation } from "./start-simulation.js";
 
 /**
  * A change a dry run asks about: the catalog it would produce, a restart or a
@@ -57,15 +49,6 @@ export interface ChangeToPreview {
   readonly whole?: boolean;
 }
 
-
-/**
- * Lets the event loop run what waits (heartbeats, reads) before a pass's
- * next step. A pass over thousands of models is otherwise one long task.
- * Reads made after it may see writes made during it; a pass is
- * level-triggered, so the next one settles whatever this one missed.
- */
-const turn = () => setImmediate();
-
 function earliestOf(moments: readonly (number | undefined)[]): number | undefined {
   const known = moments.filter((moment): moment is number => moment !== undefined);
   return known.length === 0 ? undefined : Math.min(...known);
@@ -80,13 +63,6 @@ const wakeSpacingMs = 250;
  * (a pass over 2,000 models and 500 nodes takes tens of milliseconds).
  */
 const restPerPassTime = 4;
-
-/**
- * How long a start on a simulated node waits for its model's files to be
- * read, so the replica gets the planner's figures: the demo's stand-in hub
- * answers in milliseconds; a hub that does not answer costs the pass this once.
- */
-const simulatedStartWaitMs = 3000;
 
 /**
  * The loop that keeps the catalog served, like a controller-runtime
@@ -120,51 +96,9 @@ export class Reconciler {
     private readonly settings: ReconcileSettings,
     private readonly log: ReconcilerLog,
     private readonly now: () => number = Date.now,
-    readFacts?: ModelFactsReader,
-  ) {
-    this.facts = readFacts ? new ModelFactsCache(readFacts, () => this.wake()) : undefined;
-  }
-
-  private readonly facts: ModelFactsCache | undefined;
-
-  /** A model's profiles as placement takes them, with each card's bytes once its files were read: for callers that ask placement's filters outside a pass. */
-  private get actionContext(): ActionContext {
-    return { store: this.store, settings: this.settings, fleet: this.fleet, starting: this.starting, busyAt: this.busyAt, simulationOf: (model, profile, node) => this.simulationOf(model, profile, node) };
-  }
-
-  /** The models of the pass under way, for what its actions need of the catalog. */
-  private passModels = new Map<string, CatalogModel>();
-  /** The nodes of the pass under way whose agents run the simulated engine. */
-  private passSimulatedNodes = new Set<string>();
-
-  /**
-   * The weights the planner puts on each card of a replica of this profile
-   * (the whole model for a CPU one), once its files were read. Sent with
-   * every start: a simulated engine decodes at the card's bandwidth over
-   * them, as a real one would; a real engine ignores them.
-   */
-  private async simulationOf(modelName: string, profileName: string, node: string): Promise<{ weights_bytes_per_card: number } | undefined> {
-    const model = this.passModels.get(modelName);
-    const profile = model?.profiles.find((candidate) => candidate.name === profileName);
-    if (!model || !profile || profile.engine === "comfyui" || !this.facts) return undefined;
-    // A simulated replica placed before its files were read would time itself by defaults for its whole life: the read is waited for, briefly.
-    const facts = this.passSimulatedNodes.has(node) ? await this.facts.whenRead(profile.source, simulatedStartWaitMs) : this.facts.get(profile.source);
-    if (!facts) return undefined;
-    const weights = demandCardBytes(facts, profile.gpus > 0 ? profile : { ...profile, gpus: 1 }, model.entry.context)?.weights;
-    return weights === undefined ? undefined : { weights_bytes_per_card: Math.round(weights) };
-  }
-
-  demandProfilesOf(model: CatalogModel): DemandProfile[] {
-    return demandProfiles(model, this.facts);
-  }
-
-  /** The planner's figures for one card of a replica of this profile, as placement prices it; undefined until the model's files are read. */
-  cardBytesOf(model: CatalogModel, profileName: string): CardBytes | undefined {
-    const profile = model.profiles.find((candidate) => candidate.name === profileName);
-    if (!profile || profile.gpus <= 0 || profile.engine === "comfyui") return undefined;
-    const facts = this.facts?.get(profile.source);
-    return facts ? demandCardBytes(facts, profile, model.entry.context) : undefined;
-  }
+    /** The planner's figures of each model's files; without them placement checks card counts and classes only. */
+    private readonly facts?: ReconcilerFacts,
+  ) {}
 
   get isLeader(): boolean {
     return this.leader;
@@ -244,68 +178,21 @@ export class Reconciler {
     return Math.min(regular, Math.max(this.wakeSpacing(), this.nextDueMs - this.now()));
   }
 
-  /**
-   * Reads what should run and what runs, as the pure functions take it. The
-   * reads are taken one at a time with a turn of the event loop between them:
-   * embedded SQLite answers inside the turn, so read together at 5,000 models
-   * they held the server for tens of milliseconds in one go, and every
-   * heartbeat that arrived meanwhile waited.
-   */
-  private async observe(nowMs: number) {
-    const models = await this.catalog.list();
-    await turn();
-    const statuses = await listModelStatus(this.store.db);
-    await turn();
-    const nodes = await this.fleet.listNodes();
-    await turn();
-    const rows = await listReplicas(this.store.db);
-    await turn();
-    const [intents, canaries] = await Promise.all([listReplicaIntents(this.store.db), listCanaries(this.store.db)]);
-    const intentOf = new Map(intents.map((intent) => [intent.id, intent]));
-    const nodeOf = new Map(nodes.map((node) => [node.name, node]));
-    const modelOf = new Map(models.map((model) => [model.name, model]));
-    const observed: Observed = {
-      nowMs,
-      nodes: nodes.map(
-        (node): ObservedNode => ({
-          name: node.name,
-          state: node.state,
-          cordoned: node.cordoned,
-          draining: node.draining,
-          schedulable: node.state === "ready" && !node.cordoned,
-          engines: node.engines as ObservedNode["engines"],
-          cards: node.gpus.map(snapshotCard),
-          memoryBytes: node.memory_bytes,
-          cpuCores: node.cpu_cores,
-        }),
-      ),
-      replicas: rows.map((row): ObservedReplica => {
-        const status = row.status;
-        const intent = intentOf.get(row.id);
-        const nodeState = nodeOf.get(row.node)?.state;
-        const terminal = row.state === "failed" || row.state === "stopped";
-        const profile = modelOf.get(row.model)?.profiles.find((candidate) => candidate.name === row.profile);
-        return {
-          id: row.id,
-          model: row.model,
-          profile: row.profile,
-          node: row.node,
-          cards: row.cards,
-          state: nodeState === "lost" && !terminal ? "lost" : row.pending ? "pending" : row.state,
-          managed: intent?.managed === 1,
-          placedAtMs: Date.parse(intent?.placed_at ?? row.created_at),
-          withdrawnAtMs: intent?.withdrawn_at ? Date.parse(intent.withdrawn_at) : undefined,
-          inFlight: status?.load ? status.load.running + status.load.waiting : undefined,
-          reason: status?.reason ?? null,
-          memoryBytes: profile ? demandProfile(profile, undefined).memoryBytes : 0,
-          cpuCores: profile?.cpu_cores ?? 0,
-          ...(intent?.arm === "canary" ? { arm: "canary" as const } : {}),
-        };
-      }),
-    };
+  /** What the store and the fleet registry hold now, as the pure decisions take it. */
+  private async observeNow(nowMs: number): Promise<Observation> {
+    return observe(await readFleetState({ store: this.store, catalog: this.catalog, fleet: this.fleet }), nowMs);
+  }
 
-    const simulatedNodes = nodes.filter((node) => node.simulated).map((node) => node.name);
-    return { models, statuses, rows, intents, observed, canaries, simulatedNodes, nodes };
+  /** What one pass's actions need: the observation travels with them, so nothing of the pass outlives it. */
+  private actionContext(observation: Observation): ActionContext {
+    return {
+      store: this.store,
+      settings: this.settings,
+      fleet: this.fleet,
+      starting: this.starting,
+      busyAt: this.busyAt,
+      simulationOf: (model, profile, node) => startSimulation(this.facts, observation, { model, profile, node }),
+    };
   }
 
   private async passOnce(): Promise<void> {
@@ -328,9 +215,8 @@ export class Reconciler {
         })
       : undefined;
 
-    const { models, statuses, rows, intents, observed, canaries, simulatedNodes, nodes } = await this.observe(nowMs);
-    this.passModels = new Map(models.map((model) => [model.name, model]));
-    this.passSimulatedNodes = new Set(simulatedNodes);
+    const observation = await this.observeNow(nowMs);
+    const { models, statuses, rows, intents, observed, canaries, nodes } = observation;
     const events: NewEvent[] = [];
     const at = new Date(nowMs).toISOString();
     const event = (kind: EventKind, message: string, facts: { model?: string; replica?: string; node?: string } = {}) =>
@@ -371,12 +257,13 @@ export class Reconciler {
     this.nextDueMs = earliestOf([hookDueMs, nextMoment(desired, observed, this.settings), this.fleet.nextNodeStateChangeMs(nodes)]);
     // Each action's events are written right after it, so whoever sees its effect finds its event too.
     await insertEvents(this.store.db, events.splice(0));
+    const context = this.actionContext(observation);
     for (const action of actions) {
       if (this.stopped) break;
       // A first pass over a new catalog acts thousands of times; each action's writes are answered inside the turn.
       await turn();
       try {
-        await executeAction(this.actionContext, action, statusOf, event, at, nowMs);
+        await executeAction(context, action, statusOf, event, at, nowMs);
       } catch (error) {
         this.log.warn({ action: action.kind, model: action.model, error: (error as Error).message }, "reconcile-action-failed");
       }
@@ -408,7 +295,7 @@ export class Reconciler {
    */
   async preview(change: ChangeToPreview, gpuMemoryUtilization: number): Promise<Change[]> {
     const nowMs = this.now();
-    const { models, statuses, observed, canaries } = await this.observe(nowMs);
+    const { models, statuses, observed, canaries } = await this.observeNow(nowMs);
     const statusOf = new Map(statuses.map((status) => [status.model, status]));
     const ignore = () => undefined;
     const nextModels = change.models ?? models;
@@ -448,81 +335,4 @@ export class Reconciler {
       },
     });
   }
-
-
-  /** Records a request for an on-demand model (the gateway calls it): a replica starts on the next pass, and the idle timeout starts over. */
-  async demand(model: string): Promise<string> {
-    const at = new Date(this.now()).toISOString();
-    await updateModelStatus(this.store.db, model, { demand_at: at }, at);
-    this.wake();
-    return at;
-  }
-
-  /**
-   * Starts a rolling restart: every replica the reconciler placed before now
-   * is replaced, each new one started beside the old and the old drained once
-   * it is ready. Without room for one replica beside them it refuses (nothing
-   * is changed) and says that --in-place stops each first.
-   */
-  async requestRestart(model: CatalogModel, inPlace: boolean, actor: string): Promise<{ restart_before: string; in_place: boolean; replicas: number }> {
-    const nowMs = this.now();
-    const replicas = await this.checkRestart(model, inPlace, nowMs);
-    const at = new Date(nowMs).toISOString();
-    await updateModelStatus(this.store.db, model.name, { restart_before: at, restart_in_place: inPlace ? 1 : 0 }, at);
-    await insertEvents(this.store.db, [
-      { at, kind: "model-restarting", model: model.name, replica: null, node: null, message: `${actor} restarts ${model.name}${inPlace ? " in place" : ""}: ${replicas.length} replica${replicas.length === 1 ? "" : "s"} to replace` },
-    ]);
-    this.wake();
-    return { restart_before: at, in_place: inPlace, replicas: replicas.length };
-  }
-
-  /** Refuses a restart as `requestRestart` would, writing nothing; answers the replicas it would replace. */
-  async checkRestart(model: CatalogModel, inPlace: boolean, nowMs: number = this.now()): Promise<ObservedReplica[]> {
-    const { observed } = await this.observe(nowMs);
-    const replicas = observed.replicas.filter((replica) => replacedByRestart(replica, model.name));
-    if (!inPlace && replicas.length > 0) await this.refuseWithoutRoom(model, observed, `llmgw ctl restart --model ${model.name} --in-place`);
-    return replicas;
-  }
-
-  /**
-   * Refuses (no_room) when one replica of `model` as given could not be
-   * placed beside the replicas running now, naming `inPlaceCommand` as the
-   * way out. A change that restarts by surge asks this with the model as it
-   * will be, before writing anything, so a refusal leaves the catalog as it was.
-   */
-  async refuseWithoutRoom(model: CatalogModel, observed: Observed | undefined, inPlaceCommand: string): Promise<void> {
-    const seen = observed ?? (await this.observe(this.now())).observed;
-    const replaced = seen.replicas.filter((replica) => replacedByRestart(replica, model.name));
-    if (replaced.length === 0) return;
-    const classes = new Map((await this.catalog.list()).map((candidate) => [candidate.name, candidate.class]));
-    const snapshot = fleetSnapshot(seen, (name) => classes.get(name) ?? "opportunistic");
-    // The replacement goes on the replaced replica's profile (or a better one), never a worse one: the diff holds a restart to that too.
-    const profiles = profilesForReplacement({ ...desiredModel(model, undefined, this.facts, undefined) }, replaced);
-    const result = placeReplicas(snapshot, [{ model: model.name, modelClass: model.class, count: 1, profiles }]);
-    if (result.placements.length === 0) {
-      const profile = profiles[profiles.length - 1]?.name ?? "any";
-      throw new DomainError(
-        "no_room",
-        `no room to start a replica of ${model.name} on its profile ${profile} beside the ones it replaces: ${result.refusals[0]?.reason ?? "no node fits"}`,
-        `Run \`${inPlaceCommand}\` to stop each replica before its replacement starts on the same profile (it serves from one replica fewer meanwhile), or free what profile ${profile} needs (\`llmgw ctl replicas\` shows what holds the cards) first. A change never moves a replica to a worse profile to make room.`,
-      );
-    }
-  }
-
-  /** Cordons, uncordons or drains a node (stored on the node; the next pass acts on it). */
-  async controlNode(node: string, change: { cordoned: boolean; draining: boolean }, actor: string): Promise<void> {
-    const at = new Date(this.now()).toISOString();
-    await setNodeControl(this.store.db, { node, cordoned: change.cordoned ? 1 : 0, draining: change.draining ? 1 : 0, updated_at: at });
-    const kind = change.draining ? "node-draining" : change.cordoned ? "node-cordoned" : "node-uncordoned";
-    const what = change.draining ? "drains it: its replicas move elsewhere" : change.cordoned ? "cordons it: nothing new is placed there" : "uncordons it: replicas may be placed there again";
-    await insertEvents(this.store.db, [{ at, kind, model: null, replica: null, node, message: `${actor} ${what}` }]);
-    this.wake();
-  }
 }
-
-/** A replica a restart of `model` replaces: the reconciler's own, live, not already leaving. */
-function replacedByRestart(replica: ObservedReplica, model: string): boolean {
-  return replica.model === model && replica.managed && replica.withdrawnAtMs === undefined && replica.state !== "failed" && replica.state !== "stopped" && replica.state !== "lost";
-}
-
-

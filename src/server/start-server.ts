@@ -42,6 +42,10 @@ import { registerHeadroomRoutes } from "../api/routes/headroom.js";
 import { registerCardMemoryRoutes } from "../api/routes/card-memory.js";
 import { registerAdapterRoutes } from "../api/routes/adapters.js";
 import { AdapterService } from "../services/adapter-service.js";
+import { ModelFactsService } from "../services/model-facts-service.js";
+import { RestartService } from "../services/restart-service.js";
+import { DemandService } from "../services/demand-service.js";
+import { NodeControlService } from "../services/node-control-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LogSettings | false): ReconcilerLog {
@@ -133,10 +137,16 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     };
     const hubReading = () => serverReadOptions(sourceSettings);
     const readFacts = (source: string) => readModelSource(source, hubReading());
-    // The reconciler reads a few sources at a time (ModelFactsCache): a mirror that takes the connection and never answers must give up its turn after the source check's deadline, not after undici's five minutes with the other sources queued behind it.
+    // Background reads go a few sources at a time (ModelFactsCache): a mirror that takes the connection and never answers must give up its turn after the source check's deadline, not after undici's five minutes with the other sources queued behind it.
     const readFactsInTurn = (source: string) => readModelSource(source, { requestTimeoutMs: defaultSourceCheckTimeoutMs, ...hubReading() });
-    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, readFactsInTurn);
-    fleet.whenHeartbeatDecisive(() => reconciler.wake());
+    const facts = new ModelFactsService({ read: readFacts, readInBackground: readFactsInTurn, store });
+    const reconciler = new Reconciler(store, catalog, fleet, config.reconcile, reconcileLog(options.logger ?? false), Date.now, facts);
+    const wake = () => reconciler.wake();
+    fleet.whenHeartbeatDecisive(wake);
+    facts.whenFactsRead(wake);
+    const previewReplicas: PreviewReplicas = (change) => reconciler.preview(change, config.gpuMemoryUtilization);
+    const demands = new DemandService({ store, catalog, preview: previewReplicas, wake });
+    const restarts = new RestartService({ store, catalog, fleet, facts, preview: previewReplicas, wake });
     // Messages from off the request path (a table rebuild, a tokenizer load) go to the app's log once it exists.
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
@@ -149,14 +159,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       reportDemand:
         options.reportDemand ??
         throttleDemand((model) => {
-          void reconciler.demand(model).catch((error: unknown) => log.warn({ model, error: (error as Error).message }, "demand-unrecorded"));
+          void demands.record(model).catch((error: unknown) => log.warn({ model, error: (error as Error).message }, "demand-unrecorded"));
         }),
       environment: process.env,
       log,
       requestsPerKey: { max: config.limits.requestsPerKey, setting: "limits.requests_per_key in server.yaml" },
       cacheRouting: config.cacheRouting,
     });
-    const previewReplicas: PreviewReplicas = (change) => reconciler.preview(change, config.gpuMemoryUtilization);
     const app = await buildApp({
       gatewayKeys,
       flushOpenUsage: open && (() => open.flushUsage()),
@@ -169,16 +178,18 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       previewReplicas,
       fitsNowhere: fitsNowhereCheck({ readFacts, inventoryNodes: fleet.inventoryNodes, gpuMemoryUtilization: config.gpuMemoryUtilization }),
       registerMore: (routes) => {
-        registerReconcileRoutes(routes, { store, catalog, fleet, reconciler, previewReplicas });
-        registerPullRoutes(routes, new PullService(catalog, fleet, { mirror: config.mirror, gpuMemoryUtilization: config.gpuMemoryUtilization, demandProfiles: (model) => reconciler.demandProfilesOf(model) }));
-        const requestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => reconciler.requestRestart(model, inPlace, actor);
-        const surgePreview = { checkRestart: (model: CatalogModel, inPlace: boolean) => reconciler.checkRestart(model, inPlace), preview: previewReplicas };
+        const nodeControls = new NodeControlService({ store, fleet, preview: previewReplicas, wake });
+        registerReconcileRoutes(routes, { store, holder: reconciler.holder, demands, restarts, nodeControls });
+        const demandProfiles = (model: CatalogModel) => facts.demandProfiles(model);
+        registerPullRoutes(routes, new PullService(catalog, fleet, { mirror: config.mirror, gpuMemoryUtilization: config.gpuMemoryUtilization, demandProfiles }));
+        const requestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => restarts.request(model, inPlace, actor);
+        const surgePreview = { checkRestart: (model: CatalogModel, inPlace: boolean) => restarts.check(model, inPlace), preview: previewReplicas };
         registerVersionRoutes(routes, new VersionService(store, catalog, requestRestart, hubReading, surgePreview));
         registerAdapterRoutes(routes, new AdapterService(store, catalog, fleet, requestRestart, hubReading, surgePreview));
         canaryParts = startCanaries(routes, { store, catalog, fleet, reconciler, gateway, log, preview: previewReplicas });
-        registerCardMemoryRoutes(routes, { catalog, fleet, cardBytes: (model, profile) => reconciler.cardBytesOf(model, profile) });
-        registerHeadroomRoutes(routes, { catalog, fleet, demandProfiles: (model) => reconciler.demandProfilesOf(model), gpuMemoryUtilization: config.gpuMemoryUtilization });
-        registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, reconciler, readFacts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
+        registerCardMemoryRoutes(routes, { catalog, fleet, cardBytes: (model, profile) => facts.cardBytes(model, profile) });
+        registerHeadroomRoutes(routes, { catalog, fleet, demandProfiles, gpuMemoryUtilization: config.gpuMemoryUtilization });
+        registerModelChangeRoutes(routes, new ModelChangeService({ store, catalog, inventoryNodes: fleet.inventoryNodes, restarts, preview: previewReplicas, facts, gpuMemoryUtilization: config.gpuMemoryUtilization }));
         // Every change (a catalog change, a stop, a node joining) wakes the reconciler; it reads everything anew, so wake-ups may be many.
         // A heartbeat wakes it only when it changed what a pass decides on: most beats of a settled fleet change nothing.
         routes.addHook("onResponse", async (request) => {

@@ -2,7 +2,7 @@ import type { CatalogModel } from "../catalog/catalog-model.js";
 import { fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { fitsNowhere } from "../reconcile/fits-nowhere.js";
-import type { ModelFactsReader } from "../reconcile/model-facts-cache.js";
+import type { ModelFactsReader } from "./model-facts-cache.js";
 
 /** Why a model would fit nowhere in this fleet (every profile too large for every node of its class, even empty); undefined when it might fit. */
 export type FitsNowhereCheck = (model: CatalogModel) => Promise<string | undefined>;

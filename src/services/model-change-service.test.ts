@@ -10,7 +10,9 @@ import type { InventoryNode } from "../fleet/pools.js";
 import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
 import { readModelSource } from "../plan/read-model-source.js";
 import { fixtureFacts } from "../plan/testing/fixtures.js";
-import { Reconciler } from "../reconcile/reconciler.js";
+import { Reconciler, type ChangeToPreview } from "../reconcile/reconciler.js";
+import { ModelFactsService } from "./model-facts-service.js";
+import { RestartService } from "./restart-service.js";
 import { buildApp } from "../server/build-app.js";
 import { listAuditEvents } from "../store/audit-rows.js";
 import { openStore, type Store } from "../store/open-store.js";
@@ -21,6 +23,10 @@ import { refusal } from "../../test/support/refusal.js";
 import { CatalogService } from "./catalog-service.js";
 import { FleetService } from "./fleet-service.js";
 import { ModelChangeService } from "./model-change-service.js";
+import { checkpointTensors, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
+import { fixtureArchitecture, fixtureConfig } from "../plan/testing/fixtures.js";
+import { startHubServer } from "../hub/local-hub.js";
+import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 
 const operator = { token: "admin", user: "alice" };
 const declared: PlacedEntry[] = [{ entry: { name: "pinned", context: 4096, profiles: [{ engine: "vllm", source: "/models/qwen", gpu_class: "h100" }] }, source: "file", place: "server.yaml models[0] (pinned)" }];
@@ -47,6 +53,9 @@ describe.each(storesUnderTest)("changing a model's context and cards over $kind"
   let changes: ModelChangeService;
   let drop: () => Promise<void>;
   let nodes: InventoryNode[];
+  let facts: ModelFactsService;
+  /** Where the planner's reader finds hf:// sources: a closed port unless a test starts a stand-in hub. */
+  let hubEndpoint: string;
 
   beforeEach(async () => {
     const { location, drop: dropStore } = await engine.location();
@@ -55,10 +64,15 @@ describe.each(storesUnderTest)("changing a model's context and cards over $kind"
     catalog = new CatalogService(store, declared, "server.yaml");
     const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 });
     // The planner's reader, except for the two fixture paths, whose facts are the fixtures' own.
-    const readFacts = async (source: string) => (source.startsWith("/models/qwen") ? fixtureFacts("Qwen2.5-7B-Instruct") : await readModelSource(source, { hubEndpoint: "http://127.0.0.1:9" }));
-    const reconciler = new Reconciler(store, catalog, fleet, defaultReconcileSettings, { info: () => undefined, warn: () => undefined }, Date.now, readFacts);
+    hubEndpoint = "http://127.0.0.1:9";
+    const readFacts = async (source: string) => (source.startsWith("/models/qwen") ? fixtureFacts("Qwen2.5-7B-Instruct") : await readModelSource(source, { hubEndpoint }));
+    facts = new ModelFactsService({ read: readFacts, store });
+    const reconciler = new Reconciler(store, catalog, fleet, defaultReconcileSettings, { info: () => undefined, warn: () => undefined }, Date.now, facts);
+    facts.whenFactsRead(() => reconciler.wake());
+    const preview = (change: ChangeToPreview) => reconciler.preview(change, 0.9);
+    const restarts = new RestartService({ store, catalog, fleet, facts, preview, wake: () => reconciler.wake() });
     nodes = [fourH100];
-    changes = new ModelChangeService({ store, catalog, inventoryNodes: async () => nodes, reconciler, readFacts, gpuMemoryUtilization: 0.9 });
+    changes = new ModelChangeService({ store, catalog, inventoryNodes: async () => nodes, restarts, preview, facts, gpuMemoryUtilization: 0.9 });
     await catalog.add(chat, operator);
   });
   afterEach(async () => {
@@ -130,6 +144,35 @@ describe.each(storesUnderTest)("changing a model's context and cards over $kind"
     expect(stored.profiles[0]?.gpus).toBe(2);
     expect(stored.entry.context).toBe(32768);
     expect((await listAuditEvents(store.db, { model: "elsewhere", limit: 10 })).map((event) => event.action)).toEqual(["model-context-changed", "model-gpus-changed", "model-added"]);
+  });
+
+  it("checks a change against the planner's figures kept from the files' last read once they cannot be read, and says so", async () => {
+    const folder = temporaryDirectory("llmgw-kept-figures-");
+    await writeSyntheticCheckpoint(folder, fixtureConfig("Qwen2.5-7B-Instruct"), checkpointTensors(fixtureArchitecture("Qwen2.5-7B-Instruct")), 2);
+    const hub = await startHubServer({ repositories: { "example/qwen": folder } });
+    const source = "hf://example/qwen@main";
+    try {
+      hubEndpoint = hub.url;
+      await catalog.add({ name: "mirrored", context: 8192, profiles: [{ engine: "vllm", source, gpu_class: "h100" }] }, operator);
+      // Once added, the server reads the model's files to price its cards (the reconciler's next pass asks): the figures are kept then.
+      facts.get(source);
+      expect((await facts.whenRead(source, 20_000))?.architecture.trainedContext).toBe(32768);
+    } finally {
+      await hub.close();
+    }
+    // One card of 20 GB: 8k and 16k tokens fit beside Qwen2.5-7B's 15.2 GB of weights, 32k does not.
+    nodes = [{ ...fourH100, gpus: [{ index: 0, class: "h100", memoryBytes: 20e9, fabric: "nvl0", free: true }] }];
+    const tooLarge = await refusal(() => changes.context("mirrored", { tokens: 32768 }, operator));
+    expect(tooLarge.code).toBe("does_not_fit");
+    expect(tooLarge.message).toContain("a 32768-token context does not fit the cards mirrored runs on");
+    expect(tooLarge.message).toContain(`(checked against the planner's figures kept from the last read of ${source} as read at `);
+    expect((await catalog.get("mirrored")).entry.context).toBe(8192);
+
+    const view = await changes.context("mirrored", { tokens: 16384 }, operator);
+    expect(view.after.context).toBe(16384);
+    expect(view.stored_figures).toEqual([{ source, read_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), unreadable: expect.stringContaining("example/qwen") }]);
+    const [changed] = await listEvents(store.db, { model: "mirrored", kind: "model-context-changed", limit: 1 });
+    expect(changed?.message).toMatch(/^admin \(alice\) changes mirrored: context 8192 → 16384 tokens \(checked against the planner's figures kept from the last read of hf:\/\/example\/qwen@main as read at .*: its files cannot be read now\)$/);
   });
 
   it("still refuses what it can check without the files when the risk is named: cards the fleet does not have", async () => {

@@ -7,26 +7,30 @@ import { DomainError, isDomainError } from "../errors/domain-error.js";
 import { DeclaredInFile } from "../errors/model-errors.js";
 import { fleetFromNodes, type Fleet, type InventoryNode } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
-import type { ModelChangeSettings, ModelChangeView } from "../protocol/model-change-view.js";
+import type { ModelChangeSettings, ModelChangeView, StoredFiguresView } from "../protocol/model-change-view.js";
 import { checkContextChange } from "../reconcile/check-context-change.js";
 import { checkGpusChange } from "../reconcile/check-gpus-change.js";
 import { engineArgumentChanges } from "../reconcile/engine-argument-changes.js";
-import type { ModelFactsReader } from "../reconcile/model-facts-cache.js";
-import type { Reconciler } from "../reconcile/reconciler.js";
+import type { ModelFactsService } from "./model-facts-service.js";
+import { checkedWithStoredFigures, storedFiguresField, storedFiguresNote, storedFiguresView } from "./stored-figures.js";
+import type { ChangeToPreview } from "../reconcile/reconciler.js";
+import type { RestartService } from "./restart-service.js";
 import type { Store } from "../store/open-store.js";
 import { insertEvents } from "../store/reconcile-rows.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
-import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
+import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { EventKind } from "../protocol/event-kinds.js";
 
 export interface ModelChangeParts {
   readonly store: Store;
   readonly catalog: CatalogService;
   readonly inventoryNodes: () => Promise<readonly InventoryNode[]>;
-  readonly reconciler: Pick<Reconciler, "requestRestart" | "refuseWithoutRoom" | "checkRestart" | "preview">;
-  /** Reads a source's config and weights headers (the planner's reader). */
-  readonly readFacts: ModelFactsReader;
+  readonly restarts: Pick<RestartService, "request" | "refuseWithoutRoom" | "check">;
+  /** What the reconciler's passes would do after a change (a dry run). */
+  readonly preview: (change: ChangeToPreview) => Promise<Change[]>;
+  /** Reads a source's config and weights headers (the planner's reader), or the figures kept from its last read when its files cannot be read now. */
+  readonly facts: Pick<ModelFactsService, "read">;
   readonly gpuMemoryUtilization: number;
 }
 
@@ -74,14 +78,14 @@ export class ModelChangeService {
   context(name: string, request: ContextRequest, actor: Actor, dryRun: boolean): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>>;
   async context(name: string, request: ContextRequest, actor: Actor, dryRun = false): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     const model = await this.runtimeModel(name, "changing its context");
-    const facts = await this.readFacts(model, model.profiles.filter(needsFacts), {
+    const { facts, stored } = await this.readFacts(model, model.profiles.filter(needsFacts), {
       change: `a ${request.tokens}-token context`,
       unchecked: "whether it is within what the model was trained for, and whether its KV cache fits its cards beside the weights",
       allowed: request.uncheckedMemory ?? false,
     });
     const fleet = await this.fleet();
     const check = (current: CatalogModel) =>
-      checkContextChange({ model: current, tokens: request.tokens, slots: request.slots, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization });
+      checkedWithStoredFigures(stored, () => checkContextChange({ model: current, tokens: request.tokens, slots: request.slots, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization }));
     const slotsText = request.slots !== undefined ? `, ${request.slots} slots per llama.cpp replica` : "";
     return await this.apply(model, "context", check(model), request.inPlace ?? false, actor, {
       action: "model-context-changed",
@@ -89,6 +93,7 @@ export class ModelChangeService {
       describe: (before) => `context ${before.entry.context ?? "engine default"} → ${request.tokens} tokens${slotsText}`,
       mutate: (entry) => check(resolveModel(entry, "runtime")),
       inPlaceCommand: `llmgw ctl model context ${name} ${request.tokens}${request.slots !== undefined ? ` --slots ${request.slots}` : ""} --in-place`,
+      stored,
     }, dryRun);
   }
 
@@ -97,19 +102,19 @@ export class ModelChangeService {
   async gpus(name: string, request: GpusRequest, actor: Actor, dryRun = false): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     const model = await this.runtimeModel(name, "changing its cards");
     const target = model.profiles[profilePosition(model.entry, request.profile, "cards")];
-    const facts =
+    const read =
       target && needsFacts(target)
-        ? (
-            await this.readFacts(model, [target], {
-              change: `${request.gpus} card${request.gpus === 1 ? "" : "s"} per replica`,
-              unchecked: "whether that many cards split the model's attention heads, and whether each card holds its share of the weights and KV cache",
-              allowed: request.uncheckedMemory ?? false,
-            })
-          ).get(target.source)
+        ? await this.readFacts(model, [target], {
+            change: `${request.gpus} card${request.gpus === 1 ? "" : "s"} per replica`,
+            unchecked: "whether that many cards split the model's attention heads, and whether each card holds its share of the weights and KV cache",
+            allowed: request.uncheckedMemory ?? false,
+          })
         : undefined;
+    const facts = target ? read?.facts.get(target.source) : undefined;
+    const stored = read?.stored ?? [];
     const fleet = await this.fleet();
     const check = (current: CatalogModel) =>
-      checkGpusChange({ model: current, profile: request.profile, gpus: request.gpus, nodes: request.nodes, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization });
+      checkedWithStoredFigures(stored, () => checkGpusChange({ model: current, profile: request.profile, gpus: request.gpus, nodes: request.nodes, facts, fleet, gpuMemoryUtilization: this.parts.gpuMemoryUtilization }));
     const { entry, profile } = check(model);
     const beforeProfile = model.profiles.find((candidate) => candidate.name === profile);
     const before = beforeProfile?.gpus;
@@ -120,6 +125,7 @@ export class ModelChangeService {
       describe: () => `profile ${profile}: ${before ?? "?"} → ${request.gpus} cards ${beforeProfile !== undefined && (beforeProfile.nodes > 1 || request.nodes !== undefined) ? "per node" : "per replica"}${nodesText}`,
       mutate: (current) => check(resolveModel(current, "runtime")).entry,
       inPlaceCommand: `llmgw ctl model gpus ${name} ${request.gpus}${request.profile !== undefined ? ` --profile ${request.profile}` : ""}${request.nodes !== undefined ? ` --nodes ${request.nodes}` : ""} --in-place`,
+      stored,
     }, dryRun);
   }
 
@@ -129,19 +135,19 @@ export class ModelChangeService {
     checked: ModelEntry,
     inPlace: boolean,
     actor: Actor,
-    how: { action: EventKind; change: string; describe: (before: CatalogModel) => string; mutate: (entry: ModelEntry) => ModelEntry; inPlaceCommand: string },
+    how: { action: EventKind; change: string; describe: (before: CatalogModel) => string; mutate: (entry: ModelEntry) => ModelEntry; inPlaceCommand: string; stored: readonly StoredFiguresView[] },
     dryRun: boolean,
   ): Promise<ModelChangeView | DryRunAnswer<ModelChangeView>> {
     // Compared as in force: `gpus: 1` written out where the default was already 1 changes nothing to restart for.
     if (isDeepStrictEqual(settingsOf(resolveModel(checked, model.source)), settingsOf(model))) {
-      const unchanged: ModelChangeView = { model: model.name, change, before: settingsOf(model), after: settingsOf(model), profiles: engineArgumentChanges(model, model, this.parts.gpuMemoryUtilization), replicas: 0, in_place: inPlace, restart_before: null };
+      const unchanged: ModelChangeView = { model: model.name, change, before: settingsOf(model), after: settingsOf(model), profiles: engineArgumentChanges(model, model, this.parts.gpuMemoryUtilization), replicas: 0, in_place: inPlace, restart_before: null, ...storedFiguresField(how.stored) };
       return dryRun ? dryRunAnswer(unchanged, []) : unchanged;
     }
     // Asked with the model as it will be, before anything is written: a refusal changes nothing.
-    if (!inPlace) await this.parts.reconciler.refuseWithoutRoom(resolveModel(checked, model.source), undefined, how.inPlaceCommand);
+    if (!inPlace) await this.parts.restarts.refuseWithoutRoom(resolveModel(checked, model.source), how.inPlaceCommand);
     if (dryRun) {
       const preview = await this.parts.catalog.preview(model.name, how.change, how.mutate);
-      const replaced = await this.parts.reconciler.checkRestart(preview.model, inPlace);
+      const replaced = await this.parts.restarts.check(preview.model, inPlace);
       const outcome: ModelChangeView = {
         model: model.name,
         change,
@@ -151,15 +157,16 @@ export class ModelChangeService {
         replicas: replaced.length,
         in_place: inPlace,
         restart_before: new Date().toISOString(),
+        ...storedFiguresField(how.stored),
       };
-      const replicas = await this.parts.reconciler.preview({ models: preview.catalog.models, restart: { model: model.name, inPlace } }, this.parts.gpuMemoryUtilization);
+      const replicas = await this.parts.preview({ models: preview.catalog.models, restart: { model: model.name, inPlace } });
       return dryRunAnswer(outcome, [catalogWriteChange(model.name, preview.before, preview.after), ...replicas]);
     }
     const after = await this.parts.catalog.change(model.name, how.action, how.change, actor, how.mutate);
     const by = describeActor(actor);
     const at = new Date().toISOString();
-    await insertEvents(this.parts.store.db, [{ at, kind: how.action, model: model.name, replica: null, node: null, message: `${by} changes ${model.name}: ${how.describe(model)}` }]);
-    const restart = await this.parts.reconciler.requestRestart(after, inPlace, by);
+    await insertEvents(this.parts.store.db, [{ at, kind: how.action, model: model.name, replica: null, node: null, message: `${by} changes ${model.name}: ${how.describe(model)}${storedFiguresNote(how.stored)}` }]);
+    const restart = await this.parts.restarts.request(after, inPlace, by);
     return {
       model: model.name,
       change,
@@ -169,6 +176,7 @@ export class ModelChangeService {
       replicas: restart.replicas,
       in_place: restart.in_place,
       restart_before: restart.restart_before,
+      ...storedFiguresField(how.stored),
     };
   }
 
@@ -185,22 +193,27 @@ export class ModelChangeService {
 
   /**
    * The planner's facts of each profile's source, read now: the change is
-   * checked against the model's own files. A source no one can read (a
-   * model added with --no-source-check whose files the server never reaches)
-   * is refused with what cannot be checked, unless the person named that
-   * risk with --unchecked-memory: its profile is then left out of the facts,
-   * and the pure checks skip a profile they have no facts for.
+   * checked against the model's own files, or, when they cannot be read now,
+   * against the figures kept from their last read (`stored` says which). A
+   * source no one ever read (a model added with --no-source-check whose
+   * files the server never reached) is refused with what cannot be checked,
+   * unless the person named that risk with --unchecked-memory: its profile
+   * is then left out of the facts, and the pure checks skip a profile they
+   * have no facts for.
    */
   private async readFacts(
     model: CatalogModel,
     profiles: readonly ResolvedProfile[],
     asked: { readonly change: string; readonly unchecked: string; readonly allowed: boolean },
-  ): Promise<Map<string, ModelFacts>> {
+  ): Promise<{ facts: Map<string, ModelFacts>; stored: StoredFiguresView[] }> {
     const facts = new Map<string, ModelFacts>();
+    const stored: StoredFiguresView[] = [];
     for (const profile of profiles) {
       if (facts.has(profile.source)) continue;
       try {
-        facts.set(profile.source, await this.parts.readFacts(profile.source));
+        const read = await this.parts.facts.read(profile.source);
+        facts.set(profile.source, read.facts);
+        if (read.stored) stored.push(storedFiguresView(profile.source, read.stored.readAt, read.stored.unreadable));
       } catch (error) {
         if (asked.allowed) continue;
         const reason = isDomainError(error) ? error.message : (error as Error).message;
@@ -211,6 +224,6 @@ export class ModelChangeService {
         );
       }
     }
-    return facts;
+    return { facts, stored };
   }
 }

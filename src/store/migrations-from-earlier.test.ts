@@ -75,6 +75,8 @@ const rowsAt: Record<string, (db: Kysely<Database>) => Promise<void>> = {
   "0010_gateway_key_max_in_flight": async () => {},
   // 0011 keeps a fetch's progress in a column of its own; a report of before it still shows its progress (checked below).
   "0011_replica_progress": async () => {},
+  // 0012 keeps the planner's figures of each source as last read; a store of before it has none, and a change reads the files as before.
+  "0012_source_facts": async () => {},
 };
 
 const levels = Object.keys(rowsAt);

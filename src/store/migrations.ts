@@ -324,6 +324,23 @@ function migrations(kind: StoreKind): Record<string, Migration> {
         await db.schema.alterTable("replicas").dropColumn("progress").execute();
       },
     },
+    "0012_source_facts": {
+      // The planner's figures of each weights source, as last read from its
+      // files (config.json or GGUF metadata, the weights' headers): a model
+      // whose files become unreadable later (the hub out of reach, the mirror
+      // gone) is still checked against them when its context or cards change.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("source_facts")
+          .addColumn("source", "text", (column) => column.primaryKey())
+          .addColumn("facts", "text", (column) => column.notNull())
+          .addColumn("read_at", "text", (column) => column.notNull())
+          .execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.dropTable("source_facts").execute();
+      },
+    },
   };
 }
 

@@ -161,6 +161,8 @@ export interface Database {
     actor_user: string | null;
     at: string;
   };
+  /** The planner's figures of a weights source (ModelFacts as JSON), as last read from its files. */
+  source_facts: { source: string; facts: string; read_at: string };
 }
 
 export type StoreKind = "sqlite" | "postgres";

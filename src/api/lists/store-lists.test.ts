@@ -13,6 +13,9 @@ import { usageMinute } from "../../protocol/gateway-keys-feed.js";
 import { CatalogService } from "../../services/catalog-service.js";
 import { FleetService } from "../../services/fleet-service.js";
 import { Reconciler } from "../../reconcile/reconciler.js";
+import { DemandService } from "../../services/demand-service.js";
+import { NodeControlService } from "../../services/node-control-service.js";
+import { RestartService } from "../../services/restart-service.js";
 import { registerReconcileRoutes } from "../routes/reconcile.js";
 import { buildApp } from "../../server/build-app.js";
 import { hashToken, newToken } from "../../auth/tokens.js";
@@ -37,7 +40,15 @@ describe.each(storesUnderTest)("paged store lists over $kind", (engine) => {
     }
     const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 });
     const reconciler = new Reconciler(store, catalog, fleet, defaultReconcileSettings, { info: () => undefined, warn: () => undefined });
-    app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token", logger: false, registerMore: (routes) => registerReconcileRoutes(routes, { store, catalog, fleet, reconciler, previewReplicas: noReplicaPreview }) });
+    const commandParts = { store, catalog, fleet, preview: noReplicaPreview, wake: () => reconciler.wake() };
+    const reconcileRouteParts = {
+      store,
+      holder: reconciler.holder,
+      demands: new DemandService(commandParts),
+      restarts: new RestartService({ ...commandParts, facts: undefined }),
+      nodeControls: new NodeControlService(commandParts),
+    };
+    app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token", logger: false, registerMore: (routes) => registerReconcileRoutes(routes, reconcileRouteParts) });
     const at = "2026-01-01T00:00:00.000Z";
     await insertEvents(
       store.db,

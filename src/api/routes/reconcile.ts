@@ -4,9 +4,9 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { DomainError } from "../../errors/domain-error.js";
 import type { EventView } from "../../protocol/views.js";
-import type { Reconciler } from "../../reconcile/reconciler.js";
-import type { CatalogService } from "../../services/catalog-service.js";
-import type { FleetService } from "../../services/fleet-service.js";
+import type { DemandService } from "../../services/demand-service.js";
+import type { NodeControlService } from "../../services/node-control-service.js";
+import type { RestartService } from "../../services/restart-service.js";
 import { listEvents, readLease, type EventFilter } from "../../store/reconcile-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { requireActor } from "../access.js";
@@ -15,8 +15,6 @@ import { flagSchema, isSet } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { decodeIdCursor, encodeIdCursor, isPaged, pageQueryShape } from "../lists/list-query.js";
 import { maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
-import type { PreviewReplicas } from "../dry-run.js";
-import { dryRunAnswer, type Change } from "../../protocol/dry-run.js";
 
 /** Events shown when no limit is given, as before paging. */
 const defaultEventsLimit = 200;
@@ -34,12 +32,6 @@ const eventsQuery = z.strictObject({
 });
 const restartBody = z.strictObject({ in_place: z.boolean().optional() });
 
-const nodeControlMeaning = {
-  cordon: "nothing new is placed there; its replicas keep serving",
-  uncordon: "replicas may be placed there again",
-  drain: "nothing new is placed there, and its replicas move elsewhere",
-} as const;
-
 /** How often a followed event stream looks for new events. */
 const followPollMs = 500;
 
@@ -52,12 +44,18 @@ function sinceFilter(since: string | undefined): Pick<EventFilter, "afterId" | "
   return { since: new Date(since).toISOString() };
 }
 
-/** The reconciler's routes: events, on-demand starts, rolling restarts, and cordoning and draining nodes. */
-export function registerReconcileRoutes(
-  app: FastifyInstance,
-  parts: { store: Store; catalog: CatalogService; fleet: FleetService; reconciler: Reconciler; previewReplicas: PreviewReplicas },
-): void {
-  const { store, catalog, fleet, reconciler, previewReplicas } = parts;
+export interface ReconcileRouteParts {
+  readonly store: Store;
+  /** This server's reconciler's name on the lease. */
+  readonly holder: string;
+  readonly demands: DemandService;
+  readonly restarts: RestartService;
+  readonly nodeControls: NodeControlService;
+}
+
+/** The reconciler's routes: events, on-demand starts, rolling restarts, and cordoning and draining nodes; each command goes to its service. */
+export function registerReconcileRoutes(app: FastifyInstance, parts: ReconcileRouteParts): void {
+  const { store, holder, demands, restarts, nodeControls } = parts;
 
   app.get("/api/v1/events", { config: { access: "read", api: { summary: "What the reconciler did and refused; NDJSON while following", query: eventsQuery } } }, async (request, reply) => {
     const query = parseQuery(eventsQuery, request.query);
@@ -100,51 +98,26 @@ export function registerReconcileRoutes(
   app.get("/api/v1/reconciler", { config: { access: "read", api: { summary: "Which server's reconciler acts" } } }, async () => {
     const lease = await readLease(store.db);
     const live = lease !== undefined && Date.parse(lease.expires_at) > Date.now();
-    return { holder: live ? lease.holder : null, expires_at: live ? lease.expires_at : null, this_server: reconciler.holder, this_server_holds: live && lease.holder === reconciler.holder };
+    return { holder: live ? lease.holder : null, expires_at: live ? lease.expires_at : null, this_server: holder, this_server_holds: live && lease.holder === holder };
   });
 
   app.post("/api/v1/models/:name/demand", { config: { access: "admin", dryRun: true, api: { summary: "Demand for an on-demand model (the gateway calls it)" } } }, async (request) => {
     const { name } = nameParams.parse(request.params);
-    const model = await catalog.get(name);
-    if (model.entry.external) {
-      throw new DomainError("invalid_profile", `${name} is an external model: it runs at its provider, and nothing is started for it`, "Report demand for models with profiles.");
-    }
-    if (request.dryRun) return dryRunAnswer({ model: name, demand_at: new Date().toISOString() }, await previewReplicas({ demand: name }));
-    return { model: name, demand_at: await reconciler.demand(name) };
+    return await demands.demand(name, request.dryRun);
   });
 
   app.post("/api/v1/models/:name/restart", { config: { access: "admin", dryRun: true, api: { summary: "Rolling restart of a model's replicas", body: restartBody } } }, async (request) => {
     const actor = requireActor(request);
     const { name } = nameParams.parse(request.params);
     const body = parseBody(restartBody, request.body ?? {});
-    const model = await catalog.get(name);
-    if (model.entry.external) {
-      throw new DomainError("invalid_profile", `${name} is an external model: it has no replicas to restart`, "Restart models with profiles.");
-    }
-    const inPlace = body.in_place ?? false;
-    if (request.dryRun) {
-      const replicas = await reconciler.checkRestart(model, inPlace);
-      const outcome = { model: name, restart_before: new Date().toISOString(), in_place: inPlace, replicas: replicas.length };
-      return dryRunAnswer(outcome, await previewReplicas({ restart: { model: name, inPlace } }));
-    }
-    return { model: name, ...(await reconciler.requestRestart(model, inPlace, describeActor(actor))) };
+    return await restarts.restart(name, body.in_place ?? false, describeActor(actor), request.dryRun);
   });
 
-  for (const [action, change] of [
-    ["cordon", { cordoned: true, draining: false }],
-    ["uncordon", { cordoned: false, draining: false }],
-    ["drain", { cordoned: true, draining: true }],
-  ] as const) {
+  for (const action of ["cordon", "uncordon", "drain"] as const) {
     app.post(`/api/v1/nodes/:name/${action}`, { config: { access: "admin", dryRun: true, api: { summary: `${action === "cordon" ? "Place nothing new on a node" : action === "uncordon" ? "Allow placing on a node again" : "Move a node's replicas away and cordon it"}` } } }, async (request) => {
       const actor = requireActor(request);
       const { name } = nameParams.parse(request.params);
-      const node = await fleet.getNode(name);
-      if (request.dryRun) {
-        const control: Change = { kind: `node-${action}`, summary: `${action} node ${name}: ${nodeControlMeaning[action]}`, node: name };
-        return dryRunAnswer({ ...node, ...change }, [control, ...(await previewReplicas({ node: { name, ...change } }))]);
-      }
-      await reconciler.controlNode(name, change, describeActor(actor));
-      return await fleet.getNode(name);
+      return await nodeControls.control(name, action, describeActor(actor), request.dryRun);
     });
   }
 }

@@ -51,6 +51,21 @@ describe("describeModelChange", () => {
     );
   });
 
+  it("says when the change was checked against figures kept from the files' last read", () => {
+    const view: ModelChangeView = {
+      model: "qwen",
+      change: "gpus",
+      before: settings(8192, 1, 2),
+      after: settings(8192, 2, 2),
+      profiles: [{ profile: "h100", engine: "vllm", arguments: [{ flag: "--tensor-parallel-size", before: "1", after: "2" }] }],
+      replicas: 0,
+      in_place: false,
+      restart_before: "2026-01-01T00:00:00.000Z",
+      stored_figures: [{ source: "hf://Qwen/Qwen2.5-7B-Instruct@main", read_at: "2026-01-01T00:00:00.000Z", unreadable: "fetch failed" }],
+    };
+    expect(describeModelChange(view).split("\n").at(-1)).toBe("Checked against the figures read from hf://Qwen/Qwen2.5-7B-Instruct@main at 2026-01-01T00:00:00.000Z: its files cannot be read now (fetch failed).");
+  });
+
   it("says when nothing changed", () => {
     const view: ModelChangeView = { model: "qwen", change: "gpus", before: settings(8192, 1, 2), after: settings(8192, 1, 2), profiles: [], replicas: 0, in_place: false, restart_before: null };
     expect(describeModelChange(view)).toBe(["qwen/h100: 1 card per replica already", "qwen/cpu: 0 cards per replica already", "Nothing changed; nothing restarts."].join("\n"));

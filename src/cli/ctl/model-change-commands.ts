@@ -29,11 +29,16 @@ function cardsLines(view: ModelChangeView): string[] {
   return lines.length > 0 ? lines : view.after.profiles.map((profile) => `${view.model}/${profile.name}: ${cards(profile.gpus)} per replica`);
 }
 
+/** Checked against figures kept from an earlier read: said, with why the files cannot be read now. */
+function storedFiguresLines(view: ModelChangeView): string[] {
+  return (view.stored_figures ?? []).map((figures) => `Checked against the figures read from ${figures.source} at ${figures.read_at}: its files cannot be read now (${figures.unreadable}).`);
+}
+
 /** What is in force now, what each profile's engine will be started with, and the roll. */
 export function describeModelChange(view: ModelChangeView): string {
   if (view.restart_before === null) {
     const inForce = view.change === "context" ? [`${view.model}: context already ${contextLine(view.after)}`] : cardsLines(view).map((line) => `${line} already`);
-    return [...inForce, "Nothing changed; nothing restarts."].join("\n");
+    return [...inForce, "Nothing changed; nothing restarts.", ...storedFiguresLines(view)].join("\n");
   }
   const lines = view.change === "context" ? [`${view.model}: context ${contextLine(view.before)} → ${contextLine(view.after)}`] : cardsLines(view);
   for (const profile of view.profiles) {
@@ -47,7 +52,7 @@ export function describeModelChange(view: ModelChangeView): string {
       ? "No replica runs: the next one starts with these settings."
       : `Restarting ${count}${view.in_place ? " in place (each stops before its replacement starts)" : " (each new one starts beside the old, which drains once it is ready)"}.`,
   );
-  return lines.join("\n");
+  return [...lines, ...storedFiguresLines(view)].join("\n");
 }
 
 async function send(command: Command, model: string, route: "context" | "gpus", body: Record<string, unknown>, options: ChangeOptions): Promise<void> {
