@@ -10,6 +10,7 @@ import { chatWire, completionWire, responsesWire, type DecodePlan, type DecodeWi
 import { chatAnswerShape, responsesAnswerShape } from "./sim-answer-shape.js";
 import { chatConversation, responsesConversation } from "./sim-conversation.js";
 import { samplingRefusal, stopSequences } from "./sim-sampling.js";
+import { registerMessagesRoutes } from "./sim-messages-routes.js";
 
 /** What the generation routes need of the engine that serves them: its checks, its queue and its clock. */
 export interface GenerationHost {
@@ -23,7 +24,7 @@ export interface GenerationHost {
   decode(reply: FastifyReply, plan: DecodePlan, wire: DecodeWire): Promise<void>;
 }
 
-/** The routes that generate text token by token: chat completions, legacy completions and (where the engine has it) the Responses API. */
+/** The routes that generate text token by token: chat completions, legacy completions and (where the engine has them) the Responses and Anthropic's Messages APIs. */
 export function registerGenerationRoutes(server: FastifyInstance, host: GenerationHost): void {
   server.post("/v1/chat/completions", async (request, reply) => {
     const body = chatCompletionRequestSchema.safeParse(request.body);
@@ -112,4 +113,5 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
       return reply;
     });
   }
+  registerMessagesRoutes(server, host);
 }
