@@ -31,6 +31,7 @@ describe("the simulated engine's Messages API", () => {
     const image = { type: "image" as const, source: { type: "base64" as const, media_type: "image/png" as const, data: "iVBORw0KGgo=" } };
     const message = await client.messages.create({ model, max_tokens: 16, system: "Be brief.", messages: [{ role: "user", content: [{ type: "text", text: "What is in this picture?" }, image] }] });
     expect(message.content[0]?.type).toBe("text");
+    expect(message.id).toMatch(/^msg_/);
     expect(message.usage.input_tokens).toBeGreaterThan(0);
     expect(message.usage.output_tokens).toBeGreaterThan(0);
 

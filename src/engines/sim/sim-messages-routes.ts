@@ -1,14 +1,14 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import type { EngineName } from "../../catalog/schema.js";
 import { z } from "zod";
 import { describeIssues } from "../../catalog/schema-errors.js";
 import { chatCompletionRequestSchema } from "./openai-request-schemas.js";
 import { approximateTokenCount, type SimAnswerRequest } from "./sim-text.js";
 import { simulatedChoices, type SimChoice } from "./sim-choices.js";
-import { callIndexAt, callsWithArguments, type DecodeContext, type DecodeWire, type SendEvent } from "./sim-wire.js";
+import { callIndexAt, callsWithArguments, type DecodeContext, type DecodePlan, type DecodeWire, type SendEvent } from "./sim-wire.js";
 import { chatAnswerShape } from "./sim-answer-shape.js";
 import { chatConversation } from "./sim-conversation.js";
 import { samplingRefusal, stopSequences } from "./sim-sampling.js";
-import type { GenerationHost } from "./sim-generation-routes.js";
 
 /**
  * Anthropic's Messages API (POST /v1/messages) as vLLM serves it, so the
@@ -89,7 +89,16 @@ function chatBodyOf(request: MessagesRequest): Record<string, unknown> {
   };
 }
 
-export function registerMessagesRoutes(server: FastifyInstance, host: GenerationHost): void {
+/** What the route needs of the engine: the generation routes' host, named here so the two files do not import each other. */
+export interface MessagesHost {
+  readonly engine: EngineName;
+  admit(reply: FastifyReply, model: string): Promise<boolean>;
+  checkContext(reply: FastifyReply, promptTokens: number, maxTokens: number | undefined, maxTokensField: string, promptField?: string): boolean;
+  answeringName(body: { model: string }): string;
+  decode(reply: FastifyReply, plan: DecodePlan, wire: DecodeWire): Promise<void>;
+}
+
+export function registerMessagesRoutes(server: FastifyInstance, host: MessagesHost): void {
   if (host.engine !== "vllm") return;
   server.post("/v1/messages", async (request, reply) => {
     const parsed = messagesRequestSchema.safeParse(request.body);
@@ -129,6 +138,8 @@ function stopReason(choice: SimChoice): string {
 /** Anthropic's message and its event sequence: message_start, a content block per run of text or per tool call, message_delta with the usage, message_stop. */
 export function messagesWire(model: string): DecodeWire {
   const choiceOf = (context: DecodeContext) => context.choices[0] as SimChoice;
+  // Anthropic's ids (and vLLM's on this route) start msg_.
+  const idOf = (context: DecodeContext) => context.id.replace(/^msg-/, "msg_");
   const event = (send: SendEvent, type: string, fields: Record<string, unknown>) => send({ type, ...fields }, type);
   const startBlock = (send: SendEvent, choice: SimChoice, index: number) => {
     const call = choice.toolCalls?.[index];
@@ -138,7 +149,7 @@ export function messagesWire(model: string): DecodeWire {
   return {
     done: false,
     open(send, context) {
-      const message = { id: context.id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: context.usage.prompt_tokens, output_tokens: 0 } };
+      const message = { id: idOf(context), type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: context.usage.prompt_tokens, output_tokens: 0 } };
       event(send, "message_start", { message });
       event(send, "ping", {});
       startBlock(send, choiceOf(context), 0);
@@ -167,7 +178,7 @@ export function messagesWire(model: string): DecodeWire {
         ? callsWithArguments(choice).map((call) => ({ type: "tool_use", id: call.id, name: call.name, input: JSON.parse(call.arguments) as unknown }))
         : [{ type: "text", text: choice.tokens.join("") }];
       return {
-        id: context.id,
+        id: idOf(context),
         type: "message",
         role: "assistant",
         model,
