@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import type { EngineName } from "../../catalog/schema.js";
 import { z } from "zod";
 import { describeIssues } from "../../catalog/schema-errors.js";
-import { chatCompletionRequestSchema } from "./openai-request-schemas.js";
+import { chatCompletionRequestSchema } from "../openai-server/openai-request-schemas.js";
 import { approximateTokenCount, type SimAnswerRequest } from "./sim-text.js";
 import { simulatedChoices, type SimChoice } from "./sim-choices.js";
 import { callIndexAt, callsWithArguments, type DecodeContext, type DecodePlan, type DecodeWire, type SendEvent } from "./sim-wire.js";
