@@ -14,19 +14,35 @@ import type { EngineName } from "../catalog/schema.js";
  * serve them before sending anything, and the simulated engine serves
  * exactly what the engine it stands in for does.
  *
- * Anthropic's /v1/messages is not among them: vLLM and llama-server serve it,
- * but the built-in llama.cpp engine and the simulated engine (which the
- * routing table does not tell apart from them) do not, so the gateway
- * translates it to a chat completion for every engine.
+ * Anthropic's /v1/messages is served by vLLM (0.10 on) and llama-server, not
+ * by llmgw's built-in llama.cpp engine (which the engine's name does not tell
+ * apart from llama-server), SGLang's releases alike or TensorRT-LLM: whether
+ * a replica serves it is the routing table's, per replica
+ * (`serves_messages`, from replicaServesMessages). The gateway passes it
+ * through where every replica a request may reach serves it, and translates
+ * it to a chat completion everywhere else.
  */
-export const extraRoutes = ["responses", "rerank", "score"] as const;
+export const extraRoutes = ["responses", "rerank", "score", "messages"] as const;
 export type ExtraRoute = (typeof extraRoutes)[number];
 
 const servedBy: Readonly<Record<ExtraRoute, readonly EngineName[]>> = {
   responses: ["vllm", "sglang"],
   rerank: ["vllm", "sglang", "llamacpp"],
   score: ["vllm"],
+  // llama-server's, not the built-in engine's: routing reads serves_messages per replica.
+  messages: ["vllm", "llamacpp"],
 };
+
+/**
+ * Whether a replica's engine serves Anthropic's /v1/messages itself: vLLM
+ * (the simulated engine serves it as vLLM too), and llama.cpp where the node
+ * runs llama-server; llmgw's built-in llama.cpp engine, a simulated llama.cpp
+ * (which stands in for the built-in one too) and every other engine do not.
+ */
+export function replicaServesMessages(engine: string, llamaCpp: { readonly kind: "llama-server" | "built-in" } | null | undefined): boolean {
+  if (engine === "vllm") return true;
+  return engine === "llamacpp" && llamaCpp?.kind === "llama-server";
+}
 
 export function engineServes(engine: EngineName, route: ExtraRoute): boolean {
   return servedBy[route].includes(engine);

@@ -32,6 +32,13 @@ export const routingReplicaSchema = z.object({
   api_key: z.string().optional(),
   /** "canary" on a canary's replica: it gets the model's canary share of requests, the others the rest. */
   arm: z.literal("canary").optional(),
+  /**
+   * True when the replica's engine serves Anthropic's /v1/messages itself
+   * (vLLM, llama-server): such requests pass through unchanged. Absent (an
+   * older server's table too), they are translated to a chat completion,
+   * which every engine answers.
+   */
+  serves_messages: z.boolean().optional(),
 });
 export type RoutingReplica = z.infer<typeof routingReplicaSchema>;
 

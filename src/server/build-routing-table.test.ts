@@ -21,6 +21,28 @@ describe("buildRoutingTable", () => {
     expect(table.aliases).toEqual({ chat: "qwen" });
   });
 
+  it("marks the replicas whose engine serves Anthropic's /v1/messages itself: vLLM and llama-server, not the built-in llama.cpp or SGLang", () => {
+    const models = [resolveModel({ name: "qwen", profiles: [profile] }, "runtime")];
+    const replica = (id: string, engine: string, llamaCpp?: { kind: "llama-server" | "built-in" } | null) => ({ id, model: "qwen", node: "a", state: "ready", endpoint: `http://10.0.0.1:4100${id}`, api_key: undefined, engine, llama_cpp: llamaCpp });
+    const table = buildRoutingTable(models, [
+      replica("1", "vllm", null),
+      replica("2", "llamacpp", { kind: "llama-server" }),
+      replica("3", "llamacpp", { kind: "built-in" }),
+      // A simulated llama.cpp node reports no llama.cpp: it stands in for the built-in engine too.
+      replica("4", "llamacpp", null),
+      replica("5", "sglang", null),
+      replica("6", "trtllm", null),
+    ]);
+    expect(table.models[0]?.replicas.map((routed) => [routed.id, routed.serves_messages ?? false])).toEqual([
+      ["1", true],
+      ["2", true],
+      ["3", false],
+      ["4", false],
+      ["5", false],
+      ["6", false],
+    ]);
+  });
+
   it("carries the limits, fallbacks, queue deadline, routing mode and adapters the gateway acts on", () => {
     const models = [
       resolveModel(

@@ -1,6 +1,6 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import { parseDuration } from "../catalog/duration.js";
-import { poolingRunner } from "../protocol/engine-routes.js";
+import { poolingRunner, replicaServesMessages } from "../protocol/engine-routes.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
 
 /** How long a request waits for a first ready replica when the model does not say: long enough for a GPU engine to load. */
@@ -17,6 +17,9 @@ export interface ReplicaForRouting {
   /** When it entered its state, and how far its weights are fetched: the loading estimate reads both. */
   readonly since?: string;
   readonly progress?: { readonly fraction: number } | null;
+  /** The engine, and for llama.cpp which one the node runs: whether it serves /v1/messages itself follows from both. */
+  readonly engine?: string;
+  readonly llama_cpp?: { readonly kind: "llama-server" | "built-in" } | null;
 }
 
 /** The reconciler's latest placement decision of a model, from its status row. */
@@ -104,6 +107,7 @@ export function buildRoutingTable(
       state: replica.state,
       ...(replica.api_key !== undefined ? { api_key: replica.api_key } : {}),
       ...(replica.arm === "canary" ? { arm: "canary" as const } : {}),
+      ...(replica.engine !== undefined && replicaServesMessages(replica.engine, replica.llama_cpp) ? { serves_messages: true } : {}),
     });
     byModel.set(replica.model, list);
   }

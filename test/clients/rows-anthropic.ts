@@ -20,6 +20,13 @@ function anthropicErrorType(error: unknown): unknown {
   return (error as { error?: { type?: unknown; error?: { type?: unknown } } }).error?.error?.type;
 }
 
+/** The gateway's count of Messages requests passed through (native) and translated, from its /metrics. */
+async function apiModeCounts(target: BatteryTarget): Promise<{ native: number; translated: number }> {
+  const text = await (await fetch(`${target.url}/metrics`)).text();
+  const count = (mode: string) => Number(new RegExp(`^llmgw_gateway_api_mode_requests_total\\{api="messages",mode="${mode}"\\} (\\d+)`, "m").exec(text)?.[1] ?? 0);
+  return { native: count("native"), translated: count("translated") };
+}
+
 export const anthropicRows: BatteryRow[] = [
   row("messages: create", async (anthropic, { chatModel }) => {
     const message = await anthropic.messages.create({ model: chatModel, max_tokens: 16, system: "Be brief.", messages: [{ role: "user", content: "Say hello." }] });
@@ -60,6 +67,32 @@ export const anthropicRows: BatteryRow[] = [
     });
     expect(answered.content.length).toBeGreaterThan(0);
   }),
+  row("messages: stream tools", async (anthropic, { chatModel }) => {
+    const stream = anthropic.messages.stream({ model: chatModel, max_tokens: 200, tools: [time], tool_choice: { type: "tool", name: "get_time" }, messages: [{ role: "user", content: "What time is it in Oslo?" }] });
+    let pieces = "";
+    stream.on("inputJson", (partial) => (pieces += partial));
+    const final = await stream.finalMessage();
+    const use = final.content.find((block) => block.type === "tool_use");
+    expect(use?.type === "tool_use" ? use.name : undefined).toBe("get_time");
+    timeArguments.parse(use?.type === "tool_use" ? use.input : undefined);
+    expect(JSON.parse(pieces)).toEqual(use?.type === "tool_use" ? use.input : undefined);
+    expect(final.usage.input_tokens).toBeGreaterThan(0);
+    expect(final.stop_reason).toBe("tool_use");
+  }),
+  {
+    client,
+    // vLLM serves the Messages API itself, so the simulated vLLM gets it as sent; the built-in llama.cpp engine does not, so the gateway translates.
+    feature: "messages: native on vLLM, translated on built-in llama.cpp",
+    run: async (target) => {
+      const before = await apiModeCounts(target);
+      const message = await connect(target).messages.create({ model: target.chatModel, max_tokens: 8, messages: [{ role: "user", content: "Say hello." }] });
+      expect(message.type).toBe("message");
+      const after = await apiModeCounts(target);
+      const mode = target.engine === "sim" ? "native" : "translated";
+      const other = mode === "native" ? "translated" : "native";
+      expect([after[mode] - before[mode], after[other] - before[other]]).toEqual([1, 0]);
+    },
+  },
   row("messages: count_tokens", async (anthropic, { chatModel }) => {
     const counted = await anthropic.messages.countTokens({ model: chatModel, messages: [{ role: "user", content: "Say hello to the world." }] });
     expect(counted.input_tokens).toBeGreaterThan(0);

@@ -16,7 +16,10 @@ import { temporaryDirectory } from "../support/temporary-directory.js";
  * GET /v1/models/{id}, end to end: a real `llmgw server` with gateway keys,
  * a simulated agent running a vLLM model and a llama.cpp one (the simulated
  * engine stands in for each and, like llama-server, serves no /v1/responses
- * for the second), and the official clients unchanged.
+ * for the second), and the official clients unchanged. The vLLM model's
+ * Messages are passed through to the simulated vLLM, which serves them; the
+ * llama.cpp model's (a simulated node stands in for the built-in engine too)
+ * are translated.
  */
 const weatherTool = {
   name: "get_weather",

@@ -11,6 +11,7 @@ import { chatWire, completionWire, responsesWire, type DecodePlan, type DecodeWi
 import { chatAnswerShape, responsesAnswerShape } from "./sim-answer-shape.js";
 import { chatConversation, responsesConversation } from "./sim-conversation.js";
 import { samplingRefusal, stopSequences } from "./sim-sampling.js";
+import { registerMessagesRoutes } from "./sim-messages-routes.js";
 
 /** What the generation routes need of the engine that serves them: its checks, its queue and its clock. */
 export interface GenerationHost {
@@ -24,7 +25,7 @@ export interface GenerationHost {
   decode(reply: FastifyReply, plan: DecodePlan, wire: DecodeWire): Promise<void>;
 }
 
-/** The routes that generate text token by token: chat completions, legacy completions and (where the engine has it) the Responses API. */
+/** The routes that generate text token by token: chat completions, legacy completions and (where the engine has them) the Responses and Anthropic's Messages APIs. */
 export function registerGenerationRoutes(server: FastifyInstance, host: GenerationHost): void {
   postWithBody(server, "/v1/chat/completions", chatCompletionRequestSchema, simBodyRefusal, async (data, _request, reply) => {
     if (!(await host.admit(reply, data.model))) return reply;
@@ -104,4 +105,5 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
       return reply;
     });
   }
+  registerMessagesRoutes(server, host);
 }

@@ -97,6 +97,12 @@ export class GatewayMetrics {
     labelNames: ["model"] as const,
     registers: [this.registry],
   });
+  readonly apiModes = new Counter({
+    name: "llmgw_gateway_api_mode_requests_total",
+    help: "Requests on Anthropic's Messages API and OpenAI's Responses API, by api and mode: native (passed through to an engine that serves the API) or translated (to a chat completion and back)",
+    labelNames: ["api", "mode"] as const,
+    registers: [this.registry],
+  });
   readonly ejections = new Counter({
     name: "llmgw_gateway_endpoint_ejections_total",
     help: "Times a replica's endpoint was passed over for a few seconds after refusing a connection (refused, reset before any answer, connect timeout), by this gateway process",

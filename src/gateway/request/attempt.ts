@@ -53,6 +53,7 @@ export async function forward(attempt: Attempt, route: UpstreamRoute, metrics: G
       requestId: exchange.id,
       answeringName: attempt.answeringName,
       dropUsageEvent: attempt.dropUsageEvent,
+      dialect: attempt.endpoint === "messages" ? "anthropic" : "openai",
       upstream: route.upstream,
       refusedKeyVariable: route.refusedKeyVariable,
       closing,

@@ -28,8 +28,7 @@ import type { GatewayEndpoint, GatewayExchange, GatewayLog } from "../wire/gatew
 import { forward, type Attempt, type Outcome } from "./attempt.js";
 import { completionsDefaultMaxTokens, limitProblem } from "./request-limits.js";
 import { readExtraBody } from "./read-extra-body.js";
-import { engineServes } from "../../protocol/engine-routes.js";
-import { approximateTokens, generates, isExtraRoute, limitFields, refuseGenerationFromPoolingModel, refuseUnservedRoute, modelNotFound, unansweredError } from "./route-checks.js";
+import { approximateTokens, fallbackServes, generates, isExtraRoute, limitFields, refuseGenerationFromPoolingModel, refuseUnservedRoute, replicasServing, modelNotFound, unansweredError } from "./route-checks.js";
 import { authorizationOf } from "../wire/authorization-of.js";
 import type { IncomingHttpHeaders } from "node:http";
 import { upstreamBody } from "./upstream-body.js";
@@ -253,9 +252,9 @@ export class Gateway {
     counted: { arrivedAt: number; promptTokens: number; maxTokens: number | undefined; caller: GatewayCaller },
   ): Promise<Outcome> {
     const fallbacks = target.model.fallbacks;
-    const stream = (endpoint === "chat/completions" || endpoint === "completions" || endpoint === "responses") && body.stream === true;
-    // The Responses API has no stream_options: its last event always carries the usage.
-    const dropUsageEvent = stream && endpoint !== "responses" && body.stream_options?.include_usage !== true;
+    const stream = generates(endpoint) && body.stream === true;
+    // The Responses and Messages APIs have no stream_options: their last events always carry the usage.
+    const dropUsageEvent = stream && (endpoint === "chat/completions" || endpoint === "completions") && body.stream_options?.include_usage !== true;
     let loading: RoutingModel | undefined;
     let unavailable: RoutingModel | undefined;
     let lastFailure: UpstreamError | undefined;
@@ -270,7 +269,7 @@ export class Gateway {
       }
       // A fallback with a smaller context than the request needs cannot answer it either.
       if (isFallback && limitProblem(candidate.model, counted.promptTokens, counted.maxTokens, endpoint, limitFields(endpoint, body))) continue;
-      if (isFallback && isExtraRoute(endpoint) && candidate.model.engine !== null && !engineServes(candidate.model.engine, endpoint)) continue;
+      if (isFallback && !fallbackServes(candidate.model, endpoint)) continue;
       if (isFallback && candidate.model.pooling !== undefined && generates(endpoint)) continue;
       const answeringName = candidate.adapter?.name ?? candidate.model.name;
       const attempt: Attempt = {
@@ -324,7 +323,7 @@ export class Gateway {
     const model = attempt.target.model;
     const snapshot = await snapshotWithReplica(this.#queue, model, isFallback, attempt.exchange.response);
     if (snapshot === "no-replica" || "refused" in snapshot) return snapshot;
-    const replicas = snapshot.model(model.name)?.replicas ?? [];
+    const replicas = replicasServing(snapshot.model(model.name)?.replicas ?? [], attempt.endpoint);
     const prefixHash = model.routing === "prefix" ? hashText(prefixText(attempt.body, prefixLength)) : undefined;
     const cache = model.routing === "cache" ? this.#cache.lookup(model.name, attempt.body) : undefined;
     const tried = new Set<string>();

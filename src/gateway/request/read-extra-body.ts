@@ -2,7 +2,7 @@ import { DomainError } from "../../errors/domain-error.js";
 import type { ExtraRoute } from "../../protocol/engine-routes.js";
 import type { GatewayBody } from "./prompt-text.js";
 
-/** A body of /v1/responses, /v1/rerank or /v1/score as the gateway reads it: what routing and limits need, the rest passed through. */
+/** A body of /v1/responses, /v1/messages (passed through), /v1/rerank or /v1/score as the gateway reads it: what routing and limits need, the rest passed through. */
 export interface ExtraBody {
   /**
    * The body for routing and the upstream. Its `input` (a Responses API
@@ -12,7 +12,7 @@ export interface ExtraBody {
   readonly body: GatewayBody;
   /** The text the prompt's tokens are estimated from. */
   readonly promptText: string;
-  /** max_output_tokens of a Responses request. */
+  /** max_output_tokens of a Responses request, max_tokens of a Messages request. */
   readonly maxTokens: number | undefined;
 }
 
@@ -30,6 +30,8 @@ function contentText(content: unknown): string {
   if (!Array.isArray(content)) return "";
   return content.map((part) => (isObject(part) && typeof part.text === "string" ? part.text : "")).join(" ");
 }
+
+const anthropicHint = "Send the body Anthropic's Messages API takes.";
 
 function texts(value: unknown, at: string): string[] {
   if (typeof value === "string") return [value];
@@ -67,6 +69,15 @@ export function readExtraBody(raw: Buffer, route: ExtraRoute): ExtraBody {
       }
       const instructions = typeof json.instructions === "string" ? `${json.instructions}\n` : "";
       return { body, promptText: instructions + promptText, maxTokens: typeof maxTokens === "number" ? maxTokens : undefined };
+    }
+    case "messages": {
+      // Only what routing and limits need: the engine that serves the route checks the rest in Anthropic's terms.
+      const messages = json.messages;
+      if (!Array.isArray(messages) || !messages.every(isObject)) refuse("messages", "required: an array of messages ({role, content})", anthropicHint);
+      const maxTokens = json.max_tokens;
+      if (!(typeof maxTokens === "number" && Number.isSafeInteger(maxTokens) && maxTokens >= 1)) refuse("max_tokens", "required: a whole number of at least 1", anthropicHint);
+      const system = typeof json.system === "string" ? [json.system] : Array.isArray(json.system) ? [contentText(json.system)] : [];
+      return { body, promptText: [...system, ...messages.map((message) => contentText(message.content))].join("\n"), maxTokens };
     }
     case "rerank": {
       if (typeof json.query !== "string") refuse("query", "required: the text the documents are ranked against");

@@ -1,7 +1,7 @@
 import { didYouMean } from "../../errors/did-you-mean.js";
 import { modelUnavailable } from "../wire/model-unavailable.js";
 import { DomainError } from "../../errors/domain-error.js";
-import type { RoutingModel } from "../../protocol/routing-table.js";
+import type { RoutingModel, RoutingReplica } from "../../protocol/routing-table.js";
 import { engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/engine-routes.js";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";
 import type { GatewayBody } from "./prompt-text.js";
@@ -23,13 +23,14 @@ export function approximateTokens(text: string): number {
 /** The fields a limit refusal names, as each route calls them. */
 export function limitFields(endpoint: GatewayEndpoint, body: GatewayBody): LimitFields {
   if (endpoint === "responses") return { maxTokens: "max_output_tokens", prompt: "input" };
+  if (endpoint === "messages") return { maxTokens: "max_tokens", prompt: "messages" };
   const maxTokens = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? "max_completion_tokens" : "max_tokens";
   return { maxTokens, prompt: endpoint === "chat/completions" ? "messages" : endpoint === "completions" ? "prompt" : "input" };
 }
 
 /** The routes that ask a model to write text, which an engine started to pool cannot answer. */
 export function generates(endpoint: GatewayEndpoint): boolean {
-  return endpoint === "chat/completions" || endpoint === "completions" || endpoint === "responses";
+  return endpoint === "chat/completions" || endpoint === "completions" || endpoint === "responses" || endpoint === "messages";
 }
 
 /**
@@ -65,6 +66,21 @@ export function refuseUnservedRoute(model: RoutingModel, route: ExtraRoute): voi
   );
 }
 
+/**
+ * Whether a fallback can take a request on this route as the client sent it:
+ * its engine serves the route, and for Anthropic's Messages every replica it
+ * has now serves it itself (a built-in llama.cpp replica does not).
+ */
+export function fallbackServes(model: RoutingModel, endpoint: GatewayEndpoint): boolean {
+  if (!isExtraRoute(endpoint) || model.engine === null) return true;
+  if (!engineServes(model.engine, endpoint)) return false;
+  return endpoint !== "messages" || model.replicas.every((replica) => replica.serves_messages === true);
+}
+
+/** The replicas that can answer this route: for Anthropic's Messages passed through, only those whose engine serves it. */
+export function replicasServing(replicas: readonly RoutingReplica[], endpoint: GatewayEndpoint): readonly RoutingReplica[] {
+  return endpoint === "messages" ? replicas.filter((replica) => replica.serves_messages === true) : replicas;
+}
 
 /**
  * Why no model (the one asked for, then its fallbacks) answered: still

@@ -75,6 +75,7 @@ export class UpstreamRoutes {
         completions: `${basePath}completions`,
         embeddings: `${basePath}embeddings`,
         responses: `${basePath}responses`,
+        messages: `${basePath}messages`,
         rerank: `${basePath}rerank`,
         score: `${basePath}score`,
       },

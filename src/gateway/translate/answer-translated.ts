@@ -1,23 +1,33 @@
 import type { Gateway } from "../request/gateway.js";
+import type { GatewayCaller } from "../policy/gateway-policy.js";
 import type { GatewayExchange } from "../wire/gateway-exchange.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
 import { writeOpenAIError } from "../wire/write-openai-error.js";
-import { engineServes } from "../../protocol/engine-routes.js";
+import { engineServes, replicaServesMessages } from "../../protocol/engine-routes.js";
+import type { RoutingModel } from "../../protocol/routing-table.js";
 import { TranslatingResponse } from "./translating-response.js";
 import { messagesToChat } from "./anthropic-messages/messages-request.js";
-import { anthropicErrorsOnly, messagesTranslator } from "./anthropic-messages/messages-translator.js";
+import { anthropicErrorsOnly, anthropicPassThrough, messagesTranslator } from "./anthropic-messages/messages-translator.js";
 import { responsesToChat } from "./responses/responses-request.js";
 import { responsesTranslator } from "./responses/responses-translator.js";
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens (Anthropic's Messages
- * API). A message is translated to a chat completion and answered by the
- * gateway's one request path (keys, scopes, limits, usage, retries,
- * fallbacks and canaries as for any chat completion), its answer translated
- * back as it is written. Every error on these routes is in Anthropic's shape.
+ * API), answered by the gateway's one request path (keys, scopes, limits,
+ * usage, retries, fallbacks and canaries as on every route). A message is
+ * passed through unchanged where every replica it may reach serves the API
+ * itself (vLLM, llama-server), and translated to a chat completion and back,
+ * as it is written, everywhere else. Tokens are counted here, by the count
+ * the gateway's limits use, whatever the engine. Every error on these routes
+ * is in Anthropic's shape, an engine's OpenAI-shaped refusal too.
  */
 export function answerMessages(gateway: Gateway, exchange: GatewayExchange, counting: boolean): void {
   const refusals = new TranslatingResponse(exchange.response, anthropicErrorsOnly);
+  if (!counting && passesMessagesThrough(gateway, exchange.body)) {
+    gateway.metrics.apiModes.inc({ api: "messages", mode: "native" });
+    void gateway.handle("messages", { ...exchange, response: new TranslatingResponse(exchange.response, anthropicPassThrough) });
+    return;
+  }
   try {
     // The key first: a caller without one learns nothing about the body.
     const caller = gateway.authenticate(exchange.headers);
@@ -29,9 +39,20 @@ export function answerMessages(gateway: Gateway, exchange: GatewayExchange, coun
       exchange.response.end(text);
       return;
     }
-    void gateway.handle("chat/completions", { ...exchange, body: chat, response: new TranslatingResponse(exchange.response, messagesTranslator(translated)) });
+    gateway.metrics.apiModes.inc({ api: "messages", mode: "translated" });
+    const inputTokens = translated.chat.stream === true ? promptTokensOrNone(gateway, caller, chat) : 0;
+    void gateway.handle("chat/completions", { ...exchange, body: chat, response: new TranslatingResponse(exchange.response, messagesTranslator(translated, inputTokens)) });
   } catch (error) {
     writeOpenAIError(refusals, exchange.id, openAIErrorAnswer(error, exchange.id));
+  }
+}
+
+/** The prompt's count for a stream's message_start; 0 where the request is refused (the request path then refuses it, and records the refusal). */
+function promptTokensOrNone(gateway: Gateway, caller: GatewayCaller, chat: Buffer): number {
+  try {
+    return gateway.countPromptTokens(caller, chat);
+  } catch {
+    return 0;
   }
 }
 
@@ -43,12 +64,14 @@ export function answerMessages(gateway: Gateway, exchange: GatewayExchange, coun
  */
 export function answerResponses(gateway: Gateway, exchange: GatewayExchange): void {
   if (!needsTranslation(gateway, exchange.body)) {
+    gateway.metrics.apiModes.inc({ api: "responses", mode: "native" });
     void gateway.handle("responses", exchange);
     return;
   }
   try {
     gateway.authenticate(exchange.headers);
     const translated = responsesToChat(exchange.body);
+    gateway.metrics.apiModes.inc({ api: "responses", mode: "translated" });
     void gateway.handle("chat/completions", { ...exchange, body: Buffer.from(JSON.stringify(translated.chat)), response: new TranslatingResponse(exchange.response, responsesTranslator(translated.request)) });
   } catch (error) {
     writeOpenAIError(exchange.response, exchange.id, openAIErrorAnswer(error, exchange.id));
@@ -57,14 +80,42 @@ export function answerResponses(gateway: Gateway, exchange: GatewayExchange): vo
 
 /** True for a model on an engine without /v1/responses; external models are the provider's to serve, pooling and ComfyUI models the usual path's to refuse. */
 function needsTranslation(gateway: Gateway, raw: Buffer): boolean {
+  const model = modelNamedIn(gateway, raw);
+  if (model === undefined || model.engine === null || model.comfy || model.pooling !== undefined) return false;
+  return !engineServes(model.engine, "responses");
+}
+
+/**
+ * True when the model asked for and each of its fallbacks answer Anthropic's
+ * Messages themselves: every replica each has now serves it (a model still
+ * without one, when its engine's replicas all do). One that would need the
+ * translation makes the whole request translated, so no fallback is lost.
+ * External models (a provider's OpenAI API), pooling and ComfyUI models, and
+ * names the table does not know are translated: the translation refuses or
+ * answers them as before.
+ */
+function passesMessagesThrough(gateway: Gateway, raw: Buffer): boolean {
+  const model = modelNamedIn(gateway, raw);
+  if (model === undefined || !servesMessagesNow(model)) return false;
+  return model.fallbacks.every((name) => {
+    const fallback = gateway.state.current.model(name);
+    return fallback === undefined || servesMessagesNow(fallback);
+  });
+}
+
+function servesMessagesNow(model: RoutingModel): boolean {
+  if (model.engine === null || model.external || model.comfy || model.pooling !== undefined) return false;
+  if (model.replicas.length === 0) return replicaServesMessages(model.engine, null);
+  return model.replicas.every((replica) => replica.serves_messages === true);
+}
+
+/** The model the body names, as the table in force resolves it; undefined for a body that is not JSON or names none the table knows. */
+function modelNamedIn(gateway: Gateway, raw: Buffer): RoutingModel | undefined {
   let name: unknown;
   try {
     name = (JSON.parse(raw.toString("utf8")) as { model?: unknown } | null)?.model;
   } catch {
-    return false;
+    return undefined;
   }
-  if (typeof name !== "string") return false;
-  const model = gateway.state.current.resolve(name)?.model;
-  if (model === undefined || model.engine === null || model.comfy || model.pooling !== undefined) return false;
-  return !engineServes(model.engine, "responses");
+  return typeof name === "string" ? gateway.state.current.resolve(name)?.model : undefined;
 }

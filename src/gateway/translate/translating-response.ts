@@ -13,8 +13,8 @@ export interface AnswerTranslator {
   json(text: string): string;
   /** An error answer in OpenAI's shape as the other API's error. */
   error(status: number, text: string): string;
-  /** One event of a chat completion stream (its data, `[DONE]` included) as the text to send. */
-  event(data: string): string;
+  /** One event of a chat completion stream (its data, `[DONE]` included) as the text to send; absent, a stream passes as written (it is in the client's API already). */
+  event?(data: string): string;
   /** Whatever the other API sends after the stream's last event. */
   end(): string;
 }
@@ -31,6 +31,8 @@ export class TranslatingResponse implements V1Response {
   #headers: string[] = [];
   #headWritten = false;
   #events: SseEvents | undefined;
+  /** A stream passed as written: only errors outside a stream are translated. */
+  #rawStream = false;
   readonly #body: Buffer[] = [];
 
   constructor(
@@ -68,25 +70,30 @@ export class TranslatingResponse implements V1Response {
     this.#headers = pairs(flatHeaders(headers)).filter(([name]) => name.toLowerCase() !== "content-length").flat();
     const type = headerValue(this.#headers, "content-type") ?? "";
     if (status < 400 && type.startsWith("text/event-stream")) {
-      this.#events = new SseEvents();
+      if (this.translator.event === undefined) this.#rawStream = true;
+      else this.#events = new SseEvents();
       return this.client.writeHead(status, this.#headers);
     }
     return this;
   }
 
   write(chunk: Buffer | string): boolean {
+    if (this.#rawStream) return this.client.write(chunk);
     if (this.#events === undefined) {
       this.#body.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
       return true;
     }
-    const text = this.#events.push(chunk).map((data) => this.translator.event(data)).join("");
+    const event = this.translator.event?.bind(this.translator) ?? ((data: string) => data);
+    const text = this.#events.push(chunk).map(event).join("");
     return text.length === 0 ? true : this.client.write(text);
   }
 
   end(chunk?: Buffer | string): unknown {
+    if (this.#rawStream) return this.client.end(chunk);
     if (this.#events !== undefined) {
+      const event = this.translator.event?.bind(this.translator) ?? ((data: string) => data);
       const events = chunk === undefined ? [] : this.#events.push(chunk);
-      const text = [...events, ...this.#events.end()].map((data) => this.translator.event(data)).join("") + this.translator.end();
+      const text = [...events, ...this.#events.end()].map(event).join("") + this.translator.end();
       return this.client.end(text);
     }
     if (chunk !== undefined) this.#body.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);

@@ -3,7 +3,7 @@ import type { V1Response } from "../wire/v1-response.js";
 import type { HistogramSeries } from "../metrics/lean-histogram.js";
 import type { UpstreamController, UpstreamHandler } from "./upstream-dispatcher.js";
 import type { GatewayLog } from "../wire/gateway-exchange.js";
-import { SseUsageFilter } from "./sse-usage-filter.js";
+import { SseUsageFilter, type SseDialect } from "./sse-usage-filter.js";
 import { UpstreamError } from "./upstream-error.js";
 import { usageIn, type ReportedUsage } from "./usage-in.js";
 import { headerText } from "../wire/header-text.js";
@@ -32,6 +32,8 @@ export interface ProxiedAnswerOptions {
   readonly answeringName: string;
   /** Drop the usage-only event of a stream: the gateway asked for it, the client did not. */
   readonly dropUsageEvent: boolean;
+  /** Whose events a stream carries (Anthropic's on /v1/messages passed through): where its usage and end are, and how a cut is told. */
+  readonly dialect?: SseDialect;
   /** Names the upstream in errors and logs: "replica ID" or "external NAME". */
   readonly upstream: string;
   /** For an external provider: a 401/403 is the gateway's key refused, named by this variable, never passed on. */
@@ -127,7 +129,7 @@ export class ProxiedAnswer implements UpstreamHandler {
     } else if (statusCode >= 400 && statusCode < 500) {
       this.#engineRefusal = [];
     } else if ((headerText(headers["content-type"]) ?? "").startsWith("text/event-stream")) {
-      this.#filter = new SseUsageFilter(this.options.dropUsageEvent);
+      this.#filter = new SseUsageFilter(this.options.dropUsageEvent, this.options.dialect);
     }
   }
 
@@ -267,8 +269,10 @@ export class ProxiedAnswer implements UpstreamHandler {
     this.#succeed({ status: this.#status, usage: this.#filter?.usage, failed: true }, () => {
       if (response.destroyed) return;
       this.options.log.warn({ upstream: this.options.upstream }, `upstream-cut-mid-stream: ${cut}`);
-      const event = { error: { message: `${cut}; the answer is incomplete (request id ${this.options.requestId})`, type: "server_error", param: null, code: "upstream_failed" } };
-      response.end(`data: ${JSON.stringify(event)}\n\n`);
+      const message = `${cut}; the answer is incomplete (request id ${this.options.requestId})`;
+      // Anthropic's clients read a named error event; OpenAI's an error in a data line.
+      if (this.options.dialect === "anthropic") response.end(`event: error\ndata: ${JSON.stringify({ type: "error", error: { type: "api_error", message: `upstream_failed: ${message}` } })}\n\n`);
+      else response.end(`data: ${JSON.stringify({ error: { message, type: "server_error", param: null, code: "upstream_failed" } })}\n\n`);
     });
   }
 

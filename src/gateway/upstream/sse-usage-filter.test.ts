@@ -71,4 +71,21 @@ describe("usageIn", () => {
     expect(usageIn('..."usage":{"prompt_tokens":3,"total_tokens":3}}')).toEqual({ promptTokens: 3, completionTokens: 0 });
     expect(usageIn('{"choices":[]}')).toBeUndefined();
   });
+
+  it("reads an Anthropic stream's usage from message_start and message_delta, and ends at message_stop", () => {
+    const named = (type: string, payload: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...payload })}\n\n`;
+    const stream =
+      named("message_start", { message: { id: "msg_1", usage: { input_tokens: 31, output_tokens: 0 } } }) +
+      named("content_block_delta", { index: 0, delta: { type: "text_delta", text: "Hi" } }) +
+      named("message_delta", { delta: { stop_reason: "end_turn" }, usage: { output_tokens: 9 } });
+    for (const pieces of [1, 5]) {
+      const filter = new SseUsageFilter(false, "anthropic");
+      expect(run(filter, stream, pieces)).toBe(stream);
+      expect(filter.usage).toEqual({ promptTokens: 31, completionTokens: 9 });
+      // Without message_stop the stream was cut.
+      expect(filter.done).toBe(false);
+      filter.push(Buffer.from(named("message_stop", {})));
+      expect(filter.done).toBe(true);
+    }
+  });
 });

@@ -1,5 +1,5 @@
 import { StringDecoder } from "node:string_decoder";
-import { usageIn, type ReportedUsage } from "./usage-in.js";
+import { anthropicUsageIn, usageIn, type ReportedUsage } from "./usage-in.js";
 
 /**
  * Reads an engine's server-sent events as they pass, event by event: keeps
@@ -10,6 +10,11 @@ import { usageIn, type ReportedUsage } from "./usage-in.js";
  */
 /** The events that end a Responses API stream: completed, cut at max_output_tokens, or failed. */
 const responsesEnd = /^event: response\.(completed|incomplete|failed)\r?\n/;
+/** The event that ends an Anthropic Messages stream. */
+const messagesEnd = /^event: message_stop\r?\n/;
+
+/** Whose events a stream carries: OpenAI's (chat, completions, Responses) or Anthropic's Messages. */
+export type SseDialect = "openai" | "anthropic";
 
 export class SseUsageFilter {
   readonly #decoder = new StringDecoder("utf8");
@@ -17,13 +22,16 @@ export class SseUsageFilter {
   #usage: ReportedUsage | undefined;
   #done = false;
 
-  constructor(private readonly dropUsageEvent: boolean) {}
+  constructor(
+    private readonly dropUsageEvent: boolean,
+    private readonly dialect: SseDialect = "openai",
+  ) {}
 
   get usage(): ReportedUsage | undefined {
     return this.#usage;
   }
 
-  /** True once the engine sent `data: [DONE]` (or the Responses API's last event): a stream that ends without it was cut. */
+  /** True once the engine sent `data: [DONE]` (or the Responses API's or Anthropic's last event): a stream that ends without it was cut. */
   get done(): boolean {
     return this.#done;
   }
@@ -57,6 +65,11 @@ export class SseUsageFilter {
   }
 
   #event(event: string): string {
+    if (this.dialect === "anthropic") {
+      if (messagesEnd.test(event)) this.#done = true;
+      else if (event.includes('"usage"')) this.#usage = anthropicUsageIn(event, this.#usage);
+      return event;
+    }
     if (event.startsWith("data: [DONE]")) {
       this.#done = true;
       return event;

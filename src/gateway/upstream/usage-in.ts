@@ -21,3 +21,15 @@ export function usageIn(text: string): ReportedUsage | undefined {
   const output = outputPattern.exec(text);
   return { promptTokens: Number(input[1]), completionTokens: output ? Number(output[1]) : 0 };
 }
+
+/**
+ * The usage of an Anthropic stream so far, with one more event read: the
+ * prompt's count comes in message_start, the answer's (growing) in
+ * message_delta, and an event names only what it knows.
+ */
+export function anthropicUsageIn(text: string, before: ReportedUsage | undefined): ReportedUsage | undefined {
+  const input = inputPattern.exec(text);
+  const output = outputPattern.exec(text);
+  if (!input && !output) return before;
+  return { promptTokens: input ? Number(input[1]) : (before?.promptTokens ?? 0), completionTokens: output ? Number(output[1]) : (before?.completionTokens ?? 0) };
+}

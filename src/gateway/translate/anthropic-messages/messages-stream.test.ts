@@ -6,9 +6,9 @@ import { TranslatingResponse } from "../translating-response.js";
 import { messagesTranslator } from "./messages-translator.js";
 
 /** The stream through a TranslatingResponse as the gateway writes it: its head, then its bytes in the given writes. */
-function translate(parts: readonly Buffer[], stopSequences: string[] = []): RecordingResponse {
+function translate(parts: readonly Buffer[], stopSequences: string[] = [], inputTokens = 0): RecordingResponse {
   const client = new RecordingResponse();
-  const response = new TranslatingResponse(client, messagesTranslator({ model: "asked", stopSequences }));
+  const response = new TranslatingResponse(client, messagesTranslator({ model: "asked", stopSequences }, inputTokens));
   response.writeHead(200, ["content-type", "text/event-stream", "x-llmgw-model", "m"]);
   for (const part of parts.slice(0, -1)) response.write(part);
   response.end(parts.at(-1));
@@ -86,5 +86,21 @@ describe("a chat completion stream as Anthropic's events", () => {
     const events = readEvents(translate([Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`), Buffer.from(`data: ${JSON.stringify(cut)}\n\n`)]).body);
     expect(events.at(-1)).toEqual({ event: "error", data: { type: "error", error: { type: "api_error", message: "upstream_failed: the engine's stream broke off" } } });
     expect(events.some((entry) => entry.event === "message_stop")).toBe(false);
+  });
+
+  it("opens with the prompt's tokens as the gateway counted them, and streams a call's arguments as the engine's pieces arrive", () => {
+    const call = (delta: Record<string, unknown>) => Buffer.from(`data: ${JSON.stringify({ id: "c", model: "m", choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...delta }] }, finish_reason: null }] })}\n\n`);
+    const client = new RecordingResponse();
+    const response = new TranslatingResponse(client, messagesTranslator({ model: "asked", stopSequences: [] }, 42));
+    response.writeHead(200, ["content-type", "text/event-stream"]);
+    response.write(call({ id: "call_1", type: "function", function: { name: "get_time", arguments: "" } }));
+    expect(readEvents(client.body)[0]).toMatchObject({ event: "message_start", data: { message: { usage: { input_tokens: 42 } } } });
+    const pieces = ['{"zo', 'ne": "Eu', 'rope/Oslo"}'];
+    for (const [index, piece] of pieces.entries()) {
+      response.write(call({ function: { arguments: piece } }));
+      // Each piece leaves as its own input_json_delta before the next arrives, not gathered to the call's end.
+      const deltas = readEvents(client.body).filter((entry) => entry.event === "content_block_delta");
+      expect(deltas.map((entry) => (entry.data as { delta: { partial_json: string } }).delta.partial_json)).toEqual(pieces.slice(0, index + 1));
+    }
   });
 });

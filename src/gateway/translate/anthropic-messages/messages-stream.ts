@@ -24,6 +24,8 @@ export class MessagesStream {
   constructor(
     private readonly requestedModel: string,
     private readonly stopSequences: readonly string[],
+    /** The prompt's tokens for message_start: the gateway's count, or the engine's when its first chunk already reports usage. */
+    private readonly inputTokens: number,
   ) {}
 
   /** The Anthropic events one chat stream event (its data) becomes. */
@@ -40,7 +42,8 @@ export class MessagesStream {
     let out = "";
     if (!this.#started) {
       this.#started = true;
-      const message = { id: messageId(chunk.id), type: "message", role: "assistant", model: chunk.model ?? this.requestedModel, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
+      const inputTokens = chunk.usage?.prompt_tokens ?? this.inputTokens;
+      const message = { id: messageId(chunk.id), type: "message", role: "assistant", model: chunk.model ?? this.requestedModel, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 0 } };
       out += sseEvent("message_start", { type: "message_start", message }) + sseEvent("ping", { type: "ping" });
     }
     if (chunk.usage) this.#usage = chunk.usage;
@@ -94,7 +97,7 @@ export class MessagesStream {
     this.#finished = true;
     let out = "";
     if (!this.#started) {
-      const message = { id: messageId(undefined), type: "message", role: "assistant", model: this.requestedModel, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
+      const message = { id: messageId(undefined), type: "message", role: "assistant", model: this.requestedModel, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.inputTokens, output_tokens: 0 } };
       out += sseEvent("message_start", { type: "message_start", message });
     }
     out += this.#closeBlock();
