@@ -2,7 +2,6 @@ import { userInfo } from "node:os";
 import type { Dispatcher } from "undici";
 import { readAll, type AdminCall, type AdminTransport } from "./admin-calls.js";
 import type { AdminMethod } from "./admin-routes.js";
-import { speaksTls } from "./speaks-tls.js";
 import { apiHeader, clientApiRange, formatApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
 import type { DryRunAnswer } from "../protocol/dry-run.js";
 
@@ -190,7 +189,8 @@ async function errorFromAnswer(status: number, text: string): Promise<RemoteErro
 async function explainedUnreachable(baseUrl: string, error: unknown): Promise<RemoteError> {
   const url = new URL(baseUrl);
   const code = (error as { code?: string }).code ?? ((error as { cause?: { code?: string } }).cause?.code);
-  if (url.protocol === "http:" && (code === "UND_ERR_SOCKET" || code === "ECONNRESET") && (await speaksTls(url))) {
+  // Loaded on a failure only: node:tls is no part of a call that reaches its server.
+  if (url.protocol === "http:" && (code === "UND_ERR_SOCKET" || code === "ECONNRESET") && (await (await import("./speaks-tls.js")).speaksTls(url))) {
     const secure = baseUrl.replace(/^http:/, "https:");
     return new RemoteError(
       "server_unreachable",
