@@ -6,7 +6,7 @@
  */
 import { useQuery, type QueryClient } from "@tanstack/react-query";
 import { admin, ApiError, send } from "./api.ts";
-import type { CardMemory, DryRunView } from "./types.ts";
+import type { CardMemory, DryRunView, Plan } from "./types.ts";
 
 export const queryKeys = {
   session: (token: string | null) => ["session", token] as const,
@@ -103,7 +103,7 @@ export const usePlan = (asked: PlanAsked | null) =>
     queryKey: queryKeys.plan(asked),
     enabled: asked !== null,
     retry: false,
-    queryFn: () => send(admin.plan({ source: asked?.source, gpus: asked?.gpus, context: asked?.context })),
+    queryFn: () => send(admin.plan<Plan>({ source: asked?.source, gpus: asked?.gpus, context: asked?.context })),
   });
 export const useUpdates = () => useQuery({ queryKey: queryKeys.updates, queryFn: () => send(admin.updates()).then((answer) => answer.models) });
 

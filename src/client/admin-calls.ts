@@ -18,7 +18,6 @@ import type { ModelChangeView } from "../protocol/model-change-view.js";
 import type { PullView } from "../protocol/pull-views.js";
 import type { HistoryView, OriginView, RolloutView, UpdateCheckView } from "../protocol/version-views.js";
 import type { AddedModelView, AuditEventView, CreatedTokenView, EventView, ModelView, NodeView, PresetView, ReplicaView, TokenView } from "../protocol/views.js";
-import type { Plan } from "../plan/candidates.js";
 import { adminPath, type AdminMethod, type AdminQuery, type AdminRouteName, adminRoutes } from "./admin-routes.js";
 
 /** One request to the admin API; `Answer` is what a successful answer's JSON body holds. */
@@ -109,7 +108,8 @@ export const admin = {
   audit: (query?: AdminQuery) => call<{ events: AuditEventView[] }>("audit", {}, { query }),
   series: () => call<SeriesView>("series", {}),
   cardMemory: () => call<CardMemoryAnswer>("cardMemory", {}),
-  plan: (query: AdminQuery) => call<Plan>("plan", {}, { query }),
+  /** The plan's shape is the planner's own (src/plan), which this contracts-only module may not import: the caller names it. */
+  plan: <Plan>(query: AdminQuery) => call<Plan>("plan", {}, { query }),
   presets: () => call<{ presets: PresetView[] }>("presets", {}),
   addPreset: (preset: string, body: { name?: string }, query?: { source_check?: false }) => call<AddedModelView>("addPreset", { name: preset }, { query, body }),
   updates: () => call<{ models: UpdateCheckView[] }>("updates", {}),

@@ -5,7 +5,7 @@ import { parseDuration } from "../../catalog/duration-text.js";
 import { modelClasses, type ModelClass } from "../../catalog/names.js";
 import { DomainError } from "../../errors/domain-error.js";
 import { formatContext, formatGiB } from "../../plan/format.js";
-import type { PlanCandidate } from "../../plan/index.js";
+import type { Plan, PlanCandidate } from "../../plan/index.js";
 import { gatewayTryLines } from "../gateway-try-lines.js";
 import { print, printJson } from "../output.js";
 import { duration, tokenCount } from "../parse-option.js";
@@ -80,7 +80,7 @@ export function registerServeCommand(ctl: Command): void {
       const client = apiClient(ctlOptions(command));
       const query = new URLSearchParams({ source });
       if (options.context !== undefined) query.set("context", String(options.context));
-      const plan = await client.send(admin.plan(Object.fromEntries(query)));
+      const plan = await client.send(admin.plan<Plan>(Object.fromEntries(query)));
       const choice = chooseServeEntry(plan, { source, name: options.name, context: options.context, class: options.class, onDemand: options.onDemand });
       if (!choice.fits) {
         if (json) printJson(plan);
