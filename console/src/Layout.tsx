@@ -1,14 +1,14 @@
 import { AppShell, Badge, Burger, Button, Group, Loader, NavLink, Text, Title } from "@mantine/core";
 import { useDisclosure } from "@mantine/hooks";
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQueryClient } from "@tanstack/react-query";
 import { Suspense, useEffect } from "react";
 import { Link, Navigate, Outlet, useLocation, useNavigate } from "react-router";
-import { ApiError, api } from "./api.ts";
+import { ApiError } from "./api.ts";
 import { ErrorView } from "./components/ErrorView.tsx";
 import { SessionContext } from "./session.tsx";
 import { startStream, useStreamStatus } from "./stream.ts";
 import { currentToken, setToken } from "./token.ts";
-import type { SessionView } from "./types.ts";
+import { useSessionCheck } from "./queries.ts";
 
 const pages = [
   { to: "/", label: "Overview" },
@@ -38,7 +38,7 @@ export function Layout() {
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const token = currentToken();
-  const session = useQuery({ queryKey: ["session", token], queryFn: () => api<SessionView>("/api/v1/session"), enabled: token !== null, retry: false, staleTime: Infinity });
+  const session = useSessionCheck(token);
 
   useEffect(() => {
     if (!session.data) return undefined;

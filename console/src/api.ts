@@ -1,9 +1,13 @@
 /**
- * Every call the console makes to the admin API and the gateway: the token
- * as a bearer header, and an error body read back into the server's own
+ * How the console sends the admin API's calls (built by the shared client in
+ * src/client, the same one ctl uses) and reads the gateway's errors: the
+ * token as a bearer header, and an error body read back into the server's own
  * message, details and hint, shown as they are.
  */
+import type { AdminCall } from "../../src/client/admin-calls.ts";
 import { currentToken } from "./token.ts";
+
+export { admin, type AdminCall } from "../../src/client/admin-calls.ts";
 
 export interface ErrorDetail {
   readonly where: string;
@@ -20,21 +24,6 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-}
-
-interface CallOptions {
-  readonly method?: "GET" | "POST" | "DELETE" | "PUT";
-  readonly body?: unknown;
-  readonly signal?: AbortSignal;
-  readonly query?: Record<string, string | number | boolean | undefined>;
-}
-
-export function withQuery(path: string, query: CallOptions["query"]): string {
-  if (!query) return path;
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query)) if (value !== undefined && value !== "") params.set(key, String(value));
-  const text = params.toString();
-  return text ? `${path}${path.includes("?") ? "&" : "?"}${text}` : path;
 }
 
 export function authHeaders(): Record<string, string> {
@@ -56,17 +45,29 @@ export async function errorFromResponse(response: Response): Promise<ApiError> {
   return new ApiError(response.status, `${response.status} ${response.statusText}${text ? `: ${text.slice(0, 300)}` : ""}`, undefined, undefined, []);
 }
 
-export async function api<T>(path: string, options: CallOptions = {}): Promise<T> {
-  const headers: Record<string, string> = { ...authHeaders() };
-  if (options.body !== undefined) headers["content-type"] = "application/json";
-  const response = await fetch(withQuery(path, options.query), {
-    method: options.method ?? "GET",
-    headers,
-    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
-  if (!response.ok) throw await errorFromResponse(response);
+/**
+ * Sends one call of the shared admin client (src/client/admin-calls.ts);
+ * `dryRun` asks the server to check the change and say what it would do,
+ * writing nothing.
+ */
+export async function send<T>(call: AdminCall<T>, options: { dryRun?: boolean } = {}): Promise<T> {
+  const response = await open(call, options.dryRun ? { dryRun: true } : {});
   if (response.status === 204) return undefined as T;
   const type = response.headers.get("content-type") ?? "";
   return (type.includes("json") ? await response.json() : await response.text()) as T;
+}
+
+/** A call's answer as it arrives (a log, the live stream, a backup file); a refusal is thrown as an ApiError. */
+export async function open(call: AdminCall<unknown>, options: { dryRun?: boolean; signal?: AbortSignal; accept?: string } = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...authHeaders(), ...(options.accept ? { accept: options.accept } : {}) };
+  if (call.body !== undefined) headers["content-type"] = "application/json";
+  const path = options.dryRun ? `${call.path}${call.path.includes("?") ? "&" : "?"}dry_run=true` : call.path;
+  const response = await fetch(path, {
+    method: call.method,
+    headers,
+    ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  if (!response.ok) throw await errorFromResponse(response);
+  return response;
 }

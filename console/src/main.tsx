@@ -7,6 +7,8 @@ import { RouterProvider, createBrowserRouter } from "react-router";
 import { Layout } from "./Layout.tsx";
 import { LoginPage } from "./pages/LoginPage.tsx";
 import { currentToken, takeTokenFromFragment } from "./token.ts";
+// In the first chunk already: the layout's session check is one of its queries.
+import { prefetchModelsPage } from "./queries.ts";
 
 // Before anything reads the address: the token leaves the fragment (and the history) at once.
 takeTokenFromFragment();
@@ -50,7 +52,7 @@ const router = createBrowserRouter([
         // Without a token there is nothing to ask for: the layout sends the visitor to the login page.
         loader: () => {
           void loadModelsPage();
-          if (currentToken() !== null) void import("./queries.ts").then(({ prefetchModelsPage }) => prefetchModelsPage(queryClient));
+          if (currentToken() !== null) prefetchModelsPage(queryClient);
           return null;
         },
         element: page(loadModelsPage),

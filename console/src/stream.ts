@@ -7,7 +7,7 @@
  */
 import type { QueryClient } from "@tanstack/react-query";
 import { useSyncExternalStore } from "react";
-import { authHeaders } from "./api.ts";
+import { admin, open } from "./api.ts";
 import type { EventView } from "./types.ts";
 
 export type StreamStatus = "connecting" | "live" | "reconnecting";
@@ -88,8 +88,8 @@ export function startStream(queryClient: QueryClient): () => void {
   const run = async () => {
     while (!abort.signal.aborted) {
       try {
-        const response = await fetch("/api/v1/stream", { headers: { ...authHeaders(), accept: "text/event-stream" }, signal: abort.signal });
-        if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
+        const response = await open(admin.stream(), { accept: "text/event-stream", signal: abort.signal });
+        if (!response.body) throw new Error(`stream answered ${response.status} with no body`);
         setStatus("live");
         // Whatever changed while we were away: refetch everything shown.
         if (wait > 500) void queryClient.invalidateQueries();

@@ -1,4 +1,3 @@
-import cluster from "node:cluster";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
@@ -114,7 +113,8 @@ export function registerGatewayCommand(program: Command): void {
       if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN): the server's first admin token (printed at its first start, in the file admin-token of its data directory), or one that `llmgw ctl token create NAME --role admin` made with it.");
       if (options.auth !== "keys" && options.auth !== "open") throw new DomainError("config_invalid", `--auth ${options.auth}: expected keys or open`, "Use --auth keys, or --auth open on loopback.");
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the gateway to do it.
-      const [{ httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }, { logSettings }] = await Promise.all([
+      const [{ default: cluster }, { httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }, { logSettings }] = await Promise.all([
+        import("node:cluster"),
         import("../gateway/policy/index.js"),
         import("../gateway/process/index.js"),
         import("undici"),

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { admin } from "../client/admin-calls.js";
 import { ApiClient } from "../client/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
 import { gatewayTryLines } from "./gateway-try-lines.js";
@@ -44,7 +45,7 @@ describe("the curl printed after ctl model serve", () => {
   it("on a gateway that checks keys, sends the key and says how to make one, so it is not refused 401", async () => {
     const lines = gatewayTryLines(keyed.server.url, "chat-7b", true);
     expect(lines[0]).toContain("llmgw ctl key create NAME --models chat-7b");
-    const { key } = await keyed.client.post<{ key: string }>("/api/v1/keys", { name: "try" });
+    const { key } = await keyed.client.send(admin.createKey({ name: "try" }));
     // No such model here: past the key check, the gateway says so (404), where a line without the key gets 401.
     expect(await pasteCurl(lines, key)).toBe("404");
     expect(await pasteCurl(gatewayTryLines(keyed.server.url, "chat-7b", false), key)).toBe("401");

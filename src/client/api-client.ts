@@ -1,7 +1,7 @@
 import { userInfo } from "node:os";
-import { errors as undiciErrors, request, type Dispatcher } from "undici";
-import { certificateFailure } from "../net/tls-files.js";
-import { speaksTls } from "./speaks-tls.js";
+import type { Dispatcher } from "undici";
+import { readAll, type AdminCall, type AdminTransport } from "./admin-calls.js";
+import type { AdminMethod } from "./admin-routes.js";
 import { apiHeader, clientApiRange, formatApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
 import type { DryRunAnswer } from "../protocol/dry-run.js";
 
@@ -49,65 +49,58 @@ export function localUser(): string {
   }
 }
 
-export class ApiClient {
+/** Loads the CA a server's certificate is checked against (--ca, LLMGW_CA); given only when one is set. */
+export type CaLoader = () => Promise<Buffer | undefined>;
+
+/** What fetch is given beyond the standard: undici's dispatcher, for a private CA or an answer with no time limit. */
+type FetchWithDispatcher = (url: URL, init: Omit<RequestInit, "dispatcher"> & { dispatcher?: Dispatcher }) => Promise<Response>;
+
+/**
+ * The CLI's transport for the admin API (admin-calls.ts): the global fetch,
+ * with ctl's identity headers, --dry-run, and errors read back into the
+ * server's own message and hint. undici itself is loaded only when the
+ * request needs what the global fetch cannot give (a private CA, a stream
+ * with no time limit): it is most of a plain command's start otherwise.
+ */
+export class ApiClient implements AdminTransport {
+  /** undici's fetch and its dispatchers (one for answers, one for streams), made on first need. */
+  private undici: Promise<{ fetch: FetchWithDispatcher; answers: Dispatcher; streams: Dispatcher }> | undefined;
+
   constructor(
     readonly baseUrl: string,
     private readonly token: string | undefined,
     /** `--dry-run`: every change is sent with ?dry_run=true, and its answer ends the command (`DryRunAnswered`). */
     private readonly dryRun?: { readonly json: boolean },
     /** Verifies an HTTPS server against a private CA (--ca); undefined: the system's CAs. */
-    private readonly dispatcher?: Dispatcher | undefined,
+    private readonly loadCa?: CaLoader,
   ) {}
 
-  get<T>(path: string): Promise<T> {
-    return this.call<T>("GET", path);
+  send<T>(call: AdminCall<T>): Promise<T> {
+    return this.call<T>(call.method, call.path, call.body);
   }
 
-  /**
-   * A list in full: while an answer carries a `next_cursor` (a paged list),
-   * the next page is read after it and its items added. The lists answer
-   * whole when no `limit` is given, so this is one request today; it keeps
-   * ctl printing everything should a server page by default.
-   */
-  async getAll<T extends object>(path: string, field: keyof T & string): Promise<T> {
-    const first = await this.get<T & { next_cursor?: string | null }>(path);
-    const items = [...((first as Record<string, unknown>)[field] as unknown[])];
-    let cursor = first.next_cursor ?? null;
-    for (const seen = new Set<string>(); cursor !== null && !seen.has(cursor); ) {
-      // A server repeating a cursor would page forever; the set ends that.
-      seen.add(cursor);
-      const url = new URL(path, "http://list");
-      url.searchParams.set("cursor", cursor);
-      const page = await this.get<T & { next_cursor?: string | null }>(`${url.pathname}${url.search}`);
-      items.push(...((page as Record<string, unknown>)[field] as unknown[]));
-      cursor = page.next_cursor ?? null;
-    }
-    const { next_cursor: _cursor, ...rest } = first as T & { next_cursor?: string | null };
-    return { ...rest, [field]: items } as T;
+  /** A list in full, every page read (see readAll). */
+  all<T extends { next_cursor?: string | null }, F extends keyof T & string>(first: AdminCall<T>, field: F): Promise<Omit<T, "next_cursor">> {
+    return readAll(this, first, field);
   }
 
-  post<T>(path: string, body: unknown): Promise<T> {
-    return this.call<T>("POST", path, body);
+  /** A text body read as it arrives (`ctl logs --follow`, a backup); errors are thrown as by send(). */
+  async stream(call: AdminCall<unknown>): Promise<AsyncIterable<Buffer>> {
+    const response = await this.fetch(call.method, call.path, undefined, { stream: true });
+    if (response.status >= 400) throw await errorFromAnswer(response.status, await response.text());
+    const body = response.body;
+    return (async function* () {
+      if (body) for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) yield Buffer.from(chunk);
+    })();
   }
 
-  delete<T>(path: string): Promise<T> {
-    return this.call<T>("DELETE", path);
-  }
-
-  /** A text body read as it arrives (`ctl logs --follow`); errors are thrown as by call(). */
-  async stream(path: string): Promise<AsyncIterable<Buffer>> {
-    const response = await this.send("GET", path, undefined, 0);
-    if (response.statusCode >= 400) throw await errorFromAnswer(response.statusCode, await response.body.text());
-    return response.body;
-  }
-
-  async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
+  private async call<T>(method: AdminMethod, path: string, body?: unknown): Promise<T> {
     const dryRun = this.dryRun && method !== "GET" ? this.dryRun : undefined;
     // The same name as protocol/dry-run's dryRunParameter, written here: that module loads zod, which every ctl call would pay for at start.
     const sent = dryRun ? `${path}${path.includes("?") ? "&" : "?"}dry_run=true` : path;
-    const response = await this.send(method, sent, body, 60_000);
-    const text = await response.body.text();
-    if (response.statusCode >= 400) throw await errorFromAnswer(response.statusCode, text);
+    const response = await this.fetch(method, sent, body, { stream: false });
+    const text = await response.text();
+    if (response.status >= 400) throw await errorFromAnswer(response.status, text);
     const answer: unknown = text.length > 0 ? JSON.parse(text) : undefined;
     if (dryRun) {
       const { dryRunAnswerSchema } = await import("../protocol/dry-run.js");
@@ -122,13 +115,14 @@ export class ApiClient {
 
   /** Whether the server's gateway wants a key: /v1/models asked without one is refused. */
   async gatewayChecksKeys(): Promise<boolean> {
-    const response = await request(new URL("/v1/models", this.baseUrl), { method: "GET", headersTimeout: 10_000, ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}) });
-    await response.body.dump();
-    return response.statusCode === 401;
+    const send = await this.fetcher(false);
+    const response = await send(new URL("/v1/models", this.baseUrl), { method: "GET", signal: AbortSignal.timeout(10_000) });
+    await response.body?.cancel();
+    return response.status === 401;
   }
 
   /** Sends one request with the CLI's identity, and refuses an answer that is not from an llmgw server. */
-  private async send(method: "GET" | "POST" | "DELETE", path: string, body: unknown, bodyTimeout: number) {
+  private async fetch(method: AdminMethod, path: string, body: unknown, how: { stream: boolean }): Promise<Response> {
     const headers: Record<string, string> = {
       [versionHeader]: softwareVersion,
       [apiHeader]: formatApiRange(clientApiRange),
@@ -137,28 +131,48 @@ export class ApiClient {
     };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["content-type"] = "application/json";
-    let response;
+    const send = await this.fetcher(how.stream);
+    let response: Response;
     try {
-      response = await request(new URL(path, this.baseUrl), {
-        method,
-        headers,
-        body: body === undefined ? null : JSON.stringify(body),
-        headersTimeout: 60_000,
-        bodyTimeout,
-        ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
-      });
+      response = await send(
+        new URL(path, this.baseUrl),
+        {
+          method,
+          headers,
+          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+          // An answer in a minute, read whole; a stream (logs --follow) may stay quiet for as long as it likes.
+          ...(how.stream ? {} : { signal: AbortSignal.timeout(60_000) }),
+        },
+      );
     } catch (error) {
       throw await explainedUnreachable(this.baseUrl, error);
     }
-    if (response.headers[versionHeader] === undefined) {
-      await response.body.dump();
+    if (response.headers.get(versionHeader) === null) {
+      await response.body?.cancel();
       throw new RemoteError(
         "server_unreachable",
-        `${this.baseUrl} answered, but not as an llmgw server (HTTP ${response.statusCode}, no ${versionHeader} header)`,
+        `${this.baseUrl} answered, but not as an llmgw server (HTTP ${response.status}, no ${versionHeader} header)`,
         "Point --server or LLMGW_SERVER at the llmgw server's address.",
       );
     }
     return response;
+  }
+
+  /**
+   * The global fetch, unless the request needs an undici dispatcher: a CA to
+   * trust (the global fetch trusts the system's only), or a stream (the
+   * global fetch ends a body quiet for five minutes). Called outside the
+   * request's try: an unreadable CA file is its own error, not "unreachable".
+   */
+  private async fetcher(stream: boolean): Promise<(url: URL, init: RequestInit) => Promise<Response>> {
+    if (this.loadCa === undefined && !stream) return fetch;
+    this.undici ??= (async () => {
+      const [{ fetch: undiciFetch, Agent }, { rootCertificates }, ca] = await Promise.all([import("undici"), import("node:tls"), this.loadCa?.()]);
+      const connect = ca ? { connect: { ca: [...rootCertificates, ca.toString("utf8")] } } : {};
+      return { fetch: undiciFetch as unknown as FetchWithDispatcher, answers: new Agent(connect), streams: new Agent({ ...connect, bodyTimeout: 0 }) };
+    })();
+    const undici = await this.undici;
+    return (url, init) => undici.fetch(url, { ...init, dispatcher: stream ? undici.streams : undici.answers });
   }
 }
 
@@ -175,7 +189,8 @@ async function errorFromAnswer(status: number, text: string): Promise<RemoteErro
 async function explainedUnreachable(baseUrl: string, error: unknown): Promise<RemoteError> {
   const url = new URL(baseUrl);
   const code = (error as { code?: string }).code ?? ((error as { cause?: { code?: string } }).cause?.code);
-  if (url.protocol === "http:" && (code === "UND_ERR_SOCKET" || code === "ECONNRESET") && (await speaksTls(url))) {
+  // Loaded on a failure only: node:tls is no part of a call that reaches its server.
+  if (url.protocol === "http:" && (code === "UND_ERR_SOCKET" || code === "ECONNRESET") && (await (await import("./speaks-tls.js")).speaksTls(url))) {
     const secure = baseUrl.replace(/^http:/, "https:");
     return new RemoteError(
       "server_unreachable",
@@ -183,14 +198,17 @@ async function explainedUnreachable(baseUrl: string, error: unknown): Promise<Re
       `Use https://: --server ${secure} (or LLMGW_SERVER=${secure}), with --ca FILE when a private CA signed its certificate.`,
     );
   }
-  return unreachable(baseUrl, error);
+  return await unreachable(baseUrl, error);
 }
 
-function unreachable(baseUrl: string, error: unknown): RemoteError {
+async function unreachable(baseUrl: string, error: unknown): Promise<RemoteError> {
+  // Loaded on a failure only: it brings undici, which a command that reaches its server never needs.
+  const { certificateFailure } = await import("../net/tls-files.js");
   const certificate = certificateFailure(error);
   if (certificate) return new RemoteError("server_unreachable", `refused the server at ${baseUrl}: ${certificate.reason}`, certificate.hint);
-  const cause = error instanceof undiciErrors.UndiciError ? error : ((error as { cause?: unknown }).cause ?? error);
-  const code = (cause as { code?: string }).code ?? (error as { code?: string }).code;
+  // fetch wraps the socket's error ("fetch failed", its cause the real one); a timeout is the abort signal's own error.
+  const cause = (error as { cause?: unknown }).cause ?? error;
+  const code = (error as Error).name === "TimeoutError" ? "UND_ERR_HEADERS_TIMEOUT" : ((cause as { code?: string }).code ?? (error as { code?: string }).code);
   const reason =
     code === "ECONNREFUSED"
       ? "connection refused: nothing is listening there"

@@ -7,9 +7,10 @@ import { parseListen } from "../catalog/server-config.js";
 import { DomainError } from "../errors/domain-error.js";
 import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
 import { llmgwCommand } from "../package-root.js";
+import { admin } from "../client/admin-calls.js";
 import { ApiClient } from "../client/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
-import type { ModelView, NodeView, ReplicaView } from "../protocol/views.js";
+import type { NodeView, ReplicaView } from "../protocol/views.js";
 import { shippedPresets } from "../catalog/presets/shipped-presets.js";
 import { demoNodes, demoPresets } from "./demo-catalog.js";
 import { startHubServer, type HubServer } from "../hub/local-hub.js";
@@ -195,22 +196,22 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     for (const warning of server.warnings) options.say(warning);
 
     unlessInterrupted();
-    joinToken = (await client.post<{ token: string }>("/api/v1/node-tokens", {})).token;
+    joinToken = (await client.send(admin.nodeToken())).token;
     for (const node of demoNodes) {
       unlessInterrupted();
       await startAgent(server.url, { name: node.name, args: ["--simulate", node.simulate] });
     }
     const nodes = await waitFor(startDeadlineMs, "both simulated nodes to join", async () => {
       unlessInterrupted();
-      const listed = (await client?.get<{ nodes: NodeView[] }>("/api/v1/nodes"))?.nodes ?? [];
+      const listed = (await client?.send(admin.nodes()))?.nodes ?? [];
       return listed.length >= demoNodes.length && listed.every((node) => node.state === "ready") ? listed : undefined;
     }, () => agentFailure(agents, agentNames(), dataDir));
     for (const node of demoNodes) options.say(`node       ${node.name}: ${node.describe} (simulated)`);
 
     unlessInterrupted();
     // A kept --data-dir already holds them from the last run.
-    const present = new Set((await client.get<{ models: ModelView[] }>("/api/v1/models")).models.map((model) => model.name));
-    for (const preset of demoPresets) if (!present.has(preset)) await client.post(`/api/v1/presets/${encodeURIComponent(preset)}`, {});
+    const present = new Set((await client.send(admin.models())).models.map((model) => model.name));
+    for (const preset of demoPresets) if (!present.has(preset)) await client.send(admin.addPreset(preset, {}));
     options.say(`models     ${demoPresets.join(", ")} (presets: \`ctl model presets\` lists them all)`);
 
     // Nothing is started by hand: the reconciler places each model's minimum by itself, as it would in a cluster.
@@ -219,13 +220,13 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     const readyReplicas = (what: string, count: number) =>
       waitFor(startDeadlineMs, what, async () => {
         unlessInterrupted();
-        const models = (await client?.get<{ models: ModelView[] }>("/api/v1/models"))?.models ?? [];
+        const models = (await client?.send(admin.models()))?.models ?? [];
         const failing = models.find((model) => model.last_failure !== null || model.placement?.state === "unplaceable");
         if (failing) {
           const why = failing.last_failure ? `a replica failed: ${failing.last_failure.reason}` : `it cannot be placed: ${failing.placement?.reason ?? "no reason given"}`;
           throw new DomainError("internal", `${failing.name}: ${why}`, "Run `llmgw demo --data-dir DIR` to keep the logs, and look in DIR.");
         }
-        const listed = (await client?.get<{ replicas: ReplicaView[] }>("/api/v1/replicas"))?.replicas ?? [];
+        const listed = (await client?.send(admin.replicas()))?.replicas ?? [];
         return listed.length === count && listed.every((replica) => replica.state === "ready") ? listed : undefined;
       }, () => agentFailure(agents, agentNames(), dataDir));
     let replicas = await readyReplicas("the reconciler to place the models and their replicas to become ready", expected);
@@ -238,7 +239,7 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       await startAgent(server.url, { name: demoCpuNode.name, args: [] });
       const cpuNode = await waitFor(startDeadlineMs, "the CPU node to join", async () => {
         unlessInterrupted();
-        const listed = (await client?.get<{ nodes: NodeView[] }>("/api/v1/nodes"))?.nodes ?? [];
+        const listed = (await client?.send(admin.nodes()))?.nodes ?? [];
         return listed.find((node) => node.name === demoCpuNode.name && node.state === "ready");
       }, () => agentFailure(agents, agentNames(), dataDir));
       if (!cpuNode.llama_cpp) {
@@ -251,7 +252,7 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       // Half the cores: the machine keeps the rest for the demo itself and a CPU preset beside it.
       const entry = ggufModelEntry(await readModelSource(ggufFile), ggufFile, Math.max(1, Math.min(8, Math.floor(availableParallelism() / 2))));
       ggufModel = entry.name;
-      if (!present.has(entry.name)) await client.post("/api/v1/models", entry);
+      if (!present.has(entry.name)) await client.send(admin.addModel(entry));
       options.say(`node       ${demoCpuNode.name}: ${demoCpuNode.describe}`);
       options.say(`model      ${entry.name} from ${ggufFile} (answers for real; the reconciler places it)`);
       replicas = await readyReplicas(`${entry.name} to load on the CPU node`, expected + 1);
@@ -264,7 +265,7 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       unlessInterrupted();
       return replicas.every((replica) => gateway.state.current.hasReadyReplica(replica.model)) ? true : undefined;
     }, () => agentFailure(agents, agentNames(), dataDir));
-    const allNodes = ggufFile !== undefined ? ((await client.get<{ nodes: NodeView[] }>("/api/v1/nodes")).nodes) : nodes;
+    const allNodes = ggufFile !== undefined ? ((await client.send(admin.nodes())).nodes) : nodes;
     // Nothing is awaited from here until the caller has its own handlers: a
     // signal in between would find none and end the demo with nothing stopped.
     startingDone();
@@ -353,9 +354,9 @@ async function waitFor<T>(deadlineMs: number, what: string, check: () => Promise
  * caller to check.
  */
 async function stopReplicas(client: ApiClient): Promise<number[]> {
-  const { replicas } = await client.get<{ replicas: ReplicaView[] }>("/api/v1/replicas");
+  const { replicas } = await client.send(admin.replicas());
   const running = replicas.filter((replica) => replica.state !== "stopped" && replica.state !== "failed");
-  await Promise.all(running.map((replica) => client.delete(`/api/v1/replicas/${encodeURIComponent(replica.id)}`).catch(() => undefined)));
+  await Promise.all(running.map((replica) => client.send(admin.stopReplica(replica.id, false)).catch(() => undefined)));
   const pids = replicas.flatMap((replica) => (replica.pid !== null ? [replica.pid] : []));
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline && (await anyAlive(pids))) await sleep(250);

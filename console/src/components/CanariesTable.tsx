@@ -1,10 +1,9 @@
 import { Anchor, Table, Text } from "@mantine/core";
-import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
-import { api } from "../api.ts";
-import type { ArmView, CanaryView } from "../types.ts";
+import type { ArmView } from "../types.ts";
 import { ErrorView } from "./ErrorView.tsx";
 import { ScrollTable } from "./ScrollTable.tsx";
+import { useCanaries } from "../queries.ts";
 
 function arm(view: ArmView): string {
   const rate = view.error_rate === null ? "—" : `${(view.error_rate * 100).toFixed(1)} %`;
@@ -13,7 +12,7 @@ function arm(view: ArmView): string {
 
 /** `ctl model canaries`: every canary with its arms side by side; a model's own page has its gate and the actions. */
 export function CanariesTable() {
-  const canaries = useQuery({ queryKey: ["canaries"], queryFn: () => api<{ canaries: CanaryView[] }>("/api/v1/canaries").then((answer) => answer.canaries) });
+  const canaries = useCanaries();
   if (canaries.error) return <ErrorView error={canaries.error} title="Could not read the canaries" />;
   if (canaries.data?.length === 0) return <Text size="sm">No canary: start one from a model&apos;s Actions.</Text>;
   return (

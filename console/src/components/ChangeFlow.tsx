@@ -1,18 +1,15 @@
 import { Alert, Button, Group, List, Loader, Stack, Text } from "@mantine/core";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import { ApiError, api } from "../api.ts";
+import { send, ApiError, type AdminCall } from "../api.ts";
 import { modelStateText } from "../model-state.ts";
-import { useReplicas } from "../queries.ts";
+import { useModel, useReplicas } from "../queries.ts";
 import { useChangePermission } from "../session.tsx";
-import type { DryRunView, ModelView } from "../types.ts";
+import type { DryRunView } from "../types.ts";
 import { ErrorView } from "./ErrorView.tsx";
 
-export interface ChangeRequest {
-  readonly method: "POST" | "DELETE";
-  readonly path: string;
-  readonly body?: unknown;
-}
+/** A change, built by the shared admin client: sent once as a dry run, then for real. */
+export type ChangeRequest = AdminCall<unknown>;
 
 function isDryRun(answer: unknown): answer is DryRunView {
   return typeof answer === "object" && answer !== null && (answer as { dry_run?: unknown }).dry_run === true;
@@ -20,7 +17,7 @@ function isDryRun(answer: unknown): answer is DryRunView {
 
 /** Follows a model after a change until every replica it wants serves (or it says why not). */
 export function FollowModel({ model }: { model: string }) {
-  const view = useQuery({ queryKey: ["model", model], queryFn: () => api<ModelView>(`/api/v1/models/${encodeURIComponent(model)}`), refetchInterval: 1000 });
+  const view = useModel(model, 1000);
   const replicas = useReplicas(model, 1000);
   if (!view.data) return <Loader size="sm" aria-label="loading the model" />;
   const state = modelStateText(view.data, replicas.data ?? []);
@@ -57,10 +54,10 @@ export function ChangeFlow({ request, follow, applyLabel = "Apply", onApplied }:
   const [applied, setApplied] = useState(false);
   const requestKey = JSON.stringify(request);
   const preview = useMutation({
-    mutationFn: (change: ChangeRequest) => api<unknown>(change.path, { method: change.method, body: change.body, query: { dry_run: true } }),
+    mutationFn: (change: ChangeRequest) => send(change, { dryRun: true }),
   });
   const apply = useMutation({
-    mutationFn: (change: ChangeRequest) => api<unknown>(change.path, { method: change.method, body: change.body }),
+    mutationFn: (change: ChangeRequest) => send(change),
     onSuccess: (answer) => {
       setApplied(true);
       void queryClient.invalidateQueries();

@@ -1,6 +1,6 @@
 import { Code, ScrollArea } from "@mantine/core";
 import { useEffect, useRef, useState } from "react";
-import { authHeaders } from "../api.ts";
+import { admin, open, ApiError } from "../api.ts";
 
 /** A replica's engine log: the last lines, then new ones as the engine writes them (the logs route, followed). */
 export function LogTail({ replica }: { replica: string }) {
@@ -11,8 +11,11 @@ export function LogTail({ replica }: { replica: string }) {
     setText("");
     void (async () => {
       try {
-        const response = await fetch(`/api/v1/replicas/${encodeURIComponent(replica)}/logs?tail=200&follow=true`, { headers: authHeaders(), signal: abort.signal });
-        if (!response.ok || !response.body) {
+        const response = await open(admin.replicaLogs(replica, { tail: 200, follow: true }), { signal: abort.signal }).catch((error: unknown) => {
+          if (error instanceof ApiError) return error;
+          throw error;
+        });
+        if (response instanceof ApiError || !response.body) {
           setText(`(no log: ${response.status})`);
           return;
         }

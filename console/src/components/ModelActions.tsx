@@ -1,11 +1,10 @@
 import { Group, NumberInput, Select, Text, TextInput } from "@mantine/core";
-import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import { api } from "../api.ts";
-import type { ModelView, OriginView } from "../types.ts";
+import { admin } from "../api.ts";
+import type { ModelView } from "../types.ts";
 import { ChangeModal } from "./ChangeModal.tsx";
+import { useModelOrigin } from "../queries.ts";
 
-const modelPath = (model: ModelView, tail = "") => `/api/v1/models/${encodeURIComponent(model.name)}${tail}`;
 
 function numberOrUndefined(value: string | number): number | undefined {
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;
@@ -17,7 +16,7 @@ function ScaleAction({ model, refused }: { model: ModelView; refused: string | n
   const [idle, setIdle] = useState(model.scaling.idle_timeout);
   const body = { min: numberOrUndefined(min), max: numberOrUndefined(max), idle_timeout: idle || undefined };
   return (
-    <ChangeModal label="Scale" title={`Scale ${model.name}`} request={{ method: "POST", path: modelPath(model, "/scale"), body }} follow={model.name} refusedBecause={refused}>
+    <ChangeModal label="Scale" title={`Scale ${model.name}`} request={admin.scale(model.name, body)} follow={model.name} refusedBecause={refused}>
       <Group grow>
         <NumberInput label="min replicas" min={0} value={min} onChange={setMin} />
         <NumberInput label="max replicas" min={0} value={max} onChange={setMax} />
@@ -33,7 +32,7 @@ function CardsAction({ model, refused }: { model: ModelView; refused: string | n
   const [profile, setProfile] = useState<string | null>(first?.name ?? null);
   const body = { gpus: numberOrUndefined(gpus), ...(model.profiles.length > 1 && profile ? { profile } : {}) };
   return (
-    <ChangeModal label="Cards" title={`Cards per replica of ${model.name}`} request={{ method: "POST", path: modelPath(model, "/gpus"), body }} follow={model.name} refusedBecause={refused}>
+    <ChangeModal label="Cards" title={`Cards per replica of ${model.name}`} request={admin.gpus(model.name, body)} follow={model.name} refusedBecause={refused}>
       <Group grow>
         <NumberInput label="cards per replica" min={1} value={gpus} onChange={setGpus} />
         {model.profiles.length > 1 && <Select label="profile" data={model.profiles.map((each) => each.name)} value={profile} onChange={setProfile} />}
@@ -47,7 +46,7 @@ function ContextAction({ model, refused }: { model: ModelView; refused: string |
   const [slots, setSlots] = useState<string | number>("");
   const body = { context: numberOrUndefined(context), ...(numberOrUndefined(slots) !== undefined ? { slots: numberOrUndefined(slots) } : {}) };
   return (
-    <ChangeModal label="Context" title={`Context of ${model.name}`} request={{ method: "POST", path: modelPath(model, "/context"), body }} follow={model.name} refusedBecause={refused}>
+    <ChangeModal label="Context" title={`Context of ${model.name}`} request={admin.context(model.name, body)} follow={model.name} refusedBecause={refused}>
       <Group grow>
         <NumberInput label="tokens per request" min={1} value={context} onChange={setContext} />
         <NumberInput label="slots (requests at once)" min={1} value={slots} onChange={setSlots} />
@@ -59,7 +58,7 @@ function ContextAction({ model, refused }: { model: ModelView; refused: string |
 function ClassAction({ model, refused }: { model: ModelView; refused: string | null }) {
   const [value, setValue] = useState<string | null>(model.class);
   return (
-    <ChangeModal label="Class" title={`Class of ${model.name}`} request={value ? { method: "POST", path: modelPath(model, "/class"), body: { class: value } } : null} follow={model.name} refusedBecause={refused}>
+    <ChangeModal label="Class" title={`Class of ${model.name}`} request={value ? admin.modelClass(model.name, value) : null} follow={model.name} refusedBecause={refused}>
       <Select label="class (who yields cards to whom)" data={["critical", "standard", "opportunistic", "default"]} value={value} onChange={setValue} />
     </ChangeModal>
   );
@@ -73,7 +72,7 @@ function ResourcesAction({ model, refused }: { model: ModelView; refused: string
   const [cores, setCores] = useState<string | number>(chosen?.cpu_cores ?? "");
   const body = { ...(model.profiles.length > 1 && profile ? { profile } : {}), memory_gb: numberOrUndefined(memory), cpu_cores: numberOrUndefined(cores) };
   return (
-    <ChangeModal label="Resources" title={`Host memory and cores one replica of ${model.name} reserves`} request={{ method: "POST", path: modelPath(model, "/resources"), body }} follow={model.name} refusedBecause={refused}>
+    <ChangeModal label="Resources" title={`Host memory and cores one replica of ${model.name} reserves`} request={admin.resources(model.name, body)} follow={model.name} refusedBecause={refused}>
       <Group grow>
         {model.profiles.length > 1 && <Select label="profile" data={model.profiles.map((each) => each.name)} value={profile} onChange={setProfile} />}
         <NumberInput label="host memory (GiB)" min={0} value={memory} onChange={setMemory} />
@@ -86,7 +85,7 @@ function ResourcesAction({ model, refused }: { model: ModelView; refused: string
 function OwnerAction({ model, refused }: { model: ModelView; refused: string | null }) {
   const [owner, setOwner] = useState(model.owner ?? "");
   return (
-    <ChangeModal label="Owner" title={`Who owns ${model.name}`} request={owner.trim() ? { method: "POST", path: modelPath(model, "/owner"), body: { owner: owner.trim() } } : null} refusedBecause={refused}>
+    <ChangeModal label="Owner" title={`Who owns ${model.name}`} request={owner.trim() ? admin.owner(model.name, owner.trim()) : null} refusedBecause={refused}>
       <TextInput label="owner (a team or a person)" value={owner} onChange={(event) => setOwner(event.currentTarget.value)} />
     </ChangeModal>
   );
@@ -95,7 +94,7 @@ function OwnerAction({ model, refused }: { model: ModelView; refused: string | n
 function TargetAction({ model, refused }: { model: ModelView; refused: string | null }) {
   const [inFlight, setInFlight] = useState<string | number>(model.target?.in_flight ?? "");
   return (
-    <ChangeModal label="Target" title={`When ${model.name} grows toward its max`} request={{ method: "POST", path: modelPath(model, "/target"), body: { in_flight: numberOrUndefined(inFlight) ?? null } }} follow={model.name} refusedBecause={refused}>
+    <ChangeModal label="Target" title={`When ${model.name} grows toward its max`} request={admin.target(model.name, numberOrUndefined(inFlight) ?? null)} follow={model.name} refusedBecause={refused}>
       <NumberInput label="requests in flight per replica above which a replica is added (empty: no target)" min={1} value={inFlight} onChange={setInFlight} />
     </ChangeModal>
   );
@@ -105,7 +104,7 @@ function FallbacksAction({ model, refused }: { model: ModelView; refused: string
   const [text, setText] = useState(model.fallbacks.join(", "));
   const fallbacks = text.split(",").map((each) => each.trim()).filter((each) => each !== "");
   return (
-    <ChangeModal label="Fallbacks" title={`Fallbacks of ${model.name}`} request={{ method: "POST", path: modelPath(model, "/fallbacks"), body: { fallbacks } }} refusedBecause={refused}>
+    <ChangeModal label="Fallbacks" title={`Fallbacks of ${model.name}`} request={admin.fallbacks(model.name, fallbacks)} refusedBecause={refused}>
       <TextInput label="models tried next, in order (comma separated)" value={text} onChange={(event) => setText(event.currentTarget.value)} />
     </ChangeModal>
   );
@@ -117,14 +116,14 @@ function AdapterAction({ model, refused }: { model: ModelView; refused: string |
   const [remove, setRemove] = useState<string | null>(null);
   return (
     <>
-      <ChangeModal label="Add adapter" title={`Add a LoRA adapter to ${model.name}`} request={name && source ? { method: "POST", path: modelPath(model, "/adapters"), body: { name, source } } : null} follow={model.name} refusedBecause={refused}>
+      <ChangeModal label="Add adapter" title={`Add a LoRA adapter to ${model.name}`} request={name && source ? admin.addAdapter(model.name, { name, source }) : null} follow={model.name} refusedBecause={refused}>
         <Group grow>
           <TextInput label="adapter name" value={name} onChange={(event) => setName(event.currentTarget.value)} />
           <TextInput label="source (URL, hf://org/name or path)" value={source} onChange={(event) => setSource(event.currentTarget.value)} />
         </Group>
       </ChangeModal>
       {model.adapters.length > 0 && (
-        <ChangeModal label="Remove adapter" title={`Remove an adapter of ${model.name}`} request={remove ? { method: "DELETE", path: modelPath(model, `/adapters/${encodeURIComponent(remove)}`) } : null} follow={model.name} refusedBecause={refused}>
+        <ChangeModal label="Remove adapter" title={`Remove an adapter of ${model.name}`} request={remove ? admin.removeAdapter(model.name, remove) : null} follow={model.name} refusedBecause={refused}>
           <Select label="adapter" data={model.adapters.map((adapter) => adapter.name)} value={remove} onChange={setRemove} />
         </ChangeModal>
       )}
@@ -155,7 +154,7 @@ function InPlace({ value, onChange }: { value: boolean; onChange: (value: boolea
 function RestartAction({ model }: { model: ModelView }) {
   const [inPlace, setInPlace] = useState(false);
   return (
-    <ChangeModal label="Restart" title={`Restart ${model.name}: new replicas beside the old, then the old drain`} request={{ method: "POST", path: modelPath(model, "/restart"), body: { in_place: inPlace } }} follow={model.name}>
+    <ChangeModal label="Restart" title={`Restart ${model.name}: new replicas beside the old, then the old drain`} request={admin.restart(model.name, { in_place: inPlace })} follow={model.name}>
       <InPlace value={inPlace} onChange={setInPlace} />
     </ChangeModal>
   );
@@ -166,11 +165,11 @@ function VersionActions({ model, refused }: { model: ModelView; refused: string 
   const [inPlace, setInPlace] = useState(false);
   return (
     <>
-      <ChangeModal label="Update" title={`Update ${model.name} to a new revision`} request={{ method: "POST", path: modelPath(model, "/update"), body: { ...(to ? { to } : {}), in_place: inPlace } }} follow={model.name} refusedBecause={refused}>
+      <ChangeModal label="Update" title={`Update ${model.name} to a new revision`} request={admin.update(model.name, { ...(to ? { to } : {}), in_place: inPlace })} follow={model.name} refusedBecause={refused}>
         <TextInput label="revision (empty: the newest)" value={to} onChange={(event) => setTo(event.currentTarget.value)} />
         <InPlace value={inPlace} onChange={setInPlace} />
       </ChangeModal>
-      <ChangeModal label="Roll back" title={`Roll ${model.name} back to the revision before`} request={{ method: "POST", path: modelPath(model, "/rollback"), body: { in_place: inPlace } }} follow={model.name} refusedBecause={refused}>
+      <ChangeModal label="Roll back" title={`Roll ${model.name} back to the revision before`} request={admin.rollback(model.name, { in_place: inPlace })} follow={model.name} refusedBecause={refused}>
         <InPlace value={inPlace} onChange={setInPlace} />
       </ChangeModal>
     </>
@@ -179,7 +178,7 @@ function VersionActions({ model, refused }: { model: ModelView; refused: string 
 
 /** What `ctl model origin` shows and sets: where the weights come from, which the update check follows. */
 function OriginAction({ model, refused }: { model: ModelView; refused: string | null }) {
-  const current = useQuery({ queryKey: ["model", model.name, "origin"], queryFn: () => api<OriginView>(modelPath(model, "/origin")) });
+  const current = useModelOrigin(model.name);
   const [origin, setOrigin] = useState<string | null>(null);
   const shown = origin ?? current.data?.origin ?? "";
   const follows = current.data
@@ -188,7 +187,7 @@ function OriginAction({ model, refused }: { model: ModelView; refused: string | 
       : `It follows ${current.data.repository} at ${current.data.revision ?? "?"}.`
     : "";
   return (
-    <ChangeModal label="Origin" title={`Where ${model.name}'s weights come from`} request={shown.trim() ? { method: "POST", path: modelPath(model, "/origin"), body: { origin: shown.trim() } } : null} refusedBecause={refused}>
+    <ChangeModal label="Origin" title={`Where ${model.name}'s weights come from`} request={shown.trim() ? admin.setOrigin(model.name, shown.trim()) : null} refusedBecause={refused}>
       <Text size="sm" data-testid="origin-now">
         Now: {current.data?.origin ?? "(none set)"}. {follows}
       </Text>
@@ -209,7 +208,7 @@ export function CanaryActions({ model, refused, running }: { model: ModelView; r
       <ChangeModal
         label="Start canary"
         title={`Start a canary of ${model.name}`}
-        request={to ? { method: "POST", path: modelPath(model, "/canary"), body: { to, weight: numberOrUndefined(weight), replicas: numberOrUndefined(replicas) } } : null}
+        request={to ? admin.startCanary(model.name, { to, weight: numberOrUndefined(weight), replicas: numberOrUndefined(replicas) }) : null}
         follow={model.name}
         refusedBecause={refused}
       >
@@ -226,7 +225,7 @@ export function CanaryActions({ model, refused, running }: { model: ModelView; r
       <ChangeModal
         label="Gate"
         title={`The gate of ${model.name}'s canary`}
-        request={{ method: "POST", path: modelPath(model, "/canary/gate"), body: { max_error_rate: numberOrUndefined(maxErrorRate), min_requests: numberOrUndefined(minRequests), window } }}
+        request={admin.canaryGate(model.name, { max_error_rate: numberOrUndefined(maxErrorRate), min_requests: numberOrUndefined(minRequests), window })}
       >
         <Group grow>
           <NumberInput label="max error rate (0 to 1)" min={0} max={1} step={0.01} decimalScale={3} value={maxErrorRate} onChange={setMaxErrorRate} />
@@ -234,8 +233,8 @@ export function CanaryActions({ model, refused, running }: { model: ModelView; r
           <TextInput label="window" value={window} onChange={(event) => setWindow(event.currentTarget.value)} />
         </Group>
       </ChangeModal>
-      <ChangeModal label="Promote" title={`Promote ${model.name}'s canary to every replica`} request={{ method: "POST", path: modelPath(model, "/canary/promote") }} follow={model.name} />
-      <ChangeModal label="Abort canary" title={`Abort ${model.name}'s canary`} request={{ method: "POST", path: modelPath(model, "/canary/abort") }} follow={model.name} danger />
+      <ChangeModal label="Promote" title={`Promote ${model.name}'s canary to every replica`} request={admin.promoteCanary(model.name)} follow={model.name} />
+      <ChangeModal label="Abort canary" title={`Abort ${model.name}'s canary`} request={admin.abortCanary(model.name)} follow={model.name} danger />
     </>
   );
 }
@@ -260,8 +259,8 @@ export function ModelActions({ model, canaryRunning = false }: { model: ModelVie
       {!external && <VersionActions model={model} refused={refused} />}
       {!external && <OriginAction model={model} refused={refused} />}
       {!external && <CanaryActions model={model} refused={refused} running={canaryRunning} />}
-      {!external && <ChangeModal label="Pull" title={`Fetch ${model.name}'s weights onto its nodes ahead of any replica`} request={{ method: "POST", path: modelPath(model, "/pull"), body: {} }} />}
-      <ChangeModal label="Remove" title={`Remove ${model.name}: its replicas stop`} request={{ method: "DELETE", path: modelPath(model) }} refusedBecause={refused} danger />
+      {!external && <ChangeModal label="Pull" title={`Fetch ${model.name}'s weights onto its nodes ahead of any replica`} request={admin.pull(model.name)} />}
+      <ChangeModal label="Remove" title={`Remove ${model.name}: its replicas stop`} request={admin.removeModel(model.name)} refusedBecause={refused} danger />
     </Group>
   );
 }

@@ -3,6 +3,7 @@ import { useState } from "react";
 import { useNodes } from "../queries.ts";
 import type { ModelView } from "../types.ts";
 import { ChangeModal } from "./ChangeModal.tsx";
+import { admin } from "../api.ts";
 
 /** "0, 1" → [0, 1]; null when the text is not a list of card indices (the dialog then asks for none). */
 export function cardList(text: string): number[] | null {
@@ -33,7 +34,7 @@ export function StartReplica({ model }: { model: ModelView }) {
   };
   const ready = (nodes.data ?? []).filter((each) => each.state === "ready");
   return (
-    <ChangeModal label="Start replica" title={`Start a replica of ${model.name} by hand on a node`} request={node && picked !== null ? { method: "POST", path: "/api/v1/replicas", body } : null} follow={model.name}>
+    <ChangeModal label="Start replica" title={`Start a replica of ${model.name} by hand on a node`} request={node && picked !== null ? admin.startReplica(body) : null} follow={model.name}>
       <Group grow align="start">
         <Select label="node" placeholder="pick a node" data={ready.map((each) => each.name)} value={node} onChange={setNode} searchable />
         {model.profiles.length > 1 && <Select label="profile (default: the first)" data={model.profiles.map((each) => each.name)} value={profile} onChange={setProfile} clearable />}

@@ -1,13 +1,12 @@
 import { Box, Button, Group, List, Loader, Text } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
-import { useQuery } from "@tanstack/react-query";
 import { Suspense, lazy, useMemo, useState } from "react";
-import { ApiError, api } from "../api.ts";
+import { admin, send } from "../api.ts";
 import { useChangePermission } from "../session.tsx";
-import type { DryRunView } from "../types.ts";
-import { parseYaml, type PlacedError } from "../yaml-errors.ts";
+import { parseYaml } from "../yaml-errors.ts";
 import { ErrorView } from "./ErrorView.tsx";
 import { FollowModel } from "./ChangeFlow.tsx";
+import { useModelCheck } from "../queries.ts";
 
 // CodeMirror is about as large as the rest of the plan page: it loads when a candidate's YAML is opened, not with the page.
 const YamlCodeEditor = lazy(() => import("./YamlCodeEditor.tsx"));
@@ -29,27 +28,13 @@ export function YamlEditor({ initial }: { initial: string }) {
   const [added, setAdded] = useState<string | null>(null);
   const [addError, setAddError] = useState<unknown>(null);
   const [adding, setAdding] = useState(false);
-  const check = useQuery({
-    queryKey: ["validate", debounced],
-    enabled: parsed.errors.length === 0 && permission.allowed,
-    retry: false,
-    staleTime: Infinity,
-    queryFn: async (): Promise<{ ok: true; answer: DryRunView } | { ok: false; error: ApiError; placed: PlacedError[] }> => {
-      try {
-        const answer = await api<DryRunView>("/api/v1/models", { method: "POST", body: parsed.value, query: { dry_run: true } });
-        return { ok: true, answer };
-      } catch (error) {
-        if (!(error instanceof ApiError)) throw error;
-        return { ok: false, error, placed: error.details.map(parsed.place) };
-      }
-    },
-  });
+  const check = useModelCheck(debounced, parsed.value, parsed.place, parsed.errors.length === 0 && permission.allowed);
   const placed = useMemo(() => (parsed.errors.length > 0 ? parsed.errors : check.data && !check.data.ok ? check.data.placed : []), [parsed, check.data]);
   const add = async () => {
     setAdding(true);
     setAddError(null);
     try {
-      const answer = await api<{ name: string }>("/api/v1/models", { method: "POST", body: parseYaml(text).value });
+      const answer = await send(admin.addModel(parseYaml(text).value));
       setAdded(answer.name);
     } catch (error) {
       setAddError(error);

@@ -1,7 +1,7 @@
 import { Button, Code, Group, SegmentedControl, Table, Text, TextInput } from "@mantine/core";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useRef, useState } from "react";
-import { api } from "../api.ts";
+import { admin, send } from "../api.ts";
 import { ChangeModal } from "../components/ChangeModal.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { ScrollTable } from "../components/ScrollTable.tsx";
@@ -9,12 +9,13 @@ import { ShownOnce } from "../components/ShownOnce.tsx";
 import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { time } from "../format.ts";
 import { useChangePermission } from "../session.tsx";
-import type { CreatedTokenView, TokenView } from "../types.ts";
+import type { TokenView } from "../types.ts";
+import { useTokens, queryKeys } from "../queries.ts";
 
 /** The join token and the line that joins a machine, as `llmgw ctl node token` prints them. */
 function JoinNode() {
   const permission = useChangePermission();
-  const create = useMutation({ mutationFn: () => api<{ token: string; created_at: string }>("/api/v1/node-tokens", { method: "POST", body: {} }) });
+  const create = useMutation({ mutationFn: () => send(admin.nodeToken()) });
   // The console is served by the server the agent joins, so this page's own address is the --server to give.
   const line = create.data ? `llmgw agent --server ${window.location.origin} --token ${create.data.token}` : "";
   return (
@@ -44,8 +45,8 @@ function CreateToken() {
   const [name, setName] = useState("");
   const [role, setRole] = useState<"read" | "admin">("read");
   const create = useMutation({
-    mutationFn: () => api<CreatedTokenView>("/api/v1/tokens", { method: "POST", body: { name: name.trim(), role } }),
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["tokens"] }),
+    mutationFn: () => send(admin.createToken({ name: name.trim(), role })),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: queryKeys.tokens }),
   });
   return (
     <form
@@ -70,11 +71,7 @@ function CreateToken() {
 /** Who may use the admin API, and how a machine joins: what `ctl token …` and `ctl node token` do. */
 export default function AccessPage() {
   const permission = useChangePermission();
-  const tokens = useQuery({
-    queryKey: ["tokens"],
-    queryFn: () => api<{ tokens: TokenView[] }>("/api/v1/tokens").then((answer) => answer.tokens),
-    enabled: permission.allowed,
-  });
+  const tokens = useTokens(permission.allowed);
   // A revoked token leaves the server's list; its row stays here, marked, so the dialog open on it shows
   // that the change applied instead of vanishing with the row. Worked out while rendering (every token
   // this page has listed, kept in a ref): a row dropped for even one render would close that dialog.
@@ -111,7 +108,7 @@ export default function AccessPage() {
                   <ChangeModal
                     label="Revoke"
                     title={`Revoke the token ${token.name}`}
-                    request={{ method: "DELETE", path: `/api/v1/tokens/${encodeURIComponent(token.name)}` }}
+                    request={admin.revokeToken(token.name)}
                     refusedBecause={gone ? "the token is revoked" : null}
                     danger
                   />

@@ -1,21 +1,15 @@
 import { Select } from "@mantine/core";
-import { useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router";
-import { api } from "../api.ts";
 import { AuditTable } from "../components/AuditTable.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { PageTitle } from "../components/Section.tsx";
-import { useModels } from "../queries.ts";
-import type { AuditEventView } from "../types.ts";
+import { useModels, useAudit } from "../queries.ts";
 
 export default function AuditPage() {
   const [params, setParams] = useSearchParams();
   const model = params.get("model");
   const models = useModels();
-  const audit = useQuery({
-    queryKey: ["audit", model ?? "all"],
-    queryFn: () => api<{ events: AuditEventView[] }>("/api/v1/audit", { query: { model: model ?? undefined, limit: 200 } }).then((answer) => answer.events),
-  });
+  const audit = useAudit(model ?? undefined, 200);
   return (
     <>
       <PageTitle>Audit</PageTitle>

@@ -1,9 +1,9 @@
 import { Anchor, Button, FileInput, List, Stack, Table, Text, Textarea } from "@mantine/core";
-import { useMutation, useQuery } from "@tanstack/react-query";
+import { useMutation } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "react-router";
 import { renderExport } from "../../../src/protocol/catalog-export-yaml.ts";
-import { api, authHeaders, errorFromResponse } from "../api.ts";
+import { admin, send, open } from "../api.ts";
 import { ChangeFlow } from "../components/ChangeFlow.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { ScrollTable } from "../components/ScrollTable.tsx";
@@ -11,8 +11,9 @@ import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { ShownOnce } from "../components/ShownOnce.tsx";
 import { fileTime, saveFile } from "../download.ts";
 import { useChangePermission } from "../session.tsx";
-import type { CatalogExport, CatalogImportResult, UpdateCheckView } from "../types.ts";
+import type { CatalogImportResult } from "../types.ts";
 import { parseYaml } from "../yaml-errors.ts";
+import { useUpdates } from "../queries.ts";
 
 /** The export and the backup hold every key's and token's name (the backup their hashes too): the server lets only admin tokens read them. */
 function useAdminRead(): string | null {
@@ -31,7 +32,7 @@ function Reason({ reason }: { reason: string | null }) {
 
 /** `ctl model updates --all`: every model that follows a hub repository, and whether its branch moved on. */
 function Updates() {
-  const updates = useQuery({ queryKey: ["updates"], queryFn: () => api<{ models: UpdateCheckView[] }>("/api/v1/updates").then((answer) => answer.models) });
+  const updates = useUpdates();
   const rows = [...(updates.data ?? [])].sort((left, right) => Number(right.update_available) - Number(left.update_available) || left.model.localeCompare(right.model));
   return (
     <>
@@ -81,7 +82,7 @@ function Export() {
   const reason = useAdminRead();
   const download = useMutation({
     mutationFn: async () => {
-      const document = await api<CatalogExport>("/api/v1/catalog/export");
+      const document = await send(admin.exportCatalog());
       const text = renderExport(document);
       saveFile(`llmgw-catalog-${fileTime()}.yaml`, new Blob([text], { type: "application/yaml" }));
       return document;
@@ -131,7 +132,7 @@ function Import() {
   const [result, setResult] = useState<CatalogImportResult | null>(null);
   const [fileError, setFileError] = useState<string | null>(null);
   const parsed = text.trim() === "" ? null : parseYaml(text);
-  const request = parsed && parsed.errors.length === 0 ? { method: "POST" as const, path: "/api/v1/catalog/import", body: parsed.value } : null;
+  const request = parsed && parsed.errors.length === 0 ? admin.importCatalog(parsed.value) : null;
   return (
     <Stack gap="xs">
       <Text size="sm">
@@ -186,8 +187,7 @@ function Backup() {
   const reason = useAdminRead();
   const backup = useMutation({
     mutationFn: async () => {
-      const response = await fetch("/api/v1/backup", { headers: authHeaders() });
-      if (!response.ok) throw await errorFromResponse(response);
+      const response = await open(admin.backup());
       const content = await response.blob();
       const name = `llmgw-${fileTime()}.db`;
       saveFile(name, content);

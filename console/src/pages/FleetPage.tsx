@@ -1,7 +1,6 @@
 import { Card, Group, Select, SimpleGrid, Stack, Text, Title } from "@mantine/core";
-import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import { api } from "../api.ts";
+import { admin } from "../api.ts";
 import { ChangeModal } from "../components/ChangeModal.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { MemoryBar, MemoryLegend } from "../components/MemoryBar.tsx";
@@ -9,8 +8,8 @@ import { NodeReplicas } from "../components/NodeReplicas.tsx";
 import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { StateBadge } from "../components/StateBadge.tsx";
 import { ago, gib } from "../format.ts";
-import { useCardMemory, useModels, useNodes, useReplicas } from "../queries.ts";
-import type { CardMemory, HeadroomView, NodeView, ReplicaView } from "../types.ts";
+import { useNodes, useModels, useReplicas, useCardMemory, useHeadroom } from "../queries.ts";
+import type { CardMemory, NodeView, ReplicaView } from "../types.ts";
 
 function nodeState(node: NodeView): string {
   if (node.state !== "ready") return node.state;
@@ -20,7 +19,6 @@ function nodeState(node: NodeView): string {
 }
 
 function NodeCard({ node, memory, replicas }: { node: NodeView; memory: Map<string, CardMemory> | undefined; replicas: readonly ReplicaView[] }) {
-  const path = (action: string) => `/api/v1/nodes/${encodeURIComponent(node.name)}/${action}`;
   return (
     <Card withBorder padding="md" data-testid={`node-${node.name}`}>
       <Group justify="space-between" mb="xs">
@@ -40,9 +38,9 @@ function NodeCard({ node, memory, replicas }: { node: NodeView; memory: Map<stri
         host memory {gib(node.memory_bytes)} · {node.cpu_cores} cores · {node.replicas.length} replica{node.replicas.length === 1 ? "" : "s"}
       </Text>
       <Group gap="xs" my="sm">
-        <ChangeModal label="Cordon" title={`Cordon ${node.name}: no new replicas placed on it`} request={{ method: "POST", path: path("cordon") }} />
-        <ChangeModal label="Uncordon" title={`Uncordon ${node.name}`} request={{ method: "POST", path: path("uncordon") }} />
-        <ChangeModal label="Drain" title={`Drain ${node.name}: move its replicas elsewhere`} request={{ method: "POST", path: path("drain") }} danger />
+        <ChangeModal label="Cordon" title={`Cordon ${node.name}: no new replicas placed on it`} request={admin.cordon(node.name)} />
+        <ChangeModal label="Uncordon" title={`Uncordon ${node.name}`} request={admin.uncordon(node.name)} />
+        <ChangeModal label="Drain" title={`Drain ${node.name}: move its replicas elsewhere`} request={admin.drain(node.name)} danger />
       </Group>
       {node.gpus.length === 0 ? (
         <Text size="sm">CPU node: replicas run in host memory.</Text>
@@ -69,11 +67,7 @@ function NodeCard({ node, memory, replicas }: { node: NodeView; memory: Map<stri
 function Headroom() {
   const models = useModels();
   const [model, setModel] = useState<string | null>(null);
-  const headroom = useQuery({
-    queryKey: ["headroom", model],
-    queryFn: () => api<HeadroomView>(`/api/v1/models/${encodeURIComponent(model ?? "")}/headroom`),
-    enabled: model !== null,
-  });
+  const headroom = useHeadroom(model);
   return (
     <Stack gap="xs">
       <Select

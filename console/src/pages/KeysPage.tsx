@@ -1,15 +1,16 @@
 import { Button, Group, NumberInput, SegmentedControl, Table, Text, TextInput } from "@mantine/core";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api } from "../api.ts";
+import { admin, send } from "../api.ts";
 import { ChangeModal } from "../components/ChangeModal.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { time } from "../format.ts";
 import { useChangePermission } from "../session.tsx";
-import type { GatewayKeyCreated, GatewayKeyView, UsageAnswer, UsageView } from "../types.ts";
+import type { UsageView } from "../types.ts";
 import { ScrollTable } from "../components/ScrollTable.tsx";
 import { ShownOnce } from "../components/ShownOnce.tsx";
+import { useKeys, useUsage, queryKeys } from "../queries.ts";
 
 function CreateKey() {
   const permission = useChangePermission();
@@ -22,18 +23,17 @@ function CreateKey() {
   const [expires, setExpires] = useState("");
   const create = useMutation({
     mutationFn: () =>
-      api<GatewayKeyCreated>("/api/v1/keys", {
-        method: "POST",
-        body: {
+      send(
+        admin.createKey({
           name: name.trim(),
           ...(models.trim() ? { models: models.split(",").map((each) => each.trim()).filter((each) => each !== "") } : {}),
           ...(typeof rpm === "number" ? { rpm } : {}),
           ...(typeof tpm === "number" ? { tpm } : {}),
           ...(typeof maxInFlight === "number" ? { max_in_flight: maxInFlight } : {}),
           ...(expires.trim() ? { expires: expires.trim() } : {}),
-        },
-      }),
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["keys"] }),
+        }),
+      ),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: queryKeys.keys }),
   });
   return (
     <form
@@ -68,7 +68,7 @@ function csv(rows: readonly UsageView[]): string {
 
 function Usage() {
   const [since, setSince] = useState("24h");
-  const usage = useQuery({ queryKey: ["usage", since], queryFn: () => api<UsageAnswer>("/api/v1/usage", { query: { since } }), refetchInterval: 15_000 });
+  const usage = useUsage(since);
   const rows = usage.data?.usage ?? [];
   const download = () => {
     const url = URL.createObjectURL(new Blob([csv(rows)], { type: "text/csv" }));
@@ -122,11 +122,7 @@ function Usage() {
 
 export default function KeysPage() {
   const permission = useChangePermission();
-  const keys = useQuery({
-    queryKey: ["keys"],
-    queryFn: () => api<{ keys: GatewayKeyView[] }>("/api/v1/keys").then((answer) => answer.keys),
-    enabled: permission.allowed,
-  });
+  const keys = useKeys(permission.allowed);
   return (
     <>
       <PageTitle>Keys and usage</PageTitle>
@@ -166,7 +162,7 @@ export default function KeysPage() {
                   <ChangeModal
                     label="Revoke"
                     title={`Revoke the key ${key.name}`}
-                    request={{ method: "DELETE", path: `/api/v1/keys/${encodeURIComponent(key.name)}` }}
+                    request={admin.revokeKey(key.name)}
                     refusedBecause={key.state === "active" ? null : `the key is ${key.state}`}
                     danger
                   />

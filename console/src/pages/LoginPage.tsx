@@ -1,10 +1,9 @@
 import { Alert, Button, Code, Container, PasswordInput, Stack, Text, Title } from "@mantine/core";
 import { useState } from "react";
 import { Navigate, useNavigate, useSearchParams } from "react-router";
-import { api } from "../api.ts";
+import { admin, send } from "../api.ts";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { currentToken, setToken } from "../token.ts";
-import type { SessionView } from "../types.ts";
 
 export function LoginPage() {
   const [params] = useSearchParams();
@@ -21,7 +20,7 @@ export function LoginPage() {
     setError(null);
     setToken(value.trim());
     try {
-      await api<SessionView>("/api/v1/session");
+      await send(admin.session());
       void navigate(next, { replace: true });
     } catch (caught) {
       setToken(null);

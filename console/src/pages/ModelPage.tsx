@@ -1,8 +1,6 @@
 import { Alert, Button, Card, Group, SimpleGrid, Table, Tabs, Text } from "@mantine/core";
-import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useParams } from "react-router";
-import { api } from "../api.ts";
 import { AuditTable } from "../components/AuditTable.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { EventsTable } from "../components/EventsTable.tsx";
@@ -13,8 +11,8 @@ import { SeriesChart } from "../components/SeriesChart.tsx";
 import { StateBadge } from "../components/StateBadge.tsx";
 import { duration, time } from "../format.ts";
 import { modelStateText } from "../model-state.ts";
-import { useEvents, useReplicas, useSeries } from "../queries.ts";
-import type { ArmView, AuditEventView, CanaryView, HistoryView, ModelView } from "../types.ts";
+import { useModel, useModelHistory, useReplicas, useEvents, useAudit, useSeries, useModelCanary } from "../queries.ts";
+import type { ArmView, CanaryView } from "../types.ts";
 import { StopReplica } from "../components/StopReplica.tsx";
 import { ScrollTable } from "../components/ScrollTable.tsx";
 import { StartReplica } from "../components/StartReplica.tsx";
@@ -54,18 +52,13 @@ function Canary({ canary }: { canary: CanaryView }) {
 
 export default function ModelPage() {
   const name = useParams().name ?? "";
-  const path = `/api/v1/models/${encodeURIComponent(name)}`;
-  const model = useQuery({ queryKey: ["model", name], queryFn: () => api<ModelView>(path) });
+  const model = useModel(name);
   const replicas = useReplicas(name);
   const series = useSeries(name);
   const events = useEvents({ model: name, limit: 100 });
-  const audit = useQuery({ queryKey: ["audit", name], queryFn: () => api<{ events: AuditEventView[] }>("/api/v1/audit", { query: { model: name } }).then((answer) => answer.events) });
-  const history = useQuery({ queryKey: ["model", name, "history"], queryFn: () => api<HistoryView>(`${path}/history`), retry: false });
-  // Read from the list (a model has at most one canary row): asking for a model that never had one answers 404, which the browser logs as an error.
-  const canary = useQuery({
-    queryKey: ["canaries", name],
-    queryFn: async () => (await api<{ canaries: CanaryView[] }>("/api/v1/canaries")).canaries.find((each) => each.model === name) ?? null,
-  });
+  const audit = useAudit(name);
+  const history = useModelHistory(name);
+  const canary = useModelCanary(name);
   const [logOf, setLogOf] = useState<string | null>(null);
   const { rows: live, hold } = useHeldReplicas((replicas.data ?? []).filter((replica) => replica.state !== "stopped"));
   if (model.error) return <ErrorView error={model.error} title={`No model ${name}`} />;

@@ -1,15 +1,15 @@
 import { Button, Card, Group, Modal, SegmentedControl, Stack, Table, Text, TextInput } from "@mantine/core";
-import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { stringify } from "yaml";
-import { api } from "../api.ts";
+import { admin } from "../api.ts";
 import { ChangeModal } from "../components/ChangeModal.tsx";
 import { ErrorView } from "../components/ErrorView.tsx";
 import { PageTitle, SectionTitle } from "../components/Section.tsx";
 import { YamlEditor } from "../components/YamlEditor.tsx";
 import { gib } from "../format.ts";
-import type { Plan, PlanCandidate, PresetView } from "../types.ts";
+import type { Plan, PlanCandidate } from "../types.ts";
 import { ScrollTable } from "../components/ScrollTable.tsx";
+import { usePresets, usePlan } from "../queries.ts";
 
 /** The model name a source suggests: its repository's or last path part's name, in lower case. */
 function nameFromSource(source: string): string {
@@ -86,7 +86,7 @@ function Candidates({ plan, onPick }: { plan: Plan; onPick: (candidate: PlanCand
 }
 
 function Presets() {
-  const presets = useQuery({ queryKey: ["presets"], queryFn: () => api<{ presets: PresetView[] }>("/api/v1/presets").then((answer) => answer.presets) });
+  const presets = usePresets();
   return (
     <>
       <ErrorView error={presets.error} title="No presets" />
@@ -106,7 +106,7 @@ function Presets() {
                 </Text>
                 <Text size="xs">source {preset.profiles[0]?.source ?? "—"} · licence {preset.licence.name}</Text>
               </div>
-              <ChangeModal label="Add" title={`Add the preset ${preset.name}`} request={{ method: "POST", path: `/api/v1/presets/${encodeURIComponent(preset.name)}`, body: {} }} follow={preset.name} />
+              <ChangeModal label="Add" title={`Add the preset ${preset.name}`} request={admin.addPreset(preset.name, {})} follow={preset.name} />
             </Group>
           </Card>
         ))}
@@ -122,12 +122,7 @@ export default function PlanPage() {
   const [context, setContext] = useState("");
   const [asked, setAsked] = useState<{ source: string; gpus?: string; context?: string } | null>(null);
   const [picked, setPicked] = useState<string | null>(null);
-  const plan = useQuery({
-    queryKey: ["plan", asked],
-    enabled: asked !== null,
-    retry: false,
-    queryFn: () => api<Plan>("/api/v1/plan", { query: { source: asked?.source, gpus: asked?.gpus, context: asked?.context } }),
-  });
+  const plan = usePlan(asked);
   return (
     <>
       <PageTitle>Plan and add</PageTitle>

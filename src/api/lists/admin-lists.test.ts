@@ -11,6 +11,7 @@ import { CatalogService } from "../../services/catalog-service.js";
 import { FleetService } from "../../services/fleet-service.js";
 import { buildApp } from "../../server/build-app.js";
 import { hashToken, newToken } from "../../auth/tokens.js";
+import { admin as calls } from "../../client/admin-calls.js";
 import { ApiClient } from "../../client/api-client.js";
 import type { NodeView, ReplicaView } from "../../protocol/views.js";
 
@@ -140,10 +141,10 @@ describe.each(storesUnderTest)("admin lists over $kind", (engine) => {
 
   it("is read in full by ctl's client, which follows next_cursor from page to page", async () => {
     const client = new ApiClient(await app.listen({ host: "127.0.0.1", port: 0 }), admin);
-    const nodes = await client.getAll<{ nodes: NodeView[] }>("/api/v1/nodes?limit=1", "nodes");
+    const nodes = await client.all(calls.nodes({ limit: 1 }), "nodes");
     expect(Object.keys(nodes)).toEqual(["nodes"]);
     expect(nodes.nodes.map((node) => node.name)).toEqual(["node-a", "node-b", "node-c"]);
-    const replicas = await client.getAll<{ replicas: ReplicaView[] }>("/api/v1/replicas?limit=1&state=ready", "replicas");
+    const replicas = await client.all(calls.replicas({ limit: 1, state: "ready" }), "replicas");
     expect(replicas.replicas.map((replica) => replica.id)).toEqual(["alpha-1", "alpha-2", "gamma-1"]);
   });
 

@@ -1,5 +1,5 @@
+import { admin } from "../../client/admin-calls.js";
 import { Argument, type Command } from "commander";
-import type { ModelView } from "../../protocol/views.js";
 import { apiClient, type CtlOptions } from "../ctl/context.js";
 import { completionScript, completionShells, type CompletionShell } from "./completion-scripts.js";
 import { completionSpec } from "./completion-spec.js";
@@ -12,7 +12,7 @@ const modelNamesTimeoutMs = 2_000;
  * flags: its environment and token file only); none when it does not answer.
  */
 export async function modelNamesForCompletion(options: CtlOptions = {}): Promise<string[]> {
-  const answer = apiClient(options).get<{ models: Pick<ModelView, "name" | "aliases">[] }>("/api/v1/models");
+  const answer = apiClient(options).send(admin.models());
   const timeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), modelNamesTimeoutMs).unref());
   const listed = await Promise.race([answer.catch(() => undefined), timeout]);
   return (listed?.models ?? []).flatMap((model) => [model.name, ...model.aliases]);

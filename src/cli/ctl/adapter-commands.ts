@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../catalog/duration-text.js";
 import { DomainError } from "../../errors/domain-error.js";
@@ -59,18 +60,17 @@ export function registerAdapterCommands(ctl: Command): void {
     .option("--json", "print the API's answer")
     .action(async (name: string, options: { add?: { name: string; source: string; scale?: number }; remove?: string; inPlace?: boolean; wait?: boolean; timeout?: string }, command: Command) => {
       const client = apiClient(ctlOptions(command));
-      const path = `/api/v1/models/${encodeURIComponent(name)}/adapters`;
       if (options.add !== undefined && options.remove !== undefined) {
         throw new DomainError("invalid_input", "--add and --remove in one command", "Give one change at a time: add, then remove (or the other way round).");
       }
       if (options.add === undefined && options.remove === undefined) {
-        const view = await client.get<AdaptersView>(path);
+        const view = await client.send(admin.adapters(name));
         return ctlOptions(command).json ? printJson(view) : print(adapterTable(view));
       }
       const view =
         options.add !== undefined
-          ? await client.post<AdapterChangeView>(path, { ...options.add, in_place: options.inPlace === true })
-          : await client.delete<AdapterChangeView>(`${path}/${encodeURIComponent(options.remove as string)}${options.inPlace ? "?in_place=1" : ""}`);
+          ? await client.send(admin.addAdapter(name, { ...options.add, in_place: options.inPlace === true }))
+          : await client.send(admin.removeAdapter(name, options.remove as string, options.inPlace === true));
       if (ctlOptions(command).json && !options.wait) return printJson(view);
       print(describeChange(view));
       if (options.wait && view.restart_before !== null) {

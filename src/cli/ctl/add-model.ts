@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import type { ModelEntry } from "../../catalog/schema.js";
 import type { AddedModelView } from "../../protocol/views.js";
 import type { ApiClient } from "../../client/api-client.js";
@@ -13,8 +14,7 @@ export const keepUnplaceableHelp =
 
 /** POST /api/v1/models, with the source check unless the person turned it off. */
 export async function addModel(client: ApiClient, entry: ModelEntry, options: { sourceCheck: boolean; keepUnplaceable?: boolean }): Promise<AddedModelView> {
-  const query = [...(options.sourceCheck ? [] : ["source_check=false"]), ...(options.keepUnplaceable === true ? ["keep_unplaceable=true"] : [])];
-  return await client.post<AddedModelView>(`/api/v1/models${query.length > 0 ? `?${query.join("&")}` : ""}`, entry);
+  return await client.send(admin.addModel(entry, { ...(options.sourceCheck ? {} : { source_check: false }), ...(options.keepUnplaceable === true ? { keep_unplaceable: true } : {}) }));
 }
 
 /** What the server read before storing the model, one source a line: "profiles[0].source  hf://…  15.2 GiB (safetensors BF16, 7.62B parameters)". */

@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import type { AuditEvent } from "../../store/audit-rows.js";
 import { print, printJson, renderTable } from "../output.js";
@@ -29,7 +30,7 @@ export function registerAuditCommand(ctl: Command): void {
       const query = new URLSearchParams();
       if (options.model) query.set("model", options.model);
       if (options.limit) query.set("limit", String(options.limit));
-      const result = await apiClient(ctlOptions(command)).get<{ events: AuditEvent[] }>(`/api/v1/audit${query.size ? `?${query}` : ""}`);
+      const result = await apiClient(ctlOptions(command)).send(admin.audit(Object.fromEntries(query)));
       if (ctlOptions(command).json) return printJson(result);
       if (result.events.length === 0) return print(options.model ? `No changes recorded for ${options.model}.` : "No changes recorded yet.");
       print(

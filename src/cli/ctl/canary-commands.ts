@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import { InvalidArgumentError, type Command } from "commander";
 import type { ArmView, CanaryView } from "../../protocol/canary-views.js";
 import { print, printJson } from "../output.js";
@@ -62,11 +63,11 @@ export function registerCanaryCommands(ctl: Command): void {
     .option("--replicas <n>", "canary replicas to start (default 1); the stable replicas are kept", wholeNumber(1))
     .option("--json", "print the API's canary object")
     .action(async (name: string, options: { to: string; weight: number; replicas?: number }, command: Command) => {
-      const view = await apiClient(ctlOptions(command)).post<CanaryView>(`/api/v1/models/${encodeURIComponent(name)}/canary`, {
+      const view = await apiClient(ctlOptions(command)).send(admin.startCanary(name, {
         to: options.to,
         weight: options.weight,
         ...(options.replicas !== undefined ? { replicas: options.replicas } : {}),
-      });
+      }));
       answer(command, view);
     });
 
@@ -75,7 +76,7 @@ export function registerCanaryCommands(ctl: Command): void {
     .description("each canary with its arms' live requests, errors and p95 latency since it started")
     .option("--json", "print the API's JSON ({canaries: [...]})")
     .action(async (_options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).get<{ canaries: CanaryView[] }>("/api/v1/canaries");
+      const result = await apiClient(ctlOptions(command)).send(admin.canaries());
       if (ctlOptions(command).json) return printJson(result);
       if (result.canaries.length === 0) return print("No canaries. Start one with `llmgw ctl model canary MODEL --to REV --weight 10`.");
       print(result.canaries.map(canaryText).join("\n\n"));
@@ -91,12 +92,12 @@ export function registerCanaryCommands(ctl: Command): void {
     .option("--window <duration>", "how long it must hold before promotion, and the span its numbers are read over (default 5m)", duration)
     .option("--json", "print the API's canary object")
     .action(async (name: string, options: { maxErrorRate?: number; maxP95?: number; minRequests: number; window?: string }, command: Command) => {
-      const view = await apiClient(ctlOptions(command)).post<CanaryView>(`/api/v1/models/${encodeURIComponent(name)}/canary/gate`, {
+      const view = await apiClient(ctlOptions(command)).send(admin.canaryGate(name, {
         ...(options.maxErrorRate !== undefined ? { max_error_rate: options.maxErrorRate } : {}),
         ...(options.maxP95 !== undefined ? { max_p95_ms: options.maxP95 } : {}),
         min_requests: options.minRequests,
         ...(options.window !== undefined ? { window: options.window } : {}),
-      });
+      }));
       answer(command, view);
     });
 
@@ -110,7 +111,7 @@ export function registerCanaryCommands(ctl: Command): void {
       .description(description)
       .option("--json", "print the API's canary object")
       .action(async (name: string, _options, command: Command) => {
-        answer(command, await apiClient(ctlOptions(command)).post<CanaryView>(`/api/v1/models/${encodeURIComponent(name)}/canary/${ending}`, {}));
+        answer(command, await apiClient(ctlOptions(command)).send(ending === "promote" ? admin.promoteCanary(name) : admin.abortCanary(name)));
       });
   }
 }

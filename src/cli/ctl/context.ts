@@ -4,7 +4,6 @@ import type { Command } from "commander";
 import { defaultDataDir, defaultListen } from "../../catalog/server-defaults.js";
 import { adminTokenFileName } from "../../server/admin-token-file.js";
 import { ApiClient } from "../../client/api-client.js";
-import { caFromOption, verifyingDispatcher } from "../../net/tls-files.js";
 
 export interface CtlOptions {
   server?: string;
@@ -32,7 +31,8 @@ export function apiClient(options: CtlOptions): ApiClient {
     baseUrl.replace(/\/+$/, ""),
     options.token ?? process.env.LLMGW_TOKEN ?? tokenFromDataDir(options.dataDir),
     options.dryRun ? { json: options.json === true } : undefined,
-    verifyingDispatcher(caFromOption(options.ca)),
+    // The CA file is read (and undici loaded to trust it) only when one is named: most commands never pay for either.
+    options.ca !== undefined || process.env.LLMGW_CA ? async () => (await import("../../net/tls-files.js")).caFromOption(options.ca) : undefined,
   );
 }
 

@@ -1,5 +1,6 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
-import type { GatewayKeyCreated, GatewayKeyView, UsageAnswer } from "../../protocol/gateway-views.js";
+import type { GatewayKeyView } from "../../protocol/gateway-views.js";
 import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
 import { mostRequestsPerKey } from "../../catalog/limit-bounds.js";
@@ -27,7 +28,7 @@ export function registerGatewayKeysCommands(ctl: Command): void {
     .description("the gateway API keys: names, models, limits, expiry and state (never the keys themselves)")
     .option("--json", "print the API's JSON ({keys: [...]})")
     .action(async (_options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).getAll<{ keys: GatewayKeyView[] }>("/api/v1/keys", "keys");
+      const result = await apiClient(ctlOptions(command)).all(admin.keys(), "keys");
       if (ctlOptions(command).json) return printJson(result);
       if (result.keys.length === 0) return print("No gateway keys yet. Make one with `llmgw ctl key create NAME`.");
       print(
@@ -61,14 +62,14 @@ export function registerGatewayKeysCommands(ctl: Command): void {
     .option("--json", "print the API's JSON, key included")
     .description("make a gateway key; it is printed once and only its hash is kept")
     .action(async (name: string, options: { models?: string[]; rpm?: number; tpm?: number; maxInFlight?: number; expires?: string }, command: Command) => {
-      const created = await apiClient(ctlOptions(command)).post<GatewayKeyCreated>("/api/v1/keys", {
+      const created = await apiClient(ctlOptions(command)).send(admin.createKey({
         name,
         ...(options.models !== undefined ? { models: options.models } : {}),
         ...(options.rpm !== undefined ? { rpm: options.rpm } : {}),
         ...(options.tpm !== undefined ? { tpm: options.tpm } : {}),
         ...(options.maxInFlight !== undefined ? { max_in_flight: options.maxInFlight } : {}),
         ...(options.expires !== undefined ? { expires: options.expires } : {}),
-      });
+      }));
       if (ctlOptions(command).json) return printJson(created);
       print(
         [
@@ -88,7 +89,7 @@ export function registerGatewayKeysCommands(ctl: Command): void {
     .option("--json", "print the API's answer")
     .description("revoke a gateway key; every gateway refuses it within seconds (this server at once)")
     .action(async (name: string, _options, command: Command) => {
-      const revoked = await apiClient(ctlOptions(command)).delete<GatewayKeyView>(`/api/v1/keys/${encodeURIComponent(name)}`);
+      const revoked = await apiClient(ctlOptions(command)).send(admin.revokeKey(name));
       if (ctlOptions(command).json) return printJson(revoked);
       print(`Revoked gateway key "${revoked.name}" at ${shortTime(revoked.revoked_at)}; its usage stays listed under its name.`);
     });
@@ -105,8 +106,7 @@ export function registerGatewayKeysCommands(ctl: Command): void {
       if (options.key !== undefined) query.set("key", options.key);
       if (options.model !== undefined) query.set("model", options.model);
       if (options.since !== undefined) query.set("since", options.since);
-      const text = query.toString();
-      const answer = await apiClient(ctlOptions(command)).getAll<UsageAnswer>(`/api/v1/usage${text ? `?${text}` : ""}`, "usage");
+      const answer = await apiClient(ctlOptions(command)).all(admin.usage(Object.fromEntries(query)), "usage");
       if (ctlOptions(command).json) return printJson(answer);
       const period = `from ${shortTime(answer.since)} to ${shortTime(answer.until)}`;
       if (answer.usage.length === 0) return print(`No gateway usage ${period}${options.key || options.model ? " for that key and model" : ""}.`);

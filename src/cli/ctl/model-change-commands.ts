@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/duration-text.js";
 import type { ModelChangeSettings, ModelChangeView } from "../../protocol/model-change-view.js";
@@ -57,7 +58,7 @@ export function describeModelChange(view: ModelChangeView): string {
 
 async function send(command: Command, model: string, route: "context" | "gpus", body: Record<string, unknown>, options: ChangeOptions): Promise<void> {
   const client = apiClient(ctlOptions(command));
-  const view = await client.post<ModelChangeView>(`/api/v1/models/${encodeURIComponent(model)}/${route}`, { ...body, ...(options.inPlace ? { in_place: true } : {}), ...(options.uncheckedMemory ? { unchecked_memory: true } : {}) });
+  const view = await client.send(admin[route](model, { ...body, ...(options.inPlace ? { in_place: true } : {}), ...(options.uncheckedMemory ? { unchecked_memory: true } : {}) }));
   const json = ctlOptions(command).json === true;
   if (json && !options.wait) return printJson(view);
   print(describeModelChange(view));

@@ -1,7 +1,8 @@
+import { admin } from "../../client/admin-calls.js";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command } from "commander";
-import type { ModelView, NodeView } from "../../protocol/views.js";
+import type { ModelView } from "../../protocol/views.js";
 import { comfyuiNodesNote } from "./comfyui-nodes-note.js";
 import { modelClasses } from "../../catalog/names.js";
 import { DomainError } from "../../errors/domain-error.js";
@@ -16,7 +17,6 @@ import { waitForModel } from "./wait-for-model.js";
 import { addModel, describeSourcesChecked, keepUnplaceableHelp, noSourceCheckHelp } from "./add-model.js";
 import { parseDuration } from "../../catalog/duration-text.js";
 
-const modelPath = (name: string, action = "") => `/api/v1/models/${encodeURIComponent(name)}${action}`;
 
 /** Prints a changed model as it is now in force (not an echo of the request), or the API's JSON. */
 function printModel(command: Command, model: ModelView, headline: string): void {
@@ -45,7 +45,7 @@ export function registerModelsCommands(ctl: Command): void {
     .description("list the catalog: every model, where it is defined, its state and replicas")
     .option("--json", "print the API's JSON ({models: [...]}) for tools")
     .action(async (_options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).getAll<{ models: ModelView[] }>("/api/v1/models", "models");
+      const result = await apiClient(ctlOptions(command)).all(admin.models(), "models");
       if (ctlOptions(command).json) return printJson(result);
       if (result.models.length === 0) return print(`The catalog is empty. Add a model with \`${printedLlmgwCommand()} ctl model add -f model.yaml\`, or declare one in server.yaml.`);
       print(
@@ -74,7 +74,7 @@ export function registerModelsCommands(ctl: Command): void {
     .description("show one model as it is in force")
     .option("--json", "print the API's model object")
     .action(async (name: string, _options, command: Command) => {
-      const view = await apiClient(ctlOptions(command)).get<ModelView>(modelPath(name));
+      const view = await apiClient(ctlOptions(command)).send(admin.model(name));
       if (ctlOptions(command).json) return printJson(view);
       print(describeModel(view));
     });
@@ -118,7 +118,7 @@ export function registerModelsCommands(ctl: Command): void {
       const added = await addModel(client, entry, { sourceCheck: options.sourceCheck, keepUnplaceable: options.keepUnplaceable === true });
       if (ctlOptions(command).json) printJson(added);
       else print(`Added ${added.name}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
-      if (!ctlOptions(command).json && added.profiles.some((profile) => profile.engine === "comfyui")) print(comfyuiNodesNote(added, (await client.getAll<{ nodes: NodeView[] }>("/api/v1/nodes", "nodes")).nodes));
+      if (!ctlOptions(command).json && added.profiles.some((profile) => profile.engine === "comfyui")) print(comfyuiNodesNote(added, (await client.all(admin.nodes(), "nodes")).nodes));
       await wait(added.name);
     });
 
@@ -128,7 +128,7 @@ export function registerModelsCommands(ctl: Command): void {
     .description("remove a model added at runtime (declared models are removed from server.yaml)")
     .option("--json", "print the API's answer")
     .action(async (name: string, _options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).delete<{ removed: string }>(modelPath(name));
+      const result = await apiClient(ctlOptions(command)).send(admin.removeModel(name));
       if (ctlOptions(command).json) return printJson(result);
       print(`Removed ${result.removed} from the catalog.`);
     });
@@ -146,7 +146,7 @@ export function registerModelsCommands(ctl: Command): void {
           throw new DomainError("invalid_input", "scale needs --min, --max or --idle-timeout", `For example: \`llmgw ctl scale ${name} --min 1 --max 3\``);
         }
         const body = { min: options.min, max: options.max, idle_timeout: options.idleTimeout };
-        const view = await apiClient(ctlOptions(self)).post<ModelView>(modelPath(name, "/scale"), body);
+        const view = await apiClient(ctlOptions(self)).send(admin.scale(name, body));
         printModel(self, view, `${view.name} now scales ${describeScaling(view)}.`);
         // Accepted, but the fleet cannot hold the count now: said at once, not found later in `ctl models`.
         if (!ctlOptions(self).json && view.placement?.state === "unplaceable") {
@@ -168,11 +168,11 @@ export function registerModelsCommands(ctl: Command): void {
     .option("--profile <profile>", "which profile (see `ctl model show`)")
     .option("--json", "print the API's model object")
     .action(async (name: string, options: { memory: number; cores?: number; profile?: string }, command: Command) => {
-      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/resources"), {
+      const view = await apiClient(ctlOptions(command)).send(admin.resources(name, {
         profile: options.profile,
         memory_gb: options.memory,
         cpu_cores: options.cores,
-      });
+      }));
       // The server chose the profile when none was named: it is the one that now holds these figures.
       const acted = options.profile ?? view.profiles.find((profile) => profile.memory_gb === options.memory && (options.cores === undefined || profile.cpu_cores === options.cores))?.name;
       printModel(command, view, `Resources of ${view.name}${acted === undefined ? "" : `/${acted}`} changed: ${options.memory} GB host memory${options.cores === undefined ? "" : `, ${options.cores} CPU cores`} per replica.`);
@@ -185,7 +185,7 @@ export function registerModelsCommands(ctl: Command): void {
     .description("set who gives way to whom when cards are short (default: opportunistic on demand, standard otherwise)")
     .option("--json", "print the API's model object")
     .action(async (name: string, modelClass: string, _options, command: Command) => {
-      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/class"), { class: modelClass });
+      const view = await apiClient(ctlOptions(command)).send(admin.modelClass(name, modelClass));
       printModel(command, view, `${view.name} is now ${view.class}${view.class_set ? "" : " (its default)"}.`);
     });
 
@@ -196,7 +196,7 @@ export function registerModelsCommands(ctl: Command): void {
     .description("set who owns a model")
     .option("--json", "print the API's model object")
     .action(async (name: string, owner: string, _options, command: Command) => {
-      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/owner"), { owner });
+      const view = await apiClient(ctlOptions(command)).send(admin.owner(name, owner));
       printModel(command, view, `${view.name} is now owned by ${view.owner}.`);
     });
 
@@ -211,7 +211,7 @@ export function registerModelsCommands(ctl: Command): void {
       if (options.inFlight === undefined && !options.clear) {
         throw new DomainError("invalid_input", "target needs --in-flight N or --clear", `For example: llmgw ctl model target ${name} --in-flight 8`);
       }
-      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/target"), { in_flight: options.clear ? null : options.inFlight });
+      const view = await apiClient(ctlOptions(command)).send(admin.target(name, options.clear ? null : (options.inFlight ?? null)));
       printModel(command, view, view.target ? `${view.name} now grows toward ${view.scaling.max} replicas while each carries more than ${view.target.in_flight} requests.` : `${view.name} has no target now: it runs ${view.scaling.min} replicas.`);
     });
 
@@ -227,7 +227,7 @@ export function registerModelsCommands(ctl: Command): void {
         throw new DomainError("invalid_input", "fallbacks needs a list or --clear", `For example: \`llmgw ctl model fallbacks ${name} small-model,tiny-model\``);
       }
       const fallbacks = options.clear ? [] : (list ?? "").split(",").map((item) => item.trim()).filter(Boolean);
-      const view = await apiClient(ctlOptions(command)).post<ModelView>(modelPath(name, "/fallbacks"), { fallbacks });
+      const view = await apiClient(ctlOptions(command)).send(admin.fallbacks(name, fallbacks));
       printModel(command, view, view.fallbacks.length ? `${view.name} now falls back to ${view.fallbacks.join(", then ")}.` : `${view.name} has no fallbacks now.`);
     });
 }

@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
 import type { NodeView, ReplicaView } from "../../protocol/views.js";
@@ -85,10 +86,10 @@ export function registerNodesCommands(ctl: Command): void {
     .option("--json", "print the API's JSON ({nodes: [...]})")
     .action(async (_options, command: Command) => {
       const client = apiClient(ctlOptions(command));
-      const result = await client.getAll<{ nodes: NodeView[] }>("/api/v1/nodes", "nodes");
+      const result = await client.all(admin.nodes(), "nodes");
       if (ctlOptions(command).json) return printJson(result);
       if (result.nodes.length === 0) return print(`No node has joined. Get a join token with \`${printedLlmgwCommand()} ctl node token\`, then run \`${printedLlmgwCommand()} agent --server URL --token TOKEN\` on each machine.`);
-      const { replicas } = await client.getAll<{ replicas: ReplicaView[] }>("/api/v1/replicas", "replicas");
+      const { replicas } = await client.all(admin.replicas(), "replicas");
       print(describeNodes(result.nodes, replicas));
     });
 
@@ -99,7 +100,7 @@ export function registerNodesCommands(ctl: Command): void {
     .option("--json", "print the API's JSON ({token, created_at})")
     .action(async (_options, command: Command) => {
       const client = apiClient(ctlOptions(command));
-      const result = await client.post<{ token: string; created_at: string }>("/api/v1/node-tokens", {});
+      const result = await client.send(admin.nodeToken());
       if (ctlOptions(command).json) return printJson(result);
       print(`${result.token}\n\nOn each machine: ${printedLlmgwCommand()} agent --server ${client.baseUrl} --token ${result.token}\n(or set LLMGW_JOIN_TOKEN, which keeps the token out of the process list)`);
     });
@@ -114,7 +115,7 @@ export function registerNodesCommands(ctl: Command): void {
       const query = new URLSearchParams();
       if (options.model) query.set("model", options.model);
       if (options.node) query.set("node", options.node);
-      const result = await apiClient(ctlOptions(command)).get<{ replicas: ReplicaView[] }>(`/api/v1/replicas${query.size ? `?${query}` : ""}`);
+      const result = await apiClient(ctlOptions(command)).send(admin.replicas(Object.fromEntries(query)));
       if (ctlOptions(command).json) return printJson(result);
       if (result.replicas.length === 0) return print(options.model ? `No replicas of ${options.model}.` : "No replicas.");
       const table = renderTable(
@@ -146,13 +147,13 @@ export function registerNodesCommands(ctl: Command): void {
     .option("--json", "print the API's replica object")
     .description("start one replica of a model on a node")
     .action(async (model: string, options: { node: string; profile?: string; cards?: number[]; id?: string }, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).post<ReplicaView>("/api/v1/replicas", {
+      const result = await apiClient(ctlOptions(command)).send(admin.startReplica({
         model,
         node: options.node,
         ...(options.profile ? { profile: options.profile } : {}),
         ...(options.cards ? { cards: options.cards } : {}),
         ...(options.id ? { id: options.id } : {}),
-      });
+      }));
       if (ctlOptions(command).json) return printJson(result);
       print(`Replica ${result.id} of ${result.model} on ${result.node} (cards ${result.gpus.join(",") || "none"}): ${describeReplicaState(result)}. Follow it with \`${printedLlmgwCommand()} ctl replicas --model ${result.model}\`.`);
     });
@@ -163,7 +164,7 @@ export function registerNodesCommands(ctl: Command): void {
     .option("--json", "print the API's replica object")
     .description("stop a replica (SIGTERM, grace period, SIGKILL), or clear a failed one")
     .action(async (id: string, options: { drain?: boolean }, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).delete<ReplicaView>(`/api/v1/replicas/${encodeURIComponent(id)}${options.drain ? "?drain=1" : ""}`);
+      const result = await apiClient(ctlOptions(command)).send(admin.stopReplica(id, options.drain === true));
       if (ctlOptions(command).json) return printJson(result);
       print(`Replica ${result.id} on ${result.node}: ${result.state}.`);
     });
@@ -178,7 +179,7 @@ export function registerNodesCommands(ctl: Command): void {
       const client = apiClient(ctlOptions(command));
       const id = await replicaOfLogs(client, written);
       const query = new URLSearchParams({ tail: String(options.tail ?? 100), ...(options.follow ? { follow: "1" } : {}) });
-      const body = await client.stream(`/api/v1/replicas/${encodeURIComponent(id)}/logs?${query}`);
+      const body = await client.stream(admin.replicaLogs(id, Object.fromEntries(query)));
       for await (const chunk of body) process.stdout.write(chunk);
     });
 }
@@ -189,7 +190,7 @@ export function registerNodesCommands(ctl: Command): void {
  * so the two never collide). A model with several is refused with their ids.
  */
 async function replicaOfLogs(client: ReturnType<typeof apiClient>, name: string): Promise<string> {
-  const { replicas } = await client.get<{ replicas: ReplicaView[] }>(`/api/v1/replicas?model=${encodeURIComponent(name)}`);
+  const { replicas } = await client.send(admin.replicas({ model: name }));
   const [only] = replicas;
   if (only === undefined) return name;
   if (replicas.length === 1) return only.id;

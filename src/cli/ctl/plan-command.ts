@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import type { Plan } from "../../plan/index.js";
 import { print, printJson } from "../output.js";
@@ -49,7 +50,7 @@ export function registerPlanCommand(model: Command): void {
         const query = new URLSearchParams({ source });
         if (options.context !== undefined) query.set("context", String(options.context));
         if (options.nodes !== undefined) query.set("nodes", String(options.nodes));
-        plan = await apiClient(ctlOptions(command)).get<Plan>(`/api/v1/plan?${query}`);
+        plan = await apiClient(ctlOptions(command)).send(admin.plan<Plan>(Object.fromEntries(query)));
         if (plan.candidates.length === 0 && !json) {
           print(renderPlanTable(plan));
           print('No nodes have joined this server yet. Plan against a what-if fleet with --gpus, e.g. --gpus "2xH100-80GB,cpu:32c/256g".');

@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { formatGiB } from "../../plan/format.js";
 import type { AddedModelView, PresetProfileView, PresetView } from "../../protocol/views.js";
@@ -73,7 +74,7 @@ export function registerPresetCommands(ctl: Command): void {
     .description("the model presets shipped with llmgw: tasks, size, what each needs, licence, and whether the live fleet can run it now and on what")
     .option("--json", "print the API's JSON ({presets: [...]})")
     .action(async (_options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).get<{ presets: PresetView[] }>("/api/v1/presets");
+      const result = await apiClient(ctlOptions(command)).send(admin.presets());
       if (ctlOptions(command).json) return printJson(result);
       print(renderPresets(result.presets));
       print("\nAdd one with `llmgw ctl model add PRESET [--name NAME]`.");
@@ -82,8 +83,7 @@ export function registerPresetCommands(ctl: Command): void {
 
 /** `ctl model add PRESET [--name N]`: adds a shipped preset through the API and prints the model as added. */
 export async function addPreset(command: Command, preset: string, name: string | undefined, options: { sourceCheck: boolean }): Promise<AddedModelView> {
-  const query = options.sourceCheck ? "" : "?source_check=false";
-  const added = await apiClient(ctlOptions(command)).post<AddedModelView>(`/api/v1/presets/${encodeURIComponent(preset)}${query}`, name !== undefined ? { name } : {});
+  const added = await apiClient(ctlOptions(command)).send(admin.addPreset(preset, name !== undefined ? { name } : {}, options.sourceCheck ? {} : { source_check: false }));
   if (ctlOptions(command).json) printJson(added);
   else print(`Added ${added.name} from preset ${preset}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
   return added;

@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/duration-text.js";
@@ -34,11 +35,7 @@ export function registerPullCommands(ctl: Command): void {
     .action(async (name: string, options: PullOptions, command: Command) => {
       const client = apiClient(ctlOptions(command));
       const json = ctlOptions(command).json === true;
-      const path = `/api/v1/models/${encodeURIComponent(name)}/pull`;
-      const query = options.node !== undefined ? `?node=${encodeURIComponent(options.node)}` : "";
-      let pull = options.status
-        ? await client.get<PullView>(`${path}${query}`)
-        : await client.post<PullView>(path, options.node !== undefined ? { node: options.node } : {});
+      let pull = await client.send(options.status ? admin.pullStatus(name, options.node) : admin.pull(name, options.node));
       if (options.wait) {
         const deadline = Date.now() + (parseDuration(options.timeout ?? "6h") ?? 6 * 3_600_000);
         const shown = new Map<string, string>();
@@ -55,7 +52,7 @@ export function registerPullCommands(ctl: Command): void {
             throw new DomainError("internal", `gave up waiting for the pull of ${name} after ${options.timeout ?? "6h"}`, `It goes on on the nodes: \`llmgw ctl model pull ${name} --status\` shows where it stands.`);
           }
           await sleep(pollMs);
-          pull = await client.get<PullView>(`${path}${query}`);
+          pull = await client.send(admin.pullStatus(name, options.node));
           show(pull);
         }
       }

@@ -1,6 +1,7 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/duration-text.js";
-import type { EventView, NodeView } from "../../protocol/views.js";
+import type { EventView } from "../../protocol/views.js";
 import { print, printJson } from "../output.js";
 import { duration, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
@@ -30,14 +31,14 @@ export function registerReconcileCommands(ctl: Command): void {
       if (options.follow) {
         query.set("follow", "1");
         let rest = "";
-        for await (const chunk of await client.stream(`/api/v1/events?${query}`)) {
+        for await (const chunk of await client.stream(admin.events(Object.fromEntries(query)))) {
           const lines = (rest + chunk.toString()).split("\n");
           rest = lines.pop() ?? "";
           for (const line of lines.filter(Boolean)) print(json ? line : eventLine(JSON.parse(line) as EventView));
         }
         return;
       }
-      const result = await client.get<{ events: EventView[] }>(`/api/v1/events${query.size ? `?${query}` : ""}`);
+      const result = await client.send(admin.events(Object.fromEntries(query)));
       if (json) return printJson(result);
       if (result.events.length === 0) return print(options.model ? `No events for ${options.model}.` : "No events yet.");
       print(result.events.map(eventLine).join("\n"));
@@ -53,10 +54,7 @@ export function registerReconcileCommands(ctl: Command): void {
       .option("--json", "print the API's answer")
       .action(async (options: { model: string; inPlace?: boolean; wait?: boolean; timeout?: string }, self: Command) => {
         const client = apiClient(ctlOptions(self));
-        const result = await client.post<{ model: string; restart_before: string; in_place: boolean; replicas: number }>(
-          `/api/v1/models/${encodeURIComponent(options.model)}/restart`,
-          { in_place: options.inPlace === true },
-        );
+        const result = await client.send(admin.restart(options.model, { in_place: options.inPlace === true }));
         if (ctlOptions(self).json && !options.wait) return printJson(result);
         print(`Restarting ${result.model}${result.in_place ? " in place" : ""}: ${result.replicas} replica${result.replicas === 1 ? "" : "s"} to replace.`);
         if (options.wait) await waitForModel(client, result.model, { since: result.restart_before, timeoutMs: parseDuration(options.timeout ?? "30m") ?? 1_800_000 });
@@ -75,7 +73,7 @@ export function registerReconcileCommands(ctl: Command): void {
       .description(description)
       .option("--json", "print the API's node object")
       .action(async (name: string, _options, command: Command) => {
-        const view = await apiClient(ctlOptions(command)).post<NodeView>(`/api/v1/nodes/${encodeURIComponent(name)}/${action}`, {});
+        const view = await apiClient(ctlOptions(command)).send(admin[action](name));
         if (ctlOptions(command).json) return printJson(view);
         const what = view.draining ? "draining: its replicas move elsewhere" : view.cordoned ? "cordoned: nothing new is placed there" : "schedulable again";
         print(`Node ${view.name} is ${what}.`);

@@ -1,3 +1,4 @@
+import { admin } from "../../client/admin-calls.js";
 import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../catalog/duration-text.js";
@@ -79,7 +80,7 @@ export function registerServeCommand(ctl: Command): void {
       const client = apiClient(ctlOptions(command));
       const query = new URLSearchParams({ source });
       if (options.context !== undefined) query.set("context", String(options.context));
-      const plan = await client.get<Plan>(`/api/v1/plan?${query}`);
+      const plan = await client.send(admin.plan<Plan>(Object.fromEntries(query)));
       const choice = chooseServeEntry(plan, { source, name: options.name, context: options.context, class: options.class, onDemand: options.onDemand });
       if (!choice.fits) {
         if (json) printJson(plan);

@@ -1,9 +1,10 @@
+import { admin } from "../../client/admin-calls.js";
 import { createWriteStream, existsSync, readFileSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import { DomainError } from "../../errors/domain-error.js";
-import type { CatalogExport, CatalogImportResult } from "../../protocol/catalog-export.js";
+import type { CatalogImportResult } from "../../protocol/catalog-export.js";
 import { print, printJson } from "../output.js";
 import { apiClient, ctlOptions } from "./context.js";
 
@@ -27,7 +28,7 @@ export function registerStateCommands(ctl: Command): void {
     .description("print the runtime catalog, gateway keys and tokens (names and limits, never a secret) as YAML: `ctl export > catalog.yaml`")
     .option("--json", "print the API's JSON instead of YAML")
     .action(async (_options, command: Command) => {
-      const document = await apiClient(ctlOptions(command)).get<CatalogExport>("/api/v1/catalog/export");
+      const document = await apiClient(ctlOptions(command)).send(admin.exportCatalog());
       if (ctlOptions(command).json) return printJson(document);
       const { renderExport } = await import("../../protocol/catalog-export-yaml.js");
       process.stdout.write(renderExport(document));
@@ -47,7 +48,7 @@ export function registerStateCommands(ctl: Command): void {
       }
       const { parseExportFile } = await import("./export-file.js");
       const document = parseExportFile(text, file);
-      const result = await apiClient(ctlOptions(command)).post<CatalogImportResult>("/api/v1/catalog/import", document);
+      const result = await apiClient(ctlOptions(command)).send(admin.importCatalog(document));
       if (ctlOptions(command).json) return printJson(result);
       print(importLines(result).join("\n"));
     });
@@ -58,7 +59,7 @@ export function registerStateCommands(ctl: Command): void {
     .description("copy the server's SQLite state while it runs (consistent, online); restore by starting a server with the copy as <data-dir>/llmgw.db")
     .action(async (file: string, _options, command: Command) => {
       if (existsSync(file)) throw new DomainError("invalid_input", `${file} exists already`, "Give the path of a new file; a backup never overwrites one.");
-      const body = await apiClient(ctlOptions(command)).stream("/api/v1/backup");
+      const body = await apiClient(ctlOptions(command)).stream(admin.backup());
       // Written beside the target and renamed when whole: a cut connection leaves no truncated copy under the name.
       const partial = `${file}.partial`;
       try {

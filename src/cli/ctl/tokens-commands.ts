@@ -1,5 +1,5 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
-import type { TokenListing } from "../../store/token-rows.js";
 import { print, printJson, renderTable } from "../output.js";
 import { apiClient, ctlOptions } from "./context.js";
 
@@ -9,7 +9,7 @@ export function registerTokensCommands(ctl: Command): void {
     .description("the admin-API tokens: names, roles and when each was made (never the tokens themselves)")
     .option("--json", "print the API's JSON ({tokens: [...]})")
     .action(async (_options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).get<{ tokens: TokenListing[] }>("/api/v1/tokens");
+      const result = await apiClient(ctlOptions(command)).send(admin.tokens());
       if (ctlOptions(command).json) return printJson(result);
       print(renderTable(["NAME", "ROLE", "CREATED"], result.tokens.map((token) => [token.name, token.role, token.created_at.replace("T", " ").replace(/\.\d+Z$/, "Z")])));
     });
@@ -23,7 +23,7 @@ export function registerTokensCommands(ctl: Command): void {
     .option("--json", "print the API's JSON, token included")
     .description("make a token; it is printed once and only its hash is kept")
     .action(async (name: string, options: { role: string }, command: Command) => {
-      const created = await apiClient(ctlOptions(command)).post<TokenListing & { token: string }>("/api/v1/tokens", { name, role: options.role });
+      const created = await apiClient(ctlOptions(command)).send(admin.createToken({ name, role: options.role }));
       if (ctlOptions(command).json) return printJson(created);
       print(`Created ${created.role} token "${created.name}". It is shown this once; keep it somewhere safe:\n  ${created.token}`);
     });
@@ -34,7 +34,7 @@ export function registerTokensCommands(ctl: Command): void {
     .option("--json", "print the API's answer")
     .description("revoke a token at once (the last admin token cannot be revoked)")
     .action(async (name: string, _options, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).delete<{ revoked: string }>(`/api/v1/tokens/${encodeURIComponent(name)}`);
+      const result = await apiClient(ctlOptions(command)).send(admin.revokeToken(name));
       if (ctlOptions(command).json) return printJson(result);
       print(`Revoked token "${result.revoked}"; it no longer opens anything.`);
     });

@@ -1,12 +1,12 @@
+import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/duration-text.js";
-import type { HistoryView, OriginView, RolloutView, UpdateCheckView } from "../../protocol/version-views.js";
+import type { RolloutView } from "../../protocol/version-views.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
 import { waitForModel } from "./wait-for-model.js";
 
-const modelPath = (name: string, action: string) => `/api/v1/models/${encodeURIComponent(name)}${action}`;
 
 function describeRollout(result: RolloutView): string {
   if (!result.changed) return `${result.model} is already at ${result.to}: nothing to change.`;
@@ -28,7 +28,7 @@ export function registerVersionCommands(ctl: Command): void {
     .action(async (name: string, source: string | undefined, _options, command: Command) => {
       const client = apiClient(ctlOptions(command));
       const view =
-        source === undefined ? await client.get<OriginView>(modelPath(name, "/origin")) : await client.post<OriginView>(modelPath(name, "/origin"), { origin: source });
+        await client.send(source === undefined ? admin.origin(name) : admin.setOrigin(name, source));
       if (ctlOptions(command).json) return printJson(view);
       const follows = view.repository === null ? "it follows no hub repository, so it has no revisions to update to" : `it follows ${view.repository} at ${view.revision}`;
       print(`${view.model}: origin ${view.origin ?? "(none set)"}; ${follows}.`);
@@ -40,7 +40,7 @@ export function registerVersionCommands(ctl: Command): void {
     .option("--all", "list every model that follows a repository, up to date or not")
     .option("--json", "print the API's answer ({models: [...]}, every followed model)")
     .action(async (options: { all?: boolean }, command: Command) => {
-      const result = await apiClient(ctlOptions(command)).get<{ models: UpdateCheckView[] }>("/api/v1/updates");
+      const result = await apiClient(ctlOptions(command)).send(admin.updates());
       if (ctlOptions(command).json) return printJson(result);
       const shown = result.models.filter((row) => options.all === true || row.update_available || row.error !== null);
       if (shown.length === 0) return print(result.models.length === 0 ? "No model follows a hub repository." : `All ${result.models.length} followed model(s) are at their branch's latest commit.`);
@@ -52,7 +52,7 @@ export function registerVersionCommands(ctl: Command): void {
       );
     });
 
-  const rolloutCommand = (name: string, description: string, action: string, withTo: boolean) => {
+  const rolloutCommand = (name: string, description: string, action: "update" | "rollback", withTo: boolean) => {
     const command = model
       .command(name)
       .argument("<model>", "model name")
@@ -64,7 +64,7 @@ export function registerVersionCommands(ctl: Command): void {
     if (withTo) command.option("--to <revision>", "a branch, tag or commit (default: the head of the branch it follows)");
     command.action(async (modelName: string, options: { to?: string; inPlace?: boolean; wait?: boolean; timeout?: string }, self: Command) => {
       const client = apiClient(ctlOptions(self));
-      const result = await client.post<RolloutView>(modelPath(modelName, action), { ...(options.to !== undefined ? { to: options.to } : {}), in_place: options.inPlace === true });
+      const result = await client.send(admin[action](modelName, { ...(options.to !== undefined ? { to: options.to } : {}), in_place: options.inPlace === true }));
       if (ctlOptions(self).json && !options.wait) return printJson(result);
       print(describeRollout(result));
       if (options.wait && result.restart_before !== null) {
@@ -72,8 +72,8 @@ export function registerVersionCommands(ctl: Command): void {
       }
     });
   };
-  rolloutCommand("update", "move a model to a newer revision of its repository, replica by replica (surge), after checking the revision's files", "/update", true);
-  rolloutCommand("rollback", "move a model back to the revision it ran before the last update, replica by replica (surge)", "/rollback", false);
+  rolloutCommand("update", "move a model to a newer revision of its repository, replica by replica (surge), after checking the revision's files", "update", true);
+  rolloutCommand("rollback", "move a model back to the revision it ran before the last update, replica by replica (surge)", "rollback", false);
 
   model
     .command("history")
@@ -81,7 +81,7 @@ export function registerVersionCommands(ctl: Command): void {
     .description("the revisions a model was moved between, by whom and when")
     .option("--json", "print the API's answer")
     .action(async (name: string, _options, command: Command) => {
-      const view = await apiClient(ctlOptions(command)).get<HistoryView>(modelPath(name, "/history"));
+      const view = await apiClient(ctlOptions(command)).send(admin.history(name));
       if (ctlOptions(command).json) return printJson(view);
       const now = `${view.model} runs ${view.revision ?? "no hub revision"}.`;
       if (view.changes.length === 0) return print(`${now} No update or rollback yet.`);

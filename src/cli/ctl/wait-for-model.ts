@@ -1,6 +1,6 @@
+import { admin } from "../../client/admin-calls.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DomainError } from "../../errors/domain-error.js";
-import type { ModelView, ReplicaView } from "../../protocol/views.js";
 import type { ApiClient } from "../../client/api-client.js";
 import { print } from "../output.js";
 import { describeReplicaState } from "./nodes-commands.js";
@@ -20,13 +20,12 @@ export async function waitForModel(
   options: { since: string; timeoutMs: number; say?: (line: string) => void; /** The last line (ready, or why nothing starts) is returned, not said. */ holdReadyLine?: boolean },
 ): Promise<string> {
   const say = options.say ?? print;
-  const path = encodeURIComponent(name);
   const shown = new Map<string, string>();
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     const [model, { replicas }] = await Promise.all([
-      client.get<ModelView>(`/api/v1/models/${path}`),
-      client.get<{ replicas: ReplicaView[] }>(`/api/v1/replicas?model=${path}`),
+      client.send(admin.model(name)),
+      client.send(admin.replicas({ model: name })),
     ]);
     for (const replica of replicas) {
       const line = `${replica.id} on ${replica.node}: ${describeReplicaState(replica)}`;

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { adminPath } from "../../client/admin-routes.js";
 import { startServer } from "../../server/start-server.js";
 import { buildProgram } from "../program.js";
 import { renderCommandReference } from "./ctl-reference.js";
@@ -24,7 +25,7 @@ export async function renderOpenApiReference(): Promise<string> {
   try {
     const server = await startServer({ dataDir, listen: "127.0.0.1:0", logger: false });
     try {
-      const answer = await server.app.inject({ method: "GET", url: "/api/v1/openapi.json" });
+      const answer = await server.app.inject({ method: "GET", url: adminPath("openapi", {}) });
       return serialiseOpenApi(answer.json());
     } finally {
       await server.close();
