@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { describeIssues } from "../catalog/schema-errors.js";
 import { parseListen } from "../catalog/server-config.js";
 import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";

@@ -10,7 +10,7 @@ import { bearerToken } from "../auth/bearer-token.js";
 import { hashToken, sameSecret } from "../auth/tokens.js";
 import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
 import { parseWithSchema } from "../catalog/schema-errors.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import {
   protocolRefusal,
   protocolVersion,

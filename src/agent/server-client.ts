@@ -2,7 +2,7 @@ import { isRetryableStatus } from "../net/retryable-status.js";
 import { request, type Dispatcher } from "undici";
 import { certificateFailure } from "../net/tls-files.js";
 import type { z } from "zod";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { readErrorBody } from "../protocol/error-body.js";
 import {
   agentPaths,

@@ -1,4 +1,4 @@
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import type { AgentState } from "./agent-state.js";
 
 /**

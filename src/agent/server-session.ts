@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { hashToken } from "../auth/tokens.js";
 import { protocolVersion, type HeartbeatRequest, type HeartbeatResponse, type JoinRequest, type JoinResponse, type ReplicaStatus, type ServerIdentity } from "../protocol/agent-protocol.js";
 import { otherServerError, type NodeCredential } from "./server-credential.js";

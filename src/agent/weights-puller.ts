@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { redactUrl } from "../catalog/redact.js";
 import { parseWeightsSource } from "../catalog/weights-source.js";
-import { isDomainError } from "../errors/domain-error.js";
+import { isDomainError } from "../errors/index.js";
 import { maxFetchesListed, type FetchStatus } from "../protocol/agent-protocol.js";
 import { fetchWeights } from "./weights-fetcher.js";
 import type { FetchProgress } from "./weights/fetch-options.js";

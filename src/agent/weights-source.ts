@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 
 import type { WeightsSource } from "../catalog/weights-source.js";
 

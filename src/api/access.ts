@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { findTokenByHash, type TokenRole } from "../store/token-rows.js";
 import type { Store } from "../store/open-store.js";
 import type { Actor } from "../catalog/actor.js";

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
 import { dryRunParameter, dryRunQuerySchema, type Change } from "../protocol/dry-run.js";
 import { parseQuery } from "./parse-body.js";

@@ -1,9 +1,7 @@
-import { DomainError, type ErrorDetail } from "../errors/domain-error.js";
-import type { ErrorCode } from "../errors/codes.js";
+import { DomainError, type ErrorDetail, type ErrorCode, didYouMean } from "../errors/index.js";
 import { checkEntry, resolveModel, type CatalogModel, type ModelSource } from "./catalog-model.js";
 import type { ModelEntry } from "./schema.js";
 import { formatPath } from "./schema-errors.js";
-import { didYouMean } from "../errors/did-you-mean.js";
 
 /** One entry and where it was written, so every problem can name its place. */
 export interface PlacedEntry {

@@ -11,7 +11,7 @@ import {
   type ModelEntry,
   type ProfileInput,
 } from "./schema.js";
-import type { ErrorDetail } from "../errors/domain-error.js";
+import type { ErrorDetail } from "../errors/index.js";
 import type { ComfySettings } from "./comfy-schema.js";
 
 /** Where a model's definition lives: server.yaml (read at every start) or the store (added at runtime). */

@@ -1,5 +1,5 @@
 import { parseDuration } from "./duration.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 
 /**
  * A moment as an operator types it: a duration counted from now (`30d`,

@@ -1,7 +1,6 @@
 import { closest } from "fastest-levenshtein";
-import { didYouMean } from "../errors/did-you-mean.js";
+import { didYouMean, DomainError, type ErrorDetail } from "../errors/index.js";
 import type { z } from "zod";
-import { DomainError, type ErrorDetail } from "../errors/domain-error.js";
 
 /** Where the checked value came from, so each problem can name its place. */
 export interface ValueOrigin {

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { redactUrl } from "./redact.js";
 
 /**

@@ -3,7 +3,7 @@ import { describeFailure } from "./report-failure.js";
 import { outliveClosedOutput } from "./closed-output.js";
 import { engineNames, type EngineName } from "../catalog/names.js";
 import type { AgentOptions, startAgent } from "../agent/agent.js";
-import { isDomainError } from "../errors/domain-error.js";
+import { isDomainError } from "../errors/index.js";
 import { addLogOptions, type LogOptions } from "./log-options.js";
 
 function parseLabels(text: string): Record<string, string> {

@@ -1,7 +1,7 @@
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
 import { print } from "./output.js";
 import { addLogOptions, type LogOptions } from "./log-options.js";

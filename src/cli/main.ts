@@ -1,5 +1,5 @@
 import { CommanderError } from "commander";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { RemoteError } from "../client/api-client.js";
 import { asInvoked } from "./invocation.js";
 import { buildProgram } from "./program.js";

@@ -1,5 +1,5 @@
 import type { RemoteError } from "../client/api-client.js";
-import type { DomainError } from "../errors/domain-error.js";
+import type { DomainError } from "../errors/index.js";
 
 /**
  * A refusal as the person at the terminal reads it: what happened, each

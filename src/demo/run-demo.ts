@@ -4,7 +4,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseListen } from "../catalog/server-config.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
 import { llmgwCommand } from "../package-root.js";
 import { admin } from "../client/admin-calls.js";

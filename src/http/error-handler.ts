@@ -2,7 +2,7 @@ import type { Socket } from "node:net";
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { statusForCode } from "../protocol/http-status.js";
-import { DomainError, isDomainError } from "../errors/domain-error.js";
+import { DomainError, isDomainError } from "../errors/index.js";
 import { redactUrl } from "../catalog/redact.js";
 import { softwareVersion, versionHeader } from "../protocol/api-version.js";
 import { defaultServerLimits, formatBytes } from "../catalog/server-limits.js";

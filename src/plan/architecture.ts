@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { describeIssues } from "../catalog/schema-errors.js";
 
 /**

@@ -3,7 +3,7 @@ import { withUrlCredentials } from "../net/url-credentials.js";
 import { open, readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { downloadFile, listFiles } from "@huggingface/hub";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 
 /**
  * Read access to the files of one model, wherever they are. The readers ask

@@ -1,4 +1,4 @@
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { parseHardwareSpec } from "../fleet/gpu-spec.js";
 import { fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
 import { planCandidates, type Plan } from "./candidates.js";

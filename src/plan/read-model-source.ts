@@ -2,7 +2,7 @@ import { redactUrl } from "../catalog/redact.js";
 import { parseWeightsSource, sourceGrammarHint, type SourceContext } from "../catalog/weights-source.js";
 import { withUrlCredentials } from "../net/url-credentials.js";
 import { gguf, parseGgufShardFilename } from "@huggingface/gguf";
-import { DomainError, isDomainError } from "../errors/domain-error.js";
+import { DomainError, isDomainError } from "../errors/index.js";
 import { architectureFromConfig } from "./architecture.js";
 import { architectureFromGguf, countGgufTensors, ggufFileTypeName, type GgufMetadata, type GgufTensor } from "./gguf-architecture.js";
 import type { ModelFacts } from "./model-facts.js";

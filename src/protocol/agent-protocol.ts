@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { engineNames } from "../catalog/schema.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { cardList, identifier, label, prose, protocolField, protocolVersion } from "./agent-fields.js";
 import { inventorySchema } from "./agent-inventory.js";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ErrorDetail } from "../errors/domain-error.js";
+import type { ErrorDetail } from "../errors/index.js";
 
 // Lenient on what comes back: a peer of a newer release may send
 // codes and fields this build does not know; keep what we read.

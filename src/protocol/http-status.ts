@@ -1,4 +1,4 @@
-import type { ErrorCode } from "../errors/codes.js";
+import type { ErrorCode } from "../errors/index.js";
 
 /**
  * The one place domain errors become HTTP. A Record over every code

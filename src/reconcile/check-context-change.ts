@@ -1,6 +1,6 @@
 import { resolveProfiles, type CatalogModel } from "../catalog/catalog-model.js";
 import type { ModelEntry } from "../catalog/schema.js";
-import { DomainError, type ErrorDetail } from "../errors/domain-error.js";
+import { DomainError, type ErrorDetail } from "../errors/index.js";
 import type { Fleet } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { cardShortfall } from "./card-shortfall.js";

@@ -1,7 +1,7 @@
 import { notMultiNode, resolveProfiles, type CatalogModel, type ResolvedProfile } from "../catalog/catalog-model.js";
 import { profilePosition } from "../catalog/profile-position.js";
 import { gpuOnlyEngines, maxNodesPerReplica, multiNodeEngines, singleCardEngines, type ModelEntry } from "../catalog/schema.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import type { Fleet } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { splitsHeads, splitsHeadsReason } from "../plan/splits-heads.js";

@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { desiredModel } from "./desired-model.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { replacedByRestart, type Observation } from "./observe.js";

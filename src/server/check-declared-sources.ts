@@ -1,5 +1,5 @@
 import type { PlacedEntry } from "../catalog/build-catalog.js";
-import { isDomainError } from "../errors/domain-error.js";
+import { isDomainError } from "../errors/index.js";
 import { checkSourcesAtDoor } from "../api/check-sources-at-door.js";
 import type { PlanSettings } from "../api/routes/plan.js";
 

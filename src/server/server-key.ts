@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { privateFileMode } from "../files/private-files.js";
 import type { Store } from "../store/open-store.js";
 import { readServerKeyCheck, recordServerKeyCheck } from "../store/server-key-rows.js";

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides } from "../catalog/server-config.js";
-import { DomainError } from "../errors/domain-error.js";
-import { listenFailure } from "../errors/listen-failure.js";
+import { DomainError, listenFailure } from "../errors/index.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
 import { adminTokenFileName, adminTokenHint, bootstrapAdminToken } from "./admin-token.js";

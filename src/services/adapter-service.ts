@@ -3,7 +3,7 @@ import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js"
 import type { ModelEntry } from "../catalog/schema.js";
 import { flagValue, loadsAdaptersAtRuntime } from "../engines/runtime-adapters.js";
 import { vllmMaxLoraRank } from "../engines/drivers/vllm.js";
-import { DomainError, isDomainError } from "../errors/domain-error.js";
+import { DomainError, isDomainError } from "../errors/index.js";
 import { adapterRefusal, readAdapter, type AdapterBase, type AdapterFacts } from "../plan/read-adapter.js";
 import { defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
 import { readModelSource, type ReadModelSourceOptions } from "../plan/read-model-source.js";

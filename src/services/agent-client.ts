@@ -12,8 +12,7 @@ import {
   type ReplicaStatus,
 } from "../protocol/agent-protocol.js";
 import { readErrorBody } from "../protocol/error-body.js";
-import { errorCodes, type ErrorCode } from "../errors/codes.js";
-import { DomainError } from "../errors/domain-error.js";
+import { errorCodes, type ErrorCode, DomainError } from "../errors/index.js";
 import { certificateFailure } from "../net/tls-files.js";
 
 /** The node as the server calls it: its control URL and the control secret the agent checks. */

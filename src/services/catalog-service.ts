@@ -3,9 +3,8 @@ import { buildCatalog, type Catalog, type PlacedEntry } from "../catalog/build-c
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import type { Actor } from "../catalog/actor.js";
 import type { ModelClass, ModelEntry } from "../catalog/schema.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError, DeclaredInFile, ModelNotFound } from "../errors/index.js";
 import { profilePosition } from "../catalog/profile-position.js";
-import { DeclaredInFile, ModelNotFound } from "../errors/model-errors.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import { deleteModelEntry, insertModelEntry, listModelEntries, readCatalogRevision, replaceModelEntry } from "../store/model-rows.js";
 import type { Store } from "../store/open-store.js";

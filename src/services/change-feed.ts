@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import { redactStrings, type Audience } from "../catalog/redact.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import type { StreamChange, StreamTopic } from "../protocol/console.js";
 import type { EventView } from "../protocol/views.js";
 import { readChangeSignatures, type ChangeSignatures } from "../store/change-signatures.js";

@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
 import type { Store } from "../store/open-store.js";

@@ -6,7 +6,7 @@ import { resolveSecretEnv } from "../catalog/secret-env.js";
 import { replicaIdSchema, type HeartbeatResponse, type JoinResponse, type ReplicaProgress, type ReplicaSpec, type ReplicaStatus } from "../protocol/agent-protocol.js";
 import { newToken } from "../auth/tokens.js";
 import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { chooseCards } from "../fleet/choose-cards.js";
 import type { NodeState } from "../fleet/node-state.js";
 import type { InventoryNode } from "../fleet/pools.js";

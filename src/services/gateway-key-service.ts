@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Actor } from "../catalog/actor.js";
 import { hashToken, newToken } from "../auth/tokens.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError, didYouMean } from "../errors/index.js";
 import type { GatewayKeyCreated, GatewayKeyView } from "../protocol/gateway-views.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import { insertGatewayKey, listGatewayKeys, revokeGatewayKey, type GatewayKeyRow } from "../store/gateway-key-rows.js";
@@ -11,7 +11,6 @@ import type { Database } from "../store/schema.js";
 import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { CatalogService } from "./catalog-service.js";
 import { parseMoment } from "../catalog/parse-moment.js";
-import { didYouMean } from "../errors/did-you-mean.js";
 
 export interface NewGatewayKey {
   readonly name: string;

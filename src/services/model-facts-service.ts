@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
-import { isDomainError } from "../errors/domain-error.js";
+import { isDomainError } from "../errors/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { demandCardBytes, type CardBytes, type DemandProfile } from "../placement/index.js";
 import { demandProfiles } from "../reconcile/desired-model.js";

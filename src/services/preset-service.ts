@@ -2,14 +2,13 @@ import type { Actor } from "../catalog/actor.js";
 import type { CatalogModel } from "../catalog/catalog-model.js";
 import type { Preset } from "../catalog/presets/preset-schema.js";
 import type { ModelEntry } from "../catalog/schema.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError, didYouMean } from "../errors/index.js";
 import { entryFromMirror, type MirrorManifest } from "../plan/mirror-manifest.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import type { NodeView, PresetView, ReplicaView } from "../protocol/views.js";
 import type { CatalogPreview, CatalogService } from "./catalog-service.js";
 import { plannerReads, presetView, type SourceFacts } from "./preset-view.js";
 import { snapshotFromViews } from "./snapshot-from-views.js";
-import { didYouMean } from "../errors/did-you-mean.js";
 
 /** The live fleet as the API lists it; empty for a server without fleet routes. */
 export interface PresetFleet {

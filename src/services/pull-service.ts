@@ -2,7 +2,7 @@ import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js"
 import { redactUrl } from "../catalog/redact.js";
 import { sourceForAgents } from "../catalog/weights-source.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { hostingProfiles, type DemandProfile } from "../placement/index.js";
 import type { FetchStatus } from "../protocol/agent-protocol.js";
 import type { PullNodeView, PullSkippedView, PullSourceView, PullView } from "../protocol/pull-views.js";

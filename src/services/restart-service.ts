@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/catalog-model.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { checkRestartRoom } from "../reconcile/check-restart-room.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import { observe, replacedByRestart, type Observation } from "../reconcile/observe.js";

@@ -1,5 +1,5 @@
 import { redactUrl } from "../catalog/redact.js";
-import { DomainError, isDomainError } from "../errors/domain-error.js";
+import { DomainError, isDomainError } from "../errors/index.js";
 import type { StoredFiguresView } from "../protocol/model-change-view.js";
 
 /** What a change says of the kept figures it was checked against: nothing when every file was read now. */

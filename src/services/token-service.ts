@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { Actor } from "../catalog/actor.js";
 import { hashToken, newToken } from "../auth/tokens.js";
-import { DomainError } from "../errors/domain-error.js";
+import { DomainError } from "../errors/index.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import type { Store } from "../store/open-store.js";
 import type { Kysely } from "kysely";

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { request } from "undici";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { runtimeAdapterEndpoints } from "../../engines/runtime-adapters.js";
 import type { Replica } from "./replica-record.js";
 

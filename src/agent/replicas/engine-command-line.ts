@@ -1,5 +1,5 @@
 import type { EngineDriver, EngineLaunch } from "../../engines/driver.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import type { ReplicaSpec } from "../../protocol/agent-protocol.js";
 import { markerVariables } from "../engine-marker.js";
 import { findProgram } from "../inventory.js";

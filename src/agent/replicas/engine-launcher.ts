@@ -2,7 +2,7 @@ import { distributedLaunch } from "./distributed-launch.js";
 import { randomBytes } from "node:crypto";
 import { appendFile, mkdir } from "node:fs/promises";
 import { redactArgs } from "../../catalog/redact.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { writePrivateFile } from "../../files/private-files.js";
 import type { ReplicaSpec } from "../../protocol/agent-protocol.js";
 import type { PersistedReplica } from "../agent-state.js";

@@ -7,7 +7,7 @@ import { Writable } from "node:stream";
 import { request, type Dispatcher } from "undici";
 import { withUrlCredentials } from "../../net/url-credentials.js";
 import { redactUrl } from "../../catalog/redact.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { checksumFromHeaders } from "../weights-source.js";
 import type { FetchWeightsOptions, RemoteFile } from "./fetch-options.js";
 import { ProgressCounter } from "./progress-counter.js";

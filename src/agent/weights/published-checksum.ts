@@ -5,7 +5,7 @@ import { pipeline } from "node:stream/promises";
 import { request } from "undici";
 import { withUrlCredentials } from "../../net/url-credentials.js";
 import { redactUrl } from "../../catalog/redact.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { checksumSuffix, sha256FromChecksumFile } from "../weights-source.js";
 import type { FetchWeightsOptions, RemoteFile } from "./fetch-options.js";
 import { attempts, headerText, redirectingDispatcher, unavailable } from "./remote-requests.js";

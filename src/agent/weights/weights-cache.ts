@@ -1,7 +1,7 @@
 import { mkdir, stat, statfs } from "node:fs/promises";
 import path from "node:path";
 import { redactUrl } from "../../catalog/redact.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { cacheLocation } from "../weights-source.js";
 import { parseWeightsSource } from "../../catalog/weights-source.js";
 import type { RemoteFile } from "./fetch-options.js";

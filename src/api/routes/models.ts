@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { engineNames, modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
 import { catalogEdits, type CatalogEdit, type CatalogService } from "../../services/catalog-service.js";
 import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";

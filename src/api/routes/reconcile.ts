@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import type { EventView } from "../../protocol/views.js";
 import type { DemandService } from "../../services/demand-service.js";
 import type { NodeControlService } from "../../services/node-control-service.js";

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { modelEntrySchema } from "../../catalog/schema.js";
 import { parseWeightsSource } from "../../catalog/weights-source.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import type { VersionService } from "../../services/version-service.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";

@@ -9,7 +9,7 @@ import { listFiles } from "@huggingface/hub";
 import { selectHubFiles } from "../../agent/weights-source.js";
 import type { Preset } from "../../catalog/presets/preset-schema.js";
 import { parseWeightsSource, type WeightsSource } from "../../catalog/weights-source.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { hubMirrorPath, mirrorKey, mirrorManifestName, parseMirrorManifest, type MirrorManifest, type MirroredSource } from "../../plan/mirror-manifest.js";
 import { connectionFailure, defaultHubEndpoint } from "../../plan/model-files.js";
 import { resolveHubRevision } from "../../plan/resolve-hub-revision.js";

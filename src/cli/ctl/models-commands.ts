@@ -5,7 +5,7 @@ import { Command } from "commander";
 import type { ModelView } from "../../protocol/views.js";
 import { comfyuiNodesNote } from "./comfyui-nodes-note.js";
 import { modelClasses } from "../../catalog/names.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

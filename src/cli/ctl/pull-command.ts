@@ -2,7 +2,7 @@ import { admin } from "../../client/admin-calls.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/duration-text.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import type { PullView } from "../../protocol/pull-views.js";
 import { print, printJson } from "../output.js";
 import { duration } from "../parse-option.js";

@@ -3,7 +3,7 @@ import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../catalog/duration-text.js";
 import { modelClasses, type ModelClass } from "../../catalog/names.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { formatContext, formatGiB } from "../../plan/format.js";
 import type { Plan, PlanCandidate } from "../../plan/index.js";
 import { gatewayTryLines } from "../gateway-try-lines.js";

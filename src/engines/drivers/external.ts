@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { externalSchema } from "../../catalog/schema.js";
-import { ExternalKeyMissing } from "../../errors/engine-errors.js";
+import { ExternalKeyMissing } from "../../errors/index.js";
 
 export type ExternalModelConfig = z.infer<typeof externalSchema>;
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 
 /**
  * llama-server's command line as llmgw's built-in llama.cpp engine reads it:

@@ -5,7 +5,7 @@ import { parseEngineArgv, type SimEngineArguments } from "./parse-engine-argv.js
 import { simEngineAccess } from "./sim-engine-access.js";
 import { simCrashExitCode, simFaultSchema, simLoadFailureExitCode, type SimFault } from "./sim-fault.js";
 import { simEnvironmentVariables, simTimingFromEnvironment } from "./sim-timing.js";
-import { EngineArgumentsInvalid } from "../../errors/engine-errors.js";
+import { EngineArgumentsInvalid } from "../../errors/index.js";
 import { sleep } from "./sim-clock.js";
 import { SimulatedEngine } from "./simulated-engine.js";
 

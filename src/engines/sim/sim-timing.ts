@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { gpuClassInfo, unknownClassBandwidthGBps } from "../../fleet/gpu-classes.js";
-import { EngineArgumentsInvalid } from "../../errors/engine-errors.js";
+import { EngineArgumentsInvalid } from "../../errors/index.js";
 import type { EngineName } from "../../catalog/schema.js";
 
 /** How fast the simulated engine answers, before LLMGW_SIM_SPEED divides its delays. */

@@ -1,5 +1,5 @@
 import { splitInputPath, type ComfyInputName } from "../../catalog/comfy-schema.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import type { RoutingComfy } from "../../protocol/routing-table.js";
 
 export type ComfyWorkflowNodes = RoutingComfy["workflow"];

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { z } from "zod";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { parseJsonBody } from "./parse-json-body.js";
 
 export interface MeshRequest {

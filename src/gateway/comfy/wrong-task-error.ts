@@ -1,5 +1,5 @@
 import { comfyTask } from "../../catalog/comfy-schema.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import type { RoutingModel } from "../../protocol/routing-table.js";
 
 export type GatewayTask = "text" | "images" | "image-to-3d";

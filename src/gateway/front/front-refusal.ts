@@ -1,5 +1,5 @@
 import { STATUS_CODES } from "node:http";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { formatBytes } from "../../catalog/server-limits.js";
 import { statusForCode } from "../../protocol/http-status.js";
 import { softwareVersion, versionHeader } from "../../protocol/api-version.js";

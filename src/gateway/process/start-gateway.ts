@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { LogSettings } from "../../log-output.js";
 import { parseListen } from "../../catalog/server-config.js";
-import { listenFailure } from "../../errors/listen-failure.js";
+import { listenFailure } from "../../errors/index.js";
 import { clientErrorAnswerer } from "../../http/error-handler.js";
 import { Gateway } from "../request/gateway.js";
 import { gatewayServerFactory } from "../front/gateway-server-factory.js";

@@ -1,5 +1,5 @@
 import type { Socket } from "node:net";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
 import { chooseReplica } from "../routing/choose-replica.js";
 import { CachePlacement } from "../routing/cache-placement.js";

@@ -1,4 +1,4 @@
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import type { ExtraRoute } from "../../protocol/engine-routes.js";
 import type { GatewayBody } from "./prompt-text.js";
 

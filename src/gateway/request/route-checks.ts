@@ -1,6 +1,5 @@
-import { didYouMean } from "../../errors/did-you-mean.js";
+import { didYouMean, DomainError } from "../../errors/index.js";
 import { modelUnavailable } from "../wire/model-unavailable.js";
-import { DomainError } from "../../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica } from "../../protocol/routing-table.js";
 import { engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/engine-routes.js";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";

@@ -1,4 +1,4 @@
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { asInvoked } from "../../llmgw-invocation.js";
 import { statusForCode } from "../../protocol/http-status.js";
 import { GatewayRefusal } from "../policy/gateway-policy.js";

@@ -1,5 +1,5 @@
 import type { Inventory } from "../../protocol/agent-protocol.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 
 /**
  * A node that lacks the cards altogether (another class, or fewer in all) is

@@ -2,7 +2,7 @@ import type { Dispatcher } from "undici";
 import { bearerToken } from "../../auth/bearer-token.js";
 import { hashToken, sameSecret } from "../../auth/tokens.js";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { heartbeatRequestSchema, protocolVersion, type HeartbeatResponse } from "../../protocol/agent-protocol.js";
 import { deleteReplica, findNode, findReplica, listReplicas, updateReplica, upsertReplica, type StoredNode } from "../../store/fleet-rows.js";
 import type { Store } from "../../store/open-store.js";

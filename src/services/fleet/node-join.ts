@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hashToken, newToken } from "../../auth/tokens.js";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
-import { DomainError } from "../../errors/domain-error.js";
+import { DomainError } from "../../errors/index.js";
 import { joinRequestSchema, protocolVersion, type JoinResponse } from "../../protocol/agent-protocol.js";
 import { findNode, insertJoinToken, joinTokenExists, upsertNode, type StoredNode } from "../../store/fleet-rows.js";
 import type { Store } from "../../store/open-store.js";
