@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
-import { writePrivateFile } from "../files/private-files.js";
+import { writePrivateFile } from "../files/index.js";
 import { DomainError } from "../errors/index.js";
 import { describeIssues } from "../catalog/schema-errors.js";
 import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/agent-protocol.js";

@@ -5,7 +5,7 @@ import pino from "pino";
 import { listenFailure, type DomainError } from "../errors/index.js";
 import { llmgwCommand } from "../package-root.js";
 import { builtinLlamaInstall } from "../engines/llama/llama-runtime.js";
-import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
+import { ensurePrivateDirectory, privateFileWarning } from "../files/index.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
 import { resolveAgentConfig, type AgentOptions } from "./agent-config.js";
 import { findMarkedProcesses } from "./find-marked-processes.js";

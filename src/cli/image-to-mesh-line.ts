@@ -1,4 +1,4 @@
-import { quoteForShell } from "../files/quote-for-shell.js";
+import { quoteForShell } from "../files/index.js";
 
 /**
  * curl's `-F field=@file`, for any file name: curl itself splits the value at

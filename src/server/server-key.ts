@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { DomainError } from "../errors/index.js";
-import { privateFileMode } from "../files/private-files.js";
+import { privateFileMode } from "../files/index.js";
 import type { Store } from "../store/open-store.js";
 import { readServerKeyCheck, recordServerKeyCheck } from "../store/server-key-rows.js";
 

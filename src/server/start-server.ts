@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides } from "../catalog/server-config.js";
 import { DomainError, listenFailure } from "../errors/index.js";
 import { openStore, type Store } from "../store/open-store.js";
-import { ensurePrivateDirectory, privateFileWarning } from "../files/private-files.js";
+import { ensurePrivateDirectory, privateFileWarning } from "../files/index.js";
 import { adminTokenFileName, adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
 import { buildApp } from "./build-app.js";
 import { CatalogService } from "../services/catalog-service.js";

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { appendFile, mkdir } from "node:fs/promises";
 import { redactArgs } from "../../catalog/redact.js";
 import { DomainError } from "../../errors/index.js";
-import { writePrivateFile } from "../../files/private-files.js";
+import { writePrivateFile } from "../../files/index.js";
 import type { ReplicaSpec } from "../../protocol/agent-protocol.js";
 import type { PersistedReplica } from "../agent-state.js";
 import { markerEnvironment, type EngineMarker } from "../engine-marker.js";
