@@ -13,7 +13,7 @@ import { startServer, type RunningServer } from "../server/start-server.js";
 import type { NodeView, ReplicaView } from "../protocol/views.js";
 import { shippedPresets } from "../catalog/presets/shipped-presets.js";
 import { demoNodes, demoPresets } from "./demo-catalog.js";
-import { startHubServer, type HubServer } from "../hub/local-hub.js";
+import { startHubServer, type HubServer } from "../hub/index.js";
 import { writePresetCheckpoints } from "./preset-checkpoints.js";
 import { writeSampleImage } from "./write-sample-image.js";
 import { checkGgufFile, ggufModelEntry } from "./gguf-model.js";
