@@ -6,7 +6,7 @@ import { describeIssues } from "../catalog/schema-errors.js";
 import { parseListen } from "../catalog/server-config.js";
 import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
 import { nodeNameSchema } from "../protocol/agent-protocol.js";
-import type { TlsFiles } from "../net/tls-files.js";
+import type { TlsFiles } from "../net/index.js";
 import type { DriverLookup } from "./engine-drivers.js";
 import type { EnginePaths } from "./inventory.js";
 import { defaultLogRotation, type LogRotation } from "./replica-log.js";

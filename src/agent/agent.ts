@@ -19,7 +19,7 @@ import { ReplicaSupervisor } from "./replica-supervisor.js";
 import { getServerIdentity, postHeartbeat, postJoin } from "./server-client.js";
 import { credentialFor, noCredentialError } from "./server-credential.js";
 import { ServerSession } from "./server-session.js";
-import { verifyingDispatcher } from "../net/tls-files.js";
+import { verifyingDispatcher } from "../net/index.js";
 
 export type { AgentOptions } from "./agent-config.js";
 export { heartbeatDelayMs } from "./server-session.js";

@@ -1,8 +1,7 @@
 import { open, stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import { httpsServerFactory, type CertificateLog } from "../net/https-server.js";
-import type { TlsFiles } from "../net/tls-files.js";
+import { httpsServerFactory, type CertificateLog, type TlsFiles } from "../net/index.js";
 import Fastify, { type FastifyInstance } from "fastify";
 import { z } from "zod";
 import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";

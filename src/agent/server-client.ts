@@ -1,6 +1,5 @@
-import { isRetryableStatus } from "../net/retryable-status.js";
+import { isRetryableStatus, certificateFailure } from "../net/index.js";
 import { request, type Dispatcher } from "undici";
-import { certificateFailure } from "../net/tls-files.js";
 import type { z } from "zod";
 import { DomainError } from "../errors/index.js";
 import { readErrorBody } from "../protocol/error-body.js";

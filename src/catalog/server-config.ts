@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { readCaFile, readTlsFiles, type TlsFiles } from "../net/tls-files.js";
+import { readCaFile, readTlsFiles, type TlsFiles } from "../net/index.js";
 import { dataDirLocation } from "./data-dir-location.js";
 import path from "node:path";
 import { DomainError } from "../errors/index.js";

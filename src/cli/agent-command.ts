@@ -109,7 +109,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
       const [{ startAgent }, { watchParentLifeline }, { readCaFile, tlsFromFlags }, { default: pino }, { logSettings }] = await Promise.all([
         import("../agent/agent.js"),
         import("../agent/parent-lifeline.js"),
-        import("../net/tls-files.js"),
+        import("../net/index.js"),
         import("pino"),
         import("../log-output.js"),
       ]);

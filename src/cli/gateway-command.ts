@@ -118,7 +118,7 @@ export function registerGatewayCommand(program: Command): void {
         import("../gateway/policy/index.js"),
         import("../gateway/process/index.js"),
         import("undici"),
-        import("../net/tls-files.js"),
+        import("../net/index.js"),
         import("../log-output.js"),
       ]);
       const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);

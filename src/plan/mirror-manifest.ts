@@ -5,7 +5,7 @@ import { redactUrl } from "../catalog/redact.js";
 import type { ModelEntry } from "../catalog/schema.js";
 import { describeSource, parseWeightsSource, type WeightsSource } from "../catalog/weights-source.js";
 import { DomainError } from "../errors/index.js";
-import { withUrlCredentials } from "../net/url-credentials.js";
+import { withUrlCredentials } from "../net/index.js";
 import { connectionFailure, connectionHint, fetchWithin } from "./model-files.js";
 
 /**

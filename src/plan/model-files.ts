@@ -1,5 +1,5 @@
 import { redactUrl } from "../catalog/redact.js";
-import { withUrlCredentials } from "../net/url-credentials.js";
+import { withUrlCredentials } from "../net/index.js";
 import { open, readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { downloadFile, listFiles } from "@huggingface/hub";

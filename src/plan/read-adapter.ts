@@ -2,7 +2,7 @@ import { gguf } from "@huggingface/gguf";
 import { resolve } from "node:path";
 import { redactUrl } from "../catalog/redact.js";
 import { DomainError, isDomainError } from "../errors/index.js";
-import { withUrlCredentials } from "../net/url-credentials.js";
+import { withUrlCredentials } from "../net/index.js";
 import { ggufModelType } from "./gguf-architecture.js";
 import { hubFiles, httpFolderFiles, isDirectory, isFile, localFolderFiles, type HubOptions, type ModelFiles } from "./model-files.js";
 

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { redactUrl } from "../catalog/redact.js";
 import { parseWeightsSource, type SourceContext } from "../catalog/weights-source.js";
-import { withUrlCredentials } from "../net/url-credentials.js";
+import { withUrlCredentials } from "../net/index.js";
 import { connectionFailure, defaultHubEndpoint, fetchWithin, sourceUnreadable, type HubOptions } from "./model-files.js";
 
 /**

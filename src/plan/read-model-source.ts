@@ -1,6 +1,6 @@
 import { redactUrl } from "../catalog/redact.js";
 import { parseWeightsSource, sourceGrammarHint, type SourceContext } from "../catalog/weights-source.js";
-import { withUrlCredentials } from "../net/url-credentials.js";
+import { withUrlCredentials } from "../net/index.js";
 import { gguf, parseGgufShardFilename } from "@huggingface/gguf";
 import { DomainError, isDomainError } from "../errors/index.js";
 import { architectureFromConfig } from "./architecture.js";

@@ -12,7 +12,7 @@ import { serverIdentity } from "./server-identity.js";
 import { KeysPolicy, type GatewayPolicy, OpenPolicy, openPolicy } from "../gateway/policy/index.js";
 import { storeKeysBackend } from "./store-keys-backend.js";
 import path from "node:path";
-import { verifyingDispatcher } from "../net/tls-files.js";
+import { verifyingDispatcher } from "../net/index.js";
 import { Gateway, type GatewayLog } from "../gateway/request/index.js";
 import { RoutingTableSource } from "./routing-table-source.js";
 import { canaryWeights, startCanaries } from "./start-canaries.js";

@@ -13,7 +13,7 @@ import {
 } from "../protocol/agent-protocol.js";
 import { readErrorBody } from "../protocol/error-body.js";
 import { errorCodes, type ErrorCode, DomainError } from "../errors/index.js";
-import { certificateFailure } from "../net/tls-files.js";
+import { certificateFailure } from "../net/index.js";
 
 /** The node as the server calls it: its control URL and the control secret the agent checks. */
 export interface AgentAddress {

@@ -1,11 +1,10 @@
-import { isRetryableStatus } from "../../net/retryable-status.js";
+import { isRetryableStatus, withUrlCredentials } from "../../net/index.js";
 import { createHash } from "node:crypto";
 import { mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { request, type Dispatcher } from "undici";
-import { withUrlCredentials } from "../../net/url-credentials.js";
 import { redactUrl } from "../../catalog/redact.js";
 import { DomainError } from "../../errors/index.js";
 import { checksumFromHeaders } from "../weights-source.js";

@@ -1,9 +1,8 @@
-import { isRetryableStatus } from "../../net/retryable-status.js";
+import { isRetryableStatus, withUrlCredentials } from "../../net/index.js";
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { pipeline } from "node:stream/promises";
 import { request } from "undici";
-import { withUrlCredentials } from "../../net/url-credentials.js";
 import { redactUrl } from "../../catalog/redact.js";
 import { DomainError } from "../../errors/index.js";
 import { checksumSuffix, sha256FromChecksumFile } from "../weights-source.js";

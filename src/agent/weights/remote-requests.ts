@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, interceptors, request, type Dispatcher } from "undici";
-import { withUrlCredentials } from "../../net/url-credentials.js";
+import { withUrlCredentials } from "../../net/index.js";
 import { DomainError } from "../../errors/index.js";
 import type { FetchWeightsOptions } from "./fetch-options.js";
 

@@ -32,7 +32,7 @@ export function apiClient(options: CtlOptions): ApiClient {
     options.token ?? process.env.LLMGW_TOKEN ?? tokenFromDataDir(options.dataDir),
     options.dryRun ? { json: options.json === true } : undefined,
     // The CA file is read (and undici loaded to trust it) only when one is named: most commands never pay for either.
-    options.ca !== undefined || process.env.LLMGW_CA ? async () => (await import("../../net/tls-files.js")).caFromOption(options.ca) : undefined,
+    options.ca !== undefined || process.env.LLMGW_CA ? async () => (await import("../../net/index.js")).caFromOption(options.ca) : undefined,
   );
 }
 

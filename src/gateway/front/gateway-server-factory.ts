@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { TlsFiles } from "../../net/tls-files.js";
-import { createRenewingHttpsServer } from "../../net/https-server.js";
+import { type TlsFiles, createRenewingHttpsServer } from "../../net/index.js";
 import { answerV1Request } from "./answer-v1-request.js";
 import type { Gateway } from "../request/gateway.js";
 import type { GatewayLog } from "../wire/gateway-exchange.js";

@@ -14,7 +14,7 @@ import { reportArmsOverHttp } from "../routing/report-arms-over-http.js";
 import { reportSeriesOverHttp } from "../metrics/report-series-over-http.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import type { PrimaryChannel } from "../policy/ipc-shared-limits.js";
-import type { TlsFiles } from "../../net/tls-files.js";
+import type { TlsFiles } from "../../net/index.js";
 import { defaultServerLimits, type ServerLimits } from "../../catalog/server-limits.js";
 import { softwareVersion } from "../../protocol/api-version.js";
 
