@@ -5,8 +5,7 @@ import { httpsServerFactory, type CertificateLog, type TlsFiles } from "../net/i
 import Fastify, { type FastifyInstance } from "fastify";
 import { z } from "zod";
 import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";
-import { bearerToken } from "../auth/bearer-token.js";
-import { hashToken, sameSecret } from "../auth/tokens.js";
+import { bearerToken, hashToken, sameSecret } from "../auth/index.js";
 import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
 import { parseWithSchema } from "../catalog/schema-errors.js";
 import { DomainError } from "../errors/index.js";

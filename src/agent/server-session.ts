@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { DomainError } from "../errors/index.js";
-import { hashToken } from "../auth/tokens.js";
+import { hashToken } from "../auth/index.js";
 import { protocolVersion, type HeartbeatRequest, type HeartbeatResponse, type JoinRequest, type JoinResponse, type ReplicaStatus, type ServerIdentity } from "../protocol/agent-protocol.js";
 import { otherServerError, type NodeCredential } from "./server-credential.js";
 import type { PersistedReplica } from "./agent-state.js";

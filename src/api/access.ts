@@ -3,8 +3,7 @@ import { DomainError } from "../errors/index.js";
 import { findTokenByHash, type TokenRole } from "../store/token-rows.js";
 import type { Store } from "../store/open-store.js";
 import type { Actor } from "../catalog/actor.js";
-import { bearerToken } from "../auth/bearer-token.js";
-import { hashToken } from "../auth/tokens.js";
+import { bearerToken, hashToken } from "../auth/index.js";
 import { redactStrings, type Audience } from "../catalog/redact.js";
 import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
 

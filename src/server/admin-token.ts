@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { hashToken, newToken } from "../auth/tokens.js";
+import { hashToken, newToken } from "../auth/index.js";
 import type { Store } from "../store/open-store.js";
 import { countTokens, insertToken } from "../store/token-rows.js";
 import { adminTokenFileName } from "./admin-token-file.js";

@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import { isDeepStrictEqual } from "node:util";
 import type { Actor } from "../catalog/actor.js";
 import type { ModelEntry } from "../catalog/schema.js";
-import { hashToken, newToken } from "../auth/tokens.js";
+import { hashToken, newToken } from "../auth/index.js";
 import { DomainError, type ErrorDetail } from "../errors/index.js";
 import { catalogExportVersion, type CatalogExport, type CatalogImportResult, type ExportedKey, type ExportedToken } from "../protocol/catalog-export.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";

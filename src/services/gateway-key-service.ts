@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Actor } from "../catalog/actor.js";
-import { hashToken, newToken } from "../auth/tokens.js";
+import { hashToken, newToken } from "../auth/index.js";
 import { DomainError, didYouMean } from "../errors/index.js";
 import type { GatewayKeyCreated, GatewayKeyView } from "../protocol/gateway-views.js";
 import { insertAuditEvent } from "../store/audit-rows.js";

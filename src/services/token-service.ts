@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { Actor } from "../catalog/actor.js";
-import { hashToken, newToken } from "../auth/tokens.js";
+import { hashToken, newToken } from "../auth/index.js";
 import { DomainError } from "../errors/index.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import type { Store } from "../store/open-store.js";

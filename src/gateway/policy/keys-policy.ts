@@ -1,4 +1,4 @@
-import { hashToken } from "../../auth/tokens.js";
+import { hashToken } from "../../auth/index.js";
 import type { GatewayKey as GatewayKeyRow } from "../../protocol/gateway-keys-feed.js";
 import type { KeysBackend } from "./keys-backend.js";
 import { GatewayRefusal, type GatewayCaller, type GatewayPolicy, type UsageRecord } from "./gateway-policy.js";

@@ -1,6 +1,5 @@
 import type { Dispatcher } from "undici";
-import { bearerToken } from "../../auth/bearer-token.js";
-import { hashToken, sameSecret } from "../../auth/tokens.js";
+import { bearerToken, hashToken, sameSecret, type ControlSecret } from "../../auth/index.js";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
 import { DomainError } from "../../errors/index.js";
 import { heartbeatRequestSchema, protocolVersion, type HeartbeatResponse } from "../../protocol/agent-protocol.js";
@@ -8,7 +7,6 @@ import { deleteReplica, findNode, findReplica, listReplicas, updateReplica, upse
 import type { Store } from "../../store/open-store.js";
 import { insertEvents } from "../../store/reconcile-rows.js";
 import { stopReplicaOnAgent, type AgentAddress } from "../agent-client.js";
-import type { ControlSecret } from "../../auth/control-secret.js";
 import { heartbeatDiff } from "../heartbeat-diff.js";
 import type { NodesHeard } from "./nodes-heard.js";
 import { refuseOtherProtocol } from "./refuse-other-protocol.js";

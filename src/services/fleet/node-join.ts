@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { hashToken, newToken } from "../../auth/tokens.js";
+import { hashToken, newToken } from "../../auth/index.js";
 import { parseWithSchema } from "../../catalog/schema-errors.js";
 import { DomainError } from "../../errors/index.js";
 import { joinRequestSchema, protocolVersion, type JoinResponse } from "../../protocol/agent-protocol.js";
