@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { writePrivateFile } from "../files/index.js";
 import { DomainError } from "../errors/index.js";
-import { describeIssues } from "../catalog/schema-errors.js";
+import { describeIssues } from "../catalog/index.js";
 import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/agent-protocol.js";
 
 /**

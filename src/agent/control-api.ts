@@ -7,7 +7,7 @@ import { z } from "zod";
 import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";
 import { bearerToken, hashToken, sameSecret } from "../auth/index.js";
 import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
-import { parseWithSchema } from "../catalog/schema-errors.js";
+import { parseWithSchema } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import {
   protocolRefusal,

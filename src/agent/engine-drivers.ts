@@ -1,4 +1,4 @@
-import type { EngineName } from "../catalog/schema.js";
+import type { EngineName } from "../catalog/index.js";
 import type { EngineDriver } from "../engines/driver.js";
 import { driverFor } from "../engines/drivers/index.js";
 

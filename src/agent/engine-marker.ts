@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { engineNames } from "../catalog/schema.js";
+import { engineNames } from "../catalog/index.js";
 import { replicaIdSchema } from "../protocol/agent-protocol.js";
 
 /**

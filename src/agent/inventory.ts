@@ -4,7 +4,7 @@ import { access, mkdir, statfs } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { engineNames, type EngineName } from "../catalog/schema.js";
+import { engineNames, type EngineName } from "../catalog/index.js";
 import type { HardwareSpec } from "../fleet/gpu-spec.js";
 import { nvidiaSmiComputeAppsArguments, nvidiaSmiQueryArguments, parseNvidiaSmi, parseNvidiaSmiComputeApps } from "../fleet/nvidia-smi.js";
 import type { GpuInventory, Inventory, LlamaCppInventory } from "../protocol/agent-protocol.js";

@@ -1,8 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { redactUrl } from "../catalog/redact.js";
+import { redactUrl, parseWeightsSource } from "../catalog/index.js";
 import { cacheLocation } from "./weights-source.js";
-import { parseWeightsSource } from "../catalog/weights-source.js";
 import { downloadFile } from "./weights/download-file.js";
 import type { FetchProgress, FetchWeightsOptions, RemoteFile } from "./weights/fetch-options.js";
 import { listHttpFolder } from "./weights/list-http-folder.js";

@@ -1,8 +1,7 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "pino";
-import { redactUrl } from "../catalog/redact.js";
-import { parseWeightsSource } from "../catalog/weights-source.js";
+import { redactUrl, parseWeightsSource } from "../catalog/index.js";
 import { isDomainError } from "../errors/index.js";
 import { maxFetchesListed, type FetchStatus } from "../protocol/agent-protocol.js";
 import { fetchWeights } from "./weights-fetcher.js";

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { DomainError } from "../errors/index.js";
 
-import type { WeightsSource } from "../catalog/weights-source.js";
+import type { WeightsSource } from "../catalog/index.js";
 
 const sha256Pattern = /^[0-9a-f]{64}$/;
 

@@ -2,9 +2,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { DomainError } from "../errors/index.js";
 import { findTokenByHash, type TokenRole } from "../store/token-rows.js";
 import type { Store } from "../store/open-store.js";
-import type { Actor } from "../catalog/actor.js";
+import { type Actor, redactStrings, type Audience } from "../catalog/index.js";
 import { bearerToken, hashToken } from "../auth/index.js";
-import { redactStrings, type Audience } from "../catalog/redact.js";
 import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
 
 /**

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import type { ModelEntry } from "../catalog/schema.js";
-import { redactUrl } from "../catalog/redact.js";
+import { type ModelEntry, redactUrl } from "../catalog/index.js";
 import { checkEntrySources } from "../plan/check-sources.js";
 import { serverHubSettings } from "../plan/model-files.js";
 import type { SourceCheckedView } from "../protocol/views.js";

@@ -1,6 +1,6 @@
 import { Transform } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
-import { redactOutputLine } from "../catalog/redact.js";
+import { redactOutputLine } from "../catalog/index.js";
 
 /** A line longer than this is passed on in pieces; a secret split across two pieces could then show. */
 const maxHeldBytes = 1024 * 1024;

@@ -1,6 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import { redactEntry, redactProfile, type Audience } from "../catalog/redact.js";
-import type { ResolvedProfile } from "../catalog/catalog-model.js";
+import { type CatalogModel, redactEntry, redactProfile, type Audience, type ResolvedProfile } from "../catalog/index.js";
 import type { FailureStatus, ModelState, ModelView, PlacementStatus, ProfileView, ReplicaCounts } from "../protocol/views.js";
 
 /** Where the model views get their replica counts; the fleet supplies it once nodes exist. */

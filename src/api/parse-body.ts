@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { parseWithSchema } from "../catalog/schema-errors.js";
+import { parseWithSchema } from "../catalog/index.js";
 
 /** Validates a request body at the edge (strict on our input). */
 export function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {

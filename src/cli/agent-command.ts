@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { describeFailure } from "./report-failure.js";
 import { outliveClosedOutput } from "./closed-output.js";
-import { engineNames, type EngineName } from "../catalog/names.js";
+import { engineNames, type EngineName } from "../catalog/light.js";
 import type { AgentOptions, startAgent } from "../agent/agent.js";
 import { isDomainError } from "../errors/index.js";
 import { addLogOptions, type LogOptions } from "./log-options.js";

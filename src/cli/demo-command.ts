@@ -30,7 +30,7 @@ function questions(z: typeof Zod) {
 
 /** One real request through the gateway's /v1, as proof the whole path answers. */
 async function askGateway(url: string, model: string): Promise<string> {
-  const [{ shippedPresets }, { request }, { z }] = await Promise.all([import("../catalog/presets/shipped-presets.js"), import("undici"), import("zod")]);
+  const [{ shippedPresets }, { request }, { z }] = await Promise.all([import("../catalog/index.js"), import("undici"), import("zod")]);
   const task = shippedPresets().find((preset) => preset.name === model)?.preset.tasks[0];
   const asked = questions(z);
   const question = task === "completions" || task === "embeddings" ? asked[task] : asked.chat;

@@ -5,8 +5,8 @@ import { DomainError } from "../errors/index.js";
 import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
 import { print } from "./output.js";
 import { addLogOptions, type LogOptions } from "./log-options.js";
-import type { LimitsInput } from "../catalog/server-limits.js";
-import { usageSyncs, type UsageSync } from "../catalog/names.js";
+import type { LimitsInput } from "../catalog/index.js";
+import { usageSyncs, type UsageSync } from "../catalog/light.js";
 
 interface GatewayCommandOptions extends LogOptions {
   server?: string;
@@ -31,7 +31,7 @@ interface GatewayCommandOptions extends LogOptions {
 /** The limits flags, named as server.yaml's `limits:` keys with - for _, so one page documents both. */
 async function limitsFromFlags(options: GatewayCommandOptions) {
   // Loaded when run: its schemas would slow every ctl call's start.
-  const { limitsFromText } = await import("../catalog/server-limits.js");
+  const { limitsFromText } = await import("../catalog/index.js");
   const flag = (key: keyof LimitsInput) => `--${key.replaceAll("_", "-")}`;
   return limitsFromText(
     {

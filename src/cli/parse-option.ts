@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "commander";
-import { parseDuration } from "../catalog/duration-text.js";
+import { parseDuration } from "../catalog/light.js";
 import { parseTokenCount } from "../plan/format.js";
 
 /** Commander argument parsers that say what was wrong with the value, for the person at the terminal. */

@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import { defaultDataDir, defaultListen } from "../catalog/server-defaults.js";
+import { defaultDataDir, defaultListen } from "../catalog/light.js";
 import { softwareVersion } from "../protocol/api-version.js";
 import { existsSync } from "node:fs";
 import path from "node:path";

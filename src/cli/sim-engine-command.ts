@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from "commander";
-import { engineNames, type EngineName } from "../catalog/names.js";
+import { engineNames, type EngineName } from "../catalog/light.js";
 
 function engineName(value: string): EngineName {
   const engine = engineNames.find((name) => name === value);

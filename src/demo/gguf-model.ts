@@ -1,6 +1,6 @@
 import { open } from "node:fs/promises";
 import path from "node:path";
-import type { ModelEntry } from "../catalog/schema.js";
+import type { ModelEntry } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { demandBytesPerCard } from "../placement/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";

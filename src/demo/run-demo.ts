@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/pr
 import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseListen } from "../catalog/server-config.js";
+import { parseListen, shippedPresets } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
 import { llmgwCommand } from "../package-root.js";
@@ -11,7 +11,6 @@ import { admin } from "../client/admin-calls.js";
 import { ApiClient } from "../client/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
 import type { NodeView, ReplicaView } from "../protocol/views.js";
-import { shippedPresets } from "../catalog/presets/shipped-presets.js";
 import { demoNodes, demoPresets } from "./demo-catalog.js";
 import { startHubServer, type HubServer } from "../hub/index.js";
 import { writePresetCheckpoints } from "./preset-checkpoints.js";

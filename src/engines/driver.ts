@@ -1,4 +1,4 @@
-import type { EngineName } from "../catalog/schema.js";
+import type { EngineName } from "../catalog/index.js";
 
 /**
  * The contract every engine driver keeps. A driver is pure: it turns

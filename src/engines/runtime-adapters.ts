@@ -1,4 +1,4 @@
-import type { EngineName } from "../catalog/schema.js";
+import type { EngineName } from "../catalog/index.js";
 
 /**
  * Which engines load LoRA adapters into a running server, and how to ask:

@@ -1,7 +1,4 @@
-import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
-import { redactUrl } from "../catalog/redact.js";
-import { maskSecretEnv, resolveSecretEnv } from "../catalog/secret-env.js";
-import { sourceForAgents } from "../catalog/weights-source.js";
+import { type CatalogModel, type ResolvedProfile, redactUrl, maskSecretEnv, resolveSecretEnv, sourceForAgents } from "../catalog/index.js";
 import type { ReplicaSpec } from "../protocol/agent-protocol.js";
 
 export interface ReplicaSpecInput {

@@ -2,7 +2,7 @@ import { defaultGpuMemoryUtilization } from "../plan/memory.js";
 import { bestFitGroup, capacityReason, eligibleGroups, staticReason, type FilterContext, type NodeCapacity } from "./node-filters.js";
 import { ReasonCounts } from "./summarise-refusal.js";
 import { gangSize, memberOptions, summariseGangRefusal, type MemberOption } from "./choose-gang.js";
-import type { ModelClass } from "../catalog/schema.js";
+import type { ModelClass } from "../catalog/index.js";
 import { classRank, replicasItMayTake, type ModelStanding } from "./preemption-rules.js";
 import type { DemandProfile, HeldReplica, Placement, ReplicaDemand, Snapshot } from "./types.js";
 import { WorkingSnapshot, type CardGroup, type WorkingNode } from "./working-snapshot.js";

@@ -1,4 +1,4 @@
-import type { EngineName } from "../catalog/schema.js";
+import type { EngineName } from "../catalog/index.js";
 import type { KvLayout } from "../plan/kv-cache.js";
 import { bytesNeededPerCard, runtimeOverheadBytes, type EngineKind } from "../plan/memory.js";
 import type { ModelFacts } from "../plan/model-facts.js";

@@ -1,4 +1,4 @@
-import type { ResolvedProfile } from "../catalog/catalog-model.js";
+import type { ResolvedProfile } from "../catalog/index.js";
 import type { DemandProfile } from "./types.js";
 
 const GiB = 1024 ** 3;

@@ -1,4 +1,4 @@
-import type { ModelClass } from "../catalog/schema.js";
+import type { ModelClass } from "../catalog/index.js";
 import { placeReplicas } from "./place-replicas.js";
 import type { DemandProfile, Snapshot } from "./types.js";
 

@@ -1,4 +1,4 @@
-import type { ModelClass } from "../catalog/schema.js";
+import type { ModelClass } from "../catalog/index.js";
 
 /** Where a model stands now: its class, its minimum, and how many replicas it has. */
 export interface ModelStanding {

@@ -1,4 +1,4 @@
-import type { EngineName, ModelClass } from "../catalog/schema.js";
+import type { EngineName, ModelClass } from "../catalog/index.js";
 
 /**
  * The inputs and outputs of placement: what the reconciler hands in once per

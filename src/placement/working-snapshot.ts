@@ -1,4 +1,4 @@
-import type { EngineName } from "../catalog/schema.js";
+import type { EngineName } from "../catalog/index.js";
 import { cardMemoryForLlmgw } from "../fleet/card-memory.js";
 import type { HeldReplica, Snapshot, SnapshotNode } from "./types.js";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DomainError } from "../errors/index.js";
-import { describeIssues } from "../catalog/schema-errors.js";
+import { describeIssues } from "../catalog/index.js";
 
 /**
  * What the memory arithmetic needs to know about a model, read from its own

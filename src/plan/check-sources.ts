@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../catalog/schema.js";
+import type { ModelEntry } from "../catalog/index.js";
 import { DomainError, isDomainError } from "../errors/index.js";
 import { formatGiB } from "./format.js";
 import { readAdapter } from "./read-adapter.js";

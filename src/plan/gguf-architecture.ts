@@ -1,6 +1,6 @@
 import type { Architecture } from "./architecture.js";
 import { fieldMissing, slidingLayerCount } from "./architecture.js";
-import { ggmlTensorBytes, ggmlTypeById, ggufFileTypes } from "../catalog/ggml-types.js";
+import { ggmlTensorBytes, ggmlTypeById, ggufFileTypes } from "../catalog/index.js";
 
 /** GGUF metadata as @huggingface/gguf returns it: plain keys to values. */
 export type GgufMetadata = Readonly<Record<string, unknown>>;

@@ -7,7 +7,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Architecture } from "./architecture.js";
-import { ggmlTypes, type GgmlTypeName } from "../catalog/ggml-types.js";
+import { ggmlTypes, type GgmlTypeName } from "../catalog/index.js";
 import { safetensorsDtypeBytes, type SafetensorsTensor } from "./safetensors.js";
 import { tensorInventory, type InventoryTensor } from "./tensor-inventory.js";
 import { ggufTensorType, type GgufQuantization } from "./weights.js";

@@ -61,7 +61,7 @@ export {
   type GgufQuantization,
   type Quantization,
 } from "./weights.js";
-export { bitsPerWeight, ggmlTypes, ggufFileTypes, type GgmlTypeName } from "../catalog/ggml-types.js";
+export { bitsPerWeight, ggmlTypes, ggufFileTypes, type GgmlTypeName } from "../catalog/index.js";
 export { tensorInventory, type InventoryTensor, type TensorRole, type TensorSplit } from "./tensor-inventory.js";
 export { formatGiB, formatContext } from "./format.js";
 export { calibrationTable, calibrationRows, bf16Tolerance, ggufTolerance, type CalibrationEntry, type CalibrationRow } from "./calibration.js";

@@ -1,9 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { redactUrl } from "../catalog/redact.js";
-import type { ModelEntry } from "../catalog/schema.js";
-import { describeSource, parseWeightsSource, type WeightsSource } from "../catalog/weights-source.js";
+import { redactUrl, type ModelEntry, describeSource, parseWeightsSource, type WeightsSource } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { withUrlCredentials } from "../net/index.js";
 import { connectionFailure, connectionHint, fetchWithin } from "./model-files.js";

@@ -1,4 +1,4 @@
-import { redactUrl } from "../catalog/redact.js";
+import { redactUrl } from "../catalog/index.js";
 import { withUrlCredentials } from "../net/index.js";
 import { open, readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";

@@ -1,6 +1,6 @@
 import { gguf } from "@huggingface/gguf";
 import { resolve } from "node:path";
-import { redactUrl } from "../catalog/redact.js";
+import { redactUrl } from "../catalog/index.js";
 import { DomainError, isDomainError } from "../errors/index.js";
 import { withUrlCredentials } from "../net/index.js";
 import { ggufModelType } from "./gguf-architecture.js";

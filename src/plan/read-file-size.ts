@@ -1,6 +1,5 @@
 import { stat } from "node:fs/promises";
-import { redactUrl } from "../catalog/redact.js";
-import { parseWeightsSource, type SourceContext } from "../catalog/weights-source.js";
+import { redactUrl, parseWeightsSource, type SourceContext } from "../catalog/index.js";
 import { withUrlCredentials } from "../net/index.js";
 import { connectionFailure, defaultHubEndpoint, fetchWithin, sourceUnreadable, type HubOptions } from "./model-files.js";
 

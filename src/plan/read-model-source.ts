@@ -1,5 +1,4 @@
-import { redactUrl } from "../catalog/redact.js";
-import { parseWeightsSource, sourceGrammarHint, type SourceContext } from "../catalog/weights-source.js";
+import { redactUrl, parseWeightsSource, sourceGrammarHint, type SourceContext } from "../catalog/index.js";
 import { withUrlCredentials } from "../net/index.js";
 import { gguf, parseGgufShardFilename } from "@huggingface/gguf";
 import { DomainError, isDomainError } from "../errors/index.js";

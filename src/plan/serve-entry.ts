@@ -1,5 +1,4 @@
-import type { ModelClass, ModelEntry, ProfileInput } from "../catalog/schema.js";
-import { parseWeightsSource } from "../catalog/weights-source.js";
+import { type ModelClass, type ModelEntry, type ProfileInput, parseWeightsSource } from "../catalog/index.js";
 import type { Plan, PlanCandidate } from "./candidates.js";
 
 const GiB = 1024 ** 3;

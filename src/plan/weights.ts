@@ -1,5 +1,5 @@
 import type { Architecture } from "./architecture.js";
-import { ggmlTensorBytes, type GgmlTypeName } from "../catalog/ggml-types.js";
+import { ggmlTensorBytes, type GgmlTypeName } from "../catalog/index.js";
 import { inventoryParameters, isMatrix, tensorElements, tensorInventory, tensorRowLength, type InventoryTensor } from "./tensor-inventory.js";
 
 /** Quantisations GPU engines (vLLM) load from a 16-bit checkpoint. */

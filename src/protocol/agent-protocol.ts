@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { engineNames } from "../catalog/schema.js";
+import { engineNames } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { cardList, identifier, label, prose, protocolField, protocolVersion } from "./agent-fields.js";
 import { inventorySchema } from "./agent-inventory.js";

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { modelEntrySchema } from "../catalog/schema.js";
-import { keyMaxInFlightSchema } from "../catalog/server-limits.js";
+import { modelEntrySchema, keyMaxInFlightSchema } from "../catalog/index.js";
 
 /**
  * What `ctl export` writes and `ctl import` reads: the state an operator made

@@ -1,4 +1,4 @@
-import type { EngineName } from "../catalog/schema.js";
+import type { EngineName } from "../catalog/index.js";
 
 /**
  * The OpenAI-style routes beyond chat, completions and embeddings, and the

@@ -1,4 +1,4 @@
-import type { EngineName } from "../catalog/schema.js";
+import type { EngineName } from "../catalog/index.js";
 
 /** One engine flag whose value a change alters; null where the flag is absent (a flag without a value is ""). */
 export interface ArgumentChange {

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { comfyOutputs } from "../catalog/comfy-schema.js";
-import { engineNames } from "../catalog/schema.js";
+import { comfyOutputs, engineNames } from "../catalog/index.js";
 
 /**
  * The routing table: everything a gateway needs to answer /v1, and nothing it

@@ -1,6 +1,4 @@
-import type { Scaling } from "../catalog/catalog-model.js";
-import type { ComfySettings } from "../catalog/comfy-schema.js";
-import type { EngineName, ModelClass } from "../catalog/schema.js";
+import type { Scaling, ComfySettings, EngineName, ModelClass } from "../catalog/index.js";
 import type { ReplicaState } from "./agent-protocol.js";
 import type { PullNodeView, PullSkippedView, PullSourceView, PullView } from "./pull-views.js";
 

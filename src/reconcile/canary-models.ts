@@ -1,5 +1,4 @@
-import { resolveModel, type CatalogModel } from "../catalog/catalog-model.js";
-import { entryAtRevision } from "../catalog/entry-at-revision.js";
+import { resolveModel, type CatalogModel, entryAtRevision } from "../catalog/index.js";
 import type { CanaryRow } from "../store/canary-rows.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { ResolvedProfile } from "../catalog/catalog-model.js";
+import type { ResolvedProfile } from "../catalog/index.js";
 import type { Fleet } from "../fleet/pools.js";
 import { demandCardBytes } from "../placement/index.js";
 import { formatGiB } from "../plan/format.js";

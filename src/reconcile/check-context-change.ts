@@ -1,5 +1,4 @@
-import { resolveProfiles, type CatalogModel } from "../catalog/catalog-model.js";
-import type { ModelEntry } from "../catalog/schema.js";
+import { resolveProfiles, type CatalogModel, type ModelEntry } from "../catalog/index.js";
 import { DomainError, type ErrorDetail } from "../errors/index.js";
 import type { Fleet } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";

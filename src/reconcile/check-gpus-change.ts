@@ -1,6 +1,15 @@
-import { notMultiNode, resolveProfiles, type CatalogModel, type ResolvedProfile } from "../catalog/catalog-model.js";
-import { profilePosition } from "../catalog/profile-position.js";
-import { gpuOnlyEngines, maxNodesPerReplica, multiNodeEngines, singleCardEngines, type ModelEntry } from "../catalog/schema.js";
+import {
+  notMultiNode,
+  resolveProfiles,
+  type CatalogModel,
+  type ResolvedProfile,
+  profilePosition,
+  gpuOnlyEngines,
+  maxNodesPerReplica,
+  multiNodeEngines,
+  singleCardEngines,
+  type ModelEntry,
+} from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import type { Fleet } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";

@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { desiredModel } from "./desired-model.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";

@@ -1,5 +1,4 @@
-import { parseDuration } from "../catalog/duration.js";
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import { parseDuration, type CatalogModel } from "../catalog/index.js";
 import { demandBytesPerCard, demandProfile, type DemandProfile } from "../placement/index.js";
 import type { ModelStatusRow } from "../store/reconcile-rows.js";
 import type { ReconcilerFacts } from "./reconciler-ports.js";

@@ -1,11 +1,10 @@
-import type { ModelClass } from "../catalog/schema.js";
+import type { ModelClass, ReconcileSettings } from "../catalog/index.js";
 import type { ReplicaDemand, Snapshot } from "../placement/types.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { desiredCount, startingForDemand } from "./desired-count.js";
 import { placeReplicas, preemptionGate, victimsFor } from "./placement-functions.js";
 import { withoutGangProfiles, withoutGangStarts } from "./gang-guard.js";
 import type { ModelStanding } from "../placement/index.js";
-import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
 import { giveUpOrder, heldByPlacements, profilesForReplacement, promotingReplicas, promotions, restartOrder, surplusWithdrawal, worstPlaced, type PromotionCandidate } from "./profile-rank.js";
 

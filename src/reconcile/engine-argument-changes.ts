@@ -1,4 +1,4 @@
-import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
+import type { CatalogModel, ResolvedProfile } from "../catalog/index.js";
 import type { EngineLaunchInput } from "../engines/driver.js";
 import { driverFor } from "../engines/drivers/index.js";
 import type { ArgumentChange, ProfileArgumentChanges } from "../protocol/model-change-view.js";

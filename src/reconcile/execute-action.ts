@@ -1,4 +1,4 @@
-import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
+import type { ReconcileSettings } from "../catalog/index.js";
 import type { Store } from "../store/open-store.js";
 import { deleteReplicaIntent, emptyModelStatus, updateModelStatus, withdrawReplicaIntent, type ModelStatusRow } from "../store/reconcile-rows.js";
 import { backoffMs } from "./backoff.js";

@@ -1,4 +1,4 @@
-import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
+import type { CatalogModel, ResolvedProfile } from "../catalog/index.js";
 import type { Fleet } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { cardShortfall, profileCardGroups } from "./card-shortfall.js";

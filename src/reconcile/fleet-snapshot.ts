@@ -1,4 +1,4 @@
-import type { ModelClass } from "../catalog/schema.js";
+import type { ModelClass } from "../catalog/index.js";
 import type { Snapshot } from "../placement/types.js";
 import type { Observed } from "./types.js";
 

@@ -1,4 +1,4 @@
-import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
+import type { ReconcileSettings } from "../catalog/index.js";
 import type { Desired, Observed } from "./types.js";
 
 /**

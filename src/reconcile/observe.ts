@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import { demandProfile, snapshotCard } from "../placement/index.js";
 import type { NodeView } from "../protocol/views.js";
 import type { CanaryRow } from "../store/canary-rows.js";

@@ -1,5 +1,4 @@
-import type { ModelClass } from "../catalog/schema.js";
-import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
+import type { ModelClass, ReconcileSettings } from "../catalog/index.js";
 import type { Change } from "../protocol/dry-run.js";
 import { diff } from "./diff.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";

@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import type { NodeView } from "../protocol/views.js";
 

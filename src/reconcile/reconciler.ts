@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import type { ReconcileSettings } from "../catalog/reconcile-settings.js";
+import type { CatalogModel, ReconcileSettings } from "../catalog/index.js";
 import type { ReplicaViewState } from "../protocol/views.js";
 import type { Store } from "../store/open-store.js";
 import {

@@ -1,4 +1,4 @@
-import type { ModelClass } from "../catalog/schema.js";
+import type { ModelClass } from "../catalog/index.js";
 import type { DemandProfile, SnapshotNode } from "../placement/types.js";
 import type { NodeState, ReplicaViewState } from "../protocol/views.js";
 

@@ -3,7 +3,7 @@ import type { LogSettings } from "../log-output.js";
 import { installAccessControl } from "../api/access.js";
 import { installDryRun, type PreviewReplicas } from "../api/dry-run.js";
 import { answerFrameworkError, clientErrorAnswerer, installErrorHandling } from "../http/error-handler.js";
-import { defaultServerLimits, type ServerLimits } from "../catalog/server-limits.js";
+import { defaultServerLimits, type ServerLimits } from "../catalog/index.js";
 import { noReplicas, type ModelStatusSource, type ReplicaCountSource } from "../api/model-view.js";
 import { maxParamLength } from "../http/router-limits.js";
 import { registerAuditRoutes } from "../api/routes/audit.js";

@@ -1,5 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import { parseDuration } from "../catalog/duration.js";
+import { type CatalogModel, parseDuration } from "../catalog/index.js";
 import { poolingRunner, replicaServesMessages } from "../protocol/engine-routes.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
 

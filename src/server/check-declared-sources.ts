@@ -1,4 +1,4 @@
-import type { PlacedEntry } from "../catalog/build-catalog.js";
+import type { PlacedEntry } from "../catalog/index.js";
 import { isDomainError } from "../errors/index.js";
 import { checkSourcesAtDoor } from "../api/check-sources-at-door.js";
 import type { PlanSettings } from "../api/routes/plan.js";

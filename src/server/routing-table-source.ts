@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
-import { cacheRoutingOnWire, type CacheRoutingWeights } from "../catalog/cache-routing.js";
+import { cacheRoutingOnWire, type CacheRoutingWeights } from "../catalog/index.js";
 import type { RoutingTable } from "../protocol/routing-table.js";
 import { buildRoutingTable, loadingEtas, type PlacementForRouting, type ReplicaForRouting } from "./build-routing-table.js";
 import type { CatalogService } from "../services/catalog-service.js";

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides } from "../catalog/server-config.js";
+import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides, type CatalogModel } from "../catalog/index.js";
 import { DomainError, listenFailure } from "../errors/index.js";
 import { openStore, type Store } from "../store/open-store.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/index.js";
@@ -36,7 +36,6 @@ import { registerPullRoutes } from "../api/routes/pull.js";
 import { PullService } from "../services/pull-service.js";
 import { registerVersionRoutes } from "../api/routes/versions.js";
 import { VersionService } from "../services/version-service.js";
-import type { CatalogModel } from "../catalog/catalog-model.js";
 import { registerHeadroomRoutes } from "../api/routes/headroom.js";
 import { registerCardMemoryRoutes } from "../api/routes/card-memory.js";
 import { registerAdapterRoutes } from "../api/routes/adapters.js";

@@ -1,6 +1,4 @@
-import type { Actor } from "../catalog/actor.js";
-import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
-import type { ModelEntry } from "../catalog/schema.js";
+import type { Actor, CatalogModel, ResolvedProfile, ModelEntry } from "../catalog/index.js";
 import { flagValue, loadsAdaptersAtRuntime } from "../engines/runtime-adapters.js";
 import { vllmMaxLoraRank } from "../engines/drivers/vllm.js";
 import { DomainError, isDomainError } from "../errors/index.js";

@@ -1,7 +1,4 @@
-import type { Actor } from "../catalog/actor.js";
-import { resolveModel } from "../catalog/catalog-model.js";
-import { formatDuration } from "../catalog/duration.js";
-import { entryAtRevision, revisionedRepo } from "../catalog/entry-at-revision.js";
+import { type Actor, resolveModel, formatDuration, entryAtRevision, revisionedRepo } from "../catalog/index.js";
 import { DomainError, DeclaredInFile } from "../errors/index.js";
 import type { ArmCounts, ArmName, ArmView, CanaryState, CanaryView } from "../protocol/canary-views.js";
 import type { ReplicaView } from "../protocol/views.js";

@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import { holdsCards } from "../fleet/replica-life.js";
 import type { CardBytes } from "../placement/index.js";
 import type { CardMemoryAnswer, PlannedMemoryView } from "../protocol/console.js";

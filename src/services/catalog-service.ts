@@ -1,10 +1,15 @@
 import type { Kysely } from "kysely";
-import { buildCatalog, type Catalog, type PlacedEntry } from "../catalog/build-catalog.js";
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import type { Actor } from "../catalog/actor.js";
-import type { ModelClass, ModelEntry } from "../catalog/schema.js";
+import {
+  buildCatalog,
+  type Catalog,
+  type PlacedEntry,
+  type CatalogModel,
+  type Actor,
+  type ModelClass,
+  type ModelEntry,
+  profilePosition,
+} from "../catalog/index.js";
 import { DomainError, DeclaredInFile, ModelNotFound } from "../errors/index.js";
-import { profilePosition } from "../catalog/profile-position.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import { deleteModelEntry, insertModelEntry, listModelEntries, readCatalogRevision, replaceModelEntry } from "../store/model-rows.js";
 import type { Store } from "../store/open-store.js";

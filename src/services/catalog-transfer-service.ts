@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { isDeepStrictEqual } from "node:util";
-import type { Actor } from "../catalog/actor.js";
-import type { ModelEntry } from "../catalog/schema.js";
+import type { Actor, ModelEntry } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
 import { DomainError, type ErrorDetail } from "../errors/index.js";
 import { catalogExportVersion, type CatalogExport, type CatalogImportResult, type ExportedKey, type ExportedToken } from "../protocol/catalog-export.js";

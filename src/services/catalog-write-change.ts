@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../catalog/schema.js";
+import type { ModelEntry } from "../catalog/index.js";
 import type { Change } from "../protocol/dry-run.js";
 
 const shown = (value: unknown) => {

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { redactStrings, type Audience } from "../catalog/redact.js";
+import { redactStrings, type Audience } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import type { StreamChange, StreamTopic } from "../protocol/console.js";
 import type { EventView } from "../protocol/views.js";

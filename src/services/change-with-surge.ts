@@ -1,7 +1,5 @@
 import type { Kysely } from "kysely";
-import type { Actor } from "../catalog/actor.js";
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import type { ModelEntry } from "../catalog/schema.js";
+import type { Actor, CatalogModel, ModelEntry } from "../catalog/index.js";
 import type { Database } from "../store/schema.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";

@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";

@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import { fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { fitsNowhere } from "../reconcile/fits-nowhere.js";

@@ -1,8 +1,7 @@
-import { profilePosition } from "../catalog/profile-position.js";
+import { profilePosition, resolveSecretEnv, resolveModel, type CatalogModel, type ResolvedProfile, entryAtRevision } from "../catalog/index.js";
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
-import { resolveSecretEnv } from "../catalog/secret-env.js";
 import { replicaIdSchema, type HeartbeatResponse, type JoinResponse, type ReplicaProgress, type ReplicaSpec, type ReplicaStatus } from "../protocol/agent-protocol.js";
 import { newToken, ControlSecrets } from "../auth/index.js";
 import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
@@ -33,8 +32,6 @@ import { deleteReplicaIntent, insertReplicaIntent, listNodeControls, listReplica
 import { loadAdapterOnAgent, replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, unloadAdapterOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
 import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState, type NodeControl, type ReplicaIntentView } from "./fleet-views.js";
-import { resolveModel, type CatalogModel, type ResolvedProfile } from "../catalog/catalog-model.js";
-import { entryAtRevision } from "../catalog/entry-at-revision.js";
 import { findCanary } from "../store/canary-rows.js";
 import { checkNode, demandProfile, snapshotCard, type Snapshot } from "../placement/index.js";
 import { heldReplica } from "./held-replica.js";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Actor } from "../catalog/actor.js";
+import { type Actor, parseMoment } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
 import { DomainError, didYouMean } from "../errors/index.js";
 import type { GatewayKeyCreated, GatewayKeyView } from "../protocol/gateway-views.js";
@@ -10,7 +10,6 @@ import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.js";
 import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { CatalogService } from "./catalog-service.js";
-import { parseMoment } from "../catalog/parse-moment.js";
 
 export interface NewGatewayKey {
   readonly name: string;

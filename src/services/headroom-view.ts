@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import { headroom, type DemandProfile } from "../placement/index.js";
 import type { HeadroomView } from "../protocol/console.js";
 import type { NodeView, ReplicaView } from "../protocol/views.js";

@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import { demandProfile, type HeldReplica } from "../placement/index.js";
 
 /**

@@ -1,8 +1,5 @@
-import { profilePosition } from "../catalog/profile-position.js";
+import { profilePosition, describeActor, type Actor, resolveModel, type CatalogModel, type ResolvedProfile, type ModelEntry } from "../catalog/index.js";
 import { isDeepStrictEqual } from "node:util";
-import { describeActor, type Actor } from "../catalog/actor.js";
-import { resolveModel, type CatalogModel, type ResolvedProfile } from "../catalog/catalog-model.js";
-import type { ModelEntry } from "../catalog/schema.js";
 import { DomainError, isDomainError, DeclaredInFile } from "../errors/index.js";
 import { fleetFromNodes, type Fleet, type InventoryNode } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";

@@ -1,4 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
+import type { CatalogModel } from "../catalog/index.js";
 import { isDomainError } from "../errors/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { demandCardBytes, type CardBytes, type DemandProfile } from "../placement/index.js";

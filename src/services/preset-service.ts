@@ -1,7 +1,4 @@
-import type { Actor } from "../catalog/actor.js";
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import type { Preset } from "../catalog/presets/preset-schema.js";
-import type { ModelEntry } from "../catalog/schema.js";
+import type { Actor, CatalogModel, Preset, ModelEntry } from "../catalog/index.js";
 import { DomainError, didYouMean } from "../errors/index.js";
 import { entryFromMirror, type MirrorManifest } from "../plan/mirror-manifest.js";
 import type { ModelFacts } from "../plan/model-facts.js";

@@ -1,5 +1,4 @@
-import { resolveModel, type ResolvedProfile } from "../catalog/catalog-model.js";
-import type { Preset } from "../catalog/presets/preset-schema.js";
+import { resolveModel, type ResolvedProfile, type Preset } from "../catalog/index.js";
 import { demandBytesPerCard, demandProfile, placeReplicas, type Snapshot } from "../placement/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import type { NodeLlamaCppView, PresetCpuView, PresetProfileView, PresetView } from "../protocol/views.js";

@@ -1,6 +1,4 @@
-import type { CatalogModel, ResolvedProfile } from "../catalog/catalog-model.js";
-import { redactUrl } from "../catalog/redact.js";
-import { sourceForAgents } from "../catalog/weights-source.js";
+import { type CatalogModel, type ResolvedProfile, redactUrl, sourceForAgents } from "../catalog/index.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import { DomainError } from "../errors/index.js";
 import { hostingProfiles, type DemandProfile } from "../placement/index.js";

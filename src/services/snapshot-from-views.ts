@@ -1,5 +1,4 @@
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import { engineNames, type EngineName } from "../catalog/schema.js";
+import { type CatalogModel, engineNames, type EngineName } from "../catalog/index.js";
 import { holdsCards } from "../fleet/replica-life.js";
 import { snapshotCard, type Snapshot } from "../placement/index.js";
 import type { NodeView, ReplicaView } from "../protocol/views.js";

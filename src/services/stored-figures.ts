@@ -1,4 +1,4 @@
-import { redactUrl } from "../catalog/redact.js";
+import { redactUrl } from "../catalog/index.js";
 import { DomainError, isDomainError } from "../errors/index.js";
 import type { StoredFiguresView } from "../protocol/model-change-view.js";
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import type { Actor } from "../catalog/actor.js";
+import type { Actor } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
 import { DomainError } from "../errors/index.js";
 import { insertAuditEvent } from "../store/audit-rows.js";

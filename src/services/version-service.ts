@@ -1,7 +1,4 @@
-import type { Actor } from "../catalog/actor.js";
-import type { CatalogModel } from "../catalog/catalog-model.js";
-import { entryAtRevision, revisionedRepo } from "../catalog/entry-at-revision.js";
-import type { ModelEntry } from "../catalog/schema.js";
+import { type Actor, type CatalogModel, entryAtRevision, revisionedRepo, type ModelEntry } from "../catalog/index.js";
 import { DomainError, isDomainError } from "../errors/index.js";
 import { checkEntrySources, defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
 import type { ReadModelSourceOptions } from "../plan/read-model-source.js";

@@ -12,7 +12,7 @@ import {
   type ReplicaState,
   type ReplicaStatus,
 } from "../protocol/agent-protocol.js";
-import { engineNames } from "../catalog/schema.js";
+import { engineNames } from "../catalog/index.js";
 import type { Database } from "./schema.js";
 
 /**

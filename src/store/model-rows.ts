@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { ModelEntry } from "../catalog/schema.js";
+import type { ModelEntry } from "../catalog/index.js";
 import type { Database } from "./schema.js";
 
 /** Runtime-added models. Entries are written only after the whole catalog validated, so they are read back as trusted. */

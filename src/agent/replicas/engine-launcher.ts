@@ -1,7 +1,7 @@
 import { distributedLaunch } from "./distributed-launch.js";
 import { randomBytes } from "node:crypto";
 import { appendFile, mkdir } from "node:fs/promises";
-import { redactArgs } from "../../catalog/redact.js";
+import { redactArgs } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { writePrivateFile } from "../../files/index.js";
 import type { ReplicaSpec } from "../../protocol/agent-protocol.js";

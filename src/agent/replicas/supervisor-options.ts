@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { EngineName } from "../../catalog/schema.js";
+import type { EngineName } from "../../catalog/index.js";
 import type { EngineDriver } from "../../engines/driver.js";
 import type { EnginePaths } from "../inventory.js";
 import type { ComfyuiSetup } from "../prepare-comfyui.js";

@@ -5,7 +5,7 @@ import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { request, type Dispatcher } from "undici";
-import { redactUrl } from "../../catalog/redact.js";
+import { redactUrl } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { checksumFromHeaders } from "../weights-source.js";
 import type { FetchWeightsOptions, RemoteFile } from "./fetch-options.js";

@@ -1,7 +1,6 @@
 import { listFiles } from "@huggingface/hub";
-import { redactUrl } from "../../catalog/redact.js";
+import { redactUrl, type WeightsSource } from "../../catalog/index.js";
 import { selectHubFiles } from "../weights-source.js";
-import { type WeightsSource } from "../../catalog/weights-source.js";
 import type { FetchWeightsOptions, RemoteFile } from "./fetch-options.js";
 import { maxListedFiles } from "./list-http-folder.js";
 import { unavailable } from "./remote-requests.js";

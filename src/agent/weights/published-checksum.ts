@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { pipeline } from "node:stream/promises";
 import { request } from "undici";
-import { redactUrl } from "../../catalog/redact.js";
+import { redactUrl } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { checksumSuffix, sha256FromChecksumFile } from "../weights-source.js";
 import type { FetchWeightsOptions, RemoteFile } from "./fetch-options.js";

@@ -1,9 +1,8 @@
 import { mkdir, stat, statfs } from "node:fs/promises";
 import path from "node:path";
-import { redactUrl } from "../../catalog/redact.js";
+import { redactUrl, parseWeightsSource } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { cacheLocation } from "../weights-source.js";
-import { parseWeightsSource } from "../../catalog/weights-source.js";
 import type { RemoteFile } from "./fetch-options.js";
 import { unavailable } from "./remote-requests.js";
 

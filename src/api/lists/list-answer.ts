@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { redactStrings, type Audience } from "../../catalog/redact.js";
+import { redactStrings, type Audience } from "../../catalog/index.js";
 import { isPaged, pageOf, type PageQuery } from "./list-query.js";
 
 /**

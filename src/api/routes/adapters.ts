@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { adapterSchema } from "../../catalog/schema.js";
+import { adapterSchema } from "../../catalog/index.js";
 import { flagSchema, isSet } from "../../protocol/logs-query.js";
 import type { AdapterService } from "../../services/adapter-service.js";
 import { requireActor } from "../access.js";

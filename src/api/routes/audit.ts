@@ -3,7 +3,7 @@ import { z } from "zod";
 import { listAuditEvents } from "../../store/audit-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { parseQuery } from "../parse-body.js";
-import { redactAuditValue } from "../../catalog/redact.js";
+import { redactAuditValue } from "../../catalog/index.js";
 import { decodeIdCursor, encodeIdCursor, isPaged, pageQueryShape } from "../lists/list-query.js";
 import { maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 

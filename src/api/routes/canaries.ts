@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { parseDuration } from "../../catalog/duration.js";
+import { parseDuration } from "../../catalog/index.js";
 import { armCountsReportSchema, type ArmSlotReport } from "../../protocol/arm-counts-feed.js";
 import type { CanaryService } from "../../services/canary-service.js";
 import { requireActor } from "../access.js";

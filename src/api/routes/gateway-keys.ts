@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { keyMaxInFlightSchema } from "../../catalog/server-limits.js";
+import { keyMaxInFlightSchema } from "../../catalog/index.js";
 import type { GatewayKeyState } from "../../protocol/gateway-views.js";
 import type { GatewayKeyService } from "../../services/gateway-key-service.js";
 import { tokenNameSchema } from "../../services/token-service.js";

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { modelEntrySchema, profileSchema } from "../../catalog/schema.js";
+import { modelEntrySchema, profileSchema } from "../../catalog/index.js";
 import type { ModelChangeService } from "../../services/model-change-service.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";

@@ -1,15 +1,22 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { DomainError } from "../../errors/index.js";
-import { engineNames, modelClasses, modelEntrySchema, profileSchema, scalingSchema } from "../../catalog/schema.js";
+import {
+  engineNames,
+  modelClasses,
+  modelEntrySchema,
+  profileSchema,
+  scalingSchema,
+  redactStrings,
+  type Audience,
+  checkSecretEnv,
+} from "../../catalog/index.js";
 import { catalogEdits, type CatalogEdit, type CatalogService } from "../../services/catalog-service.js";
 import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";
 import { catalogWriteChange } from "../../services/catalog-write-change.js";
 import { dryRunAnswer } from "../../protocol/dry-run.js";
 import { requireActor } from "../access.js";
 import { modelView, noModelStatus, type ModelStatusSource, type ReplicaCountSource } from "../model-view.js";
-import { redactStrings, type Audience } from "../../catalog/redact.js";
-import { checkSecretEnv } from "../../catalog/secret-env.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
 import type { PlanSettings } from "./plan.js";

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { modelNameSchema } from "../../catalog/schema.js";
-import { shippedPresets } from "../../catalog/presets/shipped-presets.js";
+import { modelNameSchema, shippedPresets } from "../../catalog/index.js";
 import { readFileSize } from "../../plan/read-file-size.js";
 import { defaultSourceCheckTimeoutMs } from "../../plan/check-sources.js";
 import { readMirrorManifest } from "../../plan/mirror-manifest.js";

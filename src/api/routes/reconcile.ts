@@ -10,7 +10,7 @@ import type { RestartService } from "../../services/restart-service.js";
 import { listEvents, readLease, type EventFilter } from "../../store/reconcile-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { requireActor } from "../access.js";
-import { describeActor } from "../../catalog/actor.js";
+import { describeActor } from "../../catalog/index.js";
 import { flagSchema, isSet } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { decodeIdCursor, encodeIdCursor, isPaged, pageQueryShape } from "../lists/list-query.js";

@@ -4,7 +4,7 @@ import type { UsageAnswer } from "../../protocol/gateway-views.js";
 import type { Store } from "../../store/open-store.js";
 import { sumUsage } from "../../store/usage-rows.js";
 import { usageMinute } from "../../protocol/gateway-keys-feed.js";
-import { parseMoment } from "../../catalog/parse-moment.js";
+import { parseMoment } from "../../catalog/index.js";
 import { parseQuery } from "../parse-body.js";
 import { matchesText, pageQueryShape } from "../lists/list-query.js";
 import { sendItems } from "../lists/list-answer.js";

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { modelEntrySchema } from "../../catalog/schema.js";
-import { parseWeightsSource } from "../../catalog/weights-source.js";
+import { modelEntrySchema, parseWeightsSource } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import type { VersionService } from "../../services/version-service.js";
 import { requireActor } from "../access.js";

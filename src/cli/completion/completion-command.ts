@@ -29,7 +29,7 @@ export function registerCompletionCommands(program: Command): void {
     .description("print a shell completion script for llmgw (bash: source <(llmgw completion bash); fish: llmgw completion fish | source)")
     .addArgument(new Argument("<shell>", "the shell the script is for").choices(completionShells))
     .action(async (shell: CompletionShell) => {
-      const { shippedPresets } = await import("../../catalog/presets/shipped-presets.js");
+      const { shippedPresets } = await import("../../catalog/index.js");
       process.stdout.write(completionScript(shell, completionSpec(program), { presets: shippedPresets().map((preset) => preset.name) }));
     });
   program

@@ -1,6 +1,6 @@
 import { admin } from "../../client/admin-calls.js";
 import { InvalidArgumentError, type Command } from "commander";
-import { parseDuration } from "../../catalog/duration-text.js";
+import { parseDuration } from "../../catalog/light.js";
 import { DomainError } from "../../errors/index.js";
 import type { AdapterChangeView, AdaptersView } from "../../protocol/adapter-views.js";
 import { print, printJson, renderTable } from "../output.js";

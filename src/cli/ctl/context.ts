@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import { defaultDataDir, defaultListen } from "../../catalog/server-defaults.js";
+import { defaultDataDir, defaultListen } from "../../catalog/light.js";
 import { adminTokenFileName } from "../../server/admin-token-file.js";
 import { ApiClient } from "../../client/api-client.js";
 

@@ -1,5 +1,4 @@
-import { parseWithSchema } from "../../catalog/schema-errors.js";
-import { parseYamlSource } from "../../catalog/yaml-source.js";
+import { parseWithSchema, parseYamlSource } from "../../catalog/index.js";
 import { catalogExportSchema, type CatalogExport } from "../../protocol/catalog-export.js";
 
 /** Reads an export file, refusing bad YAML or a bad value with its file, line and column, and the fix. */

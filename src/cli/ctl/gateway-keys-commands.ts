@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import type { GatewayKeyView } from "../../protocol/gateway-views.js";
 import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
-import { mostRequestsPerKey } from "../../catalog/limit-bounds.js";
+import { mostRequestsPerKey } from "../../catalog/light.js";
 import { apiClient, ctlOptions } from "./context.js";
 
 const shortTime = (iso: string | null) => (iso === null ? "-" : iso.replace("T", " ").replace(/(:\d{2})?\.\d+Z$/, "Z"));

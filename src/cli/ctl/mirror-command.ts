@@ -36,7 +36,7 @@ export function registerMirrorCommands(ctl: Command): void {
       // readers or the agent's file selection to do it.
       const [{ presetSources, pullToMirror }, { shippedPresets }, { mirrorKey }, { defaultHubEndpoint }] = await Promise.all([
         import("./mirror-pull.js"),
-        import("../../catalog/presets/shipped-presets.js"),
+        import("../../catalog/index.js"),
         import("../../plan/mirror-manifest.js"),
         import("../../plan/model-files.js"),
       ]);

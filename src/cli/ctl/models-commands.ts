@@ -4,7 +4,7 @@ import path from "node:path";
 import { Command } from "commander";
 import type { ModelView } from "../../protocol/views.js";
 import { comfyuiNodesNote } from "./comfyui-nodes-note.js";
-import { modelClasses } from "../../catalog/names.js";
+import { modelClasses, parseDuration } from "../../catalog/light.js";
 import { DomainError } from "../../errors/index.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
@@ -15,7 +15,6 @@ import { registerPlanCommand } from "./plan-command.js";
 import { addPreset } from "./presets-commands.js";
 import { waitForModel } from "./wait-for-model.js";
 import { addModel, describeSourcesChecked, keepUnplaceableHelp, noSourceCheckHelp } from "./add-model.js";
-import { parseDuration } from "../../catalog/duration-text.js";
 
 
 /** Prints a changed model as it is now in force (not an echo of the request), or the API's JSON. */
@@ -112,7 +111,7 @@ export function registerModelsCommands(ctl: Command): void {
       }
       // Checked here too, so a mistake is reported with its line and column in the file.
       // Loaded when run: the YAML parser and the schema would slow every other ctl call's start.
-      const { parseModelFile } = await import("../../catalog/model-file.js");
+      const { parseModelFile } = await import("../../catalog/index.js");
       const entry = parseModelFile(text, path.basename(options.file));
       const client = apiClient(ctlOptions(command));
       const added = await addModel(client, entry, { sourceCheck: options.sourceCheck, keepUnplaceable: options.keepUnplaceable === true });

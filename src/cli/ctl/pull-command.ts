@@ -1,7 +1,7 @@
 import { admin } from "../../client/admin-calls.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import { parseDuration } from "../../catalog/duration-text.js";
+import { parseDuration } from "../../catalog/light.js";
 import { DomainError } from "../../errors/index.js";
 import type { PullView } from "../../protocol/pull-views.js";
 import { print, printJson } from "../output.js";

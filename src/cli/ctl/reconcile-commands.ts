@@ -1,6 +1,6 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
-import { parseDuration } from "../../catalog/duration-text.js";
+import { parseDuration } from "../../catalog/light.js";
 import type { EventView } from "../../protocol/views.js";
 import { print, printJson } from "../output.js";
 import { duration, wholeNumber } from "../parse-option.js";

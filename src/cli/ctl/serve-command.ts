@@ -1,8 +1,7 @@
 import { admin } from "../../client/admin-calls.js";
 import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
-import { parseDuration } from "../../catalog/duration-text.js";
-import { modelClasses, type ModelClass } from "../../catalog/names.js";
+import { parseDuration, modelClasses, type ModelClass } from "../../catalog/light.js";
 import { DomainError } from "../../errors/index.js";
 import { formatContext, formatGiB } from "../../plan/format.js";
 import type { Plan, PlanCandidate } from "../../plan/index.js";
@@ -65,8 +64,8 @@ export function registerServeCommand(ctl: Command): void {
         import("../../plan/index.js"),
         import("../../plan/serve-entry.js"),
         import("yaml"),
-        import("../../catalog/presets/comfy-preset-for-source.js"),
-        import("../../catalog/presets/shipped-presets.js"),
+        import("../../catalog/index.js"),
+        import("../../catalog/index.js"),
       ]);
       const comfyPreset = comfyPresetForSource(source, shippedPresets());
       if (comfyPreset) {

@@ -1,6 +1,6 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
-import { parseDuration } from "../../catalog/duration-text.js";
+import { parseDuration } from "../../catalog/light.js";
 import type { RolloutView } from "../../protocol/version-views.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration } from "../parse-option.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { externalSchema } from "../../catalog/schema.js";
+import type { externalSchema } from "../../catalog/index.js";
 import { ExternalKeyMissing } from "../../errors/index.js";
 
 export type ExternalModelConfig = z.infer<typeof externalSchema>;

@@ -1,4 +1,4 @@
-import type { EngineName } from "../../catalog/schema.js";
+import type { EngineName } from "../../catalog/index.js";
 import { EngineArgumentsInvalid } from "../../errors/index.js";
 import { comfyuiModelNameVariable } from "../drivers/comfyui.js";
 

@@ -1,4 +1,4 @@
-import type { EngineName } from "../../catalog/schema.js";
+import type { EngineName } from "../../catalog/index.js";
 import { startSimEngine, type SimEngineHandle } from "./sim-engine.js";
 
 /**

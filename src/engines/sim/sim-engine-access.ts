@@ -1,4 +1,4 @@
-import type { EngineName } from "../../catalog/schema.js";
+import type { EngineName } from "../../catalog/index.js";
 import { splitArguments } from "./parse-engine-argv.js";
 
 /** The variable each engine reads its API key from, as the real engines do; SGLang and trtllm-serve have none. */

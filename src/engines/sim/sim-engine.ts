@@ -1,5 +1,4 @@
-import { describeIssues } from "../../catalog/schema-errors.js";
-import type { EngineName } from "../../catalog/schema.js";
+import { describeIssues, type EngineName } from "../../catalog/index.js";
 import { vllmRuntimeLoraVariable } from "../runtime-adapters.js";
 import { parseEngineArgv, type SimEngineArguments } from "./parse-engine-argv.js";
 import { simEngineAccess } from "./sim-engine-access.js";

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { EngineName } from "../../catalog/schema.js";
+import type { EngineName } from "../../catalog/index.js";
 import { engineServes } from "../../protocol/engine-routes.js";
 import { postWithBody } from "../openai-server/body-route.js";
 import { chatCompletionRequestSchema, completionRequestSchema, responsesRequestSchema } from "../openai-server/openai-request-schemas.js";

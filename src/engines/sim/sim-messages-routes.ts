@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { EngineName } from "../../catalog/schema.js";
+import { type EngineName, describeIssues } from "../../catalog/index.js";
 import { z } from "zod";
-import { describeIssues } from "../../catalog/schema-errors.js";
 import { chatCompletionRequestSchema } from "../openai-server/openai-request-schemas.js";
 import { approximateTokenCount, type SimAnswerRequest } from "./sim-text.js";
 import { simulatedChoices, type SimChoice } from "./sim-choices.js";

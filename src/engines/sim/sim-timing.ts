@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { gpuClassInfo, unknownClassBandwidthGBps } from "../../fleet/gpu-classes.js";
 import { EngineArgumentsInvalid } from "../../errors/index.js";
-import type { EngineName } from "../../catalog/schema.js";
+import type { EngineName } from "../../catalog/index.js";
 
 /** How fast the simulated engine answers, before LLMGW_SIM_SPEED divides its delays. */
 export interface SimTiming {

@@ -1,4 +1,4 @@
-import { splitInputPath, type ComfyInputName } from "../../catalog/comfy-schema.js";
+import { splitInputPath, type ComfyInputName } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import type { RoutingComfy } from "../../protocol/routing-table.js";
 

@@ -1,4 +1,4 @@
-import { comfyTask } from "../../catalog/comfy-schema.js";
+import { comfyTask } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import type { RoutingModel } from "../../protocol/routing-table.js";
 

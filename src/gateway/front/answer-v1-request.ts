@@ -13,7 +13,7 @@ import { TranslatingResponse } from "../translate/translating-response.js";
 import { anthropicErrorsOnly } from "../translate/anthropic-messages/messages-translator.js";
 import { anthropicModel, anthropicModelList } from "../translate/anthropic-messages/anthropic-models.js";
 import { comfyRouteFor } from "../comfy/comfy-route.js";
-import { defaultServerLimits, formatBytes } from "../../catalog/server-limits.js";
+import { defaultServerLimits, formatBytes } from "../../catalog/index.js";
 
 /** What the 404 for any other /v1 path names: everything this gateway serves there, in the table's order. */
 const servedRoutes = `GET /v1/models, /v1/models/MODEL and POST ${[...v1PostRoutes.keys(), "/v1/images/generations", "/v1/llmgw/comfy/MODEL"].join(", ")}`;

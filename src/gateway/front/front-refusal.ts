@@ -1,6 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import { DomainError } from "../../errors/index.js";
-import { formatBytes } from "../../catalog/server-limits.js";
+import { formatBytes } from "../../catalog/index.js";
 import { statusForCode } from "../../protocol/http-status.js";
 import { softwareVersion, versionHeader } from "../../protocol/api-version.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";

@@ -6,7 +6,7 @@ import { readFrontRequest, type FrontRequest } from "./front-request-head.js";
 import { FrontResponse, type FrontResponseOwner } from "./front-response.js";
 import { requestIdFrom } from "./request-id-from.js";
 import { headTooLargeAnswer, requestTimeoutAnswer } from "./front-refusal.js";
-import type { ServerLimits } from "../../catalog/server-limits.js";
+import type { ServerLimits } from "../../catalog/index.js";
 
 export interface GatewayFrontOptions {
   readonly gateway: Gateway;

@@ -5,7 +5,7 @@ import { answerV1Request } from "./answer-v1-request.js";
 import type { Gateway } from "../request/gateway.js";
 import type { GatewayLog } from "../wire/gateway-exchange.js";
 import { GatewayFront } from "./gateway-front.js";
-import { defaultServerLimits, type ServerLimits } from "../../catalog/server-limits.js";
+import { defaultServerLimits, type ServerLimits } from "../../catalog/index.js";
 
 /** Node checks its connections' head and request deadlines this often at most (its own default is 30 s). */
 const maxCheckingIntervalMs = 30_000;

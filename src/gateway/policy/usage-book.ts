@@ -1,5 +1,5 @@
 import type { UsageIncrement } from "../../protocol/gateway-keys-feed.js";
-import type { UsageSync } from "../../catalog/schema.js";
+import type { UsageSync } from "../../catalog/index.js";
 import { UsageJournal } from "./usage-journal.js";
 import { UsageLedger, type UsageCount } from "./usage-ledger.js";
 

@@ -1,6 +1,6 @@
 import { mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, close, fdatasync, write, writeSync } from "node:fs";
 import path from "node:path";
-import type { UsageSync } from "../../catalog/schema.js";
+import type { UsageSync } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 
 /** One request's usage as the journal keeps it until the store has it. */

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { LogSettings } from "../../log-output.js";
-import { parseListen } from "../../catalog/server-config.js";
+import { parseListen, defaultServerLimits, type ServerLimits } from "../../catalog/index.js";
 import { listenFailure } from "../../errors/index.js";
 import { clientErrorAnswerer } from "../../http/error-handler.js";
 import { Gateway } from "../request/gateway.js";
@@ -15,7 +15,6 @@ import { reportSeriesOverHttp } from "../metrics/report-series-over-http.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import type { PrimaryChannel } from "../policy/ipc-shared-limits.js";
 import type { TlsFiles } from "../../net/index.js";
-import { defaultServerLimits, type ServerLimits } from "../../catalog/server-limits.js";
 import { softwareVersion } from "../../protocol/api-version.js";
 
 export interface StandaloneGatewayOptions {

@@ -12,7 +12,7 @@ import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { SeriesSteps } from "../metrics/series-steps.js";
 import { GatewayRefusal, type GatewayCaller, type GatewayPolicy } from "../policy/gateway-policy.js";
 import { KeySlots } from "../policy/key-slots.js";
-import { defaultServerLimits } from "../../catalog/server-limits.js";
+import { defaultServerLimits } from "../../catalog/index.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
 import { writeOpenAIError } from "../wire/write-openai-error.js";
 import { prefixText, type GatewayBody } from "./prompt-text.js";

@@ -1,5 +1,5 @@
 import type { RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
-import { cacheRoutingFromWire } from "../../catalog/cache-routing.js";
+import { cacheRoutingFromWire } from "../../catalog/index.js";
 import { prefixText, type GatewayBody } from "../request/prompt-text.js";
 import type { CacheKnowledge } from "./choose-replica.js";
 import { EngineCacheUse } from "./engine-cache-use.js";

@@ -1,7 +1,7 @@
 import type { RoutingReplica } from "../../protocol/routing-table.js";
-import type { CacheRoutingWeights } from "../../catalog/cache-routing.js";
+import type { CacheRoutingWeights } from "../../catalog/index.js";
 
-export { defaultCacheRoutingWeights, type CacheRoutingWeights } from "../../catalog/cache-routing.js";
+export { defaultCacheRoutingWeights, type CacheRoutingWeights } from "../../catalog/index.js";
 
 export interface ScoreInput {
   /** Ready candidates, already filtered (ejection, canary arm). */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hashToken, newToken } from "../../auth/index.js";
-import { parseWithSchema } from "../../catalog/schema-errors.js";
+import { parseWithSchema } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { joinRequestSchema, protocolVersion, type JoinResponse } from "../../protocol/agent-protocol.js";
 import { findNode, insertJoinToken, joinTokenExists, upsertNode, type StoredNode } from "../../store/fleet-rows.js";
