@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { DomainError } from "../errors/index.js";
 import { describeIssues, parseListen } from "../catalog/index.js";
 import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
-import { nodeNameSchema } from "../protocol/agent-protocol.js";
+import { nodeNameSchema } from "../protocol/index.js";
 import type { TlsFiles } from "../net/index.js";
 import type { DriverLookup } from "./engine-drivers.js";
 import type { EnginePaths } from "./inventory.js";

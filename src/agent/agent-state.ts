@@ -3,7 +3,7 @@ import { z } from "zod";
 import { writePrivateFile } from "../files/index.js";
 import { DomainError } from "../errors/index.js";
 import { describeIssues } from "../catalog/index.js";
-import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/agent-protocol.js";
+import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/index.js";
 
 /**
  * What a restarted agent needs to adopt its engines and rejoin without a new

@@ -4,12 +4,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { httpsServerFactory, type CertificateLog, type TlsFiles } from "../net/index.js";
 import Fastify, { type FastifyInstance } from "fastify";
 import { z } from "zod";
-import { flagSchema, isSet, logsQuerySchema } from "../protocol/logs-query.js";
-import { bearerToken, hashToken, sameSecret } from "../auth/index.js";
-import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
-import { parseWithSchema } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
 import {
+  flagSchema,
+  isSet,
+  logsQuerySchema,
   protocolRefusal,
   protocolVersion,
   replicaIdSchema,
@@ -18,7 +16,11 @@ import {
   startFetchRequestSchema,
   startReplicaRequestSchema,
   terminalReplicaStates,
-} from "../protocol/agent-protocol.js";
+} from "../protocol/index.js";
+import { bearerToken, hashToken, sameSecret } from "../auth/index.js";
+import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
+import { parseWithSchema } from "../catalog/index.js";
+import { DomainError } from "../errors/index.js";
 import { maxParamLength } from "../http/router-limits.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { engineNames } from "../catalog/index.js";
-import { replicaIdSchema } from "../protocol/agent-protocol.js";
+import { replicaIdSchema } from "../protocol/index.js";
 
 /**
  * What the agent writes into every engine's environment so that it can find

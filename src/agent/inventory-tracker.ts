@@ -1,4 +1,4 @@
-import type { Inventory } from "../protocol/agent-protocol.js";
+import type { Inventory } from "../protocol/index.js";
 import { withSimulatedUse, type SimulatedReplicaUse } from "./simulated-card-use.js";
 
 /** Reads the node's inventory; `lastKnownGpus` is what to keep for cards a failing nvidia-smi cannot read. */

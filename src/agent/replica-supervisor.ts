@@ -3,7 +3,7 @@ import { DomainError, isDomainError } from "../errors/index.js";
 import type { PersistedReplica } from "./agent-state.js";
 import { isPortFree, isProcessAlive, probeHealth } from "./engine-process.js";
 import type { MarkedProcess } from "./find-marked-processes.js";
-import type { ReplicaSpec, ReplicaState, ReplicaStatus } from "../protocol/agent-protocol.js";
+import type { ReplicaSpec, ReplicaState, ReplicaStatus } from "../protocol/index.js";
 import { rotateLogIfLarge } from "./replica-log.js";
 import { changeEngineAdapter, type AdapterChange } from "./replicas/adapter-change.js";
 import { EngineLauncher } from "./replicas/engine-launcher.js";

@@ -2,8 +2,8 @@ import { isRetryableStatus, certificateFailure } from "../net/index.js";
 import { request, type Dispatcher } from "undici";
 import type { z } from "zod";
 import { DomainError } from "../errors/index.js";
-import { readErrorBody } from "../protocol/error-body.js";
 import {
+  readErrorBody,
   agentPaths,
   heartbeatResponseSchema,
   joinResponseSchema,
@@ -15,7 +15,7 @@ import {
   type JoinRequest,
   type JoinResponse,
   type ServerIdentity,
-} from "../protocol/agent-protocol.js";
+} from "../protocol/index.js";
 
 /** The server's own words, when it answered with an error body: its code, message and what to do. */
 interface ServerWords {

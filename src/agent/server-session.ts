@@ -1,7 +1,15 @@
 import type { Logger } from "pino";
 import { DomainError } from "../errors/index.js";
 import { hashToken } from "../auth/index.js";
-import { protocolVersion, type HeartbeatRequest, type HeartbeatResponse, type JoinRequest, type JoinResponse, type ReplicaStatus, type ServerIdentity } from "../protocol/agent-protocol.js";
+import {
+  protocolVersion,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type JoinRequest,
+  type JoinResponse,
+  type ReplicaStatus,
+  type ServerIdentity,
+} from "../protocol/index.js";
 import { otherServerError, type NodeCredential } from "./server-credential.js";
 import type { PersistedReplica } from "./agent-state.js";
 import type { InventoryTracker } from "./inventory-tracker.js";

@@ -1,4 +1,4 @@
-import type { GpuInventory, ReplicaState } from "../protocol/agent-protocol.js";
+import type { GpuInventory, ReplicaState } from "../protocol/index.js";
 
 /** What of a replica the pretend cards need to say how much memory they hold. */
 export interface SimulatedReplicaUse {

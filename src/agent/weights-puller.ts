@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { redactUrl, parseWeightsSource } from "../catalog/index.js";
 import { isDomainError } from "../errors/index.js";
-import { maxFetchesListed, type FetchStatus } from "../protocol/agent-protocol.js";
+import { maxFetchesListed, type FetchStatus } from "../protocol/index.js";
 import { fetchWeights } from "./weights-fetcher.js";
 import type { FetchProgress } from "./weights/fetch-options.js";
 import { cachedWeights } from "./weights/weights-cache.js";

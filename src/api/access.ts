@@ -4,7 +4,16 @@ import { findTokenByHash, type TokenRole } from "../store/token-rows.js";
 import type { Store } from "../store/open-store.js";
 import { type Actor, redactStrings, type Audience } from "../catalog/index.js";
 import { bearerToken, hashToken } from "../auth/index.js";
-import { apiHeader, formatApiRange, negotiateApiVersion, parseApiRange, serverApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
+import {
+  apiHeader,
+  formatApiRange,
+  negotiateApiVersion,
+  parseApiRange,
+  serverApiRange,
+  softwareVersion,
+  userHeader,
+  versionHeader,
+} from "../protocol/index.js";
 
 /**
  * Who may call a route: `public` (health), `read` (any admin-API token),

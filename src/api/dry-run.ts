@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { DomainError } from "../errors/index.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
-import { dryRunParameter, dryRunQuerySchema, type Change } from "../protocol/dry-run.js";
+import { dryRunParameter, dryRunQuerySchema, type Change } from "../protocol/index.js";
 import { parseQuery } from "./parse-body.js";
 
 declare module "fastify" {

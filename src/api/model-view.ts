@@ -1,5 +1,5 @@
 import { type CatalogModel, redactEntry, redactProfile, type Audience, type ResolvedProfile } from "../catalog/index.js";
-import type { FailureStatus, ModelState, ModelView, PlacementStatus, ProfileView, ReplicaCounts } from "../protocol/views.js";
+import type { FailureStatus, ModelState, ModelView, PlacementStatus, ProfileView, ReplicaCounts } from "../protocol/index.js";
 
 /** Where the model views get their replica counts; the fleet supplies it once nodes exist. */
 export type ReplicaCountSource = () => Promise<ReadonlyMap<string, ReplicaCounts>>;

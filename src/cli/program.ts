@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { softwareVersion } from "../protocol/api-version.js";
+import { softwareVersion } from "../protocol/light.js";
 import { registerCtlOptions } from "./ctl/context.js";
 import { registerAuditCommand } from "./ctl/audit-command.js";
 import { registerModelsCommands } from "./ctl/models-commands.js";

@@ -1,6 +1,6 @@
 import { Option, type Command } from "commander";
 import { defaultDataDir, defaultListen } from "../catalog/light.js";
-import { softwareVersion } from "../protocol/api-version.js";
+import { softwareVersion } from "../protocol/light.js";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { adminTokenFileName, dataDirOption } from "../server/admin-token-file.js";

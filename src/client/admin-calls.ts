@@ -9,15 +9,35 @@
  *
  * Type imports only: nothing here loads at run time but the route table.
  */
-import type { AdapterChangeView, AdaptersView } from "../protocol/adapter-views.js";
-import type { CanaryView } from "../protocol/canary-views.js";
-import type { CatalogExport, CatalogImportResult } from "../protocol/catalog-export.js";
-import type { CardMemoryAnswer, HeadroomView, SeriesView, SessionView } from "../protocol/console.js";
-import type { GatewayKeyCreated, GatewayKeyView, UsageAnswer } from "../protocol/gateway-views.js";
-import type { ModelChangeView } from "../protocol/model-change-view.js";
-import type { PullView } from "../protocol/pull-views.js";
-import type { HistoryView, OriginView, RolloutView, UpdateCheckView } from "../protocol/version-views.js";
-import type { AddedModelView, AuditEventView, CreatedTokenView, EventView, ModelView, NodeView, PresetView, ReplicaView, TokenView } from "../protocol/views.js";
+import type {
+  AdapterChangeView,
+  AdaptersView,
+  CanaryView,
+  CatalogExport,
+  CatalogImportResult,
+  CardMemoryAnswer,
+  HeadroomView,
+  SeriesView,
+  SessionView,
+  GatewayKeyCreated,
+  GatewayKeyView,
+  UsageAnswer,
+  ModelChangeView,
+  PullView,
+  HistoryView,
+  OriginView,
+  RolloutView,
+  UpdateCheckView,
+  AddedModelView,
+  AuditEventView,
+  CreatedTokenView,
+  EventView,
+  ModelView,
+  NodeView,
+  PresetView,
+  ReplicaView,
+  TokenView,
+} from "../protocol/index.js";
 import { adminPath, type AdminMethod, type AdminQuery, type AdminRouteName, adminRoutes } from "./admin-routes.js";
 
 /** One request to the admin API; `Answer` is what a successful answer's JSON body holds. */

@@ -2,8 +2,8 @@ import { userInfo } from "node:os";
 import type { Dispatcher } from "undici";
 import { readAll, type AdminCall, type AdminTransport } from "./admin-calls.js";
 import type { AdminMethod } from "./admin-routes.js";
-import { apiHeader, clientApiRange, formatApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/api-version.js";
-import type { DryRunAnswer } from "../protocol/dry-run.js";
+import { apiHeader, clientApiRange, formatApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/light.js";
+import type { DryRunAnswer } from "../protocol/index.js";
 
 /**
  * Thrown by the API client when a dry run's change request was answered: the
@@ -103,7 +103,7 @@ export class ApiClient implements AdminTransport {
     if (response.status >= 400) throw await errorFromAnswer(response.status, text);
     const answer: unknown = text.length > 0 ? JSON.parse(text) : undefined;
     if (dryRun) {
-      const { dryRunAnswerSchema } = await import("../protocol/dry-run.js");
+      const { dryRunAnswerSchema } = await import("../protocol/index.js");
       const parsed = dryRunAnswerSchema.safeParse(answer);
       if (!parsed.success) {
         throw new RemoteError("internal", `${method} ${path} was sent as a dry run, and the server answered something else`, "Upgrade the server to one that knows ?dry_run; nothing is known of what changed, so check with `llmgw ctl audit`.");
@@ -179,7 +179,7 @@ export class ApiClient implements AdminTransport {
 /** The server's error body read back into a RemoteError; a body that is not ours still says what came back. */
 async function errorFromAnswer(status: number, text: string): Promise<RemoteError> {
   // Loaded on an error only: its schema library is the slowest part of a ctl call's start.
-  const { readErrorBody } = await import("../protocol/error-body.js");
+  const { readErrorBody } = await import("../protocol/index.js");
   const body = readErrorBody(text);
   if (body) return new RemoteError(body.code ?? "internal", body.message, body.hint ?? "", body.details, status);
   return new RemoteError("internal", `the server answered HTTP ${status}: ${text.slice(0, 300)}`, "Check the server's log.", [], status);

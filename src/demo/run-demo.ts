@@ -10,7 +10,7 @@ import { llmgwCommand } from "../package-root.js";
 import { admin } from "../client/admin-calls.js";
 import { ApiClient } from "../client/api-client.js";
 import { startServer, type RunningServer } from "../server/start-server.js";
-import type { NodeView, ReplicaView } from "../protocol/views.js";
+import type { NodeView, ReplicaView } from "../protocol/index.js";
 import { demoNodes, demoPresets } from "./demo-catalog.js";
 import { startHubServer, type HubServer } from "../hub/index.js";
 import { writePresetCheckpoints } from "./preset-checkpoints.js";

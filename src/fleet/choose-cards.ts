@@ -1,4 +1,4 @@
-import type { GpuInventory } from "../protocol/agent-protocol.js";
+import type { GpuInventory } from "../protocol/index.js";
 
 /**
  * The cards a hand-started replica gets when the request names none: the

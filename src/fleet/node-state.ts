@@ -7,7 +7,7 @@
  *             nodes lost (and their replicas gone) for its own downtime
  *   lost      silent past the deadline, outside the settling window
  */
-import type { NodeState } from "../protocol/views.js";
+import type { NodeState } from "../protocol/index.js";
 export type { NodeState };
 
 export interface NodeStateInput {

@@ -1,4 +1,4 @@
-import type { ReplicaViewState } from "../protocol/views.js";
+import type { ReplicaViewState } from "../protocol/index.js";
 
 /**
  * Where a replica is in its life, the one definition every rule reads:

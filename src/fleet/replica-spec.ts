@@ -1,5 +1,5 @@
 import { type CatalogModel, type ResolvedProfile, redactUrl, maskSecretEnv, resolveSecretEnv, sourceForAgents } from "../catalog/index.js";
-import type { ReplicaSpec } from "../protocol/agent-protocol.js";
+import type { ReplicaSpec } from "../protocol/index.js";
 
 export interface ReplicaSpecInput {
   readonly id: string;

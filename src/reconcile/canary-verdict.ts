@@ -1,4 +1,4 @@
-import type { ArmCounts } from "../protocol/canary-views.js";
+import type { ArmCounts } from "../protocol/index.js";
 
 export interface CanaryGate {
   readonly maxErrorRate: number | null;

@@ -1,7 +1,7 @@
 import type { CatalogModel, ResolvedProfile } from "../catalog/index.js";
 import type { EngineLaunchInput } from "../engines/driver.js";
 import { driverFor } from "../engines/drivers/index.js";
-import type { ArgumentChange, ProfileArgumentChanges } from "../protocol/model-change-view.js";
+import type { ArgumentChange, ProfileArgumentChanges } from "../protocol/index.js";
 
 /**
  * The launch input a replica of `profile` would get, with placeholders where

@@ -5,7 +5,7 @@ import { backoffMs } from "./backoff.js";
 import { failureMessage } from "./failure-message.js";
 import type { ReconcilerFleet } from "./reconciler-ports.js";
 import type { Action } from "./types.js";
-import type { EventKind } from "../protocol/event-kinds.js";
+import type { EventKind } from "../protocol/index.js";
 
 /** What carrying out an action needs: the store, the settings, the fleet, and the reconciler's in-memory marks. */
 export interface ActionContext {

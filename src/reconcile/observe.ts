@@ -1,6 +1,6 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { demandProfile, snapshotCard } from "../placement/index.js";
-import type { NodeView } from "../protocol/views.js";
+import type { NodeView } from "../protocol/index.js";
 import type { CanaryRow } from "../store/canary-rows.js";
 import type { StoredReplica } from "../store/fleet-rows.js";
 import type { ModelStatusRow, ReplicaIntentRow } from "../store/reconcile-rows.js";

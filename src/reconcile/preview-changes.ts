@@ -1,5 +1,5 @@
 import type { ModelClass, ReconcileSettings } from "../catalog/index.js";
-import type { Change } from "../protocol/dry-run.js";
+import type { Change } from "../protocol/index.js";
 import { diff } from "./diff.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
 

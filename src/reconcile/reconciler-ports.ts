@@ -1,6 +1,6 @@
 import type { CatalogModel } from "../catalog/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
-import type { NodeView } from "../protocol/views.js";
+import type { NodeView } from "../protocol/index.js";
 
 /** What the reconciler needs of the fleet: the views, and starts and stops through the agents. */
 export interface ReconcilerFleet {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { CatalogModel, ReconcileSettings } from "../catalog/index.js";
-import type { ReplicaViewState } from "../protocol/views.js";
+import type { ReplicaViewState, Change, EventKind } from "../protocol/index.js";
 import type { Store } from "../store/open-store.js";
 import {
   deleteReplicaIntent,
@@ -19,13 +19,11 @@ import { demandCardBytes, demandProfile } from "../placement/index.js";
 import { canaryModels } from "./canary-models.js";
 import type { Desired, Observed } from "./types.js";
 import type { CanaryRow } from "../store/canary-rows.js";
-import type { Change } from "../protocol/dry-run.js";
 import { previewChanges } from "./preview-changes.js";
 import { engineArgv } from "./engine-argument-changes.js";
 import { desiredModel } from "./desired-model.js";
 import { executeAction, type ActionContext } from "./execute-action.js";
 import type { ReconcilerCatalog, ReconcilerFacts, ReconcilerFleet, ReconcilerLog } from "./reconciler-ports.js";
-import type { EventKind } from "../protocol/event-kinds.js";
 import { observe, type Observation } from "./observe.js";
 import { readFleetState, turn } from "./read-fleet-state.js";
 import { startSimulation } from "./start-simulation.js";

@@ -1,6 +1,6 @@
 import type { ModelClass } from "../catalog/index.js";
 import type { DemandProfile, SnapshotNode } from "../placement/types.js";
-import type { NodeState, ReplicaViewState } from "../protocol/views.js";
+import type { NodeState, ReplicaViewState } from "../protocol/index.js";
 
 /** A catalog model as the reconciler wants it, with what it remembers of it. */
 export interface DesiredModel {

@@ -1,6 +1,5 @@
 import { type CatalogModel, parseDuration } from "../catalog/index.js";
-import { poolingRunner, replicaServesMessages } from "../protocol/engine-routes.js";
-import type { RoutingModel, RoutingReplica, RoutingTable } from "../protocol/routing-table.js";
+import { poolingRunner, replicaServesMessages, type RoutingModel, type RoutingReplica, type RoutingTable } from "../protocol/index.js";
 
 /** How long a request waits for a first ready replica when the model does not say: long enough for a GPU engine to load. */
 export const defaultQueueTimeoutMs = 120_000;

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { cacheRoutingOnWire, type CacheRoutingWeights } from "../catalog/index.js";
-import type { RoutingTable } from "../protocol/routing-table.js";
+import type { RoutingTable } from "../protocol/index.js";
 import { buildRoutingTable, loadingEtas, type PlacementForRouting, type ReplicaForRouting } from "./build-routing-table.js";
 import type { CatalogService } from "../services/catalog-service.js";
 import type { FleetService } from "../services/fleet-service.js";

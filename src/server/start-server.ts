@@ -18,7 +18,7 @@ import { RoutingTableSource } from "./routing-table-source.js";
 import { canaryWeights, startCanaries } from "./start-canaries.js";
 import pino from "pino";
 import type { LogSettings } from "../log-output.js";
-import { agentPaths } from "../protocol/agent-protocol.js";
+import { agentPaths } from "../protocol/index.js";
 import { Reconciler } from "../reconcile/reconciler.js";
 import type { ReconcilerLog } from "../reconcile/reconciler-ports.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";

@@ -5,15 +5,20 @@ import { DomainError, isDomainError } from "../errors/index.js";
 import { adapterRefusal, readAdapter, type AdapterBase, type AdapterFacts } from "../plan/read-adapter.js";
 import { defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
 import { readModelSource, type ReadModelSourceOptions } from "../plan/read-model-source.js";
-import type { AdapterChangeView, AdaptersView } from "../protocol/adapter-views.js";
-import type { ReplicaSpec } from "../protocol/agent-protocol.js";
-import type { ReplicaView } from "../protocol/views.js";
+import {
+  type AdapterChangeView,
+  type AdaptersView,
+  type ReplicaSpec,
+  type ReplicaView,
+  dryRunAnswer,
+  type Change,
+  type DryRunAnswer,
+} from "../protocol/index.js";
 import type { Store } from "../store/open-store.js";
 import type { CatalogService } from "./catalog-service.js";
 import { recordModelEvent } from "./record-model-event.js";
 import { actorText, changeWithSurge, previewWithSurge, type RequestRestart, type SurgePreview } from "./change-with-surge.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
-import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { FleetService } from "./fleet-service.js";
 
 export interface NewAdapter {

@@ -10,8 +10,8 @@ import {
   type FetchStatus,
   type ReplicaSpec,
   type ReplicaStatus,
-} from "../protocol/agent-protocol.js";
-import { readErrorBody } from "../protocol/error-body.js";
+  readErrorBody,
+} from "../protocol/index.js";
 import { errorCodes, type ErrorCode, DomainError } from "../errors/index.js";
 import { certificateFailure } from "../net/index.js";
 

@@ -1,7 +1,16 @@
 import { type Actor, resolveModel, formatDuration, entryAtRevision, revisionedRepo } from "../catalog/index.js";
 import { DomainError, DeclaredInFile } from "../errors/index.js";
-import type { ArmCounts, ArmName, ArmView, CanaryState, CanaryView } from "../protocol/canary-views.js";
-import type { ReplicaView } from "../protocol/views.js";
+import {
+  type ArmCounts,
+  type ArmName,
+  type ArmView,
+  type CanaryState,
+  type CanaryView,
+  type ReplicaView,
+  dryRunAnswer,
+  type Change,
+  type DryRunAnswer,
+} from "../protocol/index.js";
 import { canaryVerdict } from "../reconcile/canary-verdict.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import { insertVersionChange } from "../store/version-rows.js";
@@ -10,7 +19,6 @@ import type { Store } from "../store/open-store.js";
 import { insertEvents, updateModelStatus } from "../store/reconcile-rows.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
-import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
 
 export interface CanaryStart {

@@ -1,8 +1,7 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { holdsCards } from "../fleet/replica-life.js";
 import type { CardBytes } from "../placement/index.js";
-import type { CardMemoryAnswer, PlannedMemoryView } from "../protocol/console.js";
-import type { NodeView, ReplicaView } from "../protocol/views.js";
+import type { CardMemoryAnswer, PlannedMemoryView, NodeView, ReplicaView } from "../protocol/index.js";
 import type { CatalogService } from "./catalog-service.js";
 
 export interface CardMemoryParts {

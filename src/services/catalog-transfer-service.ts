@@ -4,8 +4,16 @@ import { isDeepStrictEqual } from "node:util";
 import type { Actor, ModelEntry } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
 import { DomainError, type ErrorDetail } from "../errors/index.js";
-import { catalogExportVersion, type CatalogExport, type CatalogImportResult, type ExportedKey, type ExportedToken } from "../protocol/catalog-export.js";
-import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
+import {
+  catalogExportVersion,
+  type CatalogExport,
+  type CatalogImportResult,
+  type ExportedKey,
+  type ExportedToken,
+  dryRunAnswer,
+  type Change,
+  type DryRunAnswer,
+} from "../protocol/index.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import { insertGatewayKey, listGatewayKeys, type GatewayKeyRow } from "../store/gateway-key-rows.js";
 import { insertModelEntry, listModelEntries } from "../store/model-rows.js";

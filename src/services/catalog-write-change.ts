@@ -1,5 +1,5 @@
 import type { ModelEntry } from "../catalog/index.js";
-import type { Change } from "../protocol/dry-run.js";
+import type { Change } from "../protocol/index.js";
 
 const shown = (value: unknown) => {
   const text = value === undefined ? "(none)" : JSON.stringify(value);

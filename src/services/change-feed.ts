@@ -1,8 +1,7 @@
 import type { Kysely } from "kysely";
 import { redactStrings, type Audience } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
-import type { StreamChange, StreamTopic } from "../protocol/console.js";
-import type { EventView } from "../protocol/views.js";
+import type { StreamChange, StreamTopic, EventView } from "../protocol/index.js";
 import { readChangeSignatures, type ChangeSignatures } from "../store/change-signatures.js";
 import { listEvents } from "../store/reconcile-rows.js";
 import type { Database } from "../store/schema.js";

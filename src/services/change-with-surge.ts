@@ -3,7 +3,7 @@ import type { Actor, CatalogModel, ModelEntry } from "../catalog/index.js";
 import type { Database } from "../store/schema.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
-import type { Change } from "../protocol/dry-run.js";
+import type { Change } from "../protocol/index.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
 
 /** The reconciler's surge restart, as the services that change a served model need it. */

@@ -2,9 +2,18 @@ import { profilePosition, resolveSecretEnv, resolveModel, type CatalogModel, typ
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { z } from "zod";
-import { replicaIdSchema, type HeartbeatResponse, type JoinResponse, type ReplicaProgress, type ReplicaSpec, type ReplicaStatus } from "../protocol/agent-protocol.js";
+import {
+  replicaIdSchema,
+  type HeartbeatResponse,
+  type JoinResponse,
+  type ReplicaProgress,
+  type ReplicaSpec,
+  type ReplicaStatus,
+  type NodeView,
+  type ReplicaCounts,
+  type ReplicaView,
+} from "../protocol/index.js";
 import { newToken, ControlSecrets } from "../auth/index.js";
-import type { NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
 import { DomainError } from "../errors/index.js";
 import { chooseCards } from "../fleet/choose-cards.js";
 import type { NodeState } from "../fleet/node-state.js";

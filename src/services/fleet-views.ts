@@ -1,6 +1,6 @@
 import { countsTowardModel, holdsCards } from "../fleet/replica-life.js";
 import { builtinBuildFor } from "../engines/llama/llama-build.js";
-import type { NodeState, NodeView, ReplicaCounts, ReplicaView } from "../protocol/views.js";
+import type { NodeState, NodeView, ReplicaCounts, ReplicaView } from "../protocol/index.js";
 import type { StoredNode, StoredReplica } from "../store/fleet-rows.js";
 
 /**

@@ -2,13 +2,12 @@ import { randomUUID } from "node:crypto";
 import { type Actor, parseMoment } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
 import { DomainError, didYouMean } from "../errors/index.js";
-import type { GatewayKeyCreated, GatewayKeyView } from "../protocol/gateway-views.js";
+import { type GatewayKeyCreated, type GatewayKeyView, dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";
 import { insertAuditEvent } from "../store/audit-rows.js";
 import { insertGatewayKey, listGatewayKeys, revokeGatewayKey, type GatewayKeyRow } from "../store/gateway-key-rows.js";
 import type { Store } from "../store/open-store.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.js";
-import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 import type { CatalogService } from "./catalog-service.js";
 
 export interface NewGatewayKey {

@@ -1,7 +1,6 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { headroom, type DemandProfile } from "../placement/index.js";
-import type { HeadroomView } from "../protocol/console.js";
-import type { NodeView, ReplicaView } from "../protocol/views.js";
+import type { HeadroomView, NodeView, ReplicaView } from "../protocol/index.js";
 import type { CatalogService } from "./catalog-service.js";
 import { snapshotFromViews } from "./snapshot-from-views.js";
 

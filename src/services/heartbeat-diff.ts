@@ -1,4 +1,4 @@
-import type { ReplicaStatus } from "../protocol/agent-protocol.js";
+import type { ReplicaStatus } from "../protocol/index.js";
 import { holdsCards } from "../fleet/replica-life.js";
 import type { ReplicaWrite, StoredReplica } from "../store/fleet-rows.js";
 

@@ -3,7 +3,15 @@ import { isDeepStrictEqual } from "node:util";
 import { DomainError, isDomainError, DeclaredInFile } from "../errors/index.js";
 import { fleetFromNodes, type Fleet, type InventoryNode } from "../fleet/pools.js";
 import type { ModelFacts } from "../plan/model-facts.js";
-import type { ModelChangeSettings, ModelChangeView, StoredFiguresView } from "../protocol/model-change-view.js";
+import {
+  type ModelChangeSettings,
+  type ModelChangeView,
+  type StoredFiguresView,
+  dryRunAnswer,
+  type Change,
+  type DryRunAnswer,
+  type EventKind,
+} from "../protocol/index.js";
 import { checkContextChange } from "../reconcile/check-context-change.js";
 import { checkGpusChange } from "../reconcile/check-gpus-change.js";
 import { engineArgumentChanges } from "../reconcile/engine-argument-changes.js";
@@ -15,8 +23,6 @@ import type { Store } from "../store/open-store.js";
 import { insertEvents } from "../store/reconcile-rows.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
-import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
-import type { EventKind } from "../protocol/event-kinds.js";
 
 export interface ModelChangeParts {
   readonly store: Store;

@@ -1,5 +1,4 @@
-import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
-import type { NodeView } from "../protocol/views.js";
+import { dryRunAnswer, type Change, type DryRunAnswer, type NodeView } from "../protocol/index.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
 import type { Store } from "../store/open-store.js";
 import { insertEvents, setNodeControl } from "../store/reconcile-rows.js";

@@ -2,7 +2,7 @@ import type { Actor, CatalogModel, Preset, ModelEntry } from "../catalog/index.j
 import { DomainError, didYouMean } from "../errors/index.js";
 import { entryFromMirror, type MirrorManifest } from "../plan/mirror-manifest.js";
 import type { ModelFacts } from "../plan/model-facts.js";
-import type { NodeView, PresetView, ReplicaView } from "../protocol/views.js";
+import type { NodeView, PresetView, ReplicaView } from "../protocol/index.js";
 import type { CatalogPreview, CatalogService } from "./catalog-service.js";
 import { plannerReads, presetView, type SourceFacts } from "./preset-view.js";
 import { snapshotFromViews } from "./snapshot-from-views.js";

@@ -1,7 +1,7 @@
 import { resolveModel, type ResolvedProfile, type Preset } from "../catalog/index.js";
 import { demandBytesPerCard, demandProfile, placeReplicas, type Snapshot } from "../placement/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
-import type { NodeLlamaCppView, PresetCpuView, PresetProfileView, PresetView } from "../protocol/views.js";
+import type { NodeLlamaCppView, PresetCpuView, PresetProfileView, PresetView } from "../protocol/index.js";
 
 /**
  * Whether the planner reads this profile's source: ComfyUI's is a workflow

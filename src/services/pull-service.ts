@@ -1,10 +1,17 @@
 import { type CatalogModel, type ResolvedProfile, redactUrl, sourceForAgents } from "../catalog/index.js";
-import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
+import {
+  dryRunAnswer,
+  type Change,
+  type DryRunAnswer,
+  type FetchStatus,
+  type PullNodeView,
+  type PullSkippedView,
+  type PullSourceView,
+  type PullView,
+  type NodeView,
+} from "../protocol/index.js";
 import { DomainError } from "../errors/index.js";
 import { hostingProfiles, type DemandProfile } from "../placement/index.js";
-import type { FetchStatus } from "../protocol/agent-protocol.js";
-import type { PullNodeView, PullSkippedView, PullSourceView, PullView } from "../protocol/pull-views.js";
-import type { NodeView } from "../protocol/views.js";
 import { fetchesOnAgent, startFetchOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
 import type { FleetService } from "./fleet-service.js";

@@ -1,6 +1,6 @@
 import type { Store } from "../store/open-store.js";
 import { insertEvents } from "../store/reconcile-rows.js";
-import type { EventKind } from "../protocol/event-kinds.js";
+import type { EventKind } from "../protocol/index.js";
 
 /** An operator's change to a model, in the events beside what the reconciler does about it. */
 export async function recordModelEvent(store: Store, model: string, kind: EventKind, message: string): Promise<void> {

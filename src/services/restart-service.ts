@@ -1,7 +1,7 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { checkRestartRoom } from "../reconcile/check-restart-room.js";
-import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/dry-run.js";
+import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/index.js";
 import { observe, replacedByRestart, type Observation } from "../reconcile/observe.js";
 import { readFleetState, type FleetStateSources } from "../reconcile/read-fleet-state.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";

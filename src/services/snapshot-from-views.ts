@@ -1,7 +1,7 @@
 import { type CatalogModel, engineNames, type EngineName } from "../catalog/index.js";
 import { holdsCards } from "../fleet/replica-life.js";
 import { snapshotCard, type Snapshot } from "../placement/index.js";
-import type { NodeView, ReplicaView } from "../protocol/views.js";
+import type { NodeView, ReplicaView } from "../protocol/index.js";
 import { heldReplica } from "./held-replica.js";
 
 /**

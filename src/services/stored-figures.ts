@@ -1,6 +1,6 @@
 import { redactUrl } from "../catalog/index.js";
 import { DomainError, isDomainError } from "../errors/index.js";
-import type { StoredFiguresView } from "../protocol/model-change-view.js";
+import type { StoredFiguresView } from "../protocol/index.js";
 
 /** What a change says of the kept figures it was checked against: nothing when every file was read now. */
 export function storedFiguresNote(stored: readonly StoredFiguresView[]): string {

@@ -7,7 +7,7 @@ import { insertAuditEvent } from "../store/audit-rows.js";
 import type { Store } from "../store/open-store.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.js";
-import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
+import { dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";
 import { deleteTokenByName, insertToken, listTokens, type TokenListing, type TokenRole } from "../store/token-rows.js";
 
 export const tokenNameSchema = z

@@ -3,14 +3,13 @@ import { DomainError, isDomainError } from "../errors/index.js";
 import { checkEntrySources, defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
 import type { ReadModelSourceOptions } from "../plan/read-model-source.js";
 import { resolveHubRevision } from "../plan/resolve-hub-revision.js";
-import type { HistoryView, OriginView, RolloutView, UpdateCheckView } from "../protocol/version-views.js";
+import { type HistoryView, type OriginView, type RolloutView, type UpdateCheckView, dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";
 import type { Store } from "../store/open-store.js";
 import { deleteVersionChange, insertVersionChange, listVersionChanges, type VersionChangeKind } from "../store/version-rows.js";
 import type { CatalogService } from "./catalog-service.js";
 import { recordModelEvent } from "./record-model-event.js";
 import { actorText, changeWithSurge, previewWithSurge, type RequestRestart, type SurgePreview } from "./change-with-surge.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
-import { dryRunAnswer, type DryRunAnswer } from "../protocol/dry-run.js";
 
 /** A commit id as the hub writes it, whole or cut to 7+ characters; anything else is a branch or tag. */
 const commitPattern = /^[0-9a-f]{7,64}$/;

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { ArmSlotReport } from "../protocol/arm-counts-feed.js";
+import type { ArmSlotReport } from "../protocol/index.js";
 import type { Database } from "./schema.js";
 
 /** How long reported counts are kept: a gate window longer than that reads what is kept. */

@@ -11,7 +11,7 @@ import {
   type ReplicaSpec,
   type ReplicaState,
   type ReplicaStatus,
-} from "../protocol/agent-protocol.js";
+} from "../protocol/index.js";
 import { engineNames } from "../catalog/index.js";
 import type { Database } from "./schema.js";
 

@@ -1,4 +1,4 @@
-import type { GatewayKey } from "../protocol/gateway-keys-feed.js";
+import type { GatewayKey } from "../protocol/index.js";
 import type { Kysely } from "kysely";
 import { z } from "zod";
 import type { Database } from "./schema.js";

@@ -1,7 +1,7 @@
 import type { Insertable, Kysely, Selectable } from "kysely";
 import type { Database } from "./schema.js";
 import { likePattern } from "./like-pattern.js";
-import type { EventKind } from "../protocol/event-kinds.js";
+import type { EventKind } from "../protocol/index.js";
 
 export type ReplicaIntentRow = Selectable<Database["replica_intents"]>;
 export type NewReplicaIntent = Insertable<Database["replica_intents"]>;

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "./schema.js";
-import { usageRow, type UsageIncrement } from "../protocol/gateway-keys-feed.js";
+import { usageRow, type UsageIncrement } from "../protocol/index.js";
 
 export interface UsageTotal {
   readonly key: string;

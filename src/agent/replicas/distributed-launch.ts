@@ -1,5 +1,5 @@
 import type { DistributedLaunch } from "../../engines/driver.js";
-import type { DistributedSpec } from "../../protocol/agent-protocol.js";
+import type { DistributedSpec } from "../../protocol/index.js";
 
 /**
  * A member's place in a replica over several nodes, from the server's spec

@@ -1,6 +1,6 @@
 import type { EngineDriver, EngineLaunch } from "../../engines/driver.js";
 import { DomainError } from "../../errors/index.js";
-import type { ReplicaSpec } from "../../protocol/agent-protocol.js";
+import type { ReplicaSpec } from "../../protocol/index.js";
 import { markerVariables } from "../engine-marker.js";
 import { findProgram } from "../inventory.js";
 import type { ReplicaSupervisorOptions } from "./supervisor-options.js";

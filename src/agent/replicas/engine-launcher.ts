@@ -4,7 +4,7 @@ import { appendFile, mkdir } from "node:fs/promises";
 import { redactArgs } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { writePrivateFile } from "../../files/index.js";
-import type { ReplicaSpec } from "../../protocol/agent-protocol.js";
+import type { ReplicaSpec } from "../../protocol/index.js";
 import type { PersistedReplica } from "../agent-state.js";
 import { markerEnvironment, type EngineMarker } from "../engine-marker.js";
 import { findEnginePort, isPortFree, isProcessAlive, processStartTicks, spawnEngine } from "../engine-process.js";

@@ -1,4 +1,4 @@
-import { replicaSpecSchema, type ReplicaState } from "../../protocol/agent-protocol.js";
+import { replicaSpecSchema, type ReplicaState } from "../../protocol/index.js";
 import type { PersistedReplica } from "../agent-state.js";
 import { isProcessAlive, probeHealth } from "../engine-process.js";
 import type { MarkedProcess } from "../find-marked-processes.js";

@@ -1,6 +1,5 @@
 import type { PersistedReplica } from "../agent-state.js";
-import type { ReplicaProgress, ReplicaSpec, ReplicaState, ReplicaStatus } from "../../protocol/agent-protocol.js";
-import { terminalReplicaStates } from "../../protocol/agent-protocol.js";
+import { type ReplicaProgress, type ReplicaSpec, type ReplicaState, type ReplicaStatus, terminalReplicaStates } from "../../protocol/index.js";
 
 /** What the supervisor knows of one replica; the views below read it without side effects. */
 export interface Replica {

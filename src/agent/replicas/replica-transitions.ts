@@ -1,4 +1,4 @@
-import type { ReplicaState } from "../../protocol/agent-protocol.js";
+import type { ReplicaState } from "../../protocol/index.js";
 
 /**
  * Every change of state a replica may make, and nothing else. A replica

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { cardMemoryAnswerSchema, type CardMemoryAnswer } from "../../protocol/console.js";
+import { cardMemoryAnswerSchema, type CardMemoryAnswer } from "../../protocol/index.js";
 import { cardMemoryView, type CardMemoryParts } from "../../services/card-memory-view.js";
 
 /** `GET /api/v1/card-memory`: where each card's memory goes, planned beside reported; reads only. */

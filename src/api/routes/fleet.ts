@@ -2,10 +2,25 @@ import { pipeline } from "node:stream";
 import { isDeepStrictEqual } from "node:util";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { agentPaths, heartbeatRequestSchema, heartbeatResponseSchema, joinRequestSchema, joinResponseSchema, protocolVersion, serverIdentitySchema, type ReplicaProgress } from "../../protocol/agent-protocol.js";
+import {
+  agentPaths,
+  heartbeatRequestSchema,
+  heartbeatResponseSchema,
+  joinRequestSchema,
+  joinResponseSchema,
+  protocolVersion,
+  serverIdentitySchema,
+  type ReplicaProgress,
+  type NodeState,
+  type NodeView,
+  type ReplicaView,
+  flagSchema,
+  isSet,
+  logsQuerySchema,
+  dryRunAnswer,
+} from "../../protocol/index.js";
 import { startReplicaBodySchema, type FleetService } from "../../services/fleet-service.js";
 import { redactOutputLine, redactStrings, secretValuesOf, type Audience, engineNames, describeActor } from "../../catalog/index.js";
-import type { NodeState, NodeView, ReplicaView } from "../../protocol/views.js";
 import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 import { jsonListBody } from "../lists/json-list-body.js";
@@ -14,10 +29,8 @@ import { KeptItems, keptItem, keptListBody, type KeptItem } from "../lists/kept-
 import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { maskedLines } from "../masked-lines.js";
-import { flagSchema, isSet, logsQuerySchema } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 
-import { dryRunAnswer } from "../../protocol/dry-run.js";
 
 const nameParams = z.object({ name: z.string() });
 const idParams = z.object({ id: z.string() });

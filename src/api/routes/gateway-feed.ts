@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { usageBatchSchema, type GatewayKeyFeedEntry } from "../../protocol/gateway-keys-feed.js";
+import { usageBatchSchema, type GatewayKeyFeedEntry } from "../../protocol/index.js";
 import { listGatewayKeys } from "../../store/gateway-key-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { addUsage } from "../../store/usage-rows.js";

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { keyMaxInFlightSchema } from "../../catalog/index.js";
-import type { GatewayKeyState } from "../../protocol/gateway-views.js";
+import type { GatewayKeyState } from "../../protocol/index.js";
 import type { GatewayKeyService } from "../../services/gateway-key-service.js";
 import { tokenNameSchema } from "../../services/token-service.js";
 import { requireActor } from "../access.js";

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { headroomViewSchema, type HeadroomView } from "../../protocol/console.js";
+import { headroomViewSchema, type HeadroomView } from "../../protocol/index.js";
 import { headroomView, type HeadroomParts } from "../../services/headroom-view.js";
 
 const nameParams = z.object({ name: z.string() });

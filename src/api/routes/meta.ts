@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { serverApiRange, softwareVersion } from "../../protocol/api-version.js";
+import { serverApiRange, softwareVersion } from "../../protocol/index.js";
 import type { RegisteredRoute } from "../openapi/api-route.js";
 import { buildOpenApi } from "../openapi/build-openapi.js";
 

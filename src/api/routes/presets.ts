@@ -12,11 +12,10 @@ import { requireActor } from "../access.js";
 import { modelView } from "../model-view.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
-import type { AddedModelView } from "../../protocol/views.js";
+import { type AddedModelView, dryRunAnswer } from "../../protocol/index.js";
 
 import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";
 import { catalogWriteChange } from "../../services/catalog-write-change.js";
-import { dryRunAnswer } from "../../protocol/dry-run.js";
 
 const nameParams = z.object({ name: z.string() });
 // The body is optional: an empty POST adds the preset under its own name.

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { DomainError } from "../../errors/index.js";
-import type { EventView } from "../../protocol/views.js";
+import { type EventView, flagSchema, isSet } from "../../protocol/index.js";
 import type { DemandService } from "../../services/demand-service.js";
 import type { NodeControlService } from "../../services/node-control-service.js";
 import type { RestartService } from "../../services/restart-service.js";
@@ -11,7 +11,6 @@ import { listEvents, readLease, type EventFilter } from "../../store/reconcile-r
 import type { Store } from "../../store/open-store.js";
 import { requireActor } from "../access.js";
 import { describeActor } from "../../catalog/index.js";
-import { flagSchema, isSet } from "../../protocol/logs-query.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { decodeIdCursor, encodeIdCursor, isPaged, pageQueryShape } from "../lists/list-query.js";
 import { maskedJson, sendList, weakEtag } from "../lists/list-answer.js";

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { routingLongPollMs, type RoutingTable } from "../../protocol/routing-table.js";
+import { routingLongPollMs, type RoutingTable } from "../../protocol/index.js";
 import { parseQuery } from "../parse-body.js";
 
 /** Where the server's routing table comes from (the server's RoutingTableSource). */

@@ -1,9 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { seriesViewSchema, type SeriesView } from "../../protocol/console.js";
-import { seriesStepSeconds } from "../../protocol/console.js";
-import { seriesReportSchema, type SeriesStepReport } from "../../protocol/series-feed.js";
-import type { SeriesPoint } from "../../protocol/console.js";
+import { seriesViewSchema, type SeriesView, seriesStepSeconds, seriesReportSchema, type SeriesStepReport, type SeriesPoint } from "../../protocol/index.js";
 import type { CatalogService } from "../../services/catalog-service.js";
 import { parseBody } from "../parse-body.js";
 

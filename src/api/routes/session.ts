@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { sessionViewSchema, type SessionView } from "../../protocol/console.js";
+import { sessionViewSchema, type SessionView } from "../../protocol/index.js";
 import { requireActor } from "../access.js";
 
 /** Who the bearer token is, so a client (the console) can disable changes a read-only token would be refused. */

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
-import { catalogExportSchema } from "../../protocol/catalog-export.js";
+import { catalogExportSchema } from "../../protocol/index.js";
 import type { CatalogTransferService } from "../../services/catalog-transfer-service.js";
 import type { Store } from "../../store/open-store.js";
 import { requireActor } from "../access.js";

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { UsageAnswer } from "../../protocol/gateway-views.js";
+import { type UsageAnswer, usageMinute } from "../../protocol/index.js";
 import type { Store } from "../../store/open-store.js";
 import { sumUsage } from "../../store/usage-rows.js";
-import { usageMinute } from "../../protocol/gateway-keys-feed.js";
 import { parseMoment } from "../../catalog/index.js";
 import { parseQuery } from "../parse-body.js";
 import { matchesText, pageQueryShape } from "../lists/list-query.js";

@@ -2,7 +2,7 @@ import { admin } from "../../client/admin-calls.js";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../catalog/light.js";
 import { DomainError } from "../../errors/index.js";
-import type { AdapterChangeView, AdaptersView } from "../../protocol/adapter-views.js";
+import type { AdapterChangeView, AdaptersView } from "../../protocol/index.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

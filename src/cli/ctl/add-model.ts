@@ -1,6 +1,6 @@
 import { admin } from "../../client/admin-calls.js";
 import type { ModelEntry } from "../../catalog/index.js";
-import type { AddedModelView } from "../../protocol/views.js";
+import type { AddedModelView } from "../../protocol/index.js";
 import type { ApiClient } from "../../client/api-client.js";
 import { renderTable } from "../output.js";
 

@@ -1,6 +1,6 @@
 import { admin } from "../../client/admin-calls.js";
 import { InvalidArgumentError, type Command } from "commander";
-import type { ArmView, CanaryView } from "../../protocol/canary-views.js";
+import type { ArmView, CanaryView } from "../../protocol/index.js";
 import { print, printJson } from "../output.js";
 import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

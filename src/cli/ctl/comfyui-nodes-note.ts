@@ -1,4 +1,4 @@
-import type { ModelView, NodeView } from "../../protocol/views.js";
+import type { ModelView, NodeView } from "../../protocol/index.js";
 
 /**
  * For a ComfyUI model just added: which nodes have ComfyUI, which will install

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { DryRunAnswer } from "../../protocol/dry-run.js";
+import type { DryRunAnswer } from "../../protocol/index.js";
 export { DryRunAnswered } from "../../client/api-client.js";
 
 /**

@@ -1,5 +1,5 @@
 import { parseWithSchema, parseYamlSource } from "../../catalog/index.js";
-import { catalogExportSchema, type CatalogExport } from "../../protocol/catalog-export.js";
+import { catalogExportSchema, type CatalogExport } from "../../protocol/index.js";
 
 /** Reads an export file, refusing bad YAML or a bad value with its file, line and column, and the fix. */
 export function parseExportFile(text: string, fileName: string): CatalogExport {

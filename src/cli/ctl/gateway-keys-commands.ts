@@ -1,6 +1,6 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
-import type { GatewayKeyView } from "../../protocol/gateway-views.js";
+import type { GatewayKeyView } from "../../protocol/index.js";
 import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
 import { mostRequestsPerKey } from "../../catalog/light.js";

@@ -1,7 +1,7 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/light.js";
-import type { ModelChangeSettings, ModelChangeView } from "../../protocol/model-change-view.js";
+import type { ModelChangeSettings, ModelChangeView } from "../../protocol/index.js";
 import { print, printJson } from "../output.js";
 import { duration, tokenCount, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

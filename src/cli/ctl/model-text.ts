@@ -1,4 +1,4 @@
-import type { ModelView, ProfileView } from "../../protocol/views.js";
+import type { ModelView, ProfileView } from "../../protocol/index.js";
 
 /** One profile in a few words: how it runs and on what. */
 export function describeProfile(profile: ProfileView): string {

@@ -2,7 +2,7 @@ import { admin } from "../../client/admin-calls.js";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command } from "commander";
-import type { ModelView } from "../../protocol/views.js";
+import type { ModelView } from "../../protocol/index.js";
 import { comfyuiNodesNote } from "./comfyui-nodes-note.js";
 import { modelClasses, parseDuration } from "../../catalog/light.js";
 import { DomainError } from "../../errors/index.js";

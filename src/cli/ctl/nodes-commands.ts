@@ -1,7 +1,7 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
-import type { NodeView, ReplicaView } from "../../protocol/views.js";
+import type { NodeView, ReplicaView } from "../../protocol/index.js";
 import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

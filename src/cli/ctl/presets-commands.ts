@@ -1,7 +1,7 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { formatGiB } from "../../plan/format.js";
-import type { AddedModelView, PresetProfileView, PresetView } from "../../protocol/views.js";
+import type { AddedModelView, PresetProfileView, PresetView } from "../../protocol/index.js";
 import { describeSourcesChecked } from "./add-model.js";
 import { print, printJson, renderTable } from "../output.js";
 import { apiClient, ctlOptions } from "./context.js";

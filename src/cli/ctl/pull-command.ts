@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/light.js";
 import { DomainError } from "../../errors/index.js";
-import type { PullView } from "../../protocol/pull-views.js";
+import type { PullView } from "../../protocol/index.js";
 import { print, printJson } from "../output.js";
 import { duration } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

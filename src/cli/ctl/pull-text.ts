@@ -1,4 +1,4 @@
-import type { PullNodeView, PullView } from "../../protocol/pull-views.js";
+import type { PullNodeView, PullView } from "../../protocol/index.js";
 
 /** "512 B", "45.3 MiB", "14.2 GiB": binary units, one decimal, as a download is read. */
 export function formatSize(bytes: number): string {

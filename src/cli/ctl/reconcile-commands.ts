@@ -1,7 +1,7 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/light.js";
-import type { EventView } from "../../protocol/views.js";
+import type { EventView } from "../../protocol/index.js";
 import { print, printJson } from "../output.js";
 import { duration, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

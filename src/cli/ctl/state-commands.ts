@@ -4,7 +4,7 @@ import { rename, rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import { DomainError } from "../../errors/index.js";
-import type { CatalogImportResult } from "../../protocol/catalog-export.js";
+import type { CatalogImportResult } from "../../protocol/index.js";
 import { print, printJson } from "../output.js";
 import { apiClient, ctlOptions } from "./context.js";
 
@@ -30,7 +30,7 @@ export function registerStateCommands(ctl: Command): void {
     .action(async (_options, command: Command) => {
       const document = await apiClient(ctlOptions(command)).send(admin.exportCatalog());
       if (ctlOptions(command).json) return printJson(document);
-      const { renderExport } = await import("../../protocol/catalog-export-yaml.js");
+      const { renderExport } = await import("../../protocol/index.js");
       process.stdout.write(renderExport(document));
     });
 

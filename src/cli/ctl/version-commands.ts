@@ -1,7 +1,7 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/light.js";
-import type { RolloutView } from "../../protocol/version-views.js";
+import type { RolloutView } from "../../protocol/index.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { OpenAIErrorBody } from "../../protocol/openai-error-body.js";
+import type { OpenAIErrorBody } from "../../protocol/index.js";
 
 /** OpenAI's error body with the HTTP status as its code, as vLLM and llama-server write it. */
 export type EngineErrorBody = OpenAIErrorBody<number>;

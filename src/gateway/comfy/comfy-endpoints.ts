@@ -4,7 +4,7 @@ import { z } from "zod";
 import { comfyTask } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { modelUnavailable } from "../wire/model-unavailable.js";
-import type { RoutingComfy, RoutingModel, RoutingReplica } from "../../protocol/routing-table.js";
+import type { RoutingComfy, RoutingModel, RoutingReplica } from "../../protocol/index.js";
 import { chooseReplica } from "../routing/choose-replica.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { KeySlots } from "../policy/key-slots.js";

@@ -1,6 +1,6 @@
 import { splitInputPath, type ComfyInputName } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
-import type { RoutingComfy } from "../../protocol/routing-table.js";
+import type { RoutingComfy } from "../../protocol/index.js";
 
 export type ComfyWorkflowNodes = RoutingComfy["workflow"];
 

@@ -1,6 +1,6 @@
 import { comfyTask } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
-import type { RoutingModel } from "../../protocol/routing-table.js";
+import type { RoutingModel } from "../../protocol/index.js";
 
 export type GatewayTask = "text" | "images" | "image-to-3d";
 

@@ -1,8 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import { DomainError } from "../../errors/index.js";
 import { formatBytes } from "../../catalog/index.js";
-import { statusForCode } from "../../protocol/http-status.js";
-import { softwareVersion, versionHeader } from "../../protocol/api-version.js";
+import { statusForCode, softwareVersion, versionHeader } from "../../protocol/index.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
 
 const requestLine = /^[A-Z]+ (\/\S*)/;

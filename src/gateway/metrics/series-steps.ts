@@ -1,5 +1,4 @@
-import { seriesStepSeconds, seriesSteps, type SeriesPoint } from "../../protocol/console.js";
-import type { SeriesStepReport } from "../../protocol/series-feed.js";
+import { seriesStepSeconds, seriesSteps, type SeriesPoint, type SeriesStepReport } from "../../protocol/index.js";
 
 const stepMs = seriesStepSeconds * 1000;
 

@@ -1,4 +1,4 @@
-import { limitsVerdictsSchema, type LimitsBatch, type MetricsRequest } from "../../protocol/gateway-worker-messages.js";
+import { limitsVerdictsSchema, type LimitsBatch, type MetricsRequest } from "../../protocol/index.js";
 import type { LimitedKey } from "./charge-key-limits.js";
 import { GatewayRefusal } from "./gateway-policy.js";
 import type { SharedKeyLimits } from "./shared-key-limits.js";

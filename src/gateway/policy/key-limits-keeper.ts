@@ -1,4 +1,4 @@
-import type { LimitsBatch, LimitsVerdicts } from "../../protocol/gateway-worker-messages.js";
+import type { LimitsBatch, LimitsVerdicts } from "../../protocol/index.js";
 import { chargeKeyLimits, type KeyLimits } from "./charge-key-limits.js";
 import { GatewayRefusal } from "./gateway-policy.js";
 import { SlidingWindow } from "./sliding-window.js";

@@ -1,6 +1,5 @@
 import { request } from "undici";
-import { gatewayKeyFeedSchema, usageRow, type GatewayKey, type UsageBatch, type UsageIncrement } from "../../protocol/gateway-keys-feed.js";
-import { readErrorBody } from "../../protocol/error-body.js";
+import { gatewayKeyFeedSchema, usageRow, type GatewayKey, type UsageBatch, type UsageIncrement, readErrorBody } from "../../protocol/index.js";
 
 /**
  * Where KeysPolicy reads keys and writes usage: the store, in a server; the

@@ -1,5 +1,5 @@
 import { hashToken } from "../../auth/index.js";
-import type { GatewayKey as GatewayKeyRow } from "../../protocol/gateway-keys-feed.js";
+import type { GatewayKey as GatewayKeyRow } from "../../protocol/index.js";
 import type { KeysBackend } from "./keys-backend.js";
 import { GatewayRefusal, type GatewayCaller, type GatewayPolicy, type UsageRecord } from "./gateway-policy.js";
 import { SlidingWindow } from "./sliding-window.js";

@@ -1,6 +1,6 @@
 import type { GatewayCaller, GatewayPolicy, UsageRecord } from "./gateway-policy.js";
 import { UsageBook, type UsageBookOptions } from "./usage-book.js";
-import type { UsageIncrement } from "../../protocol/gateway-keys-feed.js";
+import type { UsageIncrement } from "../../protocol/index.js";
 
 const anyone: GatewayCaller = Object.freeze({ key: null, allowedModels: null });
 

@@ -1,4 +1,4 @@
-import type { UsageIncrement } from "../../protocol/gateway-keys-feed.js";
+import type { UsageIncrement } from "../../protocol/index.js";
 import type { UsageSync } from "../../catalog/index.js";
 import { UsageJournal } from "./usage-journal.js";
 import { UsageLedger, type UsageCount } from "./usage-ledger.js";

@@ -1,5 +1,4 @@
-import { usageBatchLimit } from "../../protocol/gateway-keys-feed.js";
-import { usageMinute, type UsageIncrement } from "../../protocol/gateway-keys-feed.js";
+import { usageBatchLimit, usageMinute, type UsageIncrement } from "../../protocol/index.js";
 import type { UsageJournal } from "./usage-journal.js";
 
 interface Tally {

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import { AggregatorRegistry } from "prom-client";
-import { limitsBatchSchema, metricsRequestSchema, type MetricsAnswer } from "../../protocol/gateway-worker-messages.js";
+import { limitsBatchSchema, metricsRequestSchema, type MetricsAnswer } from "../../protocol/index.js";
 import { KeyLimitsKeeper } from "../policy/key-limits-keeper.js";
 import { tunedNodeArguments } from "../../serving-node-flags.js";
 

@@ -15,7 +15,7 @@ import { reportSeriesOverHttp } from "../metrics/report-series-over-http.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import type { PrimaryChannel } from "../policy/ipc-shared-limits.js";
 import type { TlsFiles } from "../../net/index.js";
-import { softwareVersion } from "../../protocol/api-version.js";
+import { softwareVersion } from "../../protocol/index.js";
 
 export interface StandaloneGatewayOptions {
   readonly server: string;

@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { DomainError } from "../../errors/index.js";
-import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
+import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/index.js";
 import { chooseReplica } from "../routing/choose-replica.js";
 import { CachePlacement } from "../routing/cache-placement.js";
 import type { CacheRoutingWeights } from "../routing/score-replicas.js";

@@ -1,5 +1,5 @@
 import { DomainError } from "../../errors/index.js";
-import type { RoutingModel } from "../../protocol/routing-table.js";
+import type { RoutingModel } from "../../protocol/index.js";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";
 
 /** OpenAI's and vLLM's default for the legacy completions API. */

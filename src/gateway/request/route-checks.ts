@@ -1,7 +1,6 @@
 import { didYouMean, DomainError } from "../../errors/index.js";
 import { modelUnavailable } from "../wire/model-unavailable.js";
-import type { RoutingModel, RoutingReplica } from "../../protocol/routing-table.js";
-import { engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/engine-routes.js";
+import { type RoutingModel, type RoutingReplica, engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/index.js";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";
 import type { GatewayBody } from "./prompt-text.js";
 import type { LimitFields } from "./request-limits.js";

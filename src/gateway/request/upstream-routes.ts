@@ -1,4 +1,4 @@
-import type { RoutingModel, RoutingReplica } from "../../protocol/routing-table.js";
+import type { RoutingModel, RoutingReplica } from "../../protocol/index.js";
 import { UpstreamError } from "../upstream/upstream-error.js";
 import { UpstreamPools } from "../upstream/upstream-pools.js";
 import type { UpstreamDispatcher } from "../upstream/upstream-dispatcher.js";

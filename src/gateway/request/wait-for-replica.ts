@@ -1,4 +1,4 @@
-import type { RoutingModel } from "../../protocol/routing-table.js";
+import type { RoutingModel } from "../../protocol/index.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { RoutingSnapshot } from "../routing/routing-snapshot.js";
 import type { RoutingState } from "../routing/routing-state.js";

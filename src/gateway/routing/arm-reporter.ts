@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { ArmSlotReport } from "../../protocol/arm-counts-feed.js";
+import type { ArmSlotReport } from "../../protocol/index.js";
 import { armSlotMs, type ArmStats } from "./arm-stats.js";
 
 /** How often a gateway reports its per-arm counts: a gate decides within a few seconds of the numbers. */

@@ -1,5 +1,4 @@
-import type { ArmSlotReport } from "../../protocol/arm-counts-feed.js";
-import type { ArmCounts } from "../../protocol/canary-views.js";
+import type { ArmSlotReport, ArmCounts } from "../../protocol/index.js";
 import type { Arm } from "./choose-arm.js";
 
 /** Upper bounds of the latency histogram, in milliseconds; the last bucket holds everything slower. */

@@ -1,4 +1,4 @@
-import type { RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
+import type { RoutingReplica, RoutingTable } from "../../protocol/index.js";
 import { cacheRoutingFromWire } from "../../catalog/index.js";
 import { prefixText, type GatewayBody } from "../request/prompt-text.js";
 import type { CacheKnowledge } from "./choose-replica.js";

@@ -1,4 +1,4 @@
-import type { RoutingReplica } from "../../protocol/routing-table.js";
+import type { RoutingReplica } from "../../protocol/index.js";
 import { hashText } from "./hash-text.js";
 
 export type Arm = "stable" | "canary";

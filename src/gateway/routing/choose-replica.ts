@@ -1,4 +1,4 @@
-import type { RoutingReplica } from "../../protocol/routing-table.js";
+import type { RoutingReplica } from "../../protocol/index.js";
 import { hashText } from "./hash-text.js";
 import { sameArmFirst, type Arm } from "./choose-arm.js";
 import { scoreReplicas, type CacheRoutingWeights } from "./score-replicas.js";

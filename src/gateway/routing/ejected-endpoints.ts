@@ -1,4 +1,4 @@
-import type { RoutingReplica } from "../../protocol/routing-table.js";
+import type { RoutingReplica } from "../../protocol/index.js";
 import { UpstreamError } from "../upstream/upstream-error.js";
 
 /**

@@ -1,5 +1,5 @@
 import { request } from "undici";
-import type { RoutingModel, RoutingReplica } from "../../protocol/routing-table.js";
+import type { RoutingModel, RoutingReplica } from "../../protocol/index.js";
 import { driverFor } from "../../engines/drivers/index.js";
 import type { EngineDriver } from "../../engines/driver.js";
 

@@ -1,6 +1,5 @@
 import { request } from "undici";
-import { readErrorBody } from "../../protocol/error-body.js";
-import { routingLongPollMs, routingTableSchema, type RoutingTable } from "../../protocol/routing-table.js";
+import { readErrorBody, routingLongPollMs, routingTableSchema, type RoutingTable } from "../../protocol/index.js";
 import type { GatewayLog } from "../wire/gateway-exchange.js";
 
 export interface RoutingFollowerOptions {

@@ -1,4 +1,4 @@
-import type { RoutingAdapter, RoutingModel, RoutingTable } from "../../protocol/routing-table.js";
+import type { RoutingAdapter, RoutingModel, RoutingTable } from "../../protocol/index.js";
 
 /** What a requested name resolves to: a model, and the adapter when the name was one of its adapters. */
 export interface RoutingTarget {

@@ -1,4 +1,4 @@
-import { emptyRoutingTable, type RoutingTable } from "../../protocol/routing-table.js";
+import { emptyRoutingTable, type RoutingTable } from "../../protocol/index.js";
 import { RoutingSnapshot } from "./routing-snapshot.js";
 
 interface Waiter {

@@ -1,4 +1,4 @@
-import type { RoutingReplica } from "../../protocol/routing-table.js";
+import type { RoutingReplica } from "../../protocol/index.js";
 import type { CacheRoutingWeights } from "../../catalog/index.js";
 
 export { defaultCacheRoutingWeights, type CacheRoutingWeights } from "../../catalog/index.js";

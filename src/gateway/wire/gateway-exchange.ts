@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { ExtraRoute } from "../../protocol/engine-routes.js";
+import type { ExtraRoute } from "../../protocol/index.js";
 import type { V1Response } from "./v1-response.js";
 
 /** Where the gateway's parts write their warnings: the process's log, or one request's (its id on every line). */

@@ -1,12 +1,11 @@
 import { DomainError } from "../../errors/index.js";
 import { asInvoked } from "../../llmgw-invocation.js";
-import { statusForCode } from "../../protocol/http-status.js";
+import { statusForCode, type OpenAIErrorBody } from "../../protocol/index.js";
 import { GatewayRefusal } from "../policy/gateway-policy.js";
-import type { OpenAIErrorBody } from "../../protocol/openai-error-body.js";
 import { RetryLater } from "./retry-later.js";
 
 // The error shape OpenAI's clients read (they raise it with its message, type and code): one declaration for the gateway and the engines.
-export type { OpenAIErrorBody } from "../../protocol/openai-error-body.js";
+export type { OpenAIErrorBody } from "../../protocol/index.js";
 
 export interface OpenAIErrorAnswer {
   readonly status: number;

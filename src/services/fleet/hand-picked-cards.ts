@@ -1,4 +1,4 @@
-import type { Inventory } from "../../protocol/agent-protocol.js";
+import type { Inventory } from "../../protocol/index.js";
 import { DomainError } from "../../errors/index.js";
 
 /**

@@ -2,7 +2,7 @@ import type { Dispatcher } from "undici";
 import { bearerToken, hashToken, sameSecret, type ControlSecret } from "../../auth/index.js";
 import { parseWithSchema } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
-import { heartbeatRequestSchema, protocolVersion, type HeartbeatResponse } from "../../protocol/agent-protocol.js";
+import { heartbeatRequestSchema, protocolVersion, type HeartbeatResponse } from "../../protocol/index.js";
 import { deleteReplica, findNode, findReplica, listReplicas, updateReplica, upsertReplica, type StoredNode } from "../../store/fleet-rows.js";
 import type { Store } from "../../store/open-store.js";
 import { insertEvents } from "../../store/reconcile-rows.js";

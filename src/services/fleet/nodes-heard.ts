@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
-import type { Inventory } from "../../protocol/agent-protocol.js";
+import type { Inventory } from "../../protocol/index.js";
 import { touchNode, type StoredNode } from "../../store/fleet-rows.js";
 import type { Store } from "../../store/open-store.js";
 

@@ -1,4 +1,4 @@
-import { protocolRefusal } from "../../protocol/agent-protocol.js";
+import { protocolRefusal } from "../../protocol/index.js";
 
 /** Refuses a message naming another protocol version; one without a version is refused by its schema, as any malformed body. */
 export function refuseOtherProtocol(body: unknown): void {
