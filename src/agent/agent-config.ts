@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { DomainError } from "../errors/index.js";
 import { describeIssues, parseListen } from "../catalog/index.js";
-import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/gpu-spec.js";
+import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/index.js";
 import { nodeNameSchema } from "../protocol/index.js";
 import type { TlsFiles } from "../net/index.js";
 import type { DriverLookup } from "./engine-drivers.js";

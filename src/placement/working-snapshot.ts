@@ -1,5 +1,5 @@
 import type { EngineName } from "../catalog/index.js";
-import { cardMemoryForLlmgw } from "../fleet/card-memory.js";
+import { cardMemoryForLlmgw } from "../fleet/index.js";
 import type { HeldReplica, Snapshot, SnapshotNode } from "./types.js";
 
 /**

@@ -1,5 +1,4 @@
-import type { Fleet, Pool } from "../fleet/pools.js";
-import { largestFreeOnOneNode, largestNode } from "../fleet/pools.js";
+import { type Fleet, type Pool, largestFreeOnOneNode, largestNode } from "../fleet/index.js";
 import { kvBytesPerToken } from "./kv-cache.js";
 import { defaultGpuMemoryUtilization, type EngineKind } from "./memory.js";
 import type { ModelFacts } from "./model-facts.js";

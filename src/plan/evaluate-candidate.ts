@@ -7,8 +7,7 @@ import type { PlanCandidate, PlanPool } from "./plan-types.js";
 import { splitsHeadsReason } from "./splits-heads.js";
 import { ggufQuantizationsPlanned, type Quantization } from "./weights.js";
 import { sixteenBitQuantization, weightsPerCard } from "./weights-per-card.js";
-import type { Pool } from "../fleet/pools.js";
-import { poolCardsFree, poolCardsTotal } from "../fleet/pools.js";
+import { type Pool, poolCardsFree, poolCardsTotal } from "../fleet/index.js";
 
 /** Cards per replica the planner tries: powers of two, as tensor parallel engines expect. */
 export const cardCounts = [1, 2, 4, 8] as const;

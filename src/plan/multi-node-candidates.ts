@@ -1,4 +1,4 @@
-import type { Pool } from "../fleet/pools.js";
+import type { Pool } from "../fleet/index.js";
 import { cardCounts, evaluate, planPoolOf, type Slot } from "./evaluate-candidate.js";
 import type { EngineKind } from "./memory.js";
 import type { ModelFacts } from "./model-facts.js";

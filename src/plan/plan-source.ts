@@ -1,6 +1,5 @@
 import { DomainError } from "../errors/index.js";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
-import { fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
+import { parseHardwareSpec, fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../fleet/index.js";
 import { planCandidates, type Plan } from "./candidates.js";
 import { maxNodesPerReplica } from "./multi-node-candidates.js";
 import type { HubSettingNames } from "./model-files.js";

@@ -1,5 +1,5 @@
 import type { ResolvedProfile } from "../catalog/index.js";
-import type { Fleet } from "../fleet/pools.js";
+import type { Fleet } from "../fleet/index.js";
 import { demandCardBytes } from "../placement/index.js";
 import { formatGiB } from "../plan/format.js";
 import { usableBytes } from "../plan/memory.js";

@@ -1,6 +1,6 @@
 import { resolveProfiles, type CatalogModel, type ModelEntry } from "../catalog/index.js";
 import { DomainError, type ErrorDetail } from "../errors/index.js";
-import type { Fleet } from "../fleet/pools.js";
+import type { Fleet } from "../fleet/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { cardShortfall } from "./card-shortfall.js";
 

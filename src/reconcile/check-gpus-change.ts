@@ -11,7 +11,7 @@ import {
   type ModelEntry,
 } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
-import type { Fleet } from "../fleet/pools.js";
+import type { Fleet } from "../fleet/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { splitsHeads, splitsHeadsReason } from "../plan/splits-heads.js";
 import { cardShortfall, profileCardGroups } from "./card-shortfall.js";

@@ -1,5 +1,5 @@
 import type { CatalogModel, ResolvedProfile } from "../catalog/index.js";
-import type { Fleet } from "../fleet/pools.js";
+import type { Fleet } from "../fleet/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { cardShortfall, profileCardGroups } from "./card-shortfall.js";
 

@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/index.js";
-import { holdsCards } from "../fleet/replica-life.js";
+import { holdsCards } from "../fleet/index.js";
 import type { CardBytes } from "../placement/index.js";
 import type { CardMemoryAnswer, PlannedMemoryView, NodeView, ReplicaView } from "../protocol/index.js";
 import type { CatalogService } from "./catalog-service.js";

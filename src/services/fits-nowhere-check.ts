@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/index.js";
-import { fleetFromNodes, type InventoryNode } from "../fleet/pools.js";
+import { fleetFromNodes, type InventoryNode } from "../fleet/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import { fitsNowhere } from "../reconcile/fits-nowhere.js";
 import type { ModelFactsReader } from "./model-facts-cache.js";

@@ -15,11 +15,7 @@ import {
 } from "../protocol/index.js";
 import { newToken, ControlSecrets } from "../auth/index.js";
 import { DomainError } from "../errors/index.js";
-import { chooseCards } from "../fleet/choose-cards.js";
-import type { NodeState } from "../fleet/node-state.js";
-import type { InventoryNode } from "../fleet/pools.js";
-import { holdsCards } from "../fleet/replica-life.js";
-import { buildReplicaSpec, storableReplicaSpec } from "../fleet/replica-spec.js";
+import { chooseCards, type NodeState, type InventoryNode, holdsCards, buildReplicaSpec, storableReplicaSpec } from "../fleet/index.js";
 import {
   deleteReplica,
   findNode,

@@ -1,4 +1,4 @@
-import { countsTowardModel, holdsCards } from "../fleet/replica-life.js";
+import { countsTowardModel, holdsCards } from "../fleet/index.js";
 import { builtinBuildFor } from "../engines/llama/llama-build.js";
 import type { NodeState, NodeView, ReplicaCounts, ReplicaView } from "../protocol/index.js";
 import type { StoredNode, StoredReplica } from "../store/fleet-rows.js";

@@ -1,5 +1,5 @@
 import type { ReplicaStatus } from "../protocol/index.js";
-import { holdsCards } from "../fleet/replica-life.js";
+import { holdsCards } from "../fleet/index.js";
 import type { ReplicaWrite, StoredReplica } from "../store/fleet-rows.js";
 
 export interface HeartbeatDiffInput {

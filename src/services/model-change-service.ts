@@ -1,7 +1,7 @@
 import { profilePosition, describeActor, type Actor, resolveModel, type CatalogModel, type ResolvedProfile, type ModelEntry } from "../catalog/index.js";
 import { isDeepStrictEqual } from "node:util";
 import { DomainError, isDomainError, DeclaredInFile } from "../errors/index.js";
-import { fleetFromNodes, type Fleet, type InventoryNode } from "../fleet/pools.js";
+import { fleetFromNodes, type Fleet, type InventoryNode } from "../fleet/index.js";
 import type { ModelFacts } from "../plan/model-facts.js";
 import {
   type ModelChangeSettings,

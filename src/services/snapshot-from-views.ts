@@ -1,5 +1,5 @@
 import { type CatalogModel, engineNames, type EngineName } from "../catalog/index.js";
-import { holdsCards } from "../fleet/replica-life.js";
+import { holdsCards } from "../fleet/index.js";
 import { snapshotCard, type Snapshot } from "../placement/index.js";
 import type { NodeView, ReplicaView } from "../protocol/index.js";
 import { heldReplica } from "./held-replica.js";

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { parseQuery } from "../parse-body.js";
-import type { InventoryNode } from "../../fleet/pools.js";
+import type { InventoryNode } from "../../fleet/index.js";
 import { planSource, type ReadModelSourceOptions } from "../../plan/index.js";
 import { parseTokenCount } from "../../plan/format.js";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { gpuClassInfo, unknownClassBandwidthGBps } from "../../fleet/gpu-classes.js";
+import { gpuClassInfo, unknownClassBandwidthGBps } from "../../fleet/index.js";
 import { EngineArgumentsInvalid } from "../../errors/index.js";
 import type { EngineName } from "../../catalog/index.js";
 

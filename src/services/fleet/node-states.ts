@@ -1,4 +1,4 @@
-import { nodeState, type NodeState } from "../../fleet/node-state.js";
+import { nodeState, type NodeState } from "../../fleet/index.js";
 import { oldestLastSeen, type StoredNode } from "../../store/fleet-rows.js";
 import type { Store } from "../../store/open-store.js";
 import type { FleetSettings } from "./fleet-settings.js";

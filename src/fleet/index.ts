@@ -1,0 +1,20 @@
+/** The fleet folder's face: what other folders of src/ use from it. */
+export { cardMemoryForLlmgw } from "./card-memory.js";
+export { chooseCards } from "./choose-cards.js";
+export { gpuClassInfo, unknownClassBandwidthGBps } from "./gpu-classes.js";
+export { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "./gpu-spec.js";
+export { nodeState, type NodeState } from "./node-state.js";
+export { nvidiaSmiComputeAppsArguments, nvidiaSmiQueryArguments, parseNvidiaSmi, parseNvidiaSmiComputeApps } from "./nvidia-smi.js";
+export {
+  type InventoryNode,
+  type Fleet,
+  type Pool,
+  largestFreeOnOneNode,
+  largestNode,
+  poolCardsFree,
+  poolCardsTotal,
+  fleetFromHardwareSpec,
+  fleetFromNodes,
+} from "./pools.js";
+export { holdsCards, countsTowardModel } from "./replica-life.js";
+export { buildReplicaSpec, storableReplicaSpec } from "./replica-spec.js";
