@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { type ModelEntry, redactUrl } from "../catalog/index.js";
-import { checkEntrySources } from "../plan/check-sources.js";
-import { serverHubSettings } from "../plan/model-files.js";
+import { checkEntrySources, serverHubSettings } from "../plan/index.js";
 import type { SourceCheckedView } from "../protocol/index.js";
 import { serverReadOptions, type PlanSettings } from "./routes/plan.js";
 

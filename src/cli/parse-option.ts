@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from "commander";
 import { parseDuration } from "../catalog/light.js";
-import { parseTokenCount } from "../plan/format.js";
+import { parseTokenCount } from "../plan/light.js";
 
 /** Commander argument parsers that say what was wrong with the value, for the person at the terminal. */
 export function wholeNumber(minimum: number, maximum?: number) {

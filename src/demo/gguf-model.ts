@@ -3,7 +3,7 @@ import path from "node:path";
 import type { ModelEntry } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { demandBytesPerCard } from "../placement/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 
 const GiB = 1024 ** 3;
 

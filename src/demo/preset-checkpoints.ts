@@ -1,8 +1,6 @@
 import { mkdir, open } from "node:fs/promises";
 import path from "node:path";
-import { architectureFromConfig } from "../plan/architecture.js";
-import { checkpointTensors, syntheticGgufParts, writeBytes, writeSyntheticCheckpoint } from "../plan/header-only-checkpoint.js";
-import type { GgufQuantization } from "../plan/weights.js";
+import { architectureFromConfig, checkpointTensors, syntheticGgufParts, writeBytes, writeSyntheticCheckpoint, type GgufQuantization } from "../plan/index.js";
 import {
   llama31_8bConfig,
   llama33_70bConfig,

@@ -16,7 +16,7 @@ import { startHubServer, type HubServer } from "../hub/index.js";
 import { writePresetCheckpoints } from "./preset-checkpoints.js";
 import { writeSampleImage } from "./write-sample-image.js";
 import { checkGgufFile, ggufModelEntry } from "./gguf-model.js";
-import { readModelSource } from "../plan/read-model-source.js";
+import { readModelSource } from "../plan/index.js";
 
 export interface DemoOptions {
   /** Where the server listens; when the default port is taken a free one is used instead. */

@@ -1,5 +1,4 @@
-import { defaultGpuMemoryUtilization, usableBytes } from "../plan/memory.js";
-import { formatGiB } from "../plan/format.js";
+import { defaultGpuMemoryUtilization, usableBytes, formatGiB } from "../plan/index.js";
 import { bestFitGroup, capacityReason, cardHoldsReplica, classMatches, currentCapacity, staticReason, type FilterContext } from "./node-filters.js";
 import type { DemandProfile, Snapshot } from "./types.js";
 import { WorkingSnapshot, type CardGroup, type WorkingNode } from "./working-snapshot.js";

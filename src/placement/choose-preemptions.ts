@@ -1,4 +1,4 @@
-import { defaultGpuMemoryUtilization } from "../plan/memory.js";
+import { defaultGpuMemoryUtilization } from "../plan/index.js";
 import { bestFitGroup, capacityReason, eligibleGroups, staticReason, type FilterContext, type NodeCapacity } from "./node-filters.js";
 import { ReasonCounts } from "./summarise-refusal.js";
 import { gangSize, memberOptions, summariseGangRefusal, type MemberOption } from "./choose-gang.js";

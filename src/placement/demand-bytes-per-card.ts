@@ -1,10 +1,17 @@
 import type { EngineName } from "../catalog/index.js";
-import type { KvLayout } from "../plan/kv-cache.js";
-import { bytesNeededPerCard, runtimeOverheadBytes, type EngineKind } from "../plan/memory.js";
-import type { ModelFacts } from "../plan/model-facts.js";
-import { largestStageLayers } from "../plan/pipeline.js";
-import { gpuEngineQuantizations, isGgufQuantization, type Quantization } from "../plan/weights.js";
-import { sixteenBitQuantization, weightsPerCard } from "../plan/weights-per-card.js";
+import {
+  type KvLayout,
+  bytesNeededPerCard,
+  runtimeOverheadBytes,
+  type EngineKind,
+  type ModelFacts,
+  largestStageLayers,
+  gpuEngineQuantizations,
+  isGgufQuantization,
+  type Quantization,
+  sixteenBitQuantization,
+  weightsPerCard,
+} from "../plan/index.js";
 
 /** What of a profile decides the bytes each card holds. */
 export interface ProfileMemoryInput {

@@ -1,4 +1,4 @@
-import { defaultGpuMemoryUtilization } from "../plan/memory.js";
+import { defaultGpuMemoryUtilization } from "../plan/index.js";
 import { nodeReason } from "./node-filters.js";
 import type { DemandProfile, Snapshot } from "./types.js";
 import { WorkingSnapshot } from "./working-snapshot.js";

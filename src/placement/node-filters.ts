@@ -1,5 +1,4 @@
-import { usableBytes } from "../plan/memory.js";
-import { formatGiB } from "../plan/format.js";
+import { usableBytes, formatGiB } from "../plan/index.js";
 import type { DemandProfile } from "./types.js";
 import type { CardGroup, WorkingNode } from "./working-snapshot.js";
 

@@ -1,4 +1,4 @@
-import { defaultGpuMemoryUtilization } from "../plan/memory.js";
+import { defaultGpuMemoryUtilization } from "../plan/index.js";
 import { CapacityIndex } from "./capacity-index.js";
 import { chooseGang, gangSize, summariseGangRefusal } from "./choose-gang.js";
 import { chooseNode, type PlacementIndexes } from "./choose-node.js";

@@ -65,3 +65,22 @@ export { bitsPerWeight, ggmlTypes, ggufFileTypes, type GgmlTypeName } from "../c
 export { tensorInventory, type InventoryTensor, type TensorRole, type TensorSplit } from "./tensor-inventory.js";
 export { formatGiB, formatContext } from "./format.js";
 export { calibrationTable, calibrationRows, bf16Tolerance, ggufTolerance, type CalibrationEntry, type CalibrationRow } from "./calibration.js";
+export { checkEntrySources, defaultSourceCheckTimeoutMs } from "./check-sources.js";
+export { checkpointTensors, syntheticGgufParts, writeBytes, writeSyntheticCheckpoint } from "./header-only-checkpoint.js";
+export {
+  readMirrorManifest,
+  hubMirrorPath,
+  mirrorKey,
+  mirrorManifestName,
+  parseMirrorManifest,
+  type MirrorManifest,
+  type MirroredSource,
+  entryFromMirror,
+} from "./mirror-manifest.js";
+export { serverHubSettings, connectionFailure } from "./model-files.js";
+export { largestStageLayers } from "./pipeline.js";
+export { adapterRefusal, readAdapter, type AdapterBase, type AdapterFacts } from "./read-adapter.js";
+export { readFileSize } from "./read-file-size.js";
+export { resolveHubRevision } from "./resolve-hub-revision.js";
+export { sixteenBitQuantization, weightsPerCard } from "./weights-per-card.js";
+export * from "./light.js";

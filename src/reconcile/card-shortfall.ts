@@ -1,9 +1,7 @@
 import type { ResolvedProfile } from "../catalog/index.js";
 import type { Fleet } from "../fleet/index.js";
 import { demandCardBytes } from "../placement/index.js";
-import { formatGiB } from "../plan/format.js";
-import { usableBytes } from "../plan/memory.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import { formatGiB, usableBytes, type ModelFacts } from "../plan/index.js";
 
 /** The cards of one class, fabric and size on one node: the most one replica can take there. */
 export interface CardGroup {

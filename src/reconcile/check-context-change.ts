@@ -1,7 +1,7 @@
 import { resolveProfiles, type CatalogModel, type ModelEntry } from "../catalog/index.js";
 import { DomainError, type ErrorDetail } from "../errors/index.js";
 import type { Fleet } from "../fleet/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 import { cardShortfall } from "./card-shortfall.js";
 
 /** One profile's reason, folded into the message (the CLI does not print again a detail the message states). */

@@ -12,8 +12,7 @@ import {
 } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import type { Fleet } from "../fleet/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
-import { splitsHeads, splitsHeadsReason } from "../plan/splits-heads.js";
+import { type ModelFacts, splitsHeads, splitsHeadsReason } from "../plan/index.js";
 import { cardShortfall, profileCardGroups } from "./card-shortfall.js";
 
 export interface GpusChange {

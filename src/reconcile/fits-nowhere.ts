@@ -1,6 +1,6 @@
 import type { CatalogModel, ResolvedProfile } from "../catalog/index.js";
 import type { Fleet } from "../fleet/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 import { cardShortfall, profileCardGroups } from "./card-shortfall.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 import type { NodeView } from "../protocol/index.js";
 
 /** What the reconciler needs of the fleet: the views, and starts and stops through the agents. */

@@ -2,9 +2,15 @@ import type { Actor, CatalogModel, ResolvedProfile, ModelEntry } from "../catalo
 import { flagValue, loadsAdaptersAtRuntime } from "../engines/runtime-adapters.js";
 import { vllmMaxLoraRank } from "../engines/drivers/vllm.js";
 import { DomainError, isDomainError } from "../errors/index.js";
-import { adapterRefusal, readAdapter, type AdapterBase, type AdapterFacts } from "../plan/read-adapter.js";
-import { defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
-import { readModelSource, type ReadModelSourceOptions } from "../plan/read-model-source.js";
+import {
+  adapterRefusal,
+  readAdapter,
+  type AdapterBase,
+  type AdapterFacts,
+  defaultSourceCheckTimeoutMs,
+  readModelSource,
+  type ReadModelSourceOptions,
+} from "../plan/index.js";
 import {
   type AdapterChangeView,
   type AdaptersView,

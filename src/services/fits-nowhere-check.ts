@@ -1,6 +1,6 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { fleetFromNodes, type InventoryNode } from "../fleet/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 import { fitsNowhere } from "../reconcile/fits-nowhere.js";
 import type { ModelFactsReader } from "./model-facts-cache.js";
 

@@ -2,7 +2,7 @@ import { profilePosition, describeActor, type Actor, resolveModel, type CatalogM
 import { isDeepStrictEqual } from "node:util";
 import { DomainError, isDomainError, DeclaredInFile } from "../errors/index.js";
 import { fleetFromNodes, type Fleet, type InventoryNode } from "../fleet/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 import {
   type ModelChangeSettings,
   type ModelChangeView,

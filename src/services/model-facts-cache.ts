@@ -1,4 +1,4 @@
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 
 /** Reads a model's files (config.json or GGUF metadata and the weights' headers): the only I/O placement's memory check needs. */
 export type ModelFactsReader = (source: string) => Promise<ModelFacts>;

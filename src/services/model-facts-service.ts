@@ -1,6 +1,6 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { isDomainError } from "../errors/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 import { demandCardBytes, type CardBytes, type DemandProfile } from "../placement/index.js";
 import { demandProfiles } from "../reconcile/desired-model.js";
 import type { ReconcilerFacts } from "../reconcile/reconciler-ports.js";

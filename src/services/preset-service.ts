@@ -1,7 +1,6 @@
 import type { Actor, CatalogModel, Preset, ModelEntry } from "../catalog/index.js";
 import { DomainError, didYouMean } from "../errors/index.js";
-import { entryFromMirror, type MirrorManifest } from "../plan/mirror-manifest.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import { entryFromMirror, type MirrorManifest, type ModelFacts } from "../plan/index.js";
 import type { NodeView, PresetView, ReplicaView } from "../protocol/index.js";
 import type { CatalogPreview, CatalogService } from "./catalog-service.js";
 import { plannerReads, presetView, type SourceFacts } from "./preset-view.js";

@@ -1,6 +1,6 @@
 import { resolveModel, type ResolvedProfile, type Preset } from "../catalog/index.js";
 import { demandBytesPerCard, demandProfile, placeReplicas, type Snapshot } from "../placement/index.js";
-import type { ModelFacts } from "../plan/model-facts.js";
+import type { ModelFacts } from "../plan/index.js";
 import type { NodeLlamaCppView, PresetCpuView, PresetProfileView, PresetView } from "../protocol/index.js";
 
 /**

@@ -1,8 +1,6 @@
 import { type Actor, type CatalogModel, entryAtRevision, revisionedRepo, type ModelEntry } from "../catalog/index.js";
 import { DomainError, isDomainError } from "../errors/index.js";
-import { checkEntrySources, defaultSourceCheckTimeoutMs } from "../plan/check-sources.js";
-import type { ReadModelSourceOptions } from "../plan/read-model-source.js";
-import { resolveHubRevision } from "../plan/resolve-hub-revision.js";
+import { checkEntrySources, defaultSourceCheckTimeoutMs, type ReadModelSourceOptions, resolveHubRevision } from "../plan/index.js";
 import { type HistoryView, type OriginView, type RolloutView, type UpdateCheckView, dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";
 import type { Store } from "../store/open-store.js";
 import { deleteVersionChange, insertVersionChange, listVersionChanges, type VersionChangeKind } from "../store/version-rows.js";

@@ -1,10 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { modelNameSchema, shippedPresets } from "../../catalog/index.js";
-import { readFileSize } from "../../plan/read-file-size.js";
-import { defaultSourceCheckTimeoutMs } from "../../plan/check-sources.js";
-import { readMirrorManifest } from "../../plan/mirror-manifest.js";
-import { readModelSource } from "../../plan/read-model-source.js";
+import { readFileSize, defaultSourceCheckTimeoutMs, readMirrorManifest, readModelSource } from "../../plan/index.js";
 import { PresetService, type PresetFleet } from "../../services/preset-service.js";
 import type { CatalogPreview, CatalogService } from "../../services/catalog-service.js";
 import { serverReadOptions, type PlanSettings } from "./plan.js";

@@ -37,8 +37,8 @@ export function registerMirrorCommands(ctl: Command): void {
       const [{ presetSources, pullToMirror }, { shippedPresets }, { mirrorKey }, { defaultHubEndpoint }] = await Promise.all([
         import("./mirror-pull.js"),
         import("../../catalog/index.js"),
-        import("../../plan/mirror-manifest.js"),
-        import("../../plan/model-files.js"),
+        import("../../plan/index.js"),
+        import("../../plan/index.js"),
       ]);
       const presets = shippedPresets();
       const sources = [

@@ -9,9 +9,17 @@ import { listFiles } from "@huggingface/hub";
 import { selectHubFiles } from "../../agent/weights-source.js";
 import { type Preset, parseWeightsSource, type WeightsSource } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
-import { hubMirrorPath, mirrorKey, mirrorManifestName, parseMirrorManifest, type MirrorManifest, type MirroredSource } from "../../plan/mirror-manifest.js";
-import { connectionFailure, defaultHubEndpoint } from "../../plan/model-files.js";
-import { resolveHubRevision } from "../../plan/resolve-hub-revision.js";
+import {
+  hubMirrorPath,
+  mirrorKey,
+  mirrorManifestName,
+  parseMirrorManifest,
+  type MirrorManifest,
+  type MirroredSource,
+  connectionFailure,
+  defaultHubEndpoint,
+  resolveHubRevision,
+} from "../../plan/index.js";
 
 export interface MirrorPullSettings {
   readonly to: string;

@@ -1,6 +1,6 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
-import { formatGiB } from "../../plan/format.js";
+import { formatGiB } from "../../plan/light.js";
 import type { AddedModelView, PresetProfileView, PresetView } from "../../protocol/index.js";
 import { describeSourcesChecked } from "./add-model.js";
 import { print, printJson, renderTable } from "../output.js";

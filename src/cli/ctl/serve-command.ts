@@ -3,7 +3,7 @@ import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration, modelClasses, type ModelClass } from "../../catalog/light.js";
 import { DomainError } from "../../errors/index.js";
-import { formatContext, formatGiB } from "../../plan/format.js";
+import { formatContext, formatGiB } from "../../plan/light.js";
 import type { Plan, PlanCandidate } from "../../plan/index.js";
 import { gatewayTryLines } from "../gateway-try-lines.js";
 import { print, printJson } from "../output.js";
@@ -62,7 +62,7 @@ export function registerServeCommand(ctl: Command): void {
       // Loaded when run, not at the top: the planner and the YAML writer would slow every other ctl call's start.
       const [{ renderPlanTable }, { chooseServeEntry }, { stringify }, { comfyPresetForSource }, { shippedPresets }] = await Promise.all([
         import("../../plan/index.js"),
-        import("../../plan/serve-entry.js"),
+        import("../../plan/index.js"),
         import("yaml"),
         import("../../catalog/index.js"),
         import("../../catalog/index.js"),
