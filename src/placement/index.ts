@@ -10,3 +10,4 @@ export type * from "./types.js";
 export { hostingProfiles, type NodeHosting } from "./hosting-profiles.js";
 export { headroom, headroomLimit, type Headroom } from "./headroom.js";
 export { snapshotCard, type CardFields } from "./snapshot-card.js";
+export type { ReplicaDemand, Snapshot, HeldReplica, DemandProfile, Placement, SnapshotNode } from "./types.js";

@@ -1,5 +1,5 @@
 import type { ModelClass, ReconcileSettings } from "../catalog/index.js";
-import type { ReplicaDemand, Snapshot } from "../placement/types.js";
+import type { ReplicaDemand, Snapshot } from "../placement/index.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { desiredCount, startingForDemand } from "./desired-count.js";
 import { placeReplicas, preemptionGate, victimsFor } from "./placement-functions.js";

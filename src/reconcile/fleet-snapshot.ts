@@ -1,5 +1,5 @@
 import type { ModelClass } from "../catalog/index.js";
-import type { Snapshot } from "../placement/types.js";
+import type { Snapshot } from "../placement/index.js";
 import type { Observed } from "./types.js";
 
 /**

@@ -1,5 +1,5 @@
 import { choosePreemptions as chooseVictims, placeReplicas, preemptionGate, type ModelStanding } from "../placement/index.js";
-import type { HeldReplica, ReplicaDemand, Snapshot } from "../placement/types.js";
+import type { HeldReplica, ReplicaDemand, Snapshot } from "../placement/index.js";
 
 export { placeReplicas, preemptionGate };
 

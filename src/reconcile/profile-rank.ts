@@ -1,4 +1,4 @@
-import type { DemandProfile, HeldReplica, Placement, ReplicaDemand, Snapshot } from "../placement/types.js";
+import type { DemandProfile, HeldReplica, Placement, ReplicaDemand, Snapshot } from "../placement/index.js";
 import { placeReplicas } from "./placement-functions.js";
 import type { Action, DesiredModel, ObservedReplica } from "./types.js";
 

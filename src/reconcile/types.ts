@@ -1,5 +1,5 @@
 import type { ModelClass } from "../catalog/index.js";
-import type { DemandProfile, SnapshotNode } from "../placement/types.js";
+import type { DemandProfile, SnapshotNode } from "../placement/index.js";
 import type { NodeState, ReplicaViewState } from "../protocol/index.js";
 
 /** A catalog model as the reconciler wants it, with what it remembers of it. */
