@@ -4,7 +4,7 @@ import path from "node:path";
 import pino from "pino";
 import { listenFailure, type DomainError } from "../errors/index.js";
 import { llmgwCommand } from "../package-root.js";
-import { builtinLlamaInstall } from "../engines/llama/llama-runtime.js";
+import { builtinLlamaInstall } from "../engines/index.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/index.js";
 import { AgentStateWriter, readAgentState, type AgentState } from "./agent-state.js";
 import { resolveAgentConfig, type AgentOptions } from "./agent-config.js";

@@ -1,6 +1,5 @@
 import type { EngineName } from "../catalog/index.js";
-import type { EngineDriver } from "../engines/driver.js";
-import { driverFor } from "../engines/drivers/index.js";
+import { type EngineDriver, driverFor } from "../engines/index.js";
 
 export type DriverLookup = (engine: EngineName) => EngineDriver;
 

@@ -8,10 +8,9 @@ import { engineNames, type EngineName } from "../catalog/index.js";
 import { type HardwareSpec, nvidiaSmiComputeAppsArguments, nvidiaSmiQueryArguments, parseNvidiaSmi, parseNvidiaSmiComputeApps } from "../fleet/index.js";
 import { type GpuInventory, type Inventory, type LlamaCppInventory, softwareVersion } from "../protocol/index.js";
 import { comfyuiPresent, type ComfyuiSetup } from "./prepare-comfyui.js";
-import { nodeDefaultBuild } from "../engines/llama/llama-build.js";
+import { nodeDefaultBuild, type BuiltinLlamaInstall } from "../engines/index.js";
 import { markedAgentDirectory } from "./engine-marker.js";
 import { readProcessEnvironment } from "./engine-process.js";
-import type { BuiltinLlamaInstall } from "../engines/llama/llama-runtime.js";
 
 const execFileAsync = promisify(execFile);
 

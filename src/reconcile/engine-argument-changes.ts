@@ -1,6 +1,5 @@
 import type { CatalogModel, ResolvedProfile } from "../catalog/index.js";
-import type { EngineLaunchInput } from "../engines/driver.js";
-import { driverFor } from "../engines/drivers/index.js";
+import { type EngineLaunchInput, driverFor } from "../engines/index.js";
 import type { ArgumentChange, ProfileArgumentChanges } from "../protocol/index.js";
 
 /**

@@ -1,6 +1,5 @@
 import type { Actor, CatalogModel, ResolvedProfile, ModelEntry } from "../catalog/index.js";
-import { flagValue, loadsAdaptersAtRuntime } from "../engines/runtime-adapters.js";
-import { vllmMaxLoraRank } from "../engines/drivers/vllm.js";
+import { flagValue, loadsAdaptersAtRuntime, vllmMaxLoraRank } from "../engines/index.js";
 import { DomainError, isDomainError } from "../errors/index.js";
 import {
   adapterRefusal,

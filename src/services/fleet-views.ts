@@ -1,5 +1,5 @@
 import { countsTowardModel, holdsCards } from "../fleet/index.js";
-import { builtinBuildFor } from "../engines/llama/llama-build.js";
+import { builtinBuildFor } from "../engines/index.js";
 import type { NodeState, NodeView, ReplicaCounts, ReplicaView } from "../protocol/index.js";
 import type { StoredNode, StoredReplica } from "../store/fleet-rows.js";
 

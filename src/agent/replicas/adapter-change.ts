@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { request } from "undici";
 import { DomainError } from "../../errors/index.js";
-import { runtimeAdapterEndpoints } from "../../engines/runtime-adapters.js";
+import { runtimeAdapterEndpoints } from "../../engines/index.js";
 import type { Replica } from "./replica-record.js";
 
 export type AdapterChange = { readonly action: "load"; readonly adapter: { readonly name: string; readonly source: string } } | { readonly action: "unload"; readonly name: string };

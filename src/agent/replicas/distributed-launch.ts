@@ -1,4 +1,4 @@
-import type { DistributedLaunch } from "../../engines/driver.js";
+import type { DistributedLaunch } from "../../engines/index.js";
 import type { DistributedSpec } from "../../protocol/index.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { EngineDriver, EngineLaunch } from "../../engines/driver.js";
+import type { EngineDriver, EngineLaunch } from "../../engines/index.js";
 import { DomainError } from "../../errors/index.js";
 import type { ReplicaSpec } from "../../protocol/index.js";
 import { markerVariables } from "../engine-marker.js";

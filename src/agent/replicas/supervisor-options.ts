@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { EngineName } from "../../catalog/index.js";
-import type { EngineDriver } from "../../engines/driver.js";
+import type { EngineDriver } from "../../engines/index.js";
 import type { EnginePaths } from "../inventory.js";
 import type { ComfyuiSetup } from "../prepare-comfyui.js";
 import type { LogRotation } from "../replica-log.js";

@@ -1,7 +1,6 @@
 import { request } from "undici";
 import type { RoutingModel, RoutingReplica } from "../../protocol/index.js";
-import { driverFor } from "../../engines/drivers/index.js";
-import type { EngineDriver } from "../../engines/driver.js";
+import { driverFor, type EngineDriver } from "../../engines/index.js";
 
 /**
  * How often each replica of a model routed by cache has its metrics read.
