@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { DomainError } from "../errors/index.js";
-import { findTokenByHash, type TokenRole } from "../store/token-rows.js";
-import type { Store } from "../store/open-store.js";
+import { findTokenByHash, type TokenRole, type Store } from "../store/index.js";
 import { type Actor, redactStrings, type Audience } from "../catalog/index.js";
 import { bearerToken, hashToken } from "../auth/index.js";
 import {

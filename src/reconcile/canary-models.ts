@@ -1,5 +1,5 @@
 import { resolveModel, type CatalogModel, entryAtRevision } from "../catalog/index.js";
-import type { CanaryRow } from "../store/canary-rows.js";
+import type { CanaryRow } from "../store/index.js";
 
 /**
  * Each running canary as the model it runs: the catalog model at the canary's

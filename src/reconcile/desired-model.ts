@@ -1,6 +1,6 @@
 import { parseDuration, type CatalogModel } from "../catalog/index.js";
 import { demandBytesPerCard, demandProfile, type DemandProfile } from "../placement/index.js";
-import type { ModelStatusRow } from "../store/reconcile-rows.js";
+import type { ModelStatusRow } from "../store/index.js";
 import type { ReconcilerFacts } from "./reconciler-ports.js";
 import type { DesiredModel } from "./types.js";
 

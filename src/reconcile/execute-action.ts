@@ -1,6 +1,5 @@
 import type { ReconcileSettings } from "../catalog/index.js";
-import type { Store } from "../store/open-store.js";
-import { deleteReplicaIntent, emptyModelStatus, updateModelStatus, withdrawReplicaIntent, type ModelStatusRow } from "../store/reconcile-rows.js";
+import { type Store, deleteReplicaIntent, emptyModelStatus, updateModelStatus, withdrawReplicaIntent, type ModelStatusRow } from "../store/index.js";
 import { backoffMs } from "./backoff.js";
 import { failureMessage } from "./failure-message.js";
 import type { ReconcilerFleet } from "./reconciler-ports.js";

@@ -1,9 +1,7 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { demandProfile, snapshotCard } from "../placement/index.js";
 import type { NodeView } from "../protocol/index.js";
-import type { CanaryRow } from "../store/canary-rows.js";
-import type { StoredReplica } from "../store/fleet-rows.js";
-import type { ModelStatusRow, ReplicaIntentRow } from "../store/reconcile-rows.js";
+import type { CanaryRow, StoredReplica, ModelStatusRow, ReplicaIntentRow } from "../store/index.js";
 import type { Observed, ObservedNode, ObservedReplica } from "./types.js";
 
 /** What the store and the fleet registry hold, read once for one pass (or one question about the fleet). */

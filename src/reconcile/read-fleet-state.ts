@@ -1,8 +1,5 @@
 import { setImmediate } from "node:timers/promises";
-import { listCanaries } from "../store/canary-rows.js";
-import { listReplicas } from "../store/fleet-rows.js";
-import type { Store } from "../store/open-store.js";
-import { listModelStatus, listReplicaIntents } from "../store/reconcile-rows.js";
+import { listCanaries, listReplicas, type Store, listModelStatus, listReplicaIntents } from "../store/index.js";
 import type { FleetState } from "./observe.js";
 import type { ReconcilerCatalog, ReconcilerFleet } from "./reconciler-ports.js";
 

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { CatalogModel, ReconcileSettings } from "../catalog/index.js";
 import type { ReplicaViewState, Change, EventKind } from "../protocol/index.js";
-import type { Store } from "../store/open-store.js";
 import {
+  type Store,
   deleteReplicaIntent,
   holdLease,
   insertEvents,
@@ -12,13 +12,13 @@ import {
   emptyModelStatus,
   type ModelStatusRow,
   type NewEvent,
-} from "../store/reconcile-rows.js";
+  type CanaryRow,
+} from "../store/index.js";
 import { diff } from "./diff.js";
 import { nextMoment } from "./next-moment.js";
 import { demandCardBytes, demandProfile } from "../placement/index.js";
 import { canaryModels } from "./canary-models.js";
 import type { Desired, Observed } from "./types.js";
-import type { CanaryRow } from "../store/canary-rows.js";
 import { previewChanges } from "./preview-changes.js";
 import { engineArgv } from "./engine-argument-changes.js";
 import { desiredModel } from "./desired-model.js";

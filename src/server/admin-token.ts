@@ -2,8 +2,7 @@ import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { hashToken, newToken } from "../auth/index.js";
-import type { Store } from "../store/open-store.js";
-import { countTokens, insertToken } from "../store/token-rows.js";
+import { type Store, countTokens, insertToken } from "../store/index.js";
 import { adminTokenFileName } from "./admin-token-file.js";
 
 export { adminTokenFileName, dataDirOption } from "./admin-token-file.js";

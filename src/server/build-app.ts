@@ -26,7 +26,7 @@ import { gatewayServerFactory, registerGatewayRoutes, requestIdFrom } from "../g
 import { TokenService } from "../services/token-service.js";
 import { registerPresetRoutes } from "../api/routes/presets.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
-import type { Store } from "../store/open-store.js";
+import type { Store } from "../store/index.js";
 import type { TlsFiles } from "../net/index.js";
 import type { CatalogService } from "../services/catalog-service.js";
 import type { FleetService } from "../services/fleet-service.js";

@@ -1,6 +1,5 @@
 import type { ModelStatus, ModelStatusSource } from "../api/model-view.js";
-import type { Store } from "../store/open-store.js";
-import { listModelStatus } from "../store/reconcile-rows.js";
+import { type Store, listModelStatus } from "../store/index.js";
 import type { PlacementForRouting } from "./build-routing-table.js";
 
 /** The reconciler's word on each model, for the model views: placement and last failure from its status rows. */

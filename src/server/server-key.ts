@@ -3,8 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { DomainError } from "../errors/index.js";
 import { privateFileMode } from "../files/index.js";
-import type { Store } from "../store/open-store.js";
-import { readServerKeyCheck, recordServerKeyCheck } from "../store/server-key-rows.js";
+import { type Store, readServerKeyCheck, recordServerKeyCheck } from "../store/index.js";
 
 export const serverKeyFileName = "server-key";
 

@@ -6,9 +6,7 @@ import type { Reconciler } from "../reconcile/reconciler.js";
 import { CanaryService, type CanaryParts } from "../services/canary-service.js";
 import type { CatalogService } from "../services/catalog-service.js";
 import type { FleetService } from "../services/fleet-service.js";
-import { listArmSlots, putArmSlots } from "../store/arm-count-rows.js";
-import { listCanaries } from "../store/canary-rows.js";
-import type { Store } from "../store/open-store.js";
+import { listArmSlots, putArmSlots, listCanaries, type Store } from "../store/index.js";
 
 /** The traffic share of each model's canary while it runs (a promotion or abort asked for and not yet carried out included). */
 export async function canaryWeights(store: Store): Promise<ReadonlyMap<string, number>> {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides, type CatalogModel } from "../catalog/index.js";
 import { DomainError, listenFailure } from "../errors/index.js";
-import { openStore, type Store } from "../store/open-store.js";
+import { openStore, type Store } from "../store/index.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/index.js";
 import { adminTokenFileName, adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
 import { buildApp } from "./build-app.js";

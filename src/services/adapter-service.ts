@@ -19,7 +19,7 @@ import {
   type Change,
   type DryRunAnswer,
 } from "../protocol/index.js";
-import type { Store } from "../store/open-store.js";
+import type { Store } from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";
 import { recordModelEvent } from "./record-model-event.js";
 import { actorText, changeWithSurge, previewWithSurge, type RequestRestart, type SurgePreview } from "./change-with-surge.js";

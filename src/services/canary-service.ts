@@ -12,11 +12,19 @@ import {
   type DryRunAnswer,
 } from "../protocol/index.js";
 import { canaryVerdict } from "../reconcile/canary-verdict.js";
-import { insertAuditEvent } from "../store/audit-rows.js";
-import { insertVersionChange } from "../store/version-rows.js";
-import { findCanary, listCanaries, makeCanaryReplicasStable, putCanary, updateCanary, type CanaryRow } from "../store/canary-rows.js";
-import type { Store } from "../store/open-store.js";
-import { insertEvents, updateModelStatus } from "../store/reconcile-rows.js";
+import {
+  insertAuditEvent,
+  insertVersionChange,
+  findCanary,
+  listCanaries,
+  makeCanaryReplicasStable,
+  putCanary,
+  updateCanary,
+  type CanaryRow,
+  type Store,
+  insertEvents,
+  updateModelStatus,
+} from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";

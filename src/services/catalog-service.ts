@@ -10,10 +10,16 @@ import {
   profilePosition,
 } from "../catalog/index.js";
 import { DomainError, DeclaredInFile, ModelNotFound } from "../errors/index.js";
-import { insertAuditEvent } from "../store/audit-rows.js";
-import { deleteModelEntry, insertModelEntry, listModelEntries, readCatalogRevision, replaceModelEntry } from "../store/model-rows.js";
-import type { Store } from "../store/open-store.js";
-import type { Database } from "../store/schema.js";
+import {
+  insertAuditEvent,
+  deleteModelEntry,
+  insertModelEntry,
+  listModelEntries,
+  readCatalogRevision,
+  replaceModelEntry,
+  type Store,
+  type Database,
+} from "../store/index.js";
 
 export type { Actor };
 

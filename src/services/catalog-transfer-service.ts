@@ -14,13 +14,20 @@ import {
   type Change,
   type DryRunAnswer,
 } from "../protocol/index.js";
-import { insertAuditEvent } from "../store/audit-rows.js";
-import { insertGatewayKey, listGatewayKeys, type GatewayKeyRow } from "../store/gateway-key-rows.js";
-import { insertModelEntry, listModelEntries } from "../store/model-rows.js";
-import type { Store } from "../store/open-store.js";
-import type { Database } from "../store/schema.js";
-import { insertToken, listTokens } from "../store/token-rows.js";
-import { insertVersionChange, listVersionChanges } from "../store/version-rows.js";
+import {
+  insertAuditEvent,
+  insertGatewayKey,
+  listGatewayKeys,
+  type GatewayKeyRow,
+  insertModelEntry,
+  listModelEntries,
+  type Store,
+  type Database,
+  insertToken,
+  listTokens,
+  insertVersionChange,
+  listVersionChanges,
+} from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";
 
 const keyMetadata = (row: GatewayKeyRow): ExportedKey => ({

@@ -2,9 +2,7 @@ import type { Kysely } from "kysely";
 import { redactStrings, type Audience } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import type { StreamChange, StreamTopic, EventView } from "../protocol/index.js";
-import { readChangeSignatures, type ChangeSignatures } from "../store/change-signatures.js";
-import { listEvents } from "../store/reconcile-rows.js";
-import type { Database } from "../store/schema.js";
+import { readChangeSignatures, type ChangeSignatures, listEvents, type Database } from "../store/index.js";
 
 /** One open stream: it takes whole SSE messages, and answers false when it could not keep up and was closed. */
 export interface ChangeSubscriber {

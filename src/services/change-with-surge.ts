@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Actor, CatalogModel, ModelEntry } from "../catalog/index.js";
-import type { Database } from "../store/schema.js";
+import type { Database } from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
 import type { Change } from "../protocol/index.js";

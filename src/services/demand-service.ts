@@ -2,8 +2,7 @@ import type { CatalogModel } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/index.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
-import type { Store } from "../store/open-store.js";
-import { updateModelStatus } from "../store/reconcile-rows.js";
+import { type Store, updateModelStatus } from "../store/index.js";
 
 export interface DemandParts {
   readonly store: Store;

@@ -31,13 +31,16 @@ import {
   upsertReplica,
   type StoredNode,
   type StoredReplica,
-} from "../store/fleet-rows.js";
-import type { Store } from "../store/open-store.js";
-import { deleteReplicaIntent, insertReplicaIntent, listNodeControls, listReplicaIntents } from "../store/reconcile-rows.js";
+  type Store,
+  deleteReplicaIntent,
+  insertReplicaIntent,
+  listNodeControls,
+  listReplicaIntents,
+  findCanary,
+} from "../store/index.js";
 import { loadAdapterOnAgent, replicaLogsFromAgent, startReplicaOnAgent, stopReplicaOnAgent, unloadAdapterOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";
 import { cardOwners, nodeView, replicaCountsOf, replicaView, replicaViewState, type NodeControl, type ReplicaIntentView } from "./fleet-views.js";
-import { findCanary } from "../store/canary-rows.js";
 import { checkNode, demandProfile, snapshotCard, type Snapshot } from "../placement/index.js";
 import { heldReplica } from "./held-replica.js";
 import type { FleetSettings } from "./fleet/fleet-settings.js";

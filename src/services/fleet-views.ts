@@ -1,7 +1,7 @@
 import { countsTowardModel, holdsCards } from "../fleet/index.js";
 import { builtinBuildFor } from "../engines/index.js";
 import type { NodeState, NodeView, ReplicaCounts, ReplicaView } from "../protocol/index.js";
-import type { StoredNode, StoredReplica } from "../store/fleet-rows.js";
+import type { StoredNode, StoredReplica } from "../store/index.js";
 
 /**
  * The admin API's views of nodes and replicas, built from stored rows alone.

@@ -3,11 +3,8 @@ import { type Actor, parseMoment } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
 import { DomainError, didYouMean } from "../errors/index.js";
 import { type GatewayKeyCreated, type GatewayKeyView, dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";
-import { insertAuditEvent } from "../store/audit-rows.js";
-import { insertGatewayKey, listGatewayKeys, revokeGatewayKey, type GatewayKeyRow } from "../store/gateway-key-rows.js";
-import type { Store } from "../store/open-store.js";
+import { insertAuditEvent, insertGatewayKey, listGatewayKeys, revokeGatewayKey, type GatewayKeyRow, type Store, type Database } from "../store/index.js";
 import type { Kysely } from "kysely";
-import type { Database } from "../store/schema.js";
 import type { CatalogService } from "./catalog-service.js";
 
 export interface NewGatewayKey {

@@ -1,6 +1,6 @@
 import type { ReplicaStatus } from "../protocol/index.js";
 import { holdsCards } from "../fleet/index.js";
-import type { ReplicaWrite, StoredReplica } from "../store/fleet-rows.js";
+import type { ReplicaWrite, StoredReplica } from "../store/index.js";
 
 export interface HeartbeatDiffInput {
   readonly node: string;

@@ -19,8 +19,7 @@ import type { ModelFactsService } from "./model-facts-service.js";
 import { checkedWithStoredFigures, storedFiguresField, storedFiguresNote, storedFiguresView } from "./stored-figures.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
 import type { RestartService } from "./restart-service.js";
-import type { Store } from "../store/open-store.js";
-import { insertEvents } from "../store/reconcile-rows.js";
+import { type Store, insertEvents } from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
 

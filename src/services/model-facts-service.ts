@@ -4,8 +4,7 @@ import type { ModelFacts } from "../plan/index.js";
 import { demandCardBytes, type CardBytes, type DemandProfile } from "../placement/index.js";
 import { demandProfiles } from "../reconcile/desired-model.js";
 import type { ReconcilerFacts } from "../reconcile/reconciler-ports.js";
-import type { Store } from "../store/open-store.js";
-import { findSourceFacts, saveSourceFacts } from "../store/source-facts-rows.js";
+import { type Store, findSourceFacts, saveSourceFacts } from "../store/index.js";
 import { ModelFactsCache, type ModelFactsReader } from "./model-facts-cache.js";
 
 export interface ModelFactsParts {

@@ -1,7 +1,6 @@
 import { dryRunAnswer, type Change, type DryRunAnswer, type NodeView } from "../protocol/index.js";
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
-import type { Store } from "../store/open-store.js";
-import { insertEvents, setNodeControl } from "../store/reconcile-rows.js";
+import { type Store, insertEvents, setNodeControl } from "../store/index.js";
 
 export type NodeControlAction = "cordon" | "uncordon" | "drain";
 

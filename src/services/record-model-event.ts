@@ -1,5 +1,4 @@
-import type { Store } from "../store/open-store.js";
-import { insertEvents } from "../store/reconcile-rows.js";
+import { type Store, insertEvents } from "../store/index.js";
 import type { EventKind } from "../protocol/index.js";
 
 /** An operator's change to a model, in the events beside what the reconciler does about it. */

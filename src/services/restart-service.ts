@@ -7,7 +7,7 @@ import { readFleetState, type FleetStateSources } from "../reconcile/read-fleet-
 import type { ChangeToPreview } from "../reconcile/reconciler.js";
 import type { ReconcilerFacts } from "../reconcile/reconciler-ports.js";
 import type { ObservedReplica } from "../reconcile/types.js";
-import { insertEvents, updateModelStatus } from "../store/reconcile-rows.js";
+import { insertEvents, updateModelStatus } from "../store/index.js";
 
 export interface RestartParts extends FleetStateSources {
   readonly catalog: FleetStateSources["catalog"] & { get(name: string): Promise<CatalogModel> };

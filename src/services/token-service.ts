@@ -3,12 +3,9 @@ import { z } from "zod";
 import type { Actor } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
 import { DomainError } from "../errors/index.js";
-import { insertAuditEvent } from "../store/audit-rows.js";
-import type { Store } from "../store/open-store.js";
+import { insertAuditEvent, type Store, type Database, deleteTokenByName, insertToken, listTokens, type TokenListing, type TokenRole } from "../store/index.js";
 import type { Kysely } from "kysely";
-import type { Database } from "../store/schema.js";
 import { dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";
-import { deleteTokenByName, insertToken, listTokens, type TokenListing, type TokenRole } from "../store/token-rows.js";
 
 export const tokenNameSchema = z
   .string()

@@ -2,8 +2,7 @@ import { type Actor, type CatalogModel, entryAtRevision, revisionedRepo, type Mo
 import { DomainError, isDomainError } from "../errors/index.js";
 import { checkEntrySources, defaultSourceCheckTimeoutMs, type ReadModelSourceOptions, resolveHubRevision } from "../plan/index.js";
 import { type HistoryView, type OriginView, type RolloutView, type UpdateCheckView, dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";
-import type { Store } from "../store/open-store.js";
-import { deleteVersionChange, insertVersionChange, listVersionChanges, type VersionChangeKind } from "../store/version-rows.js";
+import { type Store, deleteVersionChange, insertVersionChange, listVersionChanges, type VersionChangeKind } from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";
 import { recordModelEvent } from "./record-model-event.js";
 import { actorText, changeWithSurge, previewWithSurge, type RequestRestart, type SurgePreview } from "./change-with-surge.js";

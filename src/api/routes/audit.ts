@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { listAuditEvents } from "../../store/audit-rows.js";
-import type { Store } from "../../store/open-store.js";
+import { listAuditEvents, type Store } from "../../store/index.js";
 import { parseQuery } from "../parse-body.js";
 import { redactAuditValue } from "../../catalog/index.js";
 import { decodeIdCursor, encodeIdCursor, isPaged, pageQueryShape } from "../lists/list-query.js";

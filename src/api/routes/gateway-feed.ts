@@ -1,8 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { usageBatchSchema, type GatewayKeyFeedEntry } from "../../protocol/index.js";
-import { listGatewayKeys } from "../../store/gateway-key-rows.js";
-import type { Store } from "../../store/open-store.js";
-import { addUsage } from "../../store/usage-rows.js";
+import { listGatewayKeys, type Store, addUsage } from "../../store/index.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { z } from "zod";
 import { matchesText, pageQueryShape } from "../lists/list-query.js";

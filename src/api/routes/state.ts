@@ -5,7 +5,7 @@ import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { catalogExportSchema } from "../../protocol/index.js";
 import type { CatalogTransferService } from "../../services/catalog-transfer-service.js";
-import type { Store } from "../../store/open-store.js";
+import type { Store } from "../../store/index.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";
 

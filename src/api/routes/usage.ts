@@ -1,8 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { type UsageAnswer, usageMinute } from "../../protocol/index.js";
-import type { Store } from "../../store/open-store.js";
-import { sumUsage } from "../../store/usage-rows.js";
+import { type Store, sumUsage } from "../../store/index.js";
 import { parseMoment } from "../../catalog/index.js";
 import { parseQuery } from "../parse-body.js";
 import { matchesText, pageQueryShape } from "../lists/list-query.js";

@@ -1,6 +1,6 @@
 import { admin } from "../../client/admin-calls.js";
 import type { Command } from "commander";
-import type { AuditEvent } from "../../store/audit-rows.js";
+import type { AuditEvent } from "../../store/index.js";
 import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

@@ -3,9 +3,17 @@ import { bearerToken, hashToken, sameSecret, type ControlSecret } from "../../au
 import { parseWithSchema } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { heartbeatRequestSchema, protocolVersion, type HeartbeatResponse } from "../../protocol/index.js";
-import { deleteReplica, findNode, findReplica, listReplicas, updateReplica, upsertReplica, type StoredNode } from "../../store/fleet-rows.js";
-import type { Store } from "../../store/open-store.js";
-import { insertEvents } from "../../store/reconcile-rows.js";
+import {
+  deleteReplica,
+  findNode,
+  findReplica,
+  listReplicas,
+  updateReplica,
+  upsertReplica,
+  type StoredNode,
+  type Store,
+  insertEvents,
+} from "../../store/index.js";
 import { stopReplicaOnAgent, type AgentAddress } from "../agent-client.js";
 import { heartbeatDiff } from "../heartbeat-diff.js";
 import type { NodesHeard } from "./nodes-heard.js";

@@ -3,8 +3,7 @@ import { hashToken, newToken } from "../../auth/index.js";
 import { parseWithSchema } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import { joinRequestSchema, protocolVersion, type JoinResponse } from "../../protocol/index.js";
-import { findNode, insertJoinToken, joinTokenExists, upsertNode, type StoredNode } from "../../store/fleet-rows.js";
-import type { Store } from "../../store/open-store.js";
+import { findNode, insertJoinToken, joinTokenExists, upsertNode, type StoredNode, type Store } from "../../store/index.js";
 import type { FleetSettings } from "./fleet-settings.js";
 import { refuseOtherProtocol } from "./refuse-other-protocol.js";
 

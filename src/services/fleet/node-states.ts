@@ -1,6 +1,5 @@
 import { nodeState, type NodeState } from "../../fleet/index.js";
-import { oldestLastSeen, type StoredNode } from "../../store/fleet-rows.js";
-import type { Store } from "../../store/open-store.js";
+import { oldestLastSeen, type StoredNode, type Store } from "../../store/index.js";
 import type { FleetSettings } from "./fleet-settings.js";
 import type { NodesHeard } from "./nodes-heard.js";
 

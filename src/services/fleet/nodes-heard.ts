@@ -1,7 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Inventory } from "../../protocol/index.js";
-import { touchNode, type StoredNode } from "../../store/fleet-rows.js";
-import type { Store } from "../../store/open-store.js";
+import { touchNode, type StoredNode, type Store } from "../../store/index.js";
 
 /**
  * When each node was last heard by this server, to the millisecond. The
