@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { DomainError } from "../errors/index.js";
-import type { ChangeToPreview } from "../reconcile/reconciler.js";
+import type { ChangeToPreview } from "../reconcile/index.js";
 import { dryRunParameter, dryRunQuerySchema, type Change } from "../protocol/index.js";
 import { parseQuery } from "./parse-body.js";
 

@@ -11,7 +11,7 @@ import {
   type Change,
   type DryRunAnswer,
 } from "../protocol/index.js";
-import { canaryVerdict } from "../reconcile/canary-verdict.js";
+import { canaryVerdict, type ChangeToPreview } from "../reconcile/index.js";
 import {
   insertAuditEvent,
   insertVersionChange,
@@ -27,7 +27,6 @@ import {
 } from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
-import type { ChangeToPreview } from "../reconcile/reconciler.js";
 
 export interface CanaryStart {
   readonly revision: string;

@@ -4,7 +4,7 @@ import type { Database } from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";
 import { catalogWriteChange } from "./catalog-write-change.js";
 import type { Change } from "../protocol/index.js";
-import type { ChangeToPreview } from "../reconcile/reconciler.js";
+import type { ChangeToPreview } from "../reconcile/index.js";
 
 /** The reconciler's surge restart, as the services that change a served model need it. */
 export type RequestRestart = (model: CatalogModel, inPlace: boolean, actor: string) => Promise<{ restart_before: string; in_place: boolean; replicas: number }>;

@@ -1,7 +1,7 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/index.js";
-import type { ChangeToPreview } from "../reconcile/reconciler.js";
+import type { ChangeToPreview } from "../reconcile/index.js";
 import { type Store, updateModelStatus } from "../store/index.js";
 
 export interface DemandParts {

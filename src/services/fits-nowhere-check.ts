@@ -1,7 +1,7 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { fleetFromNodes, type InventoryNode } from "../fleet/index.js";
 import type { ModelFacts } from "../plan/index.js";
-import { fitsNowhere } from "../reconcile/fits-nowhere.js";
+import { fitsNowhere } from "../reconcile/index.js";
 import type { ModelFactsReader } from "./model-facts-cache.js";
 
 /** Why a model would fit nowhere in this fleet (every profile too large for every node of its class, even empty); undefined when it might fit. */

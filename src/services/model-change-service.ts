@@ -12,12 +12,9 @@ import {
   type DryRunAnswer,
   type EventKind,
 } from "../protocol/index.js";
-import { checkContextChange } from "../reconcile/check-context-change.js";
-import { checkGpusChange } from "../reconcile/check-gpus-change.js";
-import { engineArgumentChanges } from "../reconcile/engine-argument-changes.js";
+import { checkContextChange, checkGpusChange, engineArgumentChanges, type ChangeToPreview } from "../reconcile/index.js";
 import type { ModelFactsService } from "./model-facts-service.js";
 import { checkedWithStoredFigures, storedFiguresField, storedFiguresNote, storedFiguresView } from "./stored-figures.js";
-import type { ChangeToPreview } from "../reconcile/reconciler.js";
 import type { RestartService } from "./restart-service.js";
 import { type Store, insertEvents } from "../store/index.js";
 import type { CatalogService } from "./catalog-service.js";

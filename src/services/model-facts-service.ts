@@ -2,8 +2,7 @@ import type { CatalogModel } from "../catalog/index.js";
 import { isDomainError } from "../errors/index.js";
 import type { ModelFacts } from "../plan/index.js";
 import { demandCardBytes, type CardBytes, type DemandProfile } from "../placement/index.js";
-import { demandProfiles } from "../reconcile/desired-model.js";
-import type { ReconcilerFacts } from "../reconcile/reconciler-ports.js";
+import { demandProfiles, type ReconcilerFacts } from "../reconcile/index.js";
 import { type Store, findSourceFacts, saveSourceFacts } from "../store/index.js";
 import { ModelFactsCache, type ModelFactsReader } from "./model-facts-cache.js";
 

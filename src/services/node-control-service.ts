@@ -1,5 +1,5 @@
 import { dryRunAnswer, type Change, type DryRunAnswer, type NodeView } from "../protocol/index.js";
-import type { ChangeToPreview } from "../reconcile/reconciler.js";
+import type { ChangeToPreview } from "../reconcile/index.js";
 import { type Store, insertEvents, setNodeControl } from "../store/index.js";
 
 export type NodeControlAction = "cordon" | "uncordon" | "drain";

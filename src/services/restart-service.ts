@@ -1,12 +1,17 @@
 import type { CatalogModel } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
-import { checkRestartRoom } from "../reconcile/check-restart-room.js";
+import {
+  checkRestartRoom,
+  observe,
+  replacedByRestart,
+  type Observation,
+  readFleetState,
+  type FleetStateSources,
+  type ChangeToPreview,
+  type ReconcilerFacts,
+  type ObservedReplica,
+} from "../reconcile/index.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/index.js";
-import { observe, replacedByRestart, type Observation } from "../reconcile/observe.js";
-import { readFleetState, type FleetStateSources } from "../reconcile/read-fleet-state.js";
-import type { ChangeToPreview } from "../reconcile/reconciler.js";
-import type { ReconcilerFacts } from "../reconcile/reconciler-ports.js";
-import type { ObservedReplica } from "../reconcile/types.js";
 import { insertEvents, updateModelStatus } from "../store/index.js";
 
 export interface RestartParts extends FleetStateSources {
