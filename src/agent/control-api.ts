@@ -18,10 +18,9 @@ import {
   terminalReplicaStates,
 } from "../protocol/index.js";
 import { bearerToken, hashToken, sameSecret } from "../auth/index.js";
-import { answerClientError, answerFrameworkError, installErrorHandling } from "../http/error-handler.js";
+import { answerClientError, answerFrameworkError, installErrorHandling, maxParamLength } from "../http/index.js";
 import { parseWithSchema } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
-import { maxParamLength } from "../http/router-limits.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
 import type { WeightsPuller } from "./weights-puller.js";

@@ -2,8 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { segmentTooLong } from "../../http/error-handler.js";
-import { maxParamLength } from "../../http/router-limits.js";
+import { segmentTooLong, maxParamLength } from "../../http/index.js";
 
 /**
  * The console's policy, sent with every page and file of it. Scripts come

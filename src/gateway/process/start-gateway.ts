@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { LogSettings } from "../../log-output.js";
 import { parseListen, defaultServerLimits, type ServerLimits } from "../../catalog/index.js";
 import { listenFailure } from "../../errors/index.js";
-import { clientErrorAnswerer } from "../../http/error-handler.js";
+import { clientErrorAnswerer } from "../../http/index.js";
 import { Gateway } from "../request/gateway.js";
 import { gatewayServerFactory } from "../front/gateway-server-factory.js";
 import type { GatewayPolicy } from "../policy/gateway-policy.js";
