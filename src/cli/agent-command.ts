@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { describeFailure } from "./report-failure.js";
 import { outliveClosedOutput } from "./closed-output.js";
 import { engineNames, type EngineName } from "../catalog/light.js";
-import type { AgentOptions, startAgent } from "../agent/agent.js";
+import type { AgentOptions, startAgent } from "../agent/index.js";
 import { isDomainError } from "../errors/index.js";
 import { addLogOptions, type LogOptions } from "./log-options.js";
 
@@ -107,8 +107,8 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
       outliveClosedOutput();
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the agent to do it.
       const [{ startAgent }, { watchParentLifeline }, { readCaFile, tlsFromFlags }, { default: pino }, { logSettings }] = await Promise.all([
-        import("../agent/agent.js"),
-        import("../agent/parent-lifeline.js"),
+        import("../agent/index.js"),
+        import("../agent/index.js"),
         import("../net/index.js"),
         import("pino"),
         import("../log-output.js"),

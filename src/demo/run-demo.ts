@@ -5,7 +5,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseListen, shippedPresets } from "../catalog/index.js";
 import { DomainError } from "../errors/index.js";
-import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/engine-process.js";
+import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/index.js";
 import { llmgwCommand } from "../package-root.js";
 import { admin } from "../client/admin-calls.js";
 import { ApiClient } from "../client/api-client.js";

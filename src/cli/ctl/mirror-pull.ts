@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { parseGgufShardFilename } from "@huggingface/gguf";
 import { listFiles } from "@huggingface/hub";
-import { selectHubFiles } from "../../agent/weights-source.js";
+import { selectHubFiles } from "../../agent/index.js";
 import { type Preset, parseWeightsSource, type WeightsSource } from "../../catalog/index.js";
 import { DomainError } from "../../errors/index.js";
 import {
