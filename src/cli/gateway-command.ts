@@ -2,7 +2,7 @@ import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
 import { DomainError } from "../errors/index.js";
-import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
+import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/index.js";
 import { print } from "./output.js";
 import { addLogOptions, type LogOptions } from "./log-options.js";
 import type { LimitsInput } from "../catalog/index.js";
@@ -115,8 +115,8 @@ export function registerGatewayCommand(program: Command): void {
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the gateway to do it.
       const [{ default: cluster }, { httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }, { logSettings }] = await Promise.all([
         import("node:cluster"),
-        import("../gateway/policy/index.js"),
-        import("../gateway/process/index.js"),
+        import("../gateway/index.js"),
+        import("../gateway/index.js"),
         import("undici"),
         import("../net/index.js"),
         import("../log-output.js"),
@@ -216,7 +216,7 @@ const primaryChannel: PrimaryChannel = {
 
 /** `--workers N` with N > 1: this process forks the workers, keeps their rate limits, and drains them all on SIGTERM. */
 async function runPrimary(workers: number, server: string, token: string, options: GatewayCommandOptions): Promise<void> {
-  const { startGatewayCluster, WorkerStartFailed } = await import("../gateway/process/index.js");
+  const { startGatewayCluster, WorkerStartFailed } = await import("../gateway/index.js");
   let running;
   try {
     running = await startGatewayCluster({ workers, workerEnvironment: { LLMGW_TOKEN: token }, note: (line) => process.stderr.write(`${line}\n`) });

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { registerCanaryRoutes } from "../api/routes/canaries.js";
-import { ArmReporter, gatewayReportId, summariseSlots } from "../gateway/routing/index.js";
-import type { Gateway, GatewayLog } from "../gateway/request/index.js";
+import { ArmReporter, gatewayReportId, summariseSlots, type Gateway, type GatewayLog } from "../gateway/index.js";
 import type { Reconciler } from "../reconcile/index.js";
 import { CanaryService, type CanaryParts } from "../services/canary-service.js";
 import type { CatalogService } from "../services/catalog-service.js";

@@ -1,4 +1,4 @@
-import type { KeysBackend } from "../gateway/policy/index.js";
+import type { KeysBackend } from "../gateway/index.js";
 import { listGatewayKeys, type Store, addUsage } from "../store/index.js";
 
 /** A server's gateway keys and usage, read and written in its own store (a standalone gateway goes through the admin API instead). */
