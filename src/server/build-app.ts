@@ -10,29 +10,33 @@ import { registerFleetRoutes } from "../api/routes/fleet.js";
 import { registerMetaRoutes } from "../api/routes/meta.js";
 import { collectRoutes } from "../api/openapi/api-route.js";
 import { registerModelRoutes } from "../api/routes/models.js";
-import type { FitsNowhereCheck } from "../services/fits-nowhere-check.js";
+import {
+  type FitsNowhereCheck,
+  CatalogTransferService,
+  GatewayKeyService,
+  TokenService,
+  type CatalogService,
+  type FleetService,
+  ChangeFeed,
+  defaultChangeFeedOptions,
+  type ChangeFeedOptions,
+} from "../services/index.js";
 import { registerTokenRoutes } from "../api/routes/tokens.js";
 import { registerGatewayKeyRoutes } from "../api/routes/gateway-keys.js";
 import { registerStateRoutes } from "../api/routes/state.js";
-import { CatalogTransferService } from "../services/catalog-transfer-service.js";
 import { registerUsageRoutes } from "../api/routes/usage.js";
 import { registerGatewayFeedRoutes } from "../api/routes/gateway-feed.js";
 import { type KeysPolicy, type Gateway, type GatewayLog, gatewayServerFactory, registerGatewayRoutes, requestIdFrom } from "../gateway/index.js";
-import { GatewayKeyService } from "../services/gateway-key-service.js";
 import { registerRoutingRoutes, type RoutingTableFeed } from "../api/routes/routing.js";
-import { TokenService } from "../services/token-service.js";
 import { registerPresetRoutes } from "../api/routes/presets.js";
 import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/index.js";
 import type { TlsFiles } from "../net/index.js";
-import type { CatalogService } from "../services/catalog-service.js";
-import type { FleetService } from "../services/fleet-service.js";
 import { defaultConsoleDirectory, registerConsoleFiles } from "../api/routes/console-files.js";
 import { packageRoot } from "../package-root.js";
 import { registerSessionRoutes } from "../api/routes/session.js";
 import { registerStreamRoutes } from "../api/routes/stream.js";
 import { registerSeriesRoutes } from "../api/routes/series.js";
-import { ChangeFeed, defaultChangeFeedOptions, type ChangeFeedOptions } from "../services/change-feed.js";
 
 export interface AppParts {
   readonly store: Store;

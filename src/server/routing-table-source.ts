@@ -2,8 +2,7 @@ import { isDeepStrictEqual } from "node:util";
 import { cacheRoutingOnWire, type CacheRoutingWeights } from "../catalog/index.js";
 import type { RoutingTable } from "../protocol/index.js";
 import { buildRoutingTable, loadingEtas, type PlacementForRouting, type ReplicaForRouting } from "./build-routing-table.js";
-import type { CatalogService } from "../services/catalog-service.js";
-import type { FleetService } from "../services/fleet-service.js";
+import type { CatalogService, FleetService } from "../services/index.js";
 
 /** How often a table that shows a loading estimate is rebuilt when nothing else changed. */
 export const loadingEstimateRefreshMs = 5_000;

@@ -2,9 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { registerCanaryRoutes } from "../api/routes/canaries.js";
 import { ArmReporter, gatewayReportId, summariseSlots, type Gateway, type GatewayLog } from "../gateway/index.js";
 import type { Reconciler } from "../reconcile/index.js";
-import { CanaryService, type CanaryParts } from "../services/canary-service.js";
-import type { CatalogService } from "../services/catalog-service.js";
-import type { FleetService } from "../services/fleet-service.js";
+import { CanaryService, type CanaryParts, type CatalogService, type FleetService } from "../services/index.js";
 import { listArmSlots, putArmSlots, listCanaries, type Store } from "../store/index.js";
 
 /** The traffic share of each model's canary while it runs (a promotion or abort asked for and not yet carried out included). */

@@ -5,8 +5,19 @@ import { openStore, type Store } from "../store/index.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/index.js";
 import { adminTokenFileName, adminTokenHint, bootstrapAdminToken } from "./admin-token.js";
 import { buildApp } from "./build-app.js";
-import { CatalogService } from "../services/catalog-service.js";
-import { FleetService } from "../services/fleet-service.js";
+import {
+  CatalogService,
+  FleetService,
+  fitsNowhereCheck,
+  ModelChangeService,
+  PullService,
+  VersionService,
+  AdapterService,
+  ModelFactsService,
+  RestartService,
+  DemandService,
+  NodeControlService,
+} from "../services/index.js";
 import { loadServerKey, serverKeyFileName, serverKeyVariable } from "./server-key.js";
 import { serverIdentity } from "./server-identity.js";
 import { KeysPolicy, type GatewayPolicy, OpenPolicy, openPolicy, Gateway, type GatewayLog, throttleDemand } from "../gateway/index.js";
@@ -22,24 +33,15 @@ import { Reconciler, type ReconcilerLog } from "../reconcile/index.js";
 import { registerReconcileRoutes } from "../api/routes/reconcile.js";
 import type { PreviewReplicas } from "../api/dry-run.js";
 import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
-import { fitsNowhereCheck } from "../services/fits-nowhere-check.js";
-import { ModelChangeService } from "../services/model-change-service.js";
 import { modelStatusSource, placementsForRouting } from "./model-status-source.js";
 import { readModelSource, defaultSourceCheckTimeoutMs } from "../plan/index.js";
 import { serverReadOptions, type PlanSettings } from "../api/routes/plan.js";
 import { checkDeclaredSources } from "./check-declared-sources.js";
 import { registerPullRoutes } from "../api/routes/pull.js";
-import { PullService } from "../services/pull-service.js";
 import { registerVersionRoutes } from "../api/routes/versions.js";
-import { VersionService } from "../services/version-service.js";
 import { registerHeadroomRoutes } from "../api/routes/headroom.js";
 import { registerCardMemoryRoutes } from "../api/routes/card-memory.js";
 import { registerAdapterRoutes } from "../api/routes/adapters.js";
-import { AdapterService } from "../services/adapter-service.js";
-import { ModelFactsService } from "../services/model-facts-service.js";
-import { RestartService } from "../services/restart-service.js";
-import { DemandService } from "../services/demand-service.js";
-import { NodeControlService } from "../services/node-control-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LogSettings | false): ReconcilerLog {

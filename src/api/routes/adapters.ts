@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { adapterSchema } from "../../catalog/index.js";
 import { flagSchema, isSet } from "../../protocol/index.js";
-import type { AdapterService } from "../../services/adapter-service.js";
+import type { AdapterService } from "../../services/index.js";
 import { requireActor } from "../access.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { parseDuration } from "../../catalog/index.js";
 import { armCountsReportSchema, type ArmSlotReport } from "../../protocol/index.js";
-import type { CanaryService } from "../../services/canary-service.js";
+import type { CanaryService } from "../../services/index.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { cardMemoryAnswerSchema, type CardMemoryAnswer } from "../../protocol/index.js";
-import { cardMemoryView, type CardMemoryParts } from "../../services/card-memory-view.js";
+import { cardMemoryView, type CardMemoryParts } from "../../services/index.js";
 
 /** `GET /api/v1/card-memory`: where each card's memory goes, planned beside reported; reads only. */
 export function registerCardMemoryRoutes(app: FastifyInstance, parts: CardMemoryParts): void {

@@ -19,14 +19,13 @@ import {
   logsQuerySchema,
   dryRunAnswer,
 } from "../../protocol/index.js";
-import { startReplicaBodySchema, type FleetService } from "../../services/fleet-service.js";
+import { startReplicaBodySchema, type FleetService, type CatalogService } from "../../services/index.js";
 import { redactOutputLine, redactStrings, secretValuesOf, type Audience, engineNames, describeActor } from "../../catalog/index.js";
 import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
 import { jsonListBody } from "../lists/json-list-body.js";
 import { PatchedListBody } from "../lists/patched-list-body.js";
 import { KeptItems, keptItem, keptListBody, type KeptItem } from "../lists/kept-items.js";
-import type { CatalogService } from "../../services/catalog-service.js";
 import { requireActor } from "../access.js";
 import { maskedLines } from "../masked-lines.js";
 import { parseBody, parseQuery } from "../parse-body.js";

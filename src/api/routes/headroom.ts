@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { headroomViewSchema, type HeadroomView } from "../../protocol/index.js";
-import { headroomView, type HeadroomParts } from "../../services/headroom-view.js";
+import { headroomView, type HeadroomParts } from "../../services/index.js";
 
 const nameParams = z.object({ name: z.string() });
 

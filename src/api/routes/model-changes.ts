@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { modelEntrySchema, profileSchema } from "../../catalog/index.js";
-import type { ModelChangeService } from "../../services/model-change-service.js";
+import type { ModelChangeService } from "../../services/index.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";
 

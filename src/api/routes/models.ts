@@ -11,16 +11,14 @@ import {
   type Audience,
   checkSecretEnv,
 } from "../../catalog/index.js";
-import { catalogEdits, type CatalogEdit, type CatalogService } from "../../services/catalog-service.js";
+import { catalogEdits, type CatalogEdit, type CatalogService, catalogWriteChange, type FitsNowhereCheck } from "../../services/index.js";
 import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";
-import { catalogWriteChange } from "../../services/catalog-write-change.js";
 import { dryRunAnswer, type AddedModelView, type ModelState, type ModelView } from "../../protocol/index.js";
 import { requireActor } from "../access.js";
 import { modelView, noModelStatus, type ModelStatusSource, type ReplicaCountSource } from "../model-view.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
 import type { PlanSettings } from "./plan.js";
-import type { FitsNowhereCheck } from "../../services/fits-nowhere-check.js";
 import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, sendList, weakEtag } from "../lists/list-answer.js";
 import { KeptItems, keptItem, keptListBody, type KeptItem } from "../lists/kept-items.js";

@@ -2,8 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { modelNameSchema, shippedPresets } from "../../catalog/index.js";
 import { readFileSize, defaultSourceCheckTimeoutMs, readMirrorManifest, readModelSource } from "../../plan/index.js";
-import { PresetService, type PresetFleet } from "../../services/preset-service.js";
-import type { CatalogPreview, CatalogService } from "../../services/catalog-service.js";
+import { PresetService, type PresetFleet, type CatalogPreview, type CatalogService, catalogWriteChange } from "../../services/index.js";
 import { serverReadOptions, type PlanSettings } from "./plan.js";
 import { requireActor } from "../access.js";
 import { modelView } from "../model-view.js";
@@ -12,7 +11,6 @@ import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.j
 import { type AddedModelView, dryRunAnswer } from "../../protocol/index.js";
 
 import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";
-import { catalogWriteChange } from "../../services/catalog-write-change.js";
 
 const nameParams = z.object({ name: z.string() });
 // The body is optional: an empty POST adds the preset under its own name.

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { PullService } from "../../services/pull-service.js";
+import type { PullService } from "../../services/index.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 
 const nameParams = z.object({ name: z.string() });

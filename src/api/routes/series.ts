@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { seriesViewSchema, type SeriesView, seriesStepSeconds, seriesReportSchema, type SeriesStepReport, type SeriesPoint } from "../../protocol/index.js";
-import type { CatalogService } from "../../services/catalog-service.js";
+import type { CatalogService } from "../../services/index.js";
 import { parseBody } from "../parse-body.js";
 
 /** The per-model series the server keeps: its own gateway records into it, standalone gateways report into it. */

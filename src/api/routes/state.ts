@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { catalogExportSchema } from "../../protocol/index.js";
-import type { CatalogTransferService } from "../../services/catalog-transfer-service.js";
+import type { CatalogTransferService } from "../../services/index.js";
 import type { Store } from "../../store/index.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";

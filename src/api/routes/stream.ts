@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { OutgoingHttpHeaders } from "node:http";
-import type { ChangeFeed } from "../../services/change-feed.js";
+import type { ChangeFeed } from "../../services/index.js";
 
 /** What one stream may have waiting in its socket before it counts as too slow and is closed: about a thousand messages. */
 export const maxBufferedStreamBytes = 256 * 1024;

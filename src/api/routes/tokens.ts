@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { tokenNameSchema, type TokenService } from "../../services/token-service.js";
+import { tokenNameSchema, type TokenService } from "../../services/index.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";
 

@@ -1,0 +1,21 @@
+/** The services folder's face: what other folders of src/ use from it. */
+export { AdapterService } from "./adapter-service.js";
+export { CanaryService, type CanaryParts } from "./canary-service.js";
+export { cardMemoryView, type CardMemoryParts } from "./card-memory-view.js";
+export { CatalogService, catalogEdits, type CatalogEdit, type CatalogPreview } from "./catalog-service.js";
+export { CatalogTransferService } from "./catalog-transfer-service.js";
+export { catalogWriteChange } from "./catalog-write-change.js";
+export { ChangeFeed, defaultChangeFeedOptions, type ChangeFeedOptions } from "./change-feed.js";
+export { DemandService } from "./demand-service.js";
+export { type FitsNowhereCheck, fitsNowhereCheck } from "./fits-nowhere-check.js";
+export { startReplicaBodySchema, FleetService } from "./fleet-service.js";
+export { GatewayKeyService } from "./gateway-key-service.js";
+export { headroomView, type HeadroomParts } from "./headroom-view.js";
+export { ModelChangeService } from "./model-change-service.js";
+export { ModelFactsService } from "./model-facts-service.js";
+export { NodeControlService } from "./node-control-service.js";
+export { PresetService, type PresetFleet } from "./preset-service.js";
+export { PullService } from "./pull-service.js";
+export { RestartService } from "./restart-service.js";
+export { tokenNameSchema, TokenService } from "./token-service.js";
+export { VersionService } from "./version-service.js";
