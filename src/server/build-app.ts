@@ -1,15 +1,37 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { LogSettings } from "../log-output.js";
-import { installAccessControl } from "../api/access.js";
-import { installDryRun, type PreviewReplicas } from "../api/dry-run.js";
+import {
+  installAccessControl,
+  installDryRun,
+  type PreviewReplicas,
+  noReplicas,
+  type ModelStatusSource,
+  type ReplicaCountSource,
+  registerAuditRoutes,
+  registerFleetRoutes,
+  registerMetaRoutes,
+  collectRoutes,
+  registerModelRoutes,
+  registerTokenRoutes,
+  registerGatewayKeyRoutes,
+  registerStateRoutes,
+  registerUsageRoutes,
+  registerGatewayFeedRoutes,
+  registerRoutingRoutes,
+  type RoutingTableFeed,
+  registerPresetRoutes,
+  noFleet,
+  registerPlanRoutes,
+  type FleetSource,
+  type PlanSettings,
+  defaultConsoleDirectory,
+  registerConsoleFiles,
+  registerSessionRoutes,
+  registerStreamRoutes,
+  registerSeriesRoutes,
+} from "../api/index.js";
 import { answerFrameworkError, clientErrorAnswerer, installErrorHandling, maxParamLength } from "../http/index.js";
 import { defaultServerLimits, type ServerLimits } from "../catalog/index.js";
-import { noReplicas, type ModelStatusSource, type ReplicaCountSource } from "../api/model-view.js";
-import { registerAuditRoutes } from "../api/routes/audit.js";
-import { registerFleetRoutes } from "../api/routes/fleet.js";
-import { registerMetaRoutes } from "../api/routes/meta.js";
-import { collectRoutes } from "../api/openapi/api-route.js";
-import { registerModelRoutes } from "../api/routes/models.js";
 import {
   type FitsNowhereCheck,
   CatalogTransferService,
@@ -21,22 +43,10 @@ import {
   defaultChangeFeedOptions,
   type ChangeFeedOptions,
 } from "../services/index.js";
-import { registerTokenRoutes } from "../api/routes/tokens.js";
-import { registerGatewayKeyRoutes } from "../api/routes/gateway-keys.js";
-import { registerStateRoutes } from "../api/routes/state.js";
-import { registerUsageRoutes } from "../api/routes/usage.js";
-import { registerGatewayFeedRoutes } from "../api/routes/gateway-feed.js";
 import { type KeysPolicy, type Gateway, type GatewayLog, gatewayServerFactory, registerGatewayRoutes, requestIdFrom } from "../gateway/index.js";
-import { registerRoutingRoutes, type RoutingTableFeed } from "../api/routes/routing.js";
-import { registerPresetRoutes } from "../api/routes/presets.js";
-import { noFleet, registerPlanRoutes, type FleetSource, type PlanSettings } from "../api/routes/plan.js";
 import type { Store } from "../store/index.js";
 import type { TlsFiles } from "../net/index.js";
-import { defaultConsoleDirectory, registerConsoleFiles } from "../api/routes/console-files.js";
 import { packageRoot } from "../package-root.js";
-import { registerSessionRoutes } from "../api/routes/session.js";
-import { registerStreamRoutes } from "../api/routes/stream.js";
-import { registerSeriesRoutes } from "../api/routes/series.js";
 
 export interface AppParts {
   readonly store: Store;

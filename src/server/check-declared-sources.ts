@@ -1,7 +1,6 @@
 import type { PlacedEntry } from "../catalog/index.js";
 import { isDomainError } from "../errors/index.js";
-import { checkSourcesAtDoor } from "../api/check-sources-at-door.js";
-import type { PlanSettings } from "../api/routes/plan.js";
+import { checkSourcesAtDoor, type PlanSettings } from "../api/index.js";
 
 /**
  * Reads the sources of the models declared in server.yaml, after the server

@@ -1,4 +1,4 @@
-import type { ModelStatus, ModelStatusSource } from "../api/model-view.js";
+import type { ModelStatus, ModelStatusSource } from "../api/index.js";
 import { type Store, listModelStatus } from "../store/index.js";
 import type { PlacementForRouting } from "./build-routing-table.js";
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { registerCanaryRoutes } from "../api/routes/canaries.js";
+import { registerCanaryRoutes } from "../api/index.js";
 import { ArmReporter, gatewayReportId, summariseSlots, type Gateway, type GatewayLog } from "../gateway/index.js";
 import type { Reconciler } from "../reconcile/index.js";
 import { CanaryService, type CanaryParts, type CatalogService, type FleetService } from "../services/index.js";

@@ -30,18 +30,21 @@ import pino from "pino";
 import type { LogSettings } from "../log-output.js";
 import { agentPaths } from "../protocol/index.js";
 import { Reconciler, type ReconcilerLog } from "../reconcile/index.js";
-import { registerReconcileRoutes } from "../api/routes/reconcile.js";
-import type { PreviewReplicas } from "../api/dry-run.js";
-import { registerModelChangeRoutes } from "../api/routes/model-changes.js";
+import {
+  registerReconcileRoutes,
+  type PreviewReplicas,
+  registerModelChangeRoutes,
+  serverReadOptions,
+  type PlanSettings,
+  registerPullRoutes,
+  registerVersionRoutes,
+  registerHeadroomRoutes,
+  registerCardMemoryRoutes,
+  registerAdapterRoutes,
+} from "../api/index.js";
 import { modelStatusSource, placementsForRouting } from "./model-status-source.js";
 import { readModelSource, defaultSourceCheckTimeoutMs } from "../plan/index.js";
-import { serverReadOptions, type PlanSettings } from "../api/routes/plan.js";
 import { checkDeclaredSources } from "./check-declared-sources.js";
-import { registerPullRoutes } from "../api/routes/pull.js";
-import { registerVersionRoutes } from "../api/routes/versions.js";
-import { registerHeadroomRoutes } from "../api/routes/headroom.js";
-import { registerCardMemoryRoutes } from "../api/routes/card-memory.js";
-import { registerAdapterRoutes } from "../api/routes/adapters.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
 function reconcileLog(logger: LogSettings | false): ReconcilerLog {

@@ -5,7 +5,7 @@ import { adminPath } from "../../client/admin-routes.js";
 import { startServer } from "../../server/start-server.js";
 import { buildProgram } from "../program.js";
 import { renderCommandReference } from "./ctl-reference.js";
-import { serialiseOpenApi } from "../../api/openapi/build-openapi.js";
+import { serialiseOpenApi } from "../../api/index.js";
 
 /** Where each generated reference is committed, relative to the package root. */
 export const referencePaths = { ctl: "docs/reference/ctl.md", openapi: "docs/reference/openapi.json" } as const;
