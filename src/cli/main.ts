@@ -1,6 +1,6 @@
 import { CommanderError } from "commander";
 import { DomainError } from "../errors/index.js";
-import { RemoteError } from "../client/api-client.js";
+import { RemoteError } from "../client/index.js";
 import { asInvoked } from "./invocation.js";
 import { buildProgram } from "./program.js";
 import { describeFailure } from "./report-failure.js";

@@ -1,4 +1,4 @@
-import type { RemoteError } from "../client/api-client.js";
+import type { RemoteError } from "../client/index.js";
 import type { DomainError } from "../errors/index.js";
 
 /**

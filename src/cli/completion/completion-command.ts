@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import { Argument, type Command } from "commander";
 import { apiClient, type CtlOptions } from "../ctl/context.js";
 import { completionScript, completionShells, type CompletionShell } from "./completion-scripts.js";

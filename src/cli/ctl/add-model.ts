@@ -1,7 +1,6 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin, type ApiClient } from "../../client/index.js";
 import type { ModelEntry } from "../../catalog/index.js";
 import type { AddedModelView } from "../../protocol/index.js";
-import type { ApiClient } from "../../client/api-client.js";
 import { renderTable } from "../output.js";
 
 /** Help text of `--no-source-check`, the same on every command that adds a model. */

@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import { InvalidArgumentError, type Command } from "commander";
 import type { ArmView, CanaryView } from "../../protocol/index.js";
 import { print, printJson } from "../output.js";

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import { defaultDataDir, defaultListen } from "../../catalog/light.js";
 import { adminTokenFileName } from "../../server/admin-token-file.js";
-import { ApiClient } from "../../client/api-client.js";
+import { ApiClient } from "../../client/index.js";
 
 export interface CtlOptions {
   server?: string;

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { DryRunAnswer } from "../../protocol/index.js";
-export { DryRunAnswered } from "../../client/api-client.js";
+export { DryRunAnswered } from "../../client/index.js";
 
 /**
  * The ctl commands that only read (a GET and nothing else): they get no

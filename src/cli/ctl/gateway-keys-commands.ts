@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import type { Command } from "commander";
 import type { GatewayKeyView } from "../../protocol/index.js";
 import { print, printJson, renderTable } from "../output.js";

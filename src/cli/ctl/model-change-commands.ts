@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/light.js";
 import type { ModelChangeSettings, ModelChangeView } from "../../protocol/index.js";

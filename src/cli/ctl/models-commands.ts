@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command } from "commander";

@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
 import type { NodeView, ReplicaView } from "../../protocol/index.js";

@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import type { Command } from "commander";
 import { formatGiB } from "../../plan/light.js";
 import type { AddedModelView, PresetProfileView, PresetView } from "../../protocol/index.js";

@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration, modelClasses, type ModelClass } from "../../catalog/light.js";

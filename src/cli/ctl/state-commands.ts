@@ -1,4 +1,4 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin } from "../../client/index.js";
 import { createWriteStream, existsSync, readFileSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";

@@ -1,7 +1,6 @@
-import { admin } from "../../client/admin-calls.js";
+import { admin, type ApiClient } from "../../client/index.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DomainError } from "../../errors/index.js";
-import type { ApiClient } from "../../client/api-client.js";
 import { print } from "../output.js";
 import { describeReplicaState } from "./nodes-commands.js";
 

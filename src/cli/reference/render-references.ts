@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { adminPath } from "../../client/admin-routes.js";
+import { adminPath } from "../../client/index.js";
 import { startServer } from "../../server/start-server.js";
 import { buildProgram } from "../program.js";
 import { renderCommandReference } from "./ctl-reference.js";
