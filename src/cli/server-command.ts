@@ -3,7 +3,7 @@ import { defaultDataDir, defaultListen } from "../catalog/light.js";
 import { softwareVersion } from "../protocol/light.js";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { adminTokenFileName, dataDirOption } from "../server/admin-token-file.js";
+import { adminTokenFileName, dataDirOption } from "../server/light.js";
 import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
 import { outliveClosedOutput } from "./closed-output.js";
@@ -23,7 +23,7 @@ export function registerServerCommand(program: Command): void {
       // Warnings come later (the declared sources' checks): a reader of its output gone by then must not end the server.
       outliveClosedOutput();
       // Loaded here, not at the top: every `llmgw ctl` builds this command tree, and must not load the server to do it.
-      const [{ describeStorage, startServer }, { logSettings }] = await Promise.all([import("../server/start-server.js"), import("../log-output.js")]);
+      const [{ describeStorage, startServer }, { logSettings }] = await Promise.all([import("../server/index.js"), import("../log-output.js")]);
       const server = await startServer({
         configPath: options.config,
         listen: options.listen,

@@ -8,7 +8,7 @@ import { DomainError } from "../errors/index.js";
 import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/index.js";
 import { llmgwCommand } from "../package-root.js";
 import { admin, ApiClient } from "../client/index.js";
-import { startServer, type RunningServer } from "../server/start-server.js";
+import { startServer, type RunningServer } from "../server/index.js";
 import type { NodeView, ReplicaView } from "../protocol/index.js";
 import { demoNodes, demoPresets } from "./demo-catalog.js";
 import { startHubServer, type HubServer } from "../hub/index.js";

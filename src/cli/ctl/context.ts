@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import { defaultDataDir, defaultListen } from "../../catalog/light.js";
-import { adminTokenFileName } from "../../server/admin-token-file.js";
+import { adminTokenFileName } from "../../server/light.js";
 import { ApiClient } from "../../client/index.js";
 
 export interface CtlOptions {

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { adminPath } from "../../client/index.js";
-import { startServer } from "../../server/start-server.js";
+import { startServer } from "../../server/index.js";
 import { buildProgram } from "../program.js";
 import { renderCommandReference } from "./ctl-reference.js";
 import { serialiseOpenApi } from "../../api/index.js";
