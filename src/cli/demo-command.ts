@@ -65,7 +65,7 @@ export function registerDemoCommand(program: Command): void {
           : "llmgw demo: a control plane and two simulated GPU nodes on this machine (no GPU needed)\n",
       );
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the demo to do it.
-      const [{ runDemo }, { demoSummary }] = await Promise.all([import("../demo/run-demo.js"), import("./demo-summary.js")]);
+      const [{ runDemo }, { demoSummary }] = await Promise.all([import("../demo/index.js"), import("./demo-summary.js")]);
       const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, gguf: options.gguf, say: (line) => print(`  ${line}`) });
       let stopping = false;
       const stop = (signal: StopSignal) => {

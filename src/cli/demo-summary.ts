@@ -1,6 +1,5 @@
 import path from "node:path";
-import { demoChatModel } from "../demo/demo-catalog.js";
-import type { RunningDemo } from "../demo/run-demo.js";
+import { demoChatModel, type RunningDemo } from "../demo/index.js";
 import type { NodeView, ReplicaView } from "../protocol/index.js";
 import { gatewayTryLines } from "./gateway-try-lines.js";
 import { imageToMeshLine } from "./image-to-mesh-line.js";
