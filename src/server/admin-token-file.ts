@@ -1,5 +1,5 @@
 import path from "node:path";
-import { defaultDataDir } from "../catalog/index.js";
+import { defaultDataDir } from "../catalog/light.js";
 import { shellWord } from "./shell-word.js";
 
 /**
