@@ -46,3 +46,4 @@ export { keyMaxInFlightSchema, type LimitsInput, limitsFromText, defaultServerLi
 export { parseWeightsSource, type WeightsSource, sourceForAgents, describeSource, type SourceContext, sourceGrammarHint } from "./weights-source.js";
 export { parseYamlSource } from "./yaml-source.js";
 export * from "./light.js";
+export { comfyPresetForSource } from "./presets/comfy-preset-for-source.js";

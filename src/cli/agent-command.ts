@@ -3,7 +3,7 @@ import { describeFailure } from "./report-failure.js";
 import { outliveClosedOutput } from "./closed-output.js";
 import { engineNames, type EngineName } from "../catalog/light.js";
 import type { AgentOptions, startAgent } from "../agent/index.js";
-import { isDomainError } from "../errors/index.js";
+import { isDomainError } from "../errors/light.js";
 import { addLogOptions, type LogOptions } from "./log-options.js";
 
 function parseLabels(text: string): Record<string, string> {
@@ -106,8 +106,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
       // A closed pipe or terminal on stderr must not cut short the stop of its engines (--exit-with-parent) or its own.
       outliveClosedOutput();
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the agent to do it.
-      const [{ startAgent }, { watchParentLifeline }, { readCaFile, tlsFromFlags }, { default: pino }, { logSettings }] = await Promise.all([
-        import("../agent/index.js"),
+      const [{ startAgent, watchParentLifeline }, { readCaFile, tlsFromFlags }, { default: pino }, { logSettings }] = await Promise.all([
         import("../agent/index.js"),
         import("../net/index.js"),
         import("pino"),

@@ -1,7 +1,7 @@
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/index.js";
 import { print } from "./output.js";
 import { addLogOptions, type LogOptions } from "./log-options.js";
@@ -113,9 +113,8 @@ export function registerGatewayCommand(program: Command): void {
       if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN): the server's first admin token (printed at its first start, in the file admin-token of its data directory), or one that `llmgw ctl token create NAME --role admin` made with it.");
       if (options.auth !== "keys" && options.auth !== "open") throw new DomainError("config_invalid", `--auth ${options.auth}: expected keys or open`, "Use --auth keys, or --auth open on loopback.");
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the gateway to do it.
-      const [{ default: cluster }, { httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }, { logSettings }] = await Promise.all([
+      const [{ default: cluster }, { httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits, startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }, { logSettings }] = await Promise.all([
         import("node:cluster"),
-        import("../gateway/index.js"),
         import("../gateway/index.js"),
         import("undici"),
         import("../net/index.js"),

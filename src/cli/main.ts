@@ -1,5 +1,5 @@
 import { CommanderError } from "commander";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { RemoteError } from "../client/index.js";
 import { asInvoked } from "./invocation.js";
 import { buildProgram } from "./program.js";

@@ -1,5 +1,5 @@
 /** The net folder's face: what other folders of src/ use from it. */
 export { httpsServerFactory, type CertificateLog, createRenewingHttpsServer } from "./https-server.js";
 export { isRetryableStatus } from "./retryable-status.js";
-export { type TlsFiles, verifyingDispatcher, certificateFailure, readCaFile, readTlsFiles } from "./tls-files.js";
+export { verifyingDispatcher, type TlsFiles, certificateFailure, readCaFile, readTlsFiles, caFromOption, tlsFromFlags } from "./tls-files.js";
 export { withUrlCredentials } from "./url-credentials.js";

@@ -2,7 +2,7 @@ import { readFileSync, unwatchFile, watchFile, type Stats } from "node:fs";
 import path from "node:path";
 import { createSecureContext, rootCertificates, type Server as TlsServer } from "node:tls";
 import { Agent, type Dispatcher } from "undici";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 
 /** A certificate and its key, read and checked, with the files and the settings that named them. */
 export interface TlsFiles {

@@ -84,3 +84,4 @@ export { readFileSize } from "./read-file-size.js";
 export { resolveHubRevision } from "./resolve-hub-revision.js";
 export { sixteenBitQuantization, weightsPerCard } from "./weights-per-card.js";
 export * from "./light.js";
+export { chooseServeEntry } from "./serve-entry.js";

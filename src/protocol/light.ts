@@ -1,2 +1,2 @@
-/** The protocol folder's face: what other folders of src/ use from it. */
+/** The protocol folder's light face: the API version headers every ctl call sends, loading no schema library. */
 export { softwareVersion, apiHeader, clientApiRange, formatApiRange, userHeader, versionHeader } from "./api-version.js";

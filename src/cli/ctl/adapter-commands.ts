@@ -1,7 +1,7 @@
 import { admin } from "../../client/index.js";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../catalog/light.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { AdapterChangeView, AdaptersView } from "../../protocol/index.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration } from "../parse-option.js";

@@ -34,10 +34,9 @@ export function registerMirrorCommands(ctl: Command): void {
     .action(async (names: string[], options: MirrorPullOptions, command: Command) => {
       // Loaded when run: every `llmgw ctl` builds this command tree, and must not load the presets' schema, the hub
       // readers or the agent's file selection to do it.
-      const [{ presetSources, pullToMirror }, { shippedPresets }, { mirrorKey }, { defaultHubEndpoint }] = await Promise.all([
+      const [{ presetSources, pullToMirror }, { shippedPresets }, { mirrorKey, defaultHubEndpoint }] = await Promise.all([
         import("./mirror-pull.js"),
         import("../../catalog/index.js"),
-        import("../../plan/index.js"),
         import("../../plan/index.js"),
       ]);
       const presets = shippedPresets();

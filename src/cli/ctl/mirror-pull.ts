@@ -8,7 +8,7 @@ import { parseGgufShardFilename } from "@huggingface/gguf";
 import { listFiles } from "@huggingface/hub";
 import { selectHubFiles } from "../../agent/index.js";
 import { type Preset, parseWeightsSource, type WeightsSource } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import {
   hubMirrorPath,
   mirrorKey,

@@ -5,7 +5,7 @@ import { Command } from "commander";
 import type { ModelView } from "../../protocol/index.js";
 import { comfyuiNodesNote } from "./comfyui-nodes-note.js";
 import { modelClasses, parseDuration } from "../../catalog/light.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { print, printJson, renderTable } from "../output.js";
 import { duration, positiveNumber, wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";

@@ -6,7 +6,7 @@ import { print, printJson, renderTable } from "../output.js";
 import { wholeNumber } from "../parse-option.js";
 import { apiClient, ctlOptions } from "./context.js";
 import { printedLlmgwCommand } from "../invocation.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 const GiB = 1024 ** 3;
 

@@ -2,7 +2,7 @@ import { admin } from "../../client/index.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { parseDuration } from "../../catalog/light.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { PullView } from "../../protocol/index.js";
 import { print, printJson } from "../output.js";
 import { duration } from "../parse-option.js";

@@ -2,7 +2,7 @@ import { admin } from "../../client/index.js";
 import path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration, modelClasses, type ModelClass } from "../../catalog/light.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { formatContext, formatGiB } from "../../plan/light.js";
 import type { Plan, PlanCandidate } from "../../plan/index.js";
 import { gatewayTryLines } from "../gateway-try-lines.js";
@@ -60,11 +60,9 @@ export function registerServeCommand(ctl: Command): void {
       const source = /^\.\.?\//.test(written) ? path.resolve(written) : written;
       // A ComfyUI model is a workflow and its files: there is no one checkpoint in its repository to plan.
       // Loaded when run, not at the top: the planner and the YAML writer would slow every other ctl call's start.
-      const [{ renderPlanTable }, { chooseServeEntry }, { stringify }, { comfyPresetForSource }, { shippedPresets }] = await Promise.all([
-        import("../../plan/index.js"),
+      const [{ renderPlanTable, chooseServeEntry }, { stringify }, { comfyPresetForSource, shippedPresets }] = await Promise.all([
         import("../../plan/index.js"),
         import("yaml"),
-        import("../../catalog/index.js"),
         import("../../catalog/index.js"),
       ]);
       const comfyPreset = comfyPresetForSource(source, shippedPresets());

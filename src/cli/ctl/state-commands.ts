@@ -3,7 +3,7 @@ import { createWriteStream, existsSync, readFileSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { CatalogImportResult } from "../../protocol/index.js";
 import { print, printJson } from "../output.js";
 import { apiClient, ctlOptions } from "./context.js";

@@ -1,6 +1,6 @@
 import { admin, type ApiClient } from "../../client/index.js";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { print } from "../output.js";
 import { describeReplicaState } from "./nodes-commands.js";
 
