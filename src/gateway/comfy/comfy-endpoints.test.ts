@@ -12,7 +12,7 @@ import type { RoutingModel, RoutingTable } from "../../protocol/routing-table.js
 import { Gateway } from "../request/gateway.js";
 import { routingModel } from "../testing/routing-model.js";
 import type { GatewayPolicy, UsageRecord } from "../policy/gateway-policy.js";
-import { GatewayRefusal } from "../policy/gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
 import { gatewayServerFactory } from "../front/gateway-server-factory.js";
 import { openPolicy } from "../policy/open-policy.js";
 import { registerGatewayRoutes } from "../front/register-gateway-routes.js";

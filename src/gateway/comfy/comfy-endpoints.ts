@@ -14,7 +14,7 @@ import { headerText } from "../wire/header-text.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
 import { RetryLater } from "../wire/retry-later.js";
 import type { RoutingState } from "../routing/routing-state.js";
-import { UpstreamError } from "../upstream/upstream-error.js";
+import { UpstreamError } from "../wire/upstream-error.js";
 import { writeOpenAIError } from "../wire/write-openai-error.js";
 import { fillWorkflow, type ComfyValues } from "./fill-workflow.js";
 import { keptImagesPath, type ComfyRoute } from "./comfy-route.js";

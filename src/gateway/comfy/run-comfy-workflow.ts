@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { request, WebSocket } from "undici";
 import { z } from "zod";
 import { DomainError } from "../../errors/index.js";
-import { UpstreamError } from "../upstream/upstream-error.js";
+import { UpstreamError } from "../wire/upstream-error.js";
 import type { ComfyWorkflowNodes } from "./fill-workflow.js";
 
 /** One file a workflow produced, as the engine served it from /view. */

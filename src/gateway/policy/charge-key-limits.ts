@@ -1,4 +1,4 @@
-import { GatewayRefusal } from "./gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
 import type { SlidingWindow } from "./sliding-window.js";
 
 /** One key's spending over the last minute, per limit. */

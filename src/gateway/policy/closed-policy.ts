@@ -1,4 +1,5 @@
-import { GatewayRefusal, type GatewayPolicy } from "./gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
+import type { GatewayPolicy } from "./gateway-policy.js";
 
 /**
  * `auth: keys` in a build without gateway keys: no key can match, so every

@@ -21,21 +21,6 @@ export interface GatewayCaller {
   readonly maxInFlight?: number | null;
 }
 
-/** A refusal in OpenAI's error shape: the gateway sends it as it is. */
-export class GatewayRefusal extends Error {
-  constructor(
-    readonly status: 401 | 403 | 429,
-    readonly type: string,
-    readonly code: string,
-    message: string,
-    /** Seconds, sent as Retry-After (429). */
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(message);
-    this.name = "GatewayRefusal";
-  }
-}
-
 export interface UsageRecord {
   readonly caller: GatewayCaller;
   /** The model that answered (after fallbacks), as the catalog names it. */

@@ -3,4 +3,3 @@ export type { GatewayPolicy } from "./gateway-policy.js";
 export { openPolicy, OpenPolicy, anonymousCaller } from "./open-policy.js";
 export { KeysPolicy } from "./keys-policy.js";
 export { httpKeysBackend, type KeysBackend } from "./keys-backend.js";
-export { IpcSharedLimits, type PrimaryChannel } from "./ipc-shared-limits.js";

@@ -1,6 +1,6 @@
 import type { LimitsBatch, LimitsVerdicts } from "../../protocol/index.js";
 import { chargeKeyLimits, type KeyLimits } from "./charge-key-limits.js";
-import { GatewayRefusal } from "./gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
 import { SlidingWindow } from "./sliding-window.js";
 
 /**

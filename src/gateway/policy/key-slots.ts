@@ -1,4 +1,5 @@
-import { GatewayRefusal, type GatewayCaller } from "./gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
+import type { GatewayCaller } from "./gateway-policy.js";
 
 /**
  * Requests in flight per gateway key, capped: a key's rpm and tpm bound its

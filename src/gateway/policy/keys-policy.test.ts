@@ -8,7 +8,7 @@ import { buildApp } from "../../server/build-app.js";
 import { openStore, type Store } from "../../store/open-store.js";
 import { insertToken } from "../../store/token-rows.js";
 import type { PlacedEntry } from "../../catalog/build-catalog.js";
-import { GatewayRefusal } from "./gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
 import { KeysPolicy } from "./keys-policy.js";
 import { httpKeysBackend } from "./keys-backend.js";
 import { gatewayKeyFeedSchema } from "../../protocol/gateway-keys-feed.js";

@@ -1,7 +1,8 @@
 import { hashToken } from "../../auth/index.js";
 import type { GatewayKey as GatewayKeyRow } from "../../protocol/index.js";
 import type { KeysBackend } from "./keys-backend.js";
-import { GatewayRefusal, type GatewayCaller, type GatewayPolicy, type UsageRecord } from "./gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
+import type { GatewayCaller, GatewayPolicy, UsageRecord } from "./gateway-policy.js";
 import { SlidingWindow } from "./sliding-window.js";
 import { chargeKeyLimits, type KeyLimits } from "./charge-key-limits.js";
 import type { SharedKeyLimits } from "./shared-key-limits.js";

@@ -12,8 +12,8 @@ import { reportDemandOverHttp } from "../routing/report-demand-over-http.js";
 import { RoutingFollower } from "../routing/routing-follower.js";
 import { reportArmsOverHttp } from "../routing/report-arms-over-http.js";
 import { reportSeriesOverHttp } from "../metrics/report-series-over-http.js";
-import { ClusterMetrics } from "../metrics/cluster-metrics.js";
-import type { PrimaryChannel } from "../policy/ipc-shared-limits.js";
+import { ClusterMetrics } from "./cluster-metrics.js";
+import type { PrimaryChannel } from "./ipc-shared-limits.js";
 import type { TlsFiles } from "../../net/index.js";
 import { softwareVersion } from "../../protocol/index.js";
 

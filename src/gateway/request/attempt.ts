@@ -3,7 +3,7 @@ import type { RoutingTarget } from "../routing/routing-snapshot.js";
 import { ProxiedAnswer, type ProxiedOutcome } from "../upstream/proxied-answer.js";
 import type { ReportedUsage } from "../upstream/usage-in.js";
 import type { GatewayEndpoint, GatewayExchange } from "../wire/gateway-exchange.js";
-import type { GatewayBody } from "./prompt-text.js";
+import type { GatewayBody } from "../wire/prompt-text.js";
 import type { UpstreamRoute } from "./upstream-routes.js";
 
 /** One model's try at a request: the same for the model asked for and each fallback. */

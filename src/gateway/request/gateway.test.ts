@@ -7,7 +7,8 @@ import { startSimEngine, type SimEngineHandle } from "../../engines/sim/sim-engi
 import type { RoutingModel, RoutingTable } from "../../protocol/routing-table.js";
 import { closedPolicy } from "../policy/closed-policy.js";
 import { Gateway } from "./gateway.js";
-import { GatewayRefusal, type GatewayPolicy, type UsageRecord } from "../policy/gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
+import type { GatewayPolicy, UsageRecord } from "../policy/gateway-policy.js";
 import { openPolicy } from "../policy/open-policy.js";
 import { registerGatewayRoutes } from "../front/register-gateway-routes.js";
 import { gatewayServerFactory } from "../front/gateway-server-factory.js";

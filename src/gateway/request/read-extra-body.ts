@@ -1,6 +1,6 @@
 import { DomainError } from "../../errors/index.js";
 import type { ExtraRoute } from "../../protocol/index.js";
-import type { GatewayBody } from "./prompt-text.js";
+import type { GatewayBody } from "../wire/prompt-text.js";
 
 /** A body of /v1/responses, /v1/messages (passed through), /v1/rerank or /v1/score as the gateway reads it: what routing and limits need, the rest passed through. */
 export interface ExtraBody {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../errors/domain-error.js";
-import { gatewayBodySchema } from "./prompt-text.js";
+import { gatewayBodySchema } from "../wire/prompt-text.js";
 import { readGatewayBody } from "./read-gateway-body.js";
 
 const read = (value: unknown) => readGatewayBody(Buffer.from(typeof value === "string" ? value : JSON.stringify(value)));

@@ -1,6 +1,6 @@
 import { DomainError } from "../../errors/index.js";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";
-import type { GatewayBody } from "./prompt-text.js";
+import type { GatewayBody } from "../wire/prompt-text.js";
 
 /**
  * A /v1 body as the gateway reads it, checked by hand: it accepts exactly

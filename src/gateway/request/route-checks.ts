@@ -2,10 +2,10 @@ import { didYouMean, DomainError } from "../../errors/index.js";
 import { modelUnavailable } from "../wire/model-unavailable.js";
 import { type RoutingModel, type RoutingReplica, engineServes, enginesServing, extraRoutes, type ExtraRoute } from "../../protocol/index.js";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";
-import type { GatewayBody } from "./prompt-text.js";
+import type { GatewayBody } from "../wire/prompt-text.js";
 import type { LimitFields } from "./request-limits.js";
 import type { RoutingSnapshot } from "../routing/routing-snapshot.js";
-import type { UpstreamError } from "../upstream/upstream-error.js";
+import type { UpstreamError } from "../wire/upstream-error.js";
 import { RetryLater } from "../wire/retry-later.js";
 import { loadingRetryAfterSeconds } from "./wait-for-replica.js";
 

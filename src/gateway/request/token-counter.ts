@@ -4,7 +4,7 @@ import { Template } from "@huggingface/jinja";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { z } from "zod";
 import { readGgufTokenizer } from "./gguf-tokenizer.js";
-import { messageText, promptPieces, type GatewayBody } from "./prompt-text.js";
+import { messageText, promptPieces, type GatewayBody } from "../wire/prompt-text.js";
 
 /**
  * Without the model's tokenizer the gateway estimates: one token per 4 bytes

@@ -1,4 +1,4 @@
-import type { GatewayBody } from "./prompt-text.js";
+import type { GatewayBody } from "../wire/prompt-text.js";
 import type { RoutingTarget } from "../routing/routing-snapshot.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { RoutingModel, RoutingReplica } from "../../protocol/index.js";
-import { UpstreamError } from "../upstream/upstream-error.js";
+import { UpstreamError } from "../wire/upstream-error.js";
 import { UpstreamPools } from "../upstream/upstream-pools.js";
 import type { UpstreamDispatcher } from "../upstream/upstream-dispatcher.js";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";

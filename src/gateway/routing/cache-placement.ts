@@ -1,6 +1,6 @@
 import type { RoutingReplica, RoutingTable } from "../../protocol/index.js";
 import { cacheRoutingFromWire } from "../../catalog/index.js";
-import { prefixText, type GatewayBody } from "../request/prompt-text.js";
+import { prefixText, type GatewayBody } from "../wire/prompt-text.js";
 import type { CacheKnowledge } from "./choose-replica.js";
 import { EngineCacheUse } from "./engine-cache-use.js";
 import { hashText } from "./hash-text.js";

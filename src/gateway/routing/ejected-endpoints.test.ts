@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RoutingReplica } from "../../protocol/routing-table.js";
-import { UpstreamError } from "../upstream/upstream-error.js";
+import { UpstreamError } from "../wire/upstream-error.js";
 import { chooseReplica } from "./choose-replica.js";
 import { EjectedEndpoints, ejectForMs } from "./ejected-endpoints.js";
 

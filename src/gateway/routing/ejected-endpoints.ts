@@ -1,5 +1,5 @@
 import type { RoutingReplica } from "../../protocol/index.js";
-import { UpstreamError } from "../upstream/upstream-error.js";
+import { UpstreamError } from "../wire/upstream-error.js";
 
 /**
  * How long an endpoint that refused a connection is passed over. A killed

@@ -8,7 +8,8 @@ import { startSimEngine, type SimEngineHandle } from "../../engines/sim/sim-engi
 import type { RoutingModel } from "../../protocol/routing-table.js";
 import { gatewayServerFactory } from "../front/gateway-server-factory.js";
 import { registerGatewayRoutes } from "../front/register-gateway-routes.js";
-import { GatewayRefusal, type GatewayCaller, type GatewayPolicy, type UsageRecord } from "../policy/gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
+import type { GatewayCaller, GatewayPolicy, UsageRecord } from "../policy/gateway-policy.js";
 import { Gateway } from "../request/gateway.js";
 import { routingModel } from "../testing/routing-model.js";
 

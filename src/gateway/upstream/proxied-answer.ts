@@ -4,7 +4,7 @@ import type { HistogramSeries } from "../metrics/lean-histogram.js";
 import type { UpstreamController, UpstreamHandler } from "./upstream-dispatcher.js";
 import type { GatewayLog } from "../wire/gateway-exchange.js";
 import { SseUsageFilter, type SseDialect } from "./sse-usage-filter.js";
-import { UpstreamError } from "./upstream-error.js";
+import { UpstreamError } from "../wire/upstream-error.js";
 import { usageIn, type ReportedUsage } from "./usage-in.js";
 import { headerText } from "../wire/header-text.js";
 import { engineRefusalBody } from "../wire/engine-refusal.js";

@@ -1,7 +1,7 @@
 import { DomainError } from "../../errors/index.js";
 import { asInvoked } from "../../llmgw-invocation.js";
 import { statusForCode, type OpenAIErrorBody } from "../../protocol/index.js";
-import { GatewayRefusal } from "../policy/gateway-policy.js";
+import { GatewayRefusal } from "./gateway-refusal.js";
 import { RetryLater } from "./retry-later.js";
 
 // The error shape OpenAI's clients read (they raise it with its message, type and code): one declaration for the gateway and the engines.

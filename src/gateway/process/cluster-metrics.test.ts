@@ -2,7 +2,7 @@ import { Counter, Registry } from "prom-client";
 import { describe, expect, it, vi } from "vitest";
 import { metricsRequestSchema, type MetricsAnswer } from "../../protocol/gateway-worker-messages.js";
 import { ClusterMetrics } from "./cluster-metrics.js";
-import type { PrimaryChannel } from "../policy/ipc-shared-limits.js";
+import type { PrimaryChannel } from "./ipc-shared-limits.js";
 
 /** A worker's channel to a primary that answers each metrics request with `answer(id)`. */
 function channelTo(answer: (id: number) => MetricsAnswer | undefined, connected = true): PrimaryChannel {

@@ -1,7 +1,7 @@
 import { limitsVerdictsSchema, type LimitsBatch, type MetricsRequest } from "../../protocol/index.js";
-import type { LimitedKey } from "./charge-key-limits.js";
-import { GatewayRefusal } from "./gateway-policy.js";
-import type { SharedKeyLimits } from "./shared-key-limits.js";
+import type { LimitedKey } from "../policy/charge-key-limits.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
+import type { SharedKeyLimits } from "../policy/shared-key-limits.js";
 
 /** The worker's end of the channel to its primary (process.send and process.on("message") in a cluster worker). */
 export interface PrimaryChannel {

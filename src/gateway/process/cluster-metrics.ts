@@ -1,6 +1,6 @@
 import { AggregatorRegistry, type Registry } from "prom-client";
 import { metricsAnswerSchema } from "../../protocol/index.js";
-import type { PrimaryChannel } from "../policy/ipc-shared-limits.js";
+import type { PrimaryChannel } from "./ipc-shared-limits.js";
 
 /** Longer than prom-client's own 5 s for gathering from the workers, so its error (naming the cause) arrives first. */
 const answerTimeoutMs = 6000;

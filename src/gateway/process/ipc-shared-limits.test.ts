@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { hashToken } from "../../auth/tokens.js";
 import type { GatewayKey } from "../../protocol/gateway-keys-feed.js";
 import { limitsBatchSchema, type LimitsBatch } from "../../protocol/gateway-worker-messages.js";
-import { GatewayRefusal } from "./gateway-policy.js";
+import { GatewayRefusal } from "../wire/gateway-refusal.js";
 import { IpcSharedLimits, type PrimaryChannel } from "./ipc-shared-limits.js";
-import { KeyLimitsKeeper } from "./key-limits-keeper.js";
-import { KeysPolicy } from "./keys-policy.js";
+import { KeyLimitsKeeper } from "../policy/key-limits-keeper.js";
+import { KeysPolicy } from "../policy/keys-policy.js";
 
 /**
  * Workers of one gateway and the primary that keeps their limits, in one
