@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -37,6 +37,35 @@ const mayImport: Readonly<Record<string, readonly string[]>> = {
   demo: ["server", "agent", "client", "hub", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "files", "errors", "net"],
   cli: ["server", "agent", "demo", "client", "api", "services", "gateway", "reconcile", "placement", "store", "engines", "catalog", "plan", "fleet", "protocol", "auth", "http", "files", "errors", "net"],
 };
+
+/**
+ * Each folder is entered through its face, src/<folder>/index.ts: what other
+ * folders may use, in one file, so a folder can rearrange its inside without
+ * touching its callers. A few folders have a second, light face as well: the
+ * CLI builds its whole command tree at every `llmgw ctl` call, and the main
+ * face of these folders loads the schema library, the YAML parser, the
+ * spelling suggester or the server; their light face re-exports only what that start needs (the CLI's
+ * start test holds it to that). Subfolders (catalog/presets, engines/drivers,
+ * gateway/front) are the inside of their folder: another folder reaches them
+ * through the folder's face, and files of the same folder import them
+ * directly.
+ */
+const secondFaces: Readonly<Record<string, readonly string[]>> = {
+  errors: ["light.ts"],
+  catalog: ["light.ts"],
+  plan: ["light.ts"],
+  protocol: ["light.ts"],
+  server: ["light.ts"],
+};
+
+/**
+ * The gateway's subfolders, lowest first: a subfolder imports only those
+ * before it. The wire formats (bodies, error answers, refusals) sit under
+ * everything and import nothing above them; the policies, routing, metrics
+ * and upstream pools sit under the request path; process/ (one process, or a
+ * primary and its workers and the channel between them) is the top.
+ */
+const gatewayLayers: readonly string[] = ["wire", "policy", "routing", "metrics", "upstream", "comfy", "request", "translate", "front", "process"];
 
 const sourceRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../src");
 
@@ -85,6 +114,55 @@ function wrongImports(): { wrong: WrongImport[]; unknownFolders: string[] } {
     }
   }
   return { wrong, unknownFolders: [...unknownFolders] };
+}
+
+/** The faces of a folder, as paths relative to src/ with the .ts a specifier's .js stands for. */
+function facesOf(folder: string): string[] {
+  return ["index.ts", ...(secondFaces[folder] ?? [])].map((face) => `${folder}/${face}`);
+}
+
+/** Imports from another folder that pass its face by. */
+function deepImports(): string[] {
+  const wrong: string[] = [];
+  for (const file of sourceFiles(sourceRoot)) {
+    const from = folderOf(file);
+    for (const specifier of relativeSpecifiers(readFileSync(file, "utf8"))) {
+      const target = path.resolve(path.dirname(file), specifier);
+      const to = folderOf(target);
+      if (to === undefined || to === from) continue;
+      const imported = path.relative(sourceRoot, target).replace(/\.js$/, ".ts");
+      const faces = facesOf(to);
+      if (faces.includes(imported)) continue;
+      const face = path.relative(path.dirname(file), path.join(sourceRoot, to, "index.js"));
+      wrong.push(`${path.relative(sourceRoot, file)} imports "${specifier}": import it from "${face}", the face of ${to}/ (export it there if ${to}/ does not yet)`);
+    }
+  }
+  return wrong;
+}
+
+/** Imports between the gateway's subfolders that point up its layers, and subfolders the layers leave out. */
+function gatewayLayerBreaks(): string[] {
+  const gateway = path.join(sourceRoot, "gateway");
+  const layerOf = (file: string): string | undefined => {
+    const parts = path.relative(gateway, file).split(path.sep);
+    return parts.length > 1 && !parts[0]?.startsWith("..") ? parts[0] : undefined;
+  };
+  const wrong = new Set<string>();
+  for (const file of sourceFiles(gateway)) {
+    const from = layerOf(file);
+    if (from === undefined) continue;
+    const fromRank = gatewayLayers.indexOf(from);
+    if (fromRank < 0) {
+      wrong.add(`gateway/${from}/ is not among the gateway's layers: place it in gatewayLayers`);
+      continue;
+    }
+    for (const specifier of relativeSpecifiers(readFileSync(file, "utf8"))) {
+      const to = layerOf(path.resolve(path.dirname(file), specifier));
+      if (to === undefined || to === from) continue;
+      if (gatewayLayers.indexOf(to) > fromRank) wrong.add(`${path.relative(sourceRoot, file)} imports "${specifier}": gateway/${from}/ sits below gateway/${to}/ and may not import it`);
+    }
+  }
+  return [...wrong];
 }
 
 /**
@@ -172,6 +250,20 @@ describe("import direction", () => {
   it("has no import pointing up or sideways across folders", () => {
     const { wrong } = wrongImports();
     expect(wrong.map((entry) => `${entry.file} imports ${entry.imports}`)).toEqual([]);
+  });
+
+  it("gives every folder of src/ a face, index.ts", () => {
+    const folders = readdirSync(sourceRoot, { withFileTypes: true }).filter((entry) => entry.isDirectory());
+    const faceless = folders.flatMap((entry) => facesOf(entry.name).filter((face) => !existsSync(path.join(sourceRoot, face))));
+    expect(faceless).toEqual([]);
+  });
+
+  it("enters every other folder through its face", () => {
+    expect(deepImports()).toEqual([]);
+  });
+
+  it("keeps the gateway's subfolders in their layers", () => {
+    expect(gatewayLayerBreaks()).toEqual([]);
   });
 
   it("keeps the table itself one way: no two folders may import each other", () => {
