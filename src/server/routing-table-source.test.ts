@@ -50,7 +50,7 @@ describe.each(storesUnderTest)("the routing table over $kind", (engine) => {
     clock = Date.now();
     catalog = new CatalogService(store, [], "server.yaml");
     await catalog.add(modelEntrySchema.parse({ name: "tiny", profiles: [{ name: "default", engine: "vllm", source: "hf://org/tiny@main" }] }), { token: "admin", user: null });
-    fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env }, () => clock);
     const { token } = await fleet.createJoinToken("admin");
     credential = (await fleet.join({ protocol: 1, join_token: token, name: "node-a", address: "http://127.0.0.1:7070", fabric: "node-a", labels: {}, inventory })).credential;
     source = new RoutingTableSource(catalog, fleet, (error) => {

@@ -29,7 +29,7 @@ const inventory: Inventory = {
   disk_free_bytes: 10 ** 12,
   simulated: false,
 };
-const settings = { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 };
+const settings = { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env };
 
 const temporary: string[] = [];
 async function temporaryDirectory(): Promise<string> {

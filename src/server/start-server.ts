@@ -118,6 +118,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       gpuMemoryUtilization: config.gpuMemoryUtilization,
       mirror: config.mirror,
       agentDispatcher: verifyingDispatcher(config.nodesCa),
+      serverEnvironment: process.env,
     });
     let reportBackground = (_error: unknown, _during: string): void => undefined;
     // Each answered request's usage is on disk here before its last byte leaves, until the store has it.

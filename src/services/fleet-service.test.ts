@@ -65,7 +65,7 @@ describe.each(engines)("fleet over $kind", (engine) => {
     clock = Date.parse("2026-01-01T00:00:00Z");
     const catalog = new CatalogService(store, [], "server.yaml");
     await catalog.add(modelEntrySchema.parse({ name: "tiny", context: 4096, profiles: [{ name: "pair", engine: "vllm", source: "hf://org/tiny@main", gpus: 2, gpu_class: "l40s" }] }), { token: "admin", user: null });
-    fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env }, () => clock);
     const { token } = await fleet.createJoinToken("admin");
     const joined = await fleet.join({ protocol: 1, join_token: token, name: "node-a", address: "http://10.0.0.5:7070", fabric: "node-a", labels: { rack: "1" }, inventory });
     credential = joined.credential;
@@ -135,7 +135,7 @@ describe.each(engines)("fleet over $kind", (engine) => {
   it("after a restart, waits a settling window before calling a node lost", async () => {
     await beat([status("r1", "ready")]);
     clock += 60_000;
-    const restarted = new FleetService(store, new CatalogService(store, [], "server.yaml"), { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    const restarted = new FleetService(store, new CatalogService(store, [], "server.yaml"), { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env }, () => clock);
     expect((await restarted.getNode("node-a")).state).toBe("settling");
     expect((await restarted.getReplica("r1")).state).toBe("ready");
     clock += 21_000;

@@ -8,7 +8,7 @@ export { catalogWriteChange } from "./catalog-write-change.js";
 export { ChangeFeed, defaultChangeFeedOptions, type ChangeFeedOptions } from "./change-feed.js";
 export { DemandService } from "./demand-service.js";
 export { type FitsNowhereCheck, fitsNowhereCheck } from "./fits-nowhere-check.js";
-export { startReplicaBodySchema, FleetService } from "./fleet-service.js";
+export { FleetService } from "./fleet-service.js";
 export { GatewayKeyService } from "./gateway-key-service.js";
 export { headroomView, type HeadroomParts } from "./headroom-view.js";
 export { ModelChangeService } from "./model-change-service.js";

@@ -62,7 +62,7 @@ describe.each(storesUnderTest)("changing a model's context and cards over $kind"
     drop = dropStore;
     store = await openStore(location);
     catalog = new CatalogService(store, declared, "server.yaml");
-    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 });
+    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env });
     // The planner's reader, except for the two fixture paths, whose facts are the fixtures' own.
     hubEndpoint = "http://127.0.0.1:9";
     const readFacts = async (source: string) => (source.startsWith("/models/qwen") ? fixtureFacts("Qwen2.5-7B-Instruct") : await readModelSource(source, { hubEndpoint }));

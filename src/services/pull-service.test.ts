@@ -81,7 +81,7 @@ describe.each(storesUnderTest)("pulls over $kind", (engine) => {
       admin,
     );
     await catalog.add(modelEntrySchema.parse({ name: "remote", external: { base_url: "https://api.example/v1", api_key_env: "KEY" } }), admin);
-    fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env }, () => clock);
     const { token } = await fleet.createJoinToken("admin");
     await fleet.join({ protocol: 1, join_token: token, name: "cpu-1", address: agent.url, fabric: "cpu-1", labels: {}, inventory: cpuInventory });
     // Its agent is not listening: the pull reaches it not.

@@ -26,7 +26,7 @@ describe("the reconciler's own moments", () => {
     store = await openStore({ database: undefined, dataDir: temporaryDirectory("llmgw-moments-") });
     const catalog = new CatalogService(store, [], "server.yaml");
     await catalog.add(modelEntrySchema.parse({ name: "flaky", profiles: [{ name: "default", engine: "vllm", source: "/models/flaky" }] }), { token: "admin", user: null });
-    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 });
+    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env });
     reconciler = new Reconciler(store, catalog, fleet, settings, silent);
     passes = [];
   });

@@ -19,7 +19,7 @@ export async function startFleetServer(dataDir: string, adminToken: string): Pro
   const store = await openStore({ database: undefined, dataDir });
   await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(adminToken) }, new Date().toISOString());
   const catalog = new CatalogService(store, [], "server.yaml");
-  const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 300, gpuMemoryUtilization: 0.9 });
+  const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 300, gpuMemoryUtilization: 0.9, serverEnvironment: process.env });
   const app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token" });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   return { store, app, url };

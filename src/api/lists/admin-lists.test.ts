@@ -65,7 +65,7 @@ describe.each(storesUnderTest)("admin lists over $kind", (engine) => {
     for (const entry of entries) {
       await catalog.add(modelEntrySchema.parse({ name: entry.name, owner: entry.owner, class: entry.class, profiles: [{ name: "default", engine: entry.engine, source: `hf://org/${entry.name}@main` }] }), { token: "admin", user: null });
     }
-    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env }, () => clock);
     app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token", logger: false });
     const { token } = await fleet.createJoinToken("admin");
     for (const [name, gpuClass] of [["node-a", "l40s"], ["node-b", "h100"], ["node-c", "h100"]] as const) {
@@ -259,7 +259,7 @@ describe.each(storesUnderTest)("admin lists over $kind", (engine) => {
     const seen = async () => (await get("/api/v1/nodes")).json().nodes.find((node: NodeView) => node.name === "node-a").last_seen_at;
     expect(await seen()).toBe("2026-01-01T00:00:00.000Z");
     clock += 10_000;
-    const other = new FleetService(store, new CatalogService(store, [], "server.yaml"), { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 }, () => clock);
+    const other = new FleetService(store, new CatalogService(store, [], "server.yaml"), { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env }, () => clock);
     await other.heartbeat(`Bearer ${credentials.get("node-a")}`, { protocol: 1, name: "node-a", address: "http://node-a:7070", replicas: [ready("alpha-1", "alpha"), ready("gamma-1", "gamma")] });
     clock += 1000;
     expect(await seen()).toBe(new Date(clock - 1000).toISOString());

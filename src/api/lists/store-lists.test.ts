@@ -38,7 +38,7 @@ describe.each(storesUnderTest)("paged store lists over $kind", (engine) => {
     for (const name of ["alpha", "beta"]) {
       await catalog.add(modelEntrySchema.parse({ name, profiles: [{ name: "default", engine: "vllm", source: `hf://org/${name}@main` }] }), { token: "admin", user: name === "beta" ? "carol" : null });
     }
-    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 });
+    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 0, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env });
     const reconciler = new Reconciler(store, catalog, fleet, defaultReconcileSettings, { info: () => undefined, warn: () => undefined });
     const commandParts = { store, catalog, fleet, preview: noReplicaPreview, wake: () => reconciler.wake() };
     const reconcileRouteParts = {

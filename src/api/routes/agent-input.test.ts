@@ -34,7 +34,7 @@ describe("agent input at the admin API's door", () => {
     store = await openStore({ database: undefined, dataDir: directory });
     await insertToken(store.db, { id: randomUUID(), name: "admin", role: "admin", hash: hashToken(admin) }, new Date().toISOString());
     const catalog = new CatalogService(store, [], "server.yaml");
-    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9 });
+    const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env });
     app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token" });
     const created = await app.inject({ method: "POST", url: "/api/v1/models", headers: as, payload: { name: "fuzz-model", profiles: [{ engine: "vllm", source: "hf://org/m@main", gpus: 1 }] } });
     expect(created.statusCode).toBe(201);

@@ -18,8 +18,9 @@ import {
   isSet,
   logsQuerySchema,
   dryRunAnswer,
+  replicaIdSchema,
 } from "../../protocol/index.js";
-import { startReplicaBodySchema, type FleetService, type CatalogService } from "../../services/index.js";
+import type { FleetService, CatalogService } from "../../services/index.js";
 import { redactOutputLine, redactStrings, secretValuesOf, type Audience, engineNames, describeActor } from "../../catalog/index.js";
 import { isPaged, isWholeList, matchesText, pageOf, pageQueryShape } from "../lists/list-query.js";
 import { ListCache, maskedJson, sendList, weakEtag } from "../lists/list-answer.js";
@@ -29,6 +30,17 @@ import { KeptItems, keptItem, keptListBody, type KeptItem } from "../lists/kept-
 import { requireActor } from "../access.js";
 import { maskedLines } from "../masked-lines.js";
 import { parseBody, parseQuery } from "../parse-body.js";
+
+/** POST /api/v1/replicas: a replica started by hand on a named node. */
+const startReplicaBodySchema = z.strictObject({
+  model: z.string().min(1),
+  node: z.string().min(1),
+  profile: z.string().optional(),
+  cards: z.array(z.number().int().min(0)).optional(),
+  context: z.number().int().positive().optional(),
+  id: replicaIdSchema.optional(),
+  simulation: z.strictObject({ weights_bytes_per_card: z.number().int().min(0).optional(), load_ms: z.number().int().min(0).optional() }).optional(),
+});
 
 
 const nameParams = z.object({ name: z.string() });
