@@ -1,10 +1,10 @@
 import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
-import { DomainError } from "../errors/index.js";
-import { describeIssues, parseListen } from "../catalog/index.js";
-import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/index.js";
-import { nodeNameSchema } from "../protocol/index.js";
+import { DomainError } from "../errors/light.js";
+import { describeIssues, parseListen } from "../catalog/for-agent.js";
+import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/for-agent.js";
+import { nodeNameSchema } from "../protocol/for-agent.js";
 import type { TlsFiles } from "../net/index.js";
 import type { DriverLookup } from "./engine-drivers.js";
 import type { EnginePaths } from "./inventory.js";

@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { writePrivateFile } from "../files/index.js";
-import { DomainError } from "../errors/index.js";
-import { describeIssues } from "../catalog/index.js";
-import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/index.js";
+import { DomainError } from "../errors/light.js";
+import { describeIssues } from "../catalog/for-agent.js";
+import { replicaProgressSchema, replicaSpecSchema, replicaStates } from "../protocol/for-agent.js";
 
 /**
  * What a restarted agent needs to adopt its engines and rejoin without a new

@@ -2,7 +2,7 @@ import { realpath } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
-import { listenFailure, type DomainError } from "../errors/index.js";
+import { listenFailure, type DomainError } from "../errors/for-agent.js";
 import { llmgwCommand } from "../package-root.js";
 import { builtinLlamaInstall } from "../engines/index.js";
 import { ensurePrivateDirectory, privateFileWarning } from "../files/index.js";

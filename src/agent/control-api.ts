@@ -16,11 +16,11 @@ import {
   startFetchRequestSchema,
   startReplicaRequestSchema,
   terminalReplicaStates,
-} from "../protocol/index.js";
+} from "../protocol/for-agent.js";
 import { bearerToken, hashToken, sameSecret } from "../auth/index.js";
 import { answerClientError, answerFrameworkError, installErrorHandling, maxParamLength } from "../http/index.js";
-import { parseWithSchema } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { parseWithSchema } from "../catalog/for-agent.js";
+import { DomainError } from "../errors/light.js";
 import { readLogTail } from "./replica-log.js";
 import type { ReplicaSupervisor } from "./replica-supervisor.js";
 import type { WeightsPuller } from "./weights-puller.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { engineNames } from "../catalog/index.js";
-import { replicaIdSchema } from "../protocol/index.js";
+import { engineNames } from "../catalog/light.js";
+import { replicaIdSchema } from "../protocol/for-agent.js";
 
 /**
  * What the agent writes into every engine's environment so that it can find

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { access, lstat, mkdir, readlink, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import type { ReplicaSpec } from "../protocol/index.js";
 
 /** Where this node's ComfyUI is, and how to install it when it is not there. */

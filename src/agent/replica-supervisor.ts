@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { DomainError, isDomainError } from "../errors/index.js";
+import { DomainError, isDomainError } from "../errors/light.js";
 import type { PersistedReplica } from "./agent-state.js";
 import { isPortFree, isProcessAlive, probeHealth } from "./engine-process.js";
 import type { MarkedProcess } from "./find-marked-processes.js";

@@ -1,7 +1,7 @@
 import { isRetryableStatus, certificateFailure } from "../net/index.js";
 import { request, type Dispatcher } from "undici";
 import type { z } from "zod";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import {
   readErrorBody,
   agentPaths,
@@ -15,7 +15,7 @@ import {
   type JoinRequest,
   type JoinResponse,
   type ServerIdentity,
-} from "../protocol/index.js";
+} from "../protocol/for-agent.js";
 
 /** The server's own words, when it answered with an error body: its code, message and what to do. */
 interface ServerWords {

@@ -1,4 +1,4 @@
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import type { AgentState } from "./agent-state.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { hashToken } from "../auth/index.js";
 import {
   protocolVersion,
@@ -9,7 +9,7 @@ import {
   type JoinResponse,
   type ReplicaStatus,
   type ServerIdentity,
-} from "../protocol/index.js";
+} from "../protocol/for-agent.js";
 import { otherServerError, type NodeCredential } from "./server-credential.js";
 import type { PersistedReplica } from "./agent-state.js";
 import type { InventoryTracker } from "./inventory-tracker.js";

@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { redactUrl, parseWeightsSource } from "../catalog/index.js";
+import { redactUrl, parseWeightsSource } from "../catalog/for-agent.js";
 import { cacheLocation } from "./weights-source.js";
 import { downloadFile } from "./weights/download-file.js";
 import type { FetchProgress, FetchWeightsOptions, RemoteFile } from "./weights/fetch-options.js";

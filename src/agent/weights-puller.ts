@@ -1,9 +1,9 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "pino";
-import { redactUrl, parseWeightsSource } from "../catalog/index.js";
-import { isDomainError } from "../errors/index.js";
-import { maxFetchesListed, type FetchStatus } from "../protocol/index.js";
+import { redactUrl, parseWeightsSource } from "../catalog/for-agent.js";
+import { isDomainError } from "../errors/light.js";
+import { maxFetchesListed, type FetchStatus } from "../protocol/for-agent.js";
 import { fetchWeights } from "./weights-fetcher.js";
 import type { FetchProgress } from "./weights/fetch-options.js";
 import { cachedWeights } from "./weights/weights-cache.js";

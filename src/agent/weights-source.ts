@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 
 import type { WeightsSource } from "../catalog/index.js";
 

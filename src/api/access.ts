@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { findTokenByHash, type TokenRole, type Store } from "../store/index.js";
 import { type Actor, redactStrings, type Audience } from "../catalog/index.js";
 import { bearerToken, hashToken } from "../auth/index.js";

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import type { ChangeToPreview } from "../reconcile/index.js";
 import { dryRunParameter, dryRunQuerySchema, type Change } from "../protocol/index.js";
 import { parseQuery } from "./parse-body.js";

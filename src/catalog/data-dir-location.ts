@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { defaultDataDir } from "./server-defaults.js";
 
 /** What marks a folder as an llmgw server's data directory: its SQLite file or its admin token. */

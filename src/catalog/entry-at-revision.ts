@@ -1,4 +1,4 @@
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import type { ModelEntry } from "./schema.js";
 import { parseWeightsSource, type WeightsSource } from "./weights-source.js";
 

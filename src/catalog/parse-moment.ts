@@ -1,5 +1,5 @@
 import { parseDuration } from "./duration.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 
 /**
  * A moment as an operator types it: a duration counted from now (`30d`,

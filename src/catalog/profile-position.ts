@@ -1,4 +1,4 @@
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { resolveProfiles } from "./catalog-model.js";
 import type { ModelEntry } from "./schema.js";
 

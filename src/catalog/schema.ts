@@ -13,7 +13,7 @@ import { limitsSchema } from "./server-limits.js";
  */
 
 import { engineNames, modelClasses, usageSyncs, type EngineName } from "./names.js";
-export { engineNames, modelClasses, usageSyncs, type EngineName, type ModelClass } from "./names.js";
+export { engineNames, modelClasses, usageSyncs, adapterEngines, type EngineName, type ModelClass } from "./names.js";
 
 /** Engines that only run on GPUs, with tensor parallelism over the cards of one node. */
 export const gpuOnlyEngines: readonly EngineName[] = ["vllm", "sglang", "trtllm"];
@@ -30,9 +30,6 @@ export const maxNodesPerReplica = 8;
  * --quantization methods an operator may want by name.
  */
 export const gpuQuantizations = ["bf16", "fp16", "fp8", "int8", "int4", "awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes", "compressed-tensors"] as const;
-
-/** Engines whose drivers can attach LoRA adapters; the catalog refuses adapters on a model with a profile of any other. */
-export const adapterEngines: readonly EngineName[] = ["vllm", "sglang", "llamacpp"];
 
 
 

@@ -1,4 +1,4 @@
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import type { ModelEntry } from "./schema.js";
 
 /** What a profile needs to find its secrets: the server variables named by its secret_env. */

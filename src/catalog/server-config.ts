@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { readCaFile, readTlsFiles, type TlsFiles } from "../net/index.js";
 import { dataDirLocation } from "./data-dir-location.js";
 import path from "node:path";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { buildCatalog, type PlacedEntry } from "./build-catalog.js";
 import { parseDuration } from "./duration.js";
 import { checkSecretEnv } from "./secret-env.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { boundedDurationSchema, formatDuration, parseDuration } from "./duration.js";
 
 /**

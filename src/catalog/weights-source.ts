@@ -1,5 +1,5 @@
 import path from "node:path";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { redactUrl } from "./redact.js";
 
 /**

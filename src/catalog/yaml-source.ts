@@ -1,5 +1,5 @@
 import { isMap, isPair, isScalar, Lexer, LineCounter, parseDocument, visit, type Document } from "yaml";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 
 /**
  * A parsed YAML file that can say where a value came from, so schema errors

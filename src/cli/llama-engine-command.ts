@@ -15,7 +15,7 @@ export function registerLlamaEngineCommand(program: Command): void {
     .allowUnknownOption(true)
     .action(async (engineArguments: string[]) => {
       // Loaded when run: the command tree is built by every `llmgw` start.
-      const { runLlamaEngine } = await import("../engines/index.js");
+      const { runLlamaEngine } = await import("../engines/llama-process.js");
       await runLlamaEngine(engineArguments);
     });
 }

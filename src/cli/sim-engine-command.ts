@@ -26,7 +26,7 @@ export function registerSimEngineCommand(program: Command): void {
     .argument("[engine-arguments...]", "the engine's arguments, after --")
     .action(async (engineArguments: string[], options: { engine: EngineName }) => {
       // Loaded when run: the command tree is built by every `llmgw` start.
-      const { runSimEngine } = await import("../engines/index.js");
+      const { runSimEngine } = await import("../engines/sim-process.js");
       await runSimEngine({ engine: options.engine, argv: engineArguments });
     });
 }

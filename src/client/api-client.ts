@@ -203,7 +203,7 @@ async function explainedUnreachable(baseUrl: string, error: unknown): Promise<Re
 
 async function unreachable(baseUrl: string, error: unknown): Promise<RemoteError> {
   // Loaded on a failure only: it brings undici, which a command that reaches its server never needs.
-  const { certificateFailure } = await import("../net/index.js");
+  const { certificateFailure } = await import("../net/light.js");
   const certificate = certificateFailure(error);
   if (certificate) return new RemoteError("server_unreachable", `refused the server at ${baseUrl}: ${certificate.reason}`, certificate.hint);
   // fetch wraps the socket's error ("fetch failed", its cause the real one); a timeout is the abort signal's own error.

@@ -1,7 +1,7 @@
 import { open } from "node:fs/promises";
 import path from "node:path";
 import type { ModelEntry } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { demandBytesPerCard } from "../placement/index.js";
 import type { ModelFacts } from "../plan/index.js";
 

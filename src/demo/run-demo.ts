@@ -4,7 +4,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseListen, shippedPresets } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/index.js";
 import { llmgwCommand } from "../package-root.js";
 import { admin, ApiClient } from "../client/index.js";

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { simulatedPng } from "../engines/index.js";
+import { simulatedPng } from "../engines/sim-process.js";
 
 /**
  * Writes the image the demo's printed image-to-3D line uploads, and returns

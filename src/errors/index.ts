@@ -4,3 +4,4 @@ export { EngineCannotRun, ExternalKeyMissing, AdaptersUnsupported, EngineArgumen
 export { listenFailure } from "./listen-failure.js";
 export { DeclaredInFile, ModelNotFound } from "./model-errors.js";
 export * from "./light.js";
+export { errorCodes } from "./codes.js";

@@ -1,9 +1,9 @@
 import type { Socket } from "node:net";
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { statusForCode, softwareVersion, versionHeader } from "../protocol/index.js";
-import { DomainError, isDomainError } from "../errors/index.js";
-import { redactUrl, defaultServerLimits, formatBytes } from "../catalog/index.js";
+import { statusForCode, softwareVersion, versionHeader } from "../protocol/for-agent.js";
+import { DomainError, isDomainError } from "../errors/light.js";
+import { redactUrl, defaultServerLimits, formatBytes } from "../catalog/for-agent.js";
 
 export interface ErrorHandlingOptions {
   /** Who answers, put before messages the framework makes ("agent gpu-1"); the admin API leaves it out. */

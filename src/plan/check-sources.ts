@@ -1,5 +1,5 @@
 import type { ModelEntry } from "../catalog/index.js";
-import { DomainError, isDomainError } from "../errors/index.js";
+import { DomainError, isDomainError } from "../errors/light.js";
 import { formatGiB } from "./format.js";
 import { readAdapter } from "./read-adapter.js";
 import { readFileSize } from "./read-file-size.js";

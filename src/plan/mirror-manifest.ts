@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { redactUrl, type ModelEntry, describeSource, parseWeightsSource, type WeightsSource } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { withUrlCredentials } from "../net/index.js";
 import { connectionFailure, connectionHint, fetchWithin } from "./model-files.js";
 

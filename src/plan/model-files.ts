@@ -3,7 +3,7 @@ import { withUrlCredentials } from "../net/index.js";
 import { open, readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { downloadFile, listFiles } from "@huggingface/hub";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 
 /**
  * Read access to the files of one model, wherever they are. The readers ask

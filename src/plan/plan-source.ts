@@ -1,4 +1,4 @@
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { parseHardwareSpec, fleetFromHardwareSpec, fleetFromNodes, type InventoryNode } from "../fleet/index.js";
 import { planCandidates, type Plan } from "./candidates.js";
 import { maxNodesPerReplica } from "./multi-node-candidates.js";

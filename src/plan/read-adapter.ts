@@ -1,7 +1,7 @@
 import { gguf } from "@huggingface/gguf";
 import { resolve } from "node:path";
 import { redactUrl } from "../catalog/index.js";
-import { DomainError, isDomainError } from "../errors/index.js";
+import { DomainError, isDomainError } from "../errors/light.js";
 import { withUrlCredentials } from "../net/index.js";
 import { ggufModelType } from "./gguf-architecture.js";
 import { hubFiles, httpFolderFiles, isDirectory, isFile, localFolderFiles, type HubOptions, type ModelFiles } from "./model-files.js";

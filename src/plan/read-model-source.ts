@@ -1,7 +1,7 @@
 import { redactUrl, parseWeightsSource, sourceGrammarHint, type SourceContext } from "../catalog/index.js";
 import { withUrlCredentials } from "../net/index.js";
 import { gguf, parseGgufShardFilename } from "@huggingface/gguf";
-import { DomainError, isDomainError } from "../errors/index.js";
+import { DomainError, isDomainError } from "../errors/light.js";
 import { architectureFromConfig } from "./architecture.js";
 import { architectureFromGguf, countGgufTensors, ggufFileTypeName, type GgufMetadata, type GgufTensor } from "./gguf-architecture.js";
 import type { ModelFacts } from "./model-facts.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { connectionFailure, defaultHubEndpoint, fetchWithin, serverHubSettings, sourceUnreadable, type HubOptions } from "./model-files.js";
 
 // Lenient like every answer from outside: only the commit is read.

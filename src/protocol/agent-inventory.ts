@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { engineNames } from "../catalog/index.js";
+import { engineNames } from "../catalog/light.js";
 import { byteCount, cardIndex, identifier, label, maxCardsPerNode } from "./agent-fields.js";
 
 /** What an agent reports of its node at its join and whenever it changed: cards, memory, engines. */

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { engineNames } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { engineNames } from "../catalog/light.js";
+import { DomainError } from "../errors/light.js";
 import { cardList, identifier, label, prose, protocolField, protocolVersion } from "./agent-fields.js";
 import { inventorySchema } from "./agent-inventory.js";
 

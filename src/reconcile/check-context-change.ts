@@ -1,5 +1,5 @@
 import { resolveProfiles, type CatalogModel, type ModelEntry } from "../catalog/index.js";
-import { DomainError, type ErrorDetail } from "../errors/index.js";
+import { DomainError, type ErrorDetail } from "../errors/light.js";
 import type { Fleet } from "../fleet/index.js";
 import type { ModelFacts } from "../plan/index.js";
 import { cardShortfall } from "./card-shortfall.js";

@@ -10,7 +10,7 @@ import {
   singleCardEngines,
   type ModelEntry,
 } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import type { Fleet } from "../fleet/index.js";
 import { type ModelFacts, splitsHeads, splitsHeadsReason } from "../plan/index.js";
 import { cardShortfall, profileCardGroups } from "./card-shortfall.js";

@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { desiredModel } from "./desired-model.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { replacedByRestart, type Observation } from "./observe.js";

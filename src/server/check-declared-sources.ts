@@ -1,5 +1,5 @@
 import type { PlacedEntry } from "../catalog/index.js";
-import { isDomainError } from "../errors/index.js";
+import { isDomainError } from "../errors/light.js";
 import { checkSourcesAtDoor, type PlanSettings } from "../api/index.js";
 
 /**

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { privateFileMode } from "../files/index.js";
 import { type Store, readServerKeyCheck, recordServerKeyCheck } from "../store/index.js";
 

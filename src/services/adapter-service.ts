@@ -1,6 +1,6 @@
 import type { Actor, CatalogModel, ResolvedProfile, ModelEntry } from "../catalog/index.js";
 import { flagValue, loadsAdaptersAtRuntime, vllmMaxLoraRank } from "../engines/index.js";
-import { DomainError, isDomainError } from "../errors/index.js";
+import { DomainError, isDomainError } from "../errors/light.js";
 import {
   adapterRefusal,
   readAdapter,

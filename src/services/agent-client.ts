@@ -13,7 +13,7 @@ import {
   readErrorBody,
 } from "../protocol/index.js";
 import { errorCodes, type ErrorCode, DomainError } from "../errors/index.js";
-import { certificateFailure } from "../net/index.js";
+import { certificateFailure } from "../net/light.js";
 
 /** The node as the server calls it: its control URL and the control secret the agent checks. */
 export interface AgentAddress {

@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import { isDeepStrictEqual } from "node:util";
 import type { Actor, ModelEntry } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
-import { DomainError, type ErrorDetail } from "../errors/index.js";
+import { DomainError, type ErrorDetail } from "../errors/light.js";
 import {
   catalogExportVersion,
   type CatalogExport,

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import { redactStrings, type Audience } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import type { StreamChange, StreamTopic, EventView } from "../protocol/index.js";
 import { readChangeSignatures, type ChangeSignatures, listEvents, type Database } from "../store/index.js";
 

@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { dryRunAnswer, type Change, type DryRunAnswer } from "../protocol/index.js";
 import type { ChangeToPreview } from "../reconcile/index.js";
 import { type Store, updateModelStatus } from "../store/index.js";

@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/index.js";
-import { isDomainError } from "../errors/index.js";
+import { isDomainError } from "../errors/light.js";
 import type { ModelFacts } from "../plan/index.js";
 import { demandCardBytes, type CardBytes, type DemandProfile } from "../placement/index.js";
 import { demandProfiles, type ReconcilerFacts } from "../reconcile/index.js";

@@ -10,7 +10,7 @@ import {
   type PullView,
   type NodeView,
 } from "../protocol/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { hostingProfiles, type DemandProfile } from "../placement/index.js";
 import { fetchesOnAgent, startFetchOnAgent, type AgentAddress } from "./agent-client.js";
 import type { CatalogService } from "./catalog-service.js";

@@ -1,5 +1,5 @@
 import type { CatalogModel } from "../catalog/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import {
   checkRestartRoom,
   observe,

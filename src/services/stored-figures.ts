@@ -1,5 +1,5 @@
 import { redactUrl } from "../catalog/index.js";
-import { DomainError, isDomainError } from "../errors/index.js";
+import { DomainError, isDomainError } from "../errors/light.js";
 import type { StoredFiguresView } from "../protocol/index.js";
 
 /** What a change says of the kept figures it was checked against: nothing when every file was read now. */

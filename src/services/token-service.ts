@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { Actor } from "../catalog/index.js";
 import { hashToken, newToken } from "../auth/index.js";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { insertAuditEvent, type Store, type Database, deleteTokenByName, insertToken, listTokens, type TokenListing, type TokenRole } from "../store/index.js";
 import type { Kysely } from "kysely";
 import { dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";

@@ -1,5 +1,5 @@
 import { type Actor, type CatalogModel, entryAtRevision, revisionedRepo, type ModelEntry } from "../catalog/index.js";
-import { DomainError, isDomainError } from "../errors/index.js";
+import { DomainError, isDomainError } from "../errors/light.js";
 import { checkEntrySources, defaultSourceCheckTimeoutMs, type ReadModelSourceOptions, resolveHubRevision } from "../plan/index.js";
 import { type HistoryView, type OriginView, type RolloutView, type UpdateCheckView, dryRunAnswer, type DryRunAnswer } from "../protocol/index.js";
 import { type Store, deleteVersionChange, insertVersionChange, listVersionChanges, type VersionChangeKind } from "../store/index.js";

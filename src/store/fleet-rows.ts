@@ -12,7 +12,7 @@ import {
   type ReplicaState,
   type ReplicaStatus,
 } from "../protocol/index.js";
-import { engineNames } from "../catalog/index.js";
+import { engineNames } from "../catalog/light.js";
 import type { Database } from "./schema.js";
 
 /**

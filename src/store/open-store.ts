@@ -3,7 +3,7 @@ import path from "node:path";
 import SqliteDatabase from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from "kysely";
 import pg from "pg";
-import { DomainError } from "../errors/index.js";
+import { DomainError } from "../errors/light.js";
 import { migrationProvider } from "./migrations.js";
 import { cachingStatements } from "./statement-cache.js";
 import type { Database, StoreKind } from "./schema.js";

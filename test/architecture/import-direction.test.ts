@@ -45,17 +45,26 @@ const mayImport: Readonly<Record<string, readonly string[]>> = {
  * CLI builds its whole command tree at every `llmgw ctl` call, and the main
  * face of these folders loads the schema library, the YAML parser, the
  * spelling suggester or the server; their light face re-exports only what that start needs (the CLI's
- * start test holds it to that). Subfolders (catalog/presets, engines/drivers,
+ * start test holds it to that). The processes started most often have narrow
+ * faces too, for the same reason: the engines (started for every replica, by the
+ * demo and by most tests) enter engines/ through sim-process.ts or
+ * llama-process.ts and take catalog, errors, fleet and protocol through their
+ * for-engines.ts; the agent (and http/, which serves its control API) takes them
+ * through for-agent.ts. A face file loads every module it re-exports, so one
+ * face for everyone would load the whole folder into each of them. Subfolders (catalog/presets, engines/drivers,
  * gateway/front) are the inside of their folder: another folder reaches them
  * through the folder's face, and files of the same folder import them
  * directly.
  */
 const secondFaces: Readonly<Record<string, readonly string[]>> = {
-  errors: ["light.ts"],
-  catalog: ["light.ts"],
+  errors: ["light.ts", "for-engines.ts", "for-agent.ts"],
+  catalog: ["light.ts", "for-engines.ts", "for-agent.ts"],
   plan: ["light.ts"],
-  protocol: ["light.ts"],
+  protocol: ["light.ts", "for-engines.ts", "for-agent.ts"],
   server: ["light.ts"],
+  net: ["light.ts"],
+  fleet: ["for-engines.ts", "for-agent.ts"],
+  engines: ["sim-process.ts", "llama-process.ts"],
 };
 
 /**

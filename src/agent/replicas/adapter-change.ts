@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { request } from "undici";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { runtimeAdapterEndpoints } from "../../engines/index.js";
 import type { Replica } from "./replica-record.js";
 

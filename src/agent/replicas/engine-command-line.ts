@@ -1,5 +1,5 @@
 import type { EngineDriver, EngineLaunch } from "../../engines/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { ReplicaSpec } from "../../protocol/index.js";
 import { markerVariables } from "../engine-marker.js";
 import { findProgram } from "../inventory.js";

@@ -1,8 +1,8 @@
 import { distributedLaunch } from "./distributed-launch.js";
 import { randomBytes } from "node:crypto";
 import { appendFile, mkdir } from "node:fs/promises";
-import { redactArgs } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { redactArgs } from "../../catalog/for-agent.js";
+import { DomainError } from "../../errors/light.js";
 import { writePrivateFile } from "../../files/index.js";
 import type { ReplicaSpec } from "../../protocol/index.js";
 import type { PersistedReplica } from "../agent-state.js";

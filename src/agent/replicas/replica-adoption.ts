@@ -1,4 +1,4 @@
-import { replicaSpecSchema, type ReplicaState } from "../../protocol/index.js";
+import { replicaSpecSchema, type ReplicaState } from "../../protocol/for-agent.js";
 import type { PersistedReplica } from "../agent-state.js";
 import { isProcessAlive, probeHealth } from "../engine-process.js";
 import type { MarkedProcess } from "../find-marked-processes.js";

@@ -1,5 +1,5 @@
 import type { PersistedReplica } from "../agent-state.js";
-import { type ReplicaProgress, type ReplicaSpec, type ReplicaState, type ReplicaStatus, terminalReplicaStates } from "../../protocol/index.js";
+import { type ReplicaProgress, type ReplicaSpec, type ReplicaState, type ReplicaStatus, terminalReplicaStates } from "../../protocol/for-agent.js";
 
 /** What the supervisor knows of one replica; the views below read it without side effects. */
 export interface Replica {

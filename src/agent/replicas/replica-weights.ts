@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { parseWeightsSource } from "../../catalog/index.js";
+import { parseWeightsSource } from "../../catalog/for-agent.js";
 import { prepareComfyui } from "../prepare-comfyui.js";
 import { fetchWeights } from "../weights-fetcher.js";
 import { cacheLocation } from "../weights-source.js";

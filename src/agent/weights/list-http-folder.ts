@@ -1,4 +1,4 @@
-import { redactUrl } from "../../catalog/index.js";
+import { redactUrl } from "../../catalog/for-agent.js";
 import { checksumSuffix, companionFiles, parseFolderListing, shardsFromIndex } from "../weights-source.js";
 import type { FetchWeightsOptions, RemoteFile } from "./fetch-options.js";
 import { withChecksumSuffix } from "./published-checksum.js";

@@ -1,5 +1,5 @@
 import { listFiles } from "@huggingface/hub";
-import { redactUrl, type WeightsSource } from "../../catalog/index.js";
+import { redactUrl, type WeightsSource } from "../../catalog/for-agent.js";
 import { selectHubFiles } from "../weights-source.js";
 import type { FetchWeightsOptions, RemoteFile } from "./fetch-options.js";
 import { maxListedFiles } from "./list-http-folder.js";

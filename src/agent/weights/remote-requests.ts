@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, interceptors, request, type Dispatcher } from "undici";
 import { withUrlCredentials } from "../../net/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { FetchWeightsOptions } from "./fetch-options.js";
 
 // Follows the hub's redirect to its CDN; undici strips Authorization on a cross-origin redirect.

@@ -1,7 +1,7 @@
 import { mkdir, stat, statfs } from "node:fs/promises";
 import path from "node:path";
-import { redactUrl, parseWeightsSource } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { redactUrl, parseWeightsSource } from "../../catalog/for-agent.js";
+import { DomainError } from "../../errors/light.js";
 import { cacheLocation } from "../weights-source.js";
 import type { RemoteFile } from "./fetch-options.js";
 import { unavailable } from "./remote-requests.js";

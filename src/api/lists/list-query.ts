@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 /**
  * What every list of the admin API takes to be paged through: `limit` (no

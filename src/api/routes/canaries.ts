@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { parseDuration } from "../../catalog/index.js";
+import { parseDuration } from "../../catalog/light.js";
 import { armCountsReportSchema, type ArmSlotReport } from "../../protocol/index.js";
 import type { CanaryService } from "../../services/index.js";
 import { requireActor } from "../access.js";

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import {
   engineNames,
   modelClasses,

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { parseQuery } from "../parse-body.js";
 import type { InventoryNode } from "../../fleet/index.js";
 import { planSource, type ReadModelSourceOptions } from "../../plan/index.js";
-import { parseTokenCount } from "../../plan/index.js";
+import { parseTokenCount } from "../../plan/light.js";
 
 /** The live fleet, as the planner reads it; empty until nodes join. */
 export type FleetSource = () => Promise<readonly InventoryNode[]>;

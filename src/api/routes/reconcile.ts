@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { type EventView, flagSchema, isSet } from "../../protocol/index.js";
 import type { DemandService, NodeControlService, RestartService } from "../../services/index.js";
 import { listEvents, readLease, type EventFilter, type Store } from "../../store/index.js";

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { modelEntrySchema, parseWeightsSource } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { VersionService } from "../../services/index.js";
 import { requireActor } from "../access.js";
 import { parseBody } from "../parse-body.js";

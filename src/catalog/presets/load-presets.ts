@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { parseWithSchema } from "../schema-errors.js";
 import { parseYamlSource } from "../yaml-source.js";
 import { presetFileSchema, type Preset } from "./preset-schema.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { requireOneNode } from "./require-cards.js";
-import { EngineCannotRun } from "../../errors/index.js";
+import { EngineCannotRun } from "../../errors/for-engines.js";
 import type { EngineDriver, EngineLaunch, EngineLaunchInput, EngineMetrics } from "../driver.js";
 import { launchEnvironment } from "./launch-environment.js";
 

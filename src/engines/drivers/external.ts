@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { externalSchema } from "../../catalog/index.js";
-import { ExternalKeyMissing } from "../../errors/index.js";
+import { ExternalKeyMissing } from "../../errors/for-engines.js";
 
 export type ExternalModelConfig = z.infer<typeof externalSchema>;
 

@@ -1,4 +1,4 @@
-import { adapterEngines, type EngineName } from "../../catalog/index.js";
+import { adapterEngines, type EngineName } from "../../catalog/for-engines.js";
 import type { EngineDriver } from "../driver.js";
 import { comfyuiDriver } from "./comfyui.js";
 import { llamacppDriver } from "./llamacpp.js";

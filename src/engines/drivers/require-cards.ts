@@ -1,4 +1,4 @@
-import { EngineCannotRun } from "../../errors/index.js";
+import { EngineCannotRun } from "../../errors/for-engines.js";
 import type { EngineLaunchInput } from "../driver.js";
 
 /** GPU-only engines (vLLM, SGLang, trtllm-serve) refuse a placement with no cards rather than start and fail on a CUDA error. */

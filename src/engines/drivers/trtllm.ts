@@ -1,4 +1,4 @@
-import { AdaptersUnsupported } from "../../errors/index.js";
+import { AdaptersUnsupported } from "../../errors/for-engines.js";
 import type { EngineDriver, EngineLaunch, EngineLaunchInput, EngineMetrics } from "../driver.js";
 import { readEngineMetrics } from "../prometheus-text.js";
 import { launchEnvironment } from "./launch-environment.js";

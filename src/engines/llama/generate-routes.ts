@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { LlamaGrammar, Token } from "node-llama-cpp";
-import { describeIssues } from "../../catalog/index.js";
+import { describeIssues } from "../../catalog/for-engines.js";
 import { postWithBody } from "../openai-server/body-route.js";
 import { errorBody, paramOfIssues } from "../openai-server/openai-error-body.js";
 import { AnswerStream } from "./answer-stream.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 /**
  * llama-server's command line as llmgw's built-in llama.cpp engine reads it:

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
-import { describeIssues } from "../../catalog/index.js";
+import { describeIssues } from "../../catalog/for-engines.js";
 import { errorBody, paramOfIssues } from "./openai-error-body.js";
 
 /** How an engine words a body its schema refuses, as the engine it answers as does. */

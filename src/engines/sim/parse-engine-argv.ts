@@ -1,5 +1,5 @@
 import type { EngineName } from "../../catalog/index.js";
-import { EngineArgumentsInvalid } from "../../errors/index.js";
+import { EngineArgumentsInvalid } from "../../errors/for-engines.js";
 import { comfyuiModelNameVariable } from "../drivers/comfyui.js";
 
 /** What the simulated engine needs to know, read from the command line a real engine would get. */

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { describeIssues } from "../../catalog/index.js";
+import { describeIssues } from "../../catalog/for-engines.js";
 import { errorBody } from "../openai-server/openai-error-body.js";
 import { loadAdapterRequestSchema, unloadAdapterRequestSchema } from "./sim-admin-schemas.js";
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { describeIssues } from "../../catalog/index.js";
+import { describeIssues } from "../../catalog/for-engines.js";
 import type { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
 import { errorBody } from "../openai-server/openai-error-body.js";
 import type { SimEngineArguments } from "./parse-engine-argv.js";

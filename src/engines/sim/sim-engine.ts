@@ -1,10 +1,10 @@
-import { describeIssues, type EngineName } from "../../catalog/index.js";
+import { describeIssues, type EngineName } from "../../catalog/for-engines.js";
 import { vllmRuntimeLoraVariable } from "../runtime-adapters.js";
 import { parseEngineArgv, type SimEngineArguments } from "./parse-engine-argv.js";
 import { simEngineAccess } from "./sim-engine-access.js";
 import { simCrashExitCode, simFaultSchema, simLoadFailureExitCode, type SimFault } from "./sim-fault.js";
 import { simEnvironmentVariables, simTimingFromEnvironment } from "./sim-timing.js";
-import { EngineArgumentsInvalid } from "../../errors/index.js";
+import { EngineArgumentsInvalid } from "../../errors/for-engines.js";
 import { sleep } from "./sim-clock.js";
 import { SimulatedEngine } from "./simulated-engine.js";
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { EngineName } from "../../catalog/index.js";
-import { engineServes } from "../../protocol/index.js";
+import { engineServes } from "../../protocol/for-engines.js";
 import { postWithBody } from "../openai-server/body-route.js";
 import { chatCompletionRequestSchema, completionRequestSchema, responsesRequestSchema } from "../openai-server/openai-request-schemas.js";
 import { errorBody } from "../openai-server/openai-error-body.js";

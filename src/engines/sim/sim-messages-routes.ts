@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { type EngineName, describeIssues } from "../../catalog/index.js";
+import { type EngineName, describeIssues } from "../../catalog/for-engines.js";
 import { z } from "zod";
 import { chatCompletionRequestSchema } from "../openai-server/openai-request-schemas.js";
 import { approximateTokenCount, type SimAnswerRequest } from "./sim-text.js";

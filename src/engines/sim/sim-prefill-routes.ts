@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { EngineName } from "../../catalog/index.js";
-import { engineServes } from "../../protocol/index.js";
+import { engineServes } from "../../protocol/for-engines.js";
 import { postWithBody } from "../openai-server/body-route.js";
 import type { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
 import { encodedEmbedding } from "../openai-server/embedding-encoding.js";

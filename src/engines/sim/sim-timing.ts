@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { gpuClassInfo, unknownClassBandwidthGBps } from "../../fleet/index.js";
-import { EngineArgumentsInvalid } from "../../errors/index.js";
+import { gpuClassInfo, unknownClassBandwidthGBps } from "../../fleet/for-engines.js";
+import { EngineArgumentsInvalid } from "../../errors/for-engines.js";
 import type { EngineName } from "../../catalog/index.js";
 
 /** How fast the simulated engine answers, before LLMGW_SIM_SPEED divides its delays. */

@@ -2,7 +2,7 @@ import { randomInt } from "node:crypto";
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { z } from "zod";
 import { comfyTask } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { modelUnavailable } from "../wire/model-unavailable.js";
 import type { RoutingComfy, RoutingModel, RoutingReplica } from "../../protocol/index.js";
 import { chooseReplica } from "../routing/choose-replica.js";

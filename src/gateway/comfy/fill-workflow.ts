@@ -1,5 +1,5 @@
 import { splitInputPath, type ComfyInputName } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { RoutingComfy } from "../../protocol/index.js";
 
 export type ComfyWorkflowNodes = RoutingComfy["workflow"];

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 /** A JSON request body checked against its schema; the first problem is named by its field, with the fix for that route. */
 export function parseJsonBody<Schema extends z.ZodType>(schema: Schema, raw: Buffer, hints: { readonly notJson: string; readonly notJsonHint: string; readonly fix: string }): z.infer<Schema> {

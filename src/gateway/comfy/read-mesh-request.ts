@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { z } from "zod";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { parseJsonBody } from "./parse-json-body.js";
 
 export interface MeshRequest {

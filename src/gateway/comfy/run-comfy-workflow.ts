@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { request, WebSocket } from "undici";
 import { z } from "zod";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { UpstreamError } from "../wire/upstream-error.js";
 import type { ComfyWorkflowNodes } from "./fill-workflow.js";
 

@@ -1,5 +1,5 @@
 import { comfyTask } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { RoutingModel } from "../../protocol/index.js";
 
 export type GatewayTask = "text" | "images" | "image-to-3d";

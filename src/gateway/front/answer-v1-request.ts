@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { Gateway } from "../request/gateway.js";
 import type { GatewayLog } from "../wire/gateway-exchange.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from "node:http";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { formatBytes } from "../../catalog/index.js";
 import { statusForCode, softwareVersion, versionHeader } from "../../protocol/index.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";

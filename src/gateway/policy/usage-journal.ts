@@ -1,7 +1,7 @@
 import { mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, close, fdatasync, write, writeSync } from "node:fs";
 import path from "node:path";
 import type { UsageSync } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 /** One request's usage as the journal keeps it until the store has it. */
 export interface JournalRecord {

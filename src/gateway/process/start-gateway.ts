@@ -15,7 +15,7 @@ import { reportSeriesOverHttp } from "../metrics/report-series-over-http.js";
 import { ClusterMetrics } from "./cluster-metrics.js";
 import type { PrimaryChannel } from "./ipc-shared-limits.js";
 import type { TlsFiles } from "../../net/index.js";
-import { softwareVersion } from "../../protocol/index.js";
+import { softwareVersion } from "../../protocol/light.js";
 
 export interface StandaloneGatewayOptions {
   readonly server: string;

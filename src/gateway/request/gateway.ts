@@ -1,5 +1,5 @@
 import type { Socket } from "node:net";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/index.js";
 import { chooseReplica } from "../routing/choose-replica.js";
 import { CachePlacement } from "../routing/cache-placement.js";

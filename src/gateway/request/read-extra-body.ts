@@ -1,4 +1,4 @@
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { ExtraRoute } from "../../protocol/index.js";
 import type { GatewayBody } from "../wire/prompt-text.js";
 

@@ -1,4 +1,4 @@
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";
 import type { GatewayBody } from "../wire/prompt-text.js";
 

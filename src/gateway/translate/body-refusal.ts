@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 /** A body the translation cannot read, as invalid_input naming the first field at fault and the API whose shape it takes. */
 export function bodyRefusal(at: string, problem: string, api: string): DomainError {

@@ -1,4 +1,4 @@
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 /** The answer to a request for a model no replica will come to, with placement's reason (503 model_unavailable). */
 export function modelUnavailable(name: string, reason: string, afterFallbacks: boolean): DomainError {

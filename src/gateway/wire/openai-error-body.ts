@@ -1,4 +1,4 @@
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { asInvoked } from "../../llmgw-invocation.js";
 import { statusForCode, type OpenAIErrorBody } from "../../protocol/index.js";
 import { GatewayRefusal } from "./gateway-refusal.js";

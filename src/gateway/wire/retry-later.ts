@@ -1,4 +1,4 @@
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 /** A domain error whose answer carries Retry-After: the model is loading, or its queue is full. */
 export class RetryLater extends DomainError {

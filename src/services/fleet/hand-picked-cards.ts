@@ -1,5 +1,5 @@
 import type { Inventory } from "../../protocol/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 
 /**
  * A node that lacks the cards altogether (another class, or fewer in all) is

@@ -1,7 +1,7 @@
 import type { Dispatcher } from "undici";
 import { bearerToken, hashToken, sameSecret, type ControlSecret } from "../../auth/index.js";
 import { parseWithSchema } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { heartbeatRequestSchema, protocolVersion, type HeartbeatResponse } from "../../protocol/index.js";
 import {
   deleteReplica,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hashToken, newToken } from "../../auth/index.js";
 import { parseWithSchema } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { joinRequestSchema, protocolVersion, type JoinResponse } from "../../protocol/index.js";
 import { findNode, insertJoinToken, joinTokenExists, upsertNode, type StoredNode, type Store } from "../../store/index.js";
 import type { FleetSettings } from "./fleet-settings.js";

@@ -1,5 +1,5 @@
 import type { ResolvedProfile } from "../../catalog/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { chooseCards, holdsCards, storableReplicaSpec, type NodeState } from "../../fleet/index.js";
 import { checkNode, demandProfile, snapshotCard, type Snapshot } from "../../placement/index.js";
 import type { ReplicaSpec, ReplicaStatus, ReplicaView } from "../../protocol/index.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { entryAtRevision, profilePosition, resolveModel, resolveSecretEnv, type CatalogModel, type ResolvedProfile } from "../../catalog/index.js";
 import { newToken } from "../../auth/index.js";
-import { DomainError } from "../../errors/index.js";
+import { DomainError } from "../../errors/light.js";
 import { buildReplicaSpec } from "../../fleet/index.js";
 import type { ReplicaSpec } from "../../protocol/index.js";
 import type { StoredReplica } from "../../store/index.js";
