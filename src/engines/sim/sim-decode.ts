@@ -124,6 +124,7 @@ async function answerWhole(engine: DecodeEngine, reply: FastifyReply, wire: Deco
   if (decoding.abandoned.aborted) return false;
   engine.metrics.recordTimeToFirstToken((performance.now() - decoding.started) / 1000);
   await sleepUntil(firstTokenAt + Math.max(0, decoding.longest - 1) * step);
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the client may have gone during the wait
   if (decoding.abandoned.aborted) return false;
   engine.metrics.recordGenerationTokens(completionTokens);
   await reply.send(wire.whole(decoding.context));
