@@ -11,10 +11,11 @@ import { SimMetrics } from "./sim-metrics.js";
 import type { DecodeContext, DecodePlan, DecodeWire } from "./sim-wire.js";
 import { decodeStepMilliseconds, simEnvironmentVariables, timeToFirstTokenMilliseconds, type SimTiming } from "./sim-timing.js";
 import { errorBody } from "./openai-error-body.js";
-import { sleepUntil } from "./sim-clock.js";
 import { registerGenerationRoutes } from "./sim-generation-routes.js";
 import { registerPrefillRoutes } from "./sim-prefill-routes.js";
 import { SimPrefixCache } from "./sim-prefix-cache.js";
+import type { GangHealth } from "./rendezvous.js";
+import { failStream, failWhole, gangUnavailable, sleepUntilOrBroken } from "./gang-failure.js";
 
 /** KV capacity per slot when the command line gives no context; only the usage ratio depends on it. */
 const defaultContextForCapacity = 4096;
@@ -49,6 +50,8 @@ export class SimulatedEngine {
     readonly access: { readonly host: string; readonly apiKey: string | undefined } = { host: "127.0.0.1", apiKey: undefined },
     /** Whether adapters load and unload while it runs (vLLM's and SGLang's load endpoints). */
     readonly runtimeAdapters = false,
+    /** Rank 0 of a replica over several nodes: unhealthy until its gang is whole, failing its requests when the gang breaks. */
+    readonly gang?: GangHealth,
   ) {
     this.#adapters = [...parsed.adapters];
     this.#gate = new ConcurrencyGate(parsed.concurrency);
@@ -124,6 +127,11 @@ export class SimulatedEngine {
   async #admit(reply: FastifyReply, model: string): Promise<boolean> {
     if (this.#resolveModel(model) === undefined) {
       await reply.code(404).send(errorBody(404, "NotFoundError", `The model \`${model}\` does not exist.`));
+      return false;
+    }
+    const trouble = this.gang?.trouble;
+    if (trouble !== undefined) {
+      await reply.code(503).send(gangUnavailable(trouble));
       return false;
     }
     if (this.#fault.kind === "error-500") {
@@ -236,8 +244,9 @@ export class SimulatedEngine {
         const send = (payload: unknown, event?: string) => reply.raw.write(`${event === undefined ? "" : `event: ${event}\n`}data: ${JSON.stringify(payload)}\n\n`);
         wire.open(send, context);
         for (let position = 0; position < longest; position += 1) {
-          await sleepUntil(firstTokenAt + position * step);
+          await sleepUntilOrBroken(firstTokenAt + position * step, this.gang);
           if (abandoned.signal.aborted) return;
+          if (this.gang?.broken.aborted) return failStream(reply.raw, send, this.gang, wire.done);
           if (position === 0) this.#metrics.recordTimeToFirstToken((performance.now() - started) / 1000);
           for (const [index, choice] of choices.entries()) {
             if (position >= choice.tokens.length) continue;
@@ -248,11 +257,13 @@ export class SimulatedEngine {
         wire.close(send, context);
         reply.raw.end(wire.done ? "data: [DONE]\n\n" : undefined);
       } else {
-        await sleepUntil(firstTokenAt);
+        await sleepUntilOrBroken(firstTokenAt, this.gang);
         if (abandoned.signal.aborted) return;
+        if (this.gang?.broken.aborted) return await failWhole(reply, this.gang);
         this.#metrics.recordTimeToFirstToken((performance.now() - started) / 1000);
-        await sleepUntil(firstTokenAt + Math.max(0, longest - 1) * step);
+        await sleepUntilOrBroken(firstTokenAt + Math.max(0, longest - 1) * step, this.gang);
         if (abandoned.signal.aborted) return;
+        if (this.gang?.broken.aborted) return await failWhole(reply, this.gang);
         this.#metrics.recordGenerationTokens(completionTokens);
         await reply.send(wire.whole(context));
       }
@@ -293,6 +304,8 @@ export class SimulatedEngine {
 
     const health = async (_request: unknown, reply: FastifyReply) => {
       if (this.#fault.kind === "stall") await new Promise<never>(() => undefined);
+      const trouble = this.gang?.trouble;
+      if (trouble !== undefined) return reply.code(503).send({ ...gangUnavailable(trouble), status: "unhealthy", simulated: true });
       return reply.send({ status: "ok", simulated: true, engine: parsed.engine, model: parsed.modelName });
     };
     // The agent polls health and metrics every few seconds: they are not logged, or the log would be nothing else.
