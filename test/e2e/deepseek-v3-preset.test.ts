@@ -37,7 +37,8 @@ describe("the deepseek-v3 preset against a server", () => {
       8,
     ]);
     const table = await runCli(["ctl", "model", "plan", "deepseek-ai/DeepSeek-V3", "--gpus", "2x8xH100-80GB@ib0", "--hub-endpoint", hub.url]);
-    expect(table.stdout).toMatch(/2 × 8/);
+    // vLLM: 8 cards of tensor parallel on each of 2 nodes, a pipeline stage each; the busiest card holds the first stage's 44.9 GB.
+    expect(table.stdout).toMatch(/^yes\s+h100-80G@ib0 16\/16 free\s+vllm\s+fp8\s+2×8 tp8 pp2\s+41\.8 GiB/m);
 
     // The server's own fleet: one node of eight, so no candidate fits, and the table says what is short.
     const live = await cluster.ctlRaw("model", "plan", "deepseek-ai/DeepSeek-V3");
@@ -47,10 +48,13 @@ describe("the deepseek-v3 preset against a server", () => {
 
   it("refuses to add it on a fleet without two nodes of 8, saying what each profile lacks, and stores nothing", async () => {
     const refused = await cluster.ctlRaw("model", "add", "deepseek-v3");
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain("deepseek-v3 fits nowhere in this fleet");
-    expect(refused.stderr).toMatch(/two-nodes.*2 nodes?/);
-    expect(refused.stderr).toContain("nothing was stored");
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.stderr).toContain(
+      "deepseek-v3 fits nowhere in this fleet, even on nodes with every card free: " +
+        "profile one-node (vllm, 8 cards): each of its 8 cards would need 87.1 GiB",
+    );
+    expect(refused.stderr).toContain("the largest h100 card has 72.0 GiB usable (0.90 of 80.0 GiB)");
+    expect(refused.stderr).toContain("profile two-nodes: spans 2 nodes of 8 GPU cards on one fabric; the most this fleet has is 1 (h100 on ib0); nothing was stored");
     const models = JSON.parse(await cluster.ctl("models", "--json")) as { models: { name: string }[] };
     expect(models.models.map((model) => model.name)).not.toContain("deepseek-v3");
   });

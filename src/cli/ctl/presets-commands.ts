@@ -80,8 +80,9 @@ export function registerPresetCommands(ctl: Command): void {
 }
 
 /** `ctl model add PRESET [--name N]`: adds a shipped preset through the API and prints the model as added. */
-export async function addPreset(command: Command, preset: string, name: string | undefined, options: { sourceCheck: boolean }): Promise<AddedModelView> {
-  const query = options.sourceCheck ? "" : "?source_check=false";
+export async function addPreset(command: Command, preset: string, name: string | undefined, options: { sourceCheck: boolean; keepUnplaceable?: boolean | undefined }): Promise<AddedModelView> {
+  const parts = [...(options.sourceCheck ? [] : ["source_check=false"]), ...(options.keepUnplaceable === true ? ["keep_unplaceable=true"] : [])];
+  const query = parts.length > 0 ? `?${parts.join("&")}` : "";
   const added = await apiClient(ctlOptions(command)).post<AddedModelView>(`/api/v1/presets/${encodeURIComponent(preset)}${query}`, name !== undefined ? { name } : {});
   if (ctlOptions(command).json) printJson(added);
   else print(`Added ${added.name} from preset ${preset}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
