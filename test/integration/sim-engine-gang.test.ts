@@ -40,7 +40,7 @@ function start(driver: EngineDriver, rank: number, leaderPort: number, environme
 
 /** The leader's API address and its rendezvous port, from its startup line. */
 async function leaderAddresses(leader: Member): Promise<{ url: string; rendezvousPort: number }> {
-  const found = await waitFor(() => /on (http:\/\/127\.0\.0\.1:\d+).*join at 127\.0\.0\.1:(\d+)/.exec(leader.output()) ?? undefined, 30_000, `the leader's startup line in:\n${leader.output()}`);
+  const found = await waitFor(() => /on (http:\/\/127\.0\.0\.1:\d+).*healthy once rank 1 joins at 127\.0\.0\.1:(\d+)/.exec(leader.output()) ?? undefined, 30_000, `the leader's startup line in:\n${leader.output()}`);
   return { url: found[1] as string, rendezvousPort: Number(found[2]) };
 }
 

@@ -111,7 +111,7 @@ export async function startSimEngine(options: SimEngineOptions): Promise<SimEngi
       ` on http://${access.host}:${port}${access.apiKey === undefined ? "" : " (API key required)"}; cards [${cards.join(",")}], ${parsed.concurrency} at once,` +
       ` context ${parsed.context ?? "engine default"}, decode ${timing.decodeTokensPerSecond.toFixed(0)} tokens/s (${timing.source}), speed ×${timing.speed}` +
       (fault.kind === "none" ? "" : `, fault ${fault.kind}`) +
-      (leader === undefined ? "" : `; rank 0 of ${leader.nodes}, healthy once ranks 1 to ${leader.nodes - 1} join at ${leader.address}:${leader.port}`),
+      (leader === undefined ? "" : `; rank 0 of ${leader.nodes}, healthy once ${leader.nodes === 2 ? "rank 1 joins" : `ranks 1 to ${leader.nodes - 1} join`} at ${leader.address}:${leader.port}`),
   );
   const close = async () => {
     await leader?.close();
