@@ -33,7 +33,10 @@ export type PersistedReplica = z.infer<typeof persistedReplicaSchema>;
 
 export const agentStateSchema = z.object({
   version: z.literal(1),
+  /** Where the credential was last used; the server may be reached by another address later. */
   server_url: z.string(),
+  /** The identity of the server that gave the credential: the credential is sent to a server at another URL only when it presents this. Absent from files of earlier releases. */
+  server_id: z.string().optional(),
   node_name: z.string(),
   credential: z.string().optional(),
   /** sha256 (hex) of the secret the server presents on control calls; the secret itself is never kept here. */

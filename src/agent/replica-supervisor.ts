@@ -1,19 +1,17 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { request } from "undici";
 import { DomainError, isDomainError } from "../errors/domain-error.js";
 import type { PersistedReplica } from "./agent-state.js";
 import { isPortFree, isProcessAlive, probeHealth } from "./engine-process.js";
 import type { MarkedProcess } from "./find-marked-processes.js";
-import { orphanEngines, type FoundEngine } from "./orphan-engines.js";
-import { stopEngine } from "./stop-engine.js";
 import type { ReplicaSpec, ReplicaState, ReplicaStatus } from "../protocol/agent-protocol.js";
-import { replicaSpecSchema } from "../protocol/agent-protocol.js";
 import { rotateLogIfLarge } from "./replica-log.js";
-import { runtimeAdapterEndpoints } from "../engines/runtime-adapters.js";
+import { changeEngineAdapter, type AdapterChange } from "./replicas/adapter-change.js";
 import { EngineLauncher } from "./replicas/engine-launcher.js";
 import { EngineProbes } from "./replicas/engine-probes.js";
 import { ReplicaFiles } from "./replicas/replica-files.js";
 import { describeExit, isTerminal, newReplica, now, persistedReplica, replicaStatus, withoutApiKey, type Replica } from "./replicas/replica-record.js";
+import { adoptReplicas } from "./replicas/replica-adoption.js";
+import { transitionRefusal } from "./replicas/replica-transitions.js";
 import { ReplicaWeights } from "./replicas/replica-weights.js";
 import type { ReplicaSupervisorOptions } from "./replicas/supervisor-options.js";
 
@@ -87,50 +85,18 @@ export class ReplicaSupervisor {
   }
 
   /**
-   * Loads an adapter into a ready replica's running engine (fetched into the
-   * weights cache first, as at start), or unloads one, through the engine's
-   * own runtime endpoint. The engine's refusal is passed on with its words.
+   * Loads an adapter into a ready replica's running engine, or unloads one
+   * (replicas/adapter-change.ts). The engine's refusal is passed on with its words.
    */
-  async changeAdapter(
-    id: string,
-    change: { readonly action: "load"; readonly adapter: { readonly name: string; readonly source: string } } | { readonly action: "unload"; readonly name: string },
-    apiKey: string | undefined,
-  ): Promise<ReplicaStatus> {
+  async changeAdapter(id: string, change: AdapterChange, apiKey: string | undefined): Promise<ReplicaStatus> {
     const replica = this.replicas.get(id);
     if (!replica) throw new DomainError("replica_not_found", `no replica ${id} on node ${this.options.nodeName}`, "List the node's replicas with GET /agent/v1/replicas.");
-    const name = change.action === "load" ? change.adapter.name : change.name;
-    if (replica.state !== "ready" || replica.port === undefined) {
-      throw new DomainError("replica_conflict", `replica ${id} on node ${this.options.nodeName} is ${replica.state}, not ready: adapter ${name} cannot be changed in its engine`, "Wait until it is ready, or restart the model so its new replicas start with the adapter.");
-    }
-    const endpoints = runtimeAdapterEndpoints(replica.spec.engine);
-    // Asked before anything is fetched: an engine without runtime loading is refused at once.
-    if (endpoints === undefined) {
-      throw new DomainError("adapter_load_failed", `replica ${id} runs ${replica.spec.engine}, which loads adapters only at start`, "Restart the model's replicas so they start with the adapters of the catalog.");
-    }
-    const call = change.action === "load" ? endpoints.load(name, await this.weights.fetchSource(replica, change.adapter.source, false)) : endpoints.unload(name);
-    const key = apiKey ?? replica.spec.api_key;
-    let answer: { status: number; text: string };
-    try {
-      const response = await request(`http://${this.probeHost}:${replica.port}${call.path}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}) },
-        body: JSON.stringify(call.body),
-        // Loading reads the adapter's weights into the cards' memory: seconds for a large one.
-        headersTimeout: 120_000,
-        bodyTimeout: 120_000,
-      });
-      answer = { status: response.statusCode, text: await response.body.text() };
-    } catch (error) {
-      throw new DomainError("adapter_load_failed", `replica ${id} on node ${this.options.nodeName}: its engine did not answer the ${change.action} of adapter ${name} (${(error as Error).message})`, "See the replica's log (`llmgw ctl logs`).");
-    }
-    if (answer.status >= 300) {
-      throw new DomainError(
-        "adapter_load_failed",
-        `replica ${id} on node ${this.options.nodeName}: its ${replica.spec.engine} engine refused to ${change.action} adapter ${name} (${answer.status}: ${answer.text.slice(0, 300)})`,
-        "See the replica's log (`llmgw ctl logs`); for vLLM, check that the adapter's rank is within --max-lora-rank.",
-      );
-    }
-    this.options.logger.info({ replica: id, adapter: name }, change.action === "load" ? "adapter-loaded" : "adapter-unloaded");
+    await changeEngineAdapter(replica, change, apiKey, {
+      nodeName: this.options.nodeName,
+      probeHost: this.probeHost,
+      fetchSource: (source) => this.weights.fetchSource(replica, source, false),
+      logger: this.options.logger,
+    });
     return this.status(replica);
   }
 
@@ -186,7 +152,13 @@ export class ReplicaSupervisor {
     if (changed) this.options.onChange("state");
   }
 
+  /** Changes a replica's state as the transition table allows (replicas/replica-transitions.ts); a change it does not list is logged and not made. */
   private transition(replica: Replica, state: ReplicaState, reason?: string): void {
+    const refusal = transitionRefusal(replica.state, state);
+    if (refusal !== undefined) {
+      this.options.logger.error({ replica: replica.spec.id, from: replica.state, to: state, ...(reason ? { reason } : {}) }, `replica-transition-refused: ${refusal}`);
+      return;
+    }
     replica.state = state;
     replica.since = now();
     replica.reason = reason;
@@ -384,137 +356,30 @@ export class ReplicaSupervisor {
   }
 
   /**
-   * Takes over what a previous agent process left: a live engine
-   * whose health answers is reported as it was, and nothing is restarted. A
-   * fetch that was cut resumes; an engine that died meanwhile is failed with
-   * its log tail; a stop that was in progress is finished.
+   * Takes over what a previous agent process left (replicas/replica-adoption.ts):
+   * a live engine whose health answers is reported as it was, and nothing is restarted.
    */
   async adopt(previous: readonly PersistedReplica[], found: readonly MarkedProcess[] = []): Promise<void> {
-    const live = previous.filter((record) => !isTerminal(record.state) && record.pid !== undefined);
-    const orphans = orphanEngines(found, {
-      launchIds: new Set(live.flatMap((record) => (record.launch_id !== undefined ? [record.launch_id] : []))),
-      processGroups: new Set(live.flatMap((record) => (record.process_group !== undefined ? [record.process_group] : []))),
-    });
-    // A record cut between the engine's start and the state file's next write names no pid, but its engine
-    // runs: it is adopted from what it carries rather than started a second time beside itself.
-    const running = new Set(orphans.flatMap((engine) => (engine.marker ? [engine.marker.replicaId] : [])));
-    const records = previous.filter((record) => !(record.pid === undefined && !isTerminal(record.state) && running.has(record.spec.id)));
-    await Promise.all(records.map((record) => this.adoptOne(record)));
-    await Promise.all(orphans.map((engine) => this.adoptOrphan(engine)));
+    await adoptReplicas(
+      {
+        replicas: this.replicas,
+        options: this.options,
+        files: this.files,
+        launcher: this.launcher,
+        probeHost: () => this.probeHost,
+        transition: (replica, state, reason) => this.transition(replica, state, reason),
+        run: (replica) => this.run(replica),
+        stopNow: (replica, drain) => this.stopNow(replica, drain),
+        waitHealthy: (replica, timeoutMs) => this.waitHealthy(replica, timeoutMs),
+        fail: (replica, error) => this.fail(replica, error),
+        interrupted: (replica) => this.interrupted(replica),
+        unlistedStop: (stop) => this.unlistedStops.push(stop),
+      },
+      previous,
+      found,
+    );
   }
 
   /** Stops that no replica reports (an engine with a damaged marker, a second engine for one id); settled() waits for them. */
   private readonly unlistedStops: Promise<void>[] = [];
-
-  /**
-   * An engine found by its marker that no record names. Adopted when its spec
-   * file (beside its log) belongs to it and its process runs; otherwise
-   * stopped, and listed as draining until it is gone, so the server sees
-   * what holds those cards and places nothing there meanwhile.
-   */
-  private async adoptOrphan(engine: FoundEngine): Promise<void> {
-    const { marker, leader } = engine;
-    const pids = engine.processes.map((process) => process.pid).join(", ");
-    const existing = marker ? this.replicas.get(marker.replicaId) : undefined;
-    if (!marker || (existing && !isTerminal(existing.state))) {
-      this.options.logger.warn({ pids, replica: marker?.replicaId }, marker ? "a second engine for a running replica found; stopping it" : "engine processes with a damaged marker found; stopping them");
-      const target = { processGroup: leader?.processGroup, launchId: marker?.launchId, agentDirectory: this.options.dataDirectory };
-      this.unlistedStops.push(
-        stopEngine(target, this.options.stopGraceMs).then(
-          (outcome) => {
-            if (outcome.survivors.length > 0) this.options.logger.error({ survivors: outcome.survivors }, "orphan engine processes survived SIGKILL");
-          },
-          () => undefined,
-        ),
-      );
-      return;
-    }
-    const record = leader ? await this.files.readSpecFile(marker) : undefined;
-    if (record && leader) {
-      this.options.logger.info({ replica: marker.replicaId, pid: leader.pid }, "engine found without its state record; adopting it from its spec file");
-      await this.adoptOne({ ...record, state: "starting", since: now(), pid: leader.pid, process_group: leader.processGroup, start_ticks: leader.startTicks, launch_id: marker.launchId });
-      return;
-    }
-    const spec = replicaSpecSchema.parse({
-      id: marker.replicaId,
-      model: marker.model,
-      profile: marker.profile,
-      engine: marker.engine,
-      source: "unknown: the engine was found running without its record",
-      cards: marker.cards,
-    });
-    const replica = newReplica(spec, "draining");
-    Object.assign(replica, {
-      pid: leader?.pid,
-      processGroup: leader?.processGroup ?? engine.processes[0]?.processGroup,
-      startTicks: leader?.startTicks,
-      launchId: marker.launchId,
-    });
-    this.replicas.set(spec.id, replica);
-    const missing = leader ? `its spec file ${this.specPath(spec.id)} is missing or not its own` : "the process the agent started is gone and only its workers remain";
-    this.transition(
-      replica,
-      "draining",
-      `engine ${spec.engine} for ${spec.model} on cards ${spec.cards.join(",") || "none"} of node ${this.options.nodeName} (processes ${pids}) was running without a record the agent could adopt (${missing}); stopping it so its cards are free`,
-    );
-    replica.stopping = this.stopNow(replica, false);
-  }
-
-  private async adoptOne(record: PersistedReplica): Promise<void> {
-    const replica = newReplica(record.spec, record.state);
-    Object.assign(replica, {
-      since: record.since,
-      port: record.port,
-      pid: record.pid,
-      processGroup: record.process_group,
-      startTicks: record.start_ticks,
-      launchId: record.launch_id,
-      healthPath: record.health_path,
-      metricsPath: record.metrics_path,
-      weightsPath: record.weights_path,
-      reason: record.reason,
-      reported: record.reported ?? false,
-      progress: record.progress,
-    });
-    this.replicas.set(record.spec.id, replica);
-    if (isTerminal(record.state)) return;
-    if (record.pid === undefined) {
-      // Cut before an engine existed: fetch again (resuming partial files) and start it.
-      replica.state = "fetching";
-      replica.running = this.run(replica);
-      return;
-    }
-    const { spec } = replica;
-    if (!(await isProcessAlive(record.pid, record.start_ticks))) {
-      // Not adopted: there is nothing to adopt. Workers it left behind still hold its cards, so they go first.
-      replica.exit = { code: null, signal: null };
-      const outcome = await this.launcher.stopProcesses(replica);
-      this.transition(
-        replica,
-        "failed",
-        `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} (pid ${record.pid}) was no longer running when the agent restarted${this.launcher.survivorsNote(replica, outcome)}${await this.logTail(spec.id)}`,
-      );
-      return;
-    }
-    replica.adopted = true;
-    if (record.state === "draining") {
-      replica.stopping = this.stopNow(replica, false);
-      return;
-    }
-    const healthy = await probeHealth(`http://${this.probeHost}:${record.port ?? 0}${record.health_path ?? "/health"}`);
-    this.options.logger.info({ replica: spec.id, pid: record.pid, healthy }, "replica-adopted");
-    if (healthy) {
-      if (record.state !== "ready") this.transition(replica, "ready");
-      return;
-    }
-    // Alive but not answering (still loading, or busy): wait for it as for a start, and fail it only past the deadline.
-    replica.running = (async () => {
-      try {
-        await this.waitHealthy(replica, spec.startup_timeout_ms ?? this.options.startupTimeoutMs);
-        if (!this.interrupted(replica) && replica.state !== "ready") this.transition(replica, "ready");
-      } catch (error) {
-        if (!this.interrupted(replica)) await this.fail(replica, error);
-      }
-    })();
-  }
 }

@@ -9,11 +9,13 @@ import {
   heartbeatResponseSchema,
   joinResponseSchema,
   protocolRefusal,
+  serverIdentitySchema,
   protocolVersion,
   type HeartbeatRequest,
   type HeartbeatResponse,
   type JoinRequest,
   type JoinResponse,
+  type ServerIdentity,
 } from "../protocol/agent-protocol.js";
 
 /** The server's own words, when it answered with an error body: its code, message and what to do. */
@@ -44,16 +46,15 @@ export interface ServerEndpoint {
   readonly dispatcher?: Dispatcher | undefined;
 }
 
-async function post<T>(server: ServerEndpoint, path: string, body: unknown, credential: string | undefined, schema: z.ZodType<T>): Promise<ServerCallResult<T>> {
+async function call<T>(server: ServerEndpoint, path: string, body: unknown, credential: string | undefined, schema: z.ZodType<T>): Promise<ServerCallResult<T>> {
   const serverUrl = server.url;
   const url = new URL(path, serverUrl).toString();
   let statusCode: number;
   let text: string;
   try {
     const response = await request(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...(credential ? { authorization: `Bearer ${credential}` } : {}) },
-      body: JSON.stringify(body),
+      // Without a body, a GET: the identity, asked with no credential.
+      ...(body === undefined ? { method: "GET" as const } : { method: "POST" as const, headers: { "content-type": "application/json", ...(credential ? { authorization: `Bearer ${credential}` } : {}) }, body: JSON.stringify(body) }),
       headersTimeout: 10_000,
       bodyTimeout: 10_000,
       signal: AbortSignal.timeout(15_000),
@@ -109,9 +110,14 @@ async function post<T>(server: ServerEndpoint, path: string, body: unknown, cred
 }
 
 export async function postJoin(server: ServerEndpoint, body: JoinRequest): Promise<ServerCallResult<JoinResponse>> {
-  return await post(server, agentPaths.join, body, undefined, joinResponseSchema);
+  return await call(server, agentPaths.join, body, undefined, joinResponseSchema);
 }
 
 export async function postHeartbeat(server: ServerEndpoint, credential: string, body: HeartbeatRequest): Promise<ServerCallResult<HeartbeatResponse>> {
-  return await post(server, agentPaths.heartbeat, body, credential, heartbeatResponseSchema);
+  return await call(server, agentPaths.heartbeat, body, credential, heartbeatResponseSchema);
+}
+
+/** The server's identity, asked with no credential: a server of an earlier release answers 404 (a "refused" failure). */
+export async function getServerIdentity(server: ServerEndpoint): Promise<ServerCallResult<ServerIdentity>> {
+  return await call(server, agentPaths.identity, undefined, undefined, serverIdentitySchema);
 }

@@ -21,3 +21,19 @@ export interface CacheRoutingWeights {
  * at 95 % of its cache gets no credit for a prefix it is about to evict.
  */
 export const defaultCacheRoutingWeights: CacheRoutingWeights = Object.freeze({ prefix: 3, queue: 1, cache: 2, cacheFull: 0.95 });
+
+/** The weights as the routing table carries them (server.yaml's own key names). */
+export interface CacheRoutingOnWire {
+  readonly prefix_weight: number;
+  readonly queue_weight: number;
+  readonly cache_weight: number;
+  readonly cache_full: number;
+}
+
+export function cacheRoutingOnWire(weights: CacheRoutingWeights): CacheRoutingOnWire {
+  return { prefix_weight: weights.prefix, queue_weight: weights.queue, cache_weight: weights.cache, cache_full: weights.cacheFull };
+}
+
+export function cacheRoutingFromWire(wire: CacheRoutingOnWire): CacheRoutingWeights {
+  return Object.freeze({ prefix: wire.prefix_weight, queue: wire.queue_weight, cache: wire.cache_weight, cacheFull: wire.cache_full });
+}

@@ -19,6 +19,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
   for (const segment of path) {
     if (typeof segment === "number") text += `[${segment}]`;
     else {
+      // eslint-disable-next-line no-control-regex -- control characters are what this finds, on purpose
       const shown = String(segment).replace(/[\u0000-\u001f\u007f]/g, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`);
       text += text.length === 0 ? shown : `.${shown}`;
     }

@@ -64,7 +64,9 @@ export const maxGpusPerReplica = 64;
 // NUL cannot be passed to a process at all (spawn refuses the whole command), and other control
 // characters in a name, URL or path are a paste gone wrong; values and args keep tab and newline,
 // which a multi-line setting (a PEM certificate, a JSON argument) may need.
+// eslint-disable-next-line no-control-regex -- control characters are what this finds, on purpose
 const controlCharacters = /[\u0000-\u001f\u007f]/;
+// eslint-disable-next-line no-control-regex -- control characters are what this finds, on purpose
 const controlCharactersButWhiteSpace = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 /** One line of text with no control characters: URLs, paths, names. */

@@ -100,7 +100,7 @@ export function loadServerConfig(
     entry,
     source: "file",
     place: `${label} models[${index}] (${entry.name})`,
-    ...(locate ? { locate: (entryPath: readonly (string | number)[]) => locate?.(["models", index, ...entryPath]) } : {}),
+    ...(locate ? { locate: (entryPath: readonly (string | number)[]) => locate(["models", index, ...entryPath]) } : {}),
   }));
   // Declared models alone must already form a valid catalog; runtime models are checked against them when the store opens.
   buildCatalog(declared);

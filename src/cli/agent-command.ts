@@ -4,6 +4,7 @@ import { outliveClosedOutput } from "./closed-output.js";
 import { engineNames, type EngineName } from "../catalog/names.js";
 import type { AgentOptions, startAgent } from "../agent/agent.js";
 import { isDomainError } from "../errors/domain-error.js";
+import { addLogOptions, type LogOptions } from "./log-options.js";
 
 function parseLabels(text: string): Record<string, string> {
   const labels: Record<string, string> = {};
@@ -30,7 +31,7 @@ function seconds(text: string): number {
   return value;
 }
 
-interface AgentCommandOptions {
+interface AgentCommandOptions extends LogOptions {
   server: string;
   token?: string;
   name?: string;
@@ -61,7 +62,7 @@ interface AgentCommandOptions {
 export const defaultAgentDataDir = "./llmgw-agent-data";
 
 export function registerAgentCommand(program: Command, overrides: Partial<AgentOptions> = {}): Command {
-  return program
+  const command = program
     .command("agent")
     .description("run the node agent: join the server, report this machine's GPUs, run the replicas the server places here")
     .addOption(new Option("--server <url>", "the server to join, e.g. http://control:8080").env("LLMGW_SERVER").makeOptionMandatory())
@@ -93,7 +94,8 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .option(
       "--exit-with-parent",
       "stop every engine and exit when stdin ends, that is when the process that started this agent is gone (kill -9 included): for agents a supervisor runs as its children, as llmgw demo does. Without it an engine outlives its agent, as it should on a real node",
-    )
+    );
+  return addLogOptions(command, "info")
     .action(async (options: AgentCommandOptions) => {
       // commander has read --token's LLMGW_JOIN_TOKEN into options.token. Dropped from process.env, it is
       // inherited by no child of the agent (nvidia-smi, engines, anything they start), and a later
@@ -104,11 +106,14 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
       // A closed pipe or terminal on stderr must not cut short the stop of its engines (--exit-with-parent) or its own.
       outliveClosedOutput();
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the agent to do it.
-      const [{ startAgent }, { watchParentLifeline }, { readCaFile, tlsFromFlags }] = await Promise.all([
+      const [{ startAgent }, { watchParentLifeline }, { readCaFile, tlsFromFlags }, { default: pino }, { logSettings }] = await Promise.all([
         import("../agent/agent.js"),
         import("../agent/parent-lifeline.js"),
         import("../net/tls-files.js"),
+        import("pino"),
+        import("../log-output.js"),
       ]);
+      const { stream, ...logOptions } = logSettings(options.logLevel, options.logFormat);
       let agent: Awaited<ReturnType<typeof startAgent>> | undefined;
       let parentGone = false;
       if (options.exitWithParent) {
@@ -138,12 +143,14 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
           stopGraceMs: options.stopGrace * 1000,
           tls: tlsFromFlags(options.tlsCert, options.tlsKey),
           ca: options.ca === undefined ? undefined : readCaFile(options.ca, process.env.LLMGW_CA === options.ca ? "LLMGW_CA" : "--ca"),
+          logger: pino({ name: "llmgw-agent", ...logOptions }, stream),
           ...overrides,
         });
       } catch (error) {
         reportAndExit(error);
         return;
       }
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the parent's lifeline sets it while the agent starts
       if (parentGone) return void stopEnginesAndExit(agent);
       process.stderr.write(`llmgw agent ${agent.name}: control API at ${agent.url}, data in ${agent.dataDirectory}, server ${options.server}\n`);
       for (const warning of agent.warnings) process.stderr.write(`warning: ${warning}\n`);

@@ -5,15 +5,15 @@ import type { Command } from "commander";
 import { DomainError } from "../errors/domain-error.js";
 import type { KeysPolicy, OpenPolicy, PrimaryChannel } from "../gateway/policy/index.js";
 import { print } from "./output.js";
+import { addLogOptions, type LogOptions } from "./log-options.js";
 import type { LimitsInput } from "../catalog/server-limits.js";
 import { usageSyncs, type UsageSync } from "../catalog/names.js";
 
-interface GatewayCommandOptions {
+interface GatewayCommandOptions extends LogOptions {
   server?: string;
   listen: string;
   token?: string;
   auth: string;
-  logLevel: string;
   workers: string;
   tlsCert?: string;
   tlsKey?: string;
@@ -85,14 +85,13 @@ export function parseUsageSync(text: string, where: string): UsageSync {
 }
 
 export function registerGatewayCommand(program: Command): void {
-  program
+  const command = program
     .command("gateway")
     .description("an extra, stateless OpenAI-compatible gateway that follows a server's routing table (run several behind a load balancer)")
     .option("--server <url>", "the llmgw server whose routing table to follow (env LLMGW_SERVER)")
     .option("--listen <host:port>", "where the gateway listens", "127.0.0.1:8081")
     .option("--token <token>", "an admin token: the routing table carries the replicas' keys (env LLMGW_TOKEN)")
     .option("--auth <mode>", "keys (gateway API keys) or open (no key; loopback demos only)", "keys")
-    .option("--log-level <level>", "fatal, error, warn, info, debug", "warn")
     .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (with --tls-key); a renewed file is picked up without a restart")
     .option("--tls-key <file>", "the PEM private key of --tls-cert")
     .option("--ca <file>", "a PEM CA certificate to trust besides the system's, for a server whose certificate a private CA signed (env LLMGW_CA)")
@@ -106,7 +105,8 @@ export function registerGatewayCommand(program: Command): void {
     .option("--request-timeout <duration>", "a whole request must arrive within this, or 408 (default 60s)")
     .option("--idle-timeout <duration>", "a kept-alive connection with no request is closed after this (default 72s)")
     .option("--connections <n>", "open connections per worker; new ones past it are closed at once (default 10000)")
-    .option("--requests-per-key <n>", "requests one gateway key may have in flight per worker; one more is answered 429 (default 256)")
+    .option("--requests-per-key <n>", "requests one gateway key may have in flight per worker; one more is answered 429 (default 256)");
+  addLogOptions(command, "warn")
     .action(async (options: GatewayCommandOptions) => {
       const server = options.server ?? process.env.LLMGW_SERVER;
       const token = options.token ?? process.env.LLMGW_TOKEN;
@@ -114,11 +114,12 @@ export function registerGatewayCommand(program: Command): void {
       if (!token) throw new DomainError("config_invalid", "--token is missing: reading the routing table needs an admin token", "Give --token (or set LLMGW_TOKEN): the server's first admin token (printed at its first start, in the file admin-token of its data directory), or one that `llmgw ctl token create NAME --role admin` made with it.");
       if (options.auth !== "keys" && options.auth !== "open") throw new DomainError("config_invalid", `--auth ${options.auth}: expected keys or open`, "Use --auth keys, or --auth open on loopback.");
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the gateway to do it.
-      const [{ httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }] = await Promise.all([
+      const [{ httpKeysBackend, KeysPolicy, OpenPolicy, IpcSharedLimits }, { startGateway }, { setGlobalDispatcher }, { caFromOption, certificateFailure, tlsFromFlags, verifyingDispatcher }, { logSettings }] = await Promise.all([
         import("../gateway/policy/index.js"),
         import("../gateway/process/index.js"),
         import("undici"),
         import("../net/tls-files.js"),
+        import("../log-output.js"),
       ]);
       const workers = cluster.isWorker ? 1 : parseWorkers(options.workers);
       const usageSync = parseUsageSync(options.usageSync ?? process.env.LLMGW_USAGE_SYNC ?? "write", options.usageSync !== undefined ? "--usage-sync" : "LLMGW_USAGE_SYNC");
@@ -159,7 +160,7 @@ export function registerGatewayCommand(program: Command): void {
           tls,
           limits,
           policy: keys,
-          logger: { level: options.logLevel },
+          logger: logSettings(options.logLevel, options.logFormat),
           ...(cluster.isWorker ? { primary: primaryChannel } : {}),
         });
       } catch (error) {
@@ -183,7 +184,7 @@ export function registerGatewayCommand(program: Command): void {
       let stopping: Promise<void> | undefined;
       const stop = () => {
         stopping ??= running.close().then(async () => {
-          await keys?.close().catch((error: unknown) => process.stderr.write(`gateway: could not send the last usage counts: ${(error as Error).message}\n`));
+          await keys.close().catch((error: unknown) => process.stderr.write(`gateway: could not send the last usage counts: ${(error as Error).message}\n`));
           process.exit(0);
         });
       };

@@ -19,7 +19,7 @@ function report(error: unknown): number {
     return 1;
   }
   if (error instanceof CommanderError) return error.exitCode;
-  process.stderr.write(`error: ${(error as Error).message ?? String(error)}\nThis is a bug in llmgw; the stack below helps to report it.\n${(error as Error).stack ?? ""}\n`);
+  process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\nThis is a bug in llmgw; the stack below helps to report it.\n${error instanceof Error ? (error.stack ?? "") : ""}\n`);
   return 70;
 }
 

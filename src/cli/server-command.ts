@@ -7,9 +7,10 @@ import { adminTokenFileName, dataDirOption } from "../server/admin-token-file.js
 import { printedLlmgwCommand } from "./invocation.js";
 import { print } from "./output.js";
 import { outliveClosedOutput } from "./closed-output.js";
+import { addLogOptions, type LogOptions } from "./log-options.js";
 
 export function registerServerCommand(program: Command): void {
-  program
+  const command = program
     .command("server")
     .description("run the control plane, the admin API (/api/v1) and the OpenAI-compatible gateway (/v1) on one port")
     .option("-c, --config <file>", "server.yaml: declared models and settings")
@@ -17,18 +18,18 @@ export function registerServerCommand(program: Command): void {
     .option("--data-dir <dir>", `state and the admin token (default ${defaultDataDir})`)
     // From the environment too, so a service's unit keeps the database's password off the command line.
     .addOption(new Option("--database <url>", "postgres://... to share state between servers (default: embedded SQLite in the data directory)").env("LLMGW_DATABASE"))
-    .option("--log-level <level>", "fatal, error, warn, info, debug", "warn")
-    .action(async (options: { config?: string; listen?: string; dataDir?: string; database?: string; logLevel: string }) => {
+  addLogOptions(command, "warn")
+    .action(async (options: { config?: string; listen?: string; dataDir?: string; database?: string } & LogOptions) => {
       // Warnings come later (the declared sources' checks): a reader of its output gone by then must not end the server.
       outliveClosedOutput();
       // Loaded here, not at the top: every `llmgw ctl` builds this command tree, and must not load the server to do it.
-      const { describeStorage, startServer } = await import("../server/start-server.js");
+      const [{ describeStorage, startServer }, { logSettings }] = await Promise.all([import("../server/start-server.js"), import("../log-output.js")]);
       const server = await startServer({
         configPath: options.config,
         listen: options.listen,
         dataDir: options.dataDir,
         database: options.database,
-        logger: { level: options.logLevel },
+        logger: logSettings(options.logLevel, options.logFormat),
       });
       const models = server.config.declared.length;
       const lines = [

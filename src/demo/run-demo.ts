@@ -271,6 +271,7 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     restartAgents = true;
     return { url: server.url, token, dataDir, modelsDir, sampleImage, nodes: allNodes, replicas, ggufModel, stop };
   } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal handler sets it while the demo starts
     if (interrupted) {
       // The interrupt handler is stopping everything and will exit; do not report its own unwinding as a failure.
       await new Promise<never>(() => undefined);

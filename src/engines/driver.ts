@@ -95,5 +95,7 @@ export interface EngineDriver {
   /** The program the agent looks for on PATH to say the engine is installed. */
   readonly program: string;
   build(input: EngineLaunchInput): EngineLaunch;
+  /** Where the engine serves what parseMetrics reads, as every launch of it says: gateways read it too, without a launch at hand. */
+  readonly metricsPath: string;
   parseMetrics(text: string): EngineMetrics;
 }

@@ -4,8 +4,9 @@
  * another kind of failure. Each code is documented in docs/ERRORS.md; a test
  * fails when one is missing there.
  *
- * Domain errors carry no HTTP status: src/http/error-handler.ts maps codes to
- * statuses in one place.
+ * Domain errors carry no HTTP status: src/protocol/http-status.ts maps each
+ * code to its status in one place (a contract the admin API's error handler,
+ * src/http/error-handler.ts, and the gateway's OpenAI error body share).
  */
 export const errorCodes = {
   invalid_yaml: "A YAML file could not be parsed; the message names the file, line and column.",

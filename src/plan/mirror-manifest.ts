@@ -77,7 +77,7 @@ export function entryFromMirror(entry: ModelEntry, manifest: MirrorManifest | un
       ? {
           profiles: entry.profiles.map((profile) => ({
             ...profile,
-            ...(profile.source !== undefined ? { source: from(profile.source) } : {}),
+            source: from(profile.source),
             ...(profile.comfy ? { comfy: { ...profile.comfy, ...(profile.comfy.files ? { files: profile.comfy.files.map((file) => ({ ...file, source: from(file.source) })) } : {}) } } : {}),
           })),
         }

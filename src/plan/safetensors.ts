@@ -156,10 +156,10 @@ export function isSafeShardName(name: string): boolean {
  * The shard files an index names, in first-seen order (weight_map values).
  */
 export function shardsOfIndex(index: unknown, file: string): { shards: string[]; totalSize: number | undefined } {
-  const parsed = index as { weight_map?: Record<string, unknown>; metadata?: { total_size?: unknown } } | null;
+  const parsed = index as { weight_map?: unknown; metadata?: { total_size?: unknown } } | null;
   if (!parsed || typeof parsed.weight_map !== "object" || parsed.weight_map === null) throw unreadable(file, "has no weight_map");
   const shards: string[] = [];
-  for (const shard of Object.values(parsed.weight_map)) {
+  for (const shard of Object.values(parsed.weight_map as Record<string, unknown>)) {
     if (typeof shard !== "string") continue;
     if (!isSafeShardName(shard)) throw unreadable(file, `names a shard outside its folder ("${shard}")`);
     if (!shards.includes(shard)) shards.push(shard);

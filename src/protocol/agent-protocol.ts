@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { engineNames } from "../catalog/schema.js";
 import { DomainError } from "../errors/domain-error.js";
+import { cardList, identifier, label, prose, protocolField, protocolVersion } from "./agent-fields.js";
+import { inventorySchema } from "./agent-inventory.js";
 
 /**
  * The agent protocol: every message between an agent and
@@ -16,6 +18,7 @@ import { DomainError } from "../errors/domain-error.js";
  * Agent → server (on the server's admin port):
  *   POST /api/v1/agent/join       JoinRequest      → JoinResponse
  *   POST /api/v1/agent/heartbeat  HeartbeatRequest → HeartbeatResponse   (Authorization: Bearer <credential>)
+ *   GET  /api/v1/agent/identity   → ServerIdentity (no credential: asked before the credential goes to a server at a new URL)
  *   A server that does not speak the agent's version answers 409 or 426 with
  *   `{error:{code:"version_unsupported", message, hint}}` naming both versions.
  *
@@ -28,12 +31,15 @@ import { DomainError } from "../errors/domain-error.js";
  *   POST   /agent/v1/fetches                  StartFetchRequest → 202 FetchAnswer (weights into the cache, no engine)
  *   GET    /agent/v1/fetches                  → FetchList
  */
-export const protocolVersion = 1 as const;
-export const protocolField = z.literal(protocolVersion);
+export { protocolVersion, protocolField } from "./agent-fields.js";
+export * from "./agent-fetches.js";
+export * from "./agent-inventory.js";
 
 export const agentPaths = {
   join: "/api/v1/agent/join",
   heartbeat: "/api/v1/agent/heartbeat",
+  /** The server's identity, asked without a credential: an agent checks it before sending its credential to a server at a new address. */
+  identity: "/api/v1/agent/identity",
   replicas: "/agent/v1/replicas",
   replica: (id: string) => `/agent/v1/replicas/${encodeURIComponent(id)}`,
   replicaLogs: (id: string) => `/agent/v1/replicas/${encodeURIComponent(id)}/logs`,
@@ -42,33 +48,8 @@ export const agentPaths = {
   replicaAdapterUnload: (id: string, adapter: string) => `/agent/v1/replicas/${encodeURIComponent(id)}/adapters/${encodeURIComponent(adapter)}/unload`,
 } as const;
 
-/**
- * Everything an agent sends is outside input, checked as strictly as a
- * user's body: the server stores it and every admin view reads it, so one
- * malformed message from a node holding a valid credential must be refused
- * at the door, not kept to break a view later. Identifiers and URLs are
- * bounded and refused past the bound; free prose (a failure reason with its
- * log tail) is cut to its bound instead, since refusing it would lose the
- * node's whole heartbeat over a long log line.
- */
-const identifier = (what: string, max = 128) =>
-  z
-    .string()
-    .min(1, { message: `${what} is empty` })
-    .max(max, { message: `${what} is longer than ${max} characters` })
-    // A name shown in every view and log line: a tab or newline in it would forge columns and lines.
-    // eslint-disable-next-line no-control-regex
-    .regex(/^[^\u0000-\u001f\u007f]*$/, { message: `${what} holds a control character (a tab, a newline or another below space); names are printable text` });
-const label = (what: string) => z.string().max(256, { message: `${what} is longer than 256 characters` });
-const byteCount = z.number().int().min(0);
-/** No machine has more; a larger index or count is a malformed message, not hardware. */
-const maxCardsPerNode = 1024;
-const cardIndex = z.number().int().min(0).max(maxCardsPerNode - 1);
-const cardList = z.array(cardIndex).max(maxCardsPerNode);
 /** A URL the server calls or shows: http(s) only, so a report cannot point anyone at file:, javascript: or a data: blob. */
 export const httpUrlSchema = z.url({ protocol: /^https?$/, message: "an http:// or https:// URL" }).max(2048);
-const maxReasonLength = 16 * 1024;
-const prose = z.string().transform((text) => (text.length > maxReasonLength ? `${text.slice(0, maxReasonLength)} [cut at ${maxReasonLength} characters]` : text));
 
 const nodeNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 export const nodeNameSchema = z
@@ -79,71 +60,6 @@ export const nodeNameSchema = z
 export const replicaIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: "a replica id of letters, digits and . _ -" });
-
-export const gpuInventorySchema = z.object({
-  index: cardIndex,
-  uuid: label("a GPU's uuid"),
-  /** nvidia-smi's product name, e.g. "NVIDIA H100 80GB HBM3". */
-  name: label("a GPU's name"),
-  class: identifier("a GPU's class", 64),
-  memory_bytes: byteCount,
-  /** What the card says is used (nvidia-smi's memory.used); absent where the driver does not tell (MIG, some vGPUs). */
-  memory_used_bytes: byteCount.optional(),
-  /**
-   * Memory held on the card by processes llmgw did not start (nvidia-smi's
-   * compute apps without an engine's marker). Placement counts it as taken.
-   * Absent from agents of earlier releases and where the driver lists no processes.
-   */
-  memory_foreign_bytes: byteCount.optional(),
-  fabric: identifier("a GPU's fabric"),
-});
-export type GpuInventory = z.infer<typeof gpuInventorySchema>;
-
-/**
- * Which llama.cpp a node runs llamacpp replicas with: llama-server found on
- * its PATH (or at --engine-path), with the version it prints, or llmgw's
- * built-in engine (node-llama-cpp) with its prebuilt builds and the one a
- * replica on this node gets (CUDA when the node has NVIDIA cards and the
- * CUDA build is installed, the CPU build otherwise).
- */
-export const llamaCppInventorySchema = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("llama-server"), path: z.string().min(1).max(4096), version: z.string().max(200).nullable() }),
-  z.object({
-    kind: z.literal("built-in"),
-    version: z.string().min(1).max(64),
-    builds: z.array(z.enum(["cpu", "cuda", "vulkan", "metal"])).max(4),
-    build: z.enum(["cpu", "cuda", "vulkan", "metal"]),
-  }),
-]);
-export type LlamaCppInventory = z.infer<typeof llamaCppInventorySchema>;
-
-export const inventorySchema = z.object({
-  hostname: label("the hostname"),
-  gpus: z.array(gpuInventorySchema).max(maxCardsPerNode),
-  memory_bytes: byteCount,
-  cpu_cores: z.number().int().min(1).max(1_048_576),
-  /** Engines whose program this node has (every engine when simulated). */
-  engines: z.array(z.enum(engineNames)).max(engineNames.length * 4),
-  /** Free bytes on the file system of the weights cache. */
-  disk_free_bytes: byteCount,
-  /** True when the GPUs are pretend and every engine is the simulated one (--simulate). */
-  simulated: z.boolean(),
-  /**
-   * ComfyUI on this node: whether its checkout is there, and whether the agent
-   * can install it (--comfyui-install) when a ComfyUI model is first placed.
-   * Absent from agents of earlier releases.
-   */
-  comfyui: z.object({ present: z.boolean(), installable: z.boolean() }).optional(),
-  /** Which llama.cpp runs llamacpp replicas here; absent from agents of earlier releases and from nodes with none. */
-  llama_cpp: llamaCppInventorySchema.optional(),
-  /**
-   * The agent's llmgw release (`llmgw --version`), so an operator upgrading a
-   * fleet node by node sees which nodes run which release. Optional: agents of
-   * 0.1.0 send none and still join.
-   */
-  agent_version: z.string().min(1).max(64).optional(),
-});
-export type Inventory = z.infer<typeof inventorySchema>;
 
 export const labelsSchema = z
   .record(identifier("a label's name", 64), label("a label's value"))
@@ -171,6 +87,20 @@ export const joinRequestSchema = z.object({
 });
 export type JoinRequest = z.infer<typeof joinRequestSchema>;
 
+/**
+ * A server's identity: the same through a change of its address or scheme
+ * (http:// to https://, an IP to a name), the same for every server sharing
+ * one database, and different for any other server. The agent keys its
+ * credential to it, not to the URL it was given.
+ */
+export const serverIdSchema = z.string().regex(/^[0-9a-f]{16,128}$/, "hexadecimal digits");
+
+export const serverIdentitySchema = z.object({
+  protocol: protocolField,
+  server_id: serverIdSchema,
+});
+export type ServerIdentity = z.infer<typeof serverIdentitySchema>;
+
 export const joinResponseSchema = z.object({
   protocol: protocolField,
   node: nodeNameSchema,
@@ -184,6 +114,8 @@ export const joinResponseSchema = z.object({
    */
   control_secret: z.string().min(16).max(200).optional(),
   heartbeat_interval_ms: z.number().int().positive(),
+  /** The server's identity (see serverIdentitySchema); absent from servers of earlier releases. */
+  server_id: serverIdSchema.optional(),
 });
 export type JoinResponse = z.infer<typeof joinResponseSchema>;
 
@@ -343,6 +275,8 @@ export const heartbeatResponseSchema = z.object({
   protocol: protocolField,
   /** Sent when the agent's control secret is missing or out of date (an agent upgraded in place, a server key restored). */
   control_secret: z.string().min(16).max(200).optional(),
+  /** The server's identity, so an agent that joined an earlier release learns it; absent from servers of earlier releases. */
+  server_id: serverIdSchema.optional(),
 });
 export type HeartbeatResponse = z.infer<typeof heartbeatResponseSchema>;
 
@@ -397,58 +331,8 @@ export function protocolRefusal(message: unknown, reader: { readonly side: "agen
   const other = reader.side === "agent" ? "server" : "agent";
   return new DomainError(
     "version_unsupported",
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- JSON.stringify answers undefined for undefined, which its type leaves out
     `${reader.place}: this ${reader.side} speaks agent protocol ${protocolVersion}; the ${other} sent protocol ${(JSON.stringify(theirs) ?? String(theirs)).slice(0, 40)}`,
     reader.hint,
   );
 }
-
-/** A source as the server sends it to an agent: resolved (no `mirror:`), bounded like a URL. */
-const fetchSourceSchema = z.string().min(1, { message: "the source is empty" }).max(4096, { message: "the source is longer than 4096 characters" });
-
-export const fetchStates = ["fetching", "cached", "failed"] as const;
-export type FetchState = (typeof fetchStates)[number];
-
-/**
- * One source an agent was asked to put in its weights cache ahead of any
- * replica (`ctl model pull`). Kept by the agent in memory: after an agent
- * restart it knows none, and a pull asked again resumes from the partial
- * files on disk.
- */
-export const fetchStatusSchema = z.object({
-  /** As the server sent it, so the server can match it to the catalog's source. */
-  source: fetchSourceSchema,
-  state: z.enum(fetchStates),
-  bytes_done: byteCount,
-  /** Undefined until every file's size is known. */
-  bytes_total: byteCount.optional(),
-  /** Once cached: the bytes the weights take on the node's disk. */
-  size_bytes: byteCount.optional(),
-  /** Cached before this pull asked: nothing was downloaded. */
-  already_cached: z.boolean().optional(),
-  /** A simulated agent that pretends its weights (--simulate without --simulate-fetch): nothing was downloaded. */
-  simulated: z.boolean().optional(),
-  /** Failed: a sentence naming the file, the node and what to do. */
-  reason: prose.optional(),
-  since: z.iso.datetime({ offset: true }),
-});
-export type FetchStatus = z.infer<typeof fetchStatusSchema>;
-
-export const startFetchRequestSchema = z.object({
-  protocol: protocolField,
-  source: fetchSourceSchema,
-});
-export type StartFetchRequest = z.infer<typeof startFetchRequestSchema>;
-
-export const fetchAnswerSchema = z.object({
-  protocol: protocolField,
-  fetch: fetchStatusSchema,
-});
-
-/** An agent keeps at most this many fetches listed; more is a malformed message. */
-export const maxFetchesListed = 1024;
-
-export const fetchListSchema = z.object({
-  protocol: protocolField,
-  fetches: z.array(fetchStatusSchema).max(maxFetchesListed),
-});
-export type FetchList = z.infer<typeof fetchListSchema>;

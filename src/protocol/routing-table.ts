@@ -112,6 +112,15 @@ export const routingTableSchema = z.object({
   models: z.array(routingModelSchema),
   /** Alias → model name. */
   aliases: z.record(z.string(), z.string()),
+  /**
+   * The weights of `routing: cache` from the server's server.yaml, so every
+   * gateway following it scores alike; absent from an older server, where a
+   * gateway keeps the defaults.
+   */
+  cache_routing: z
+    .object({ prefix_weight: z.number().min(0), queue_weight: z.number().min(0), cache_weight: z.number().min(0), cache_full: z.number().min(0).max(1) })
+    .optional()
+    .catch(undefined),
 });
 export type RoutingTable = z.infer<typeof routingTableSchema>;
 

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from "fastify";
-import type { LoggerOptions } from "pino";
+import type { LogSettings } from "../log-output.js";
 import { installAccessControl } from "../api/access.js";
 import { installDryRun, type PreviewReplicas } from "../api/dry-run.js";
 import { answerFrameworkError, clientErrorAnswerer, installErrorHandling } from "../http/error-handler.js";
@@ -51,7 +51,9 @@ export interface AppParts {
   readonly plan?: PlanSettings;
   /** Nodes and replicas; without it the server has no fleet routes (catalog-only tests). */
   readonly fleetService?: FleetService;
-  readonly logger?: LoggerOptions | false;
+  /** The identity agents key their credential to (server-identity.ts). */
+  readonly serverIdentity?: string;
+  readonly logger?: LogSettings | false;
   /** What the reconciler would do after a change, for `?dry_run=true`; without it a dry run reports the catalog write alone. */
   readonly previewReplicas?: PreviewReplicas;
   /** Refuses a model added at runtime that no node of this fleet could hold even empty; without it every model is stored. */
@@ -128,7 +130,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   const fleetKey = parts.replicaCounts === undefined && parts.fleetService ? async () => (await (parts.fleetService as FleetService).viewKey()).key : undefined;
   registerModelRoutes(app, parts.catalog, parts.replicaCounts ?? parts.fleetService?.replicaCounts ?? noReplicas, parts.modelStatus, parts.plan, parts.previewReplicas, fleetKey, parts.fitsNowhere);
   parts.registerMore?.(app);
-  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog);
+  if (parts.fleetService) registerFleetRoutes(app, parts.fleetService, parts.catalog, parts.serverIdentity);
   registerAuditRoutes(app, parts.store);
   registerTokenRoutes(app, new TokenService(parts.store));
   const gatewayKeys = parts.gatewayKeys;

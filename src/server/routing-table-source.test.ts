@@ -64,6 +64,17 @@ describe.each(storesUnderTest)("the routing table over $kind", (engine) => {
     await drop();
   });
 
+  it("hands every gateway server.yaml's weights for routing by cache with the table", async () => {
+    expect(source.current.cache_routing).toBeUndefined();
+    const weighted = new RoutingTableSource(catalog, fleet, (error) => {
+      throw error;
+    }, 500, undefined, undefined, { prefix: 5, queue: 0.5, cache: 1, cacheFull: 0.9 });
+    await weighted.refresh();
+    expect(weighted.current.cache_routing).toEqual({ prefix_weight: 5, queue_weight: 0.5, cache_weight: 1, cache_full: 0.9 });
+    expect(weighted.current.models.map((model) => model.name)).toEqual(["tiny"]);
+    weighted.stop();
+  });
+
   it("follows replicas, node states and the catalog, and leaves the fleet unread while none of them changed", async () => {
     expect(routed()).toEqual([]);
     await beat([replicaStatus("r1", "ready", { endpoint: "http://127.0.0.1:41000" })]);

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
+import { cacheRoutingOnWire, type CacheRoutingWeights } from "../catalog/cache-routing.js";
 import type { RoutingTable } from "../protocol/routing-table.js";
 import { buildRoutingTable, loadingEtas, type PlacementForRouting, type ReplicaForRouting } from "./build-routing-table.js";
 import type { CatalogService } from "../services/catalog-service.js";
@@ -36,6 +37,8 @@ export class RoutingTableSource {
     private readonly canaryWeights: () => Promise<ReadonlyMap<string, number>> = async () => new Map(),
     /** The reconciler's latest placement decision of each model, read here so the gateway never asks the store. */
     private readonly placements: () => Promise<ReadonlyMap<string, PlacementForRouting>> = async () => new Map(),
+    /** server.yaml's `gateway.cache_routing`, handed to every gateway with the table. */
+    private readonly cacheRouting?: CacheRoutingWeights,
   ) {
     this.#table = { revision: Date.now(), models: [], aliases: {} };
   }
@@ -110,7 +113,8 @@ export class RoutingTableSource {
         await this.#refreshEstimates(this.#built, this.fleet);
       } else {
         const [models, replicas, placements] = await Promise.all([this.catalog.list(), this.fleet?.routingReplicas() ?? Promise.resolve([]), this.placements()]);
-        const content = buildRoutingTable(models, replicas, weights, placements);
+        const built = buildRoutingTable(models, replicas, weights, placements);
+        const content = this.cacheRouting === undefined ? built : { ...built, cache_routing: cacheRoutingOnWire(this.cacheRouting) };
         this.#built = { key, replicas, content };
         const { revision: _revision, ...held } = this.#table;
         if (!isDeepStrictEqual(held, content)) this.#publish(content);
@@ -137,14 +141,14 @@ export class RoutingTableSource {
       return progress !== undefined && !isDeepStrictEqual(progress, replica.progress) ? { ...replica, progress } : replica;
     });
     const etas = loadingEtas(replicas, Date.now());
-    let moved = false;
     const models = built.content.models.map((model) => {
       const eta = etas.get(model.name);
       if (eta === (model.loading_eta_s ?? undefined)) return model;
-      moved = true;
       const { loading_eta_s: _was, ...rest } = model;
       return eta === undefined ? rest : { ...rest, loading_eta_s: eta };
     });
+    // A model whose estimate moved is a new object; the rest are the ones built.
+    const moved = models.some((model, index) => model !== built.content.models[index]);
     const content = { ...built.content, models };
     this.#built = { key: built.key, replicas, content };
     if (moved) this.#publish(content);

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from "fastify";
-import type { LoggerOptions } from "pino";
 import { loadServerConfig, redactDatabaseUrl, type ServerConfig, type ServerOverrides } from "../catalog/server-config.js";
 import { DomainError } from "../errors/domain-error.js";
 import { listenFailure } from "../errors/listen-failure.js";
@@ -10,6 +9,7 @@ import { buildApp } from "./build-app.js";
 import { CatalogService } from "../services/catalog-service.js";
 import { FleetService } from "../services/fleet-service.js";
 import { loadServerKey, serverKeyFileName, serverKeyVariable } from "./server-key.js";
+import { serverIdentity } from "./server-identity.js";
 import { KeysPolicy, type GatewayPolicy, OpenPolicy, openPolicy } from "../gateway/policy/index.js";
 import { storeKeysBackend } from "./store-keys-backend.js";
 import path from "node:path";
@@ -18,6 +18,7 @@ import { Gateway, type GatewayLog } from "../gateway/request/index.js";
 import { RoutingTableSource } from "./routing-table-source.js";
 import { canaryWeights, startCanaries } from "./start-canaries.js";
 import pino from "pino";
+import type { LogSettings } from "../log-output.js";
 import { agentPaths } from "../protocol/agent-protocol.js";
 import { Reconciler } from "../reconcile/reconciler.js";
 import type { ReconcilerLog } from "../reconcile/reconciler-ports.js";
@@ -43,9 +44,10 @@ import { registerAdapterRoutes } from "../api/routes/adapters.js";
 import { AdapterService } from "../services/adapter-service.js";
 
 /** The reconciler logs with the server's logger settings (silent when the server's logger is off). */
-function reconcileLog(logger: LoggerOptions | false): ReconcilerLog {
+function reconcileLog(logger: LogSettings | false): ReconcilerLog {
   if (logger === false) return { info: () => undefined, warn: () => undefined };
-  return pino(logger).child({ component: "reconciler" });
+  const { stream, ...options } = logger;
+  return pino(options, stream).child({ component: "reconciler" });
 }
 
 export interface RunningServer {
@@ -73,7 +75,7 @@ export interface RunningServer {
 
 export interface StartOptions extends ServerOverrides {
   readonly configPath?: string | undefined;
-  readonly logger?: LoggerOptions | false;
+  readonly logger?: LogSettings | false;
   /** The gateway's keys, limits and usage; default from server.yaml's gateway.auth. */
   readonly gatewayPolicy?: GatewayPolicy;
   /** Tells the reconciler a model with no ready replica is wanted (an on-demand start). */
@@ -139,7 +141,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     let appLog: GatewayLog | undefined;
     const log: GatewayLog = { warn: (facts, message) => appLog?.warn(facts, message) };
     let canaryParts: { stop(): Promise<void> } | undefined;
-    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store), async () => placementsForRouting(store));
+    const routing = new RoutingTableSource(catalog, fleet, (error) => log.warn({ err: error }, "routing-table-rebuild-failed: the last table stays in force"), 500, async () => canaryWeights(store), async () => placementsForRouting(store), config.cacheRouting);
     const gateway = new Gateway({
       // gatewayKeys exists exactly when auth is keys.
       policy: options.gatewayPolicy ?? gatewayKeys ?? open ?? openPolicy,
@@ -162,6 +164,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       store,
       catalog,
       fleetService: fleet,
+      serverIdentity: serverIdentity(serverKey),
       modelStatus: modelStatusSource(store),
       previewReplicas,
       fitsNowhere: fitsNowhereCheck({ readFacts, inventoryNodes: fleet.inventoryNodes, gpuMemoryUtilization: config.gpuMemoryUtilization }),

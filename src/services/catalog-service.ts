@@ -161,15 +161,6 @@ export class CatalogService {
     return model;
   }
 
-  /**
-   * Refuses what `add` would refuse, without the lock and without writing:
-   * a slow check before the add (reading the sources) runs only for an entry
-   * the catalog would take. `add` checks again under the lock.
-   */
-  async checkAdd(entry: ModelEntry): Promise<void> {
-    this.build([...(await listModelEntries(this.store.db)), entry]);
-  }
-
   async add(entry: ModelEntry, actor: Actor): Promise<CatalogModel> {
     return this.store.withCatalogLock(async (transaction) => {
       const runtime = await listModelEntries(transaction);
@@ -210,11 +201,6 @@ export class CatalogService {
 
   setFallbacks(name: string, fallbacks: readonly string[], actor: Actor): Promise<CatalogModel> {
     return this.apply(name, catalogEdits.setFallbacks(fallbacks), actor);
-  }
-
-  /** Sets (or with null, clears) the requests in flight per replica above which the model grows toward its max. */
-  setTarget(name: string, inFlight: number | null, actor: Actor): Promise<CatalogModel> {
-    return this.apply(name, catalogEdits.setTarget(inFlight), actor);
   }
 
   /** Makes one of `catalogEdits` to a runtime model, audited. */

@@ -120,6 +120,7 @@ export class ChangeFeed {
         do {
           this.#again = false;
           await this.#pollOnce();
+          // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a nudge during the await sets it
         } while (this.#again && this.#subscribers.size > 0);
       } catch (error) {
         this.#options.onError(error);

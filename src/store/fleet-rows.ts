@@ -122,7 +122,7 @@ export function readReplicaRow(row: ReplicaRow): StoredReplica {
   const spec = row.spec === null ? undefined : replicaSpecSchema.safeParse(parseJson(row.spec));
   const reported = replicaStatusSchema.safeParse(parseJson(row.status));
   // Kept in its own column since 0011; a row written before keeps it in the status.
-  const progress = row.progress === null || row.progress === undefined ? undefined : progressSchema.safeParse(parseJson(row.progress));
+  const progress = row.progress === null ? undefined : progressSchema.safeParse(parseJson(row.progress));
   const updatedAt = text(row.updated_at);
   const status: ReplicaStatus = reported.success
     ? progress?.success

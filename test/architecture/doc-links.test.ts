@@ -6,13 +6,6 @@ import { anchor } from "../../src/cli/reference/ctl-reference.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-/**
- * Pages the README's table names that land with other branches' work (the
- * console, the built-in llama.cpp, reliability, scale). Empty this list once
- * they are merged: from then on a missing page fails like any other link.
- */
-const landingFromOtherBranches = new Set(["docs/console.md", "docs/cpu-inference.md", "docs/reliability.md", "docs/scale.md"]);
-
 function markdownFiles(): string[] {
   const docs = readdirSync(path.join(root, "docs"), { recursive: true, encoding: "utf8" })
     .filter((name) => name.endsWith(".md"))
@@ -38,7 +31,6 @@ describe("relative links in the README and docs/", () => {
     for (const link of relativeLinks(file)) {
       const [target = "", fragment] = link.split("#");
       const resolved = target === "" ? file : path.normalize(path.join(path.dirname(file), target));
-      if (landingFromOtherBranches.has(resolved)) continue;
       if (!existsSync(path.join(root, resolved))) {
         broken.push(`${link}: no file ${resolved}`);
         continue;

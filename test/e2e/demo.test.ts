@@ -9,6 +9,7 @@ import type { Plan } from "../../src/plan/index.js";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { isProcessAlive } from "../../src/agent/engine-process.js";
 import { gpuClassInfo } from "../../src/fleet/gpu-classes.js";
+import { waitFor } from "../support/fake-engine.js";
 import { llmgwBin, runCli } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 import { startDemoProcess, stopDemo, type DemoProcess } from "../support/demo-process.js";
@@ -206,18 +207,17 @@ describe("llmgw demo, as a newcomer runs it", () => {
     expect(models.find((model) => model.name === "llama-3.3-70b-instruct")?.state).toBe("on-demand");
     await ctl("scale", "qwen2.5-7b-instruct", "--min", "2");
     const qwenReady = async () => (JSON.parse(await ctl("replicas", "--model", "qwen2.5-7b-instruct", "--json")) as { replicas: ReplicaView[] }).replicas.filter((replica) => replica.state === "ready");
-    const deadline = Date.now() + 60_000;
-    while ((await qwenReady()).length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 500));
-    const two = await qwenReady();
+    const two = await waitFor(async () => {
+      const ready = await qwenReady();
+      return ready.length >= 2 && ready;
+    }, 60_000, "a second ready replica of qwen2.5-7b-instruct after ctl scale --min 2", 500);
     expect(two).toHaveLength(2);
     const victim = two[0] as ReplicaView;
     process.kill(victim.pid as number, "SIGKILL");
-    while (Date.now() < deadline + 60_000) {
+    const back = await waitFor(async () => {
       const now = await qwenReady();
-      if (now.length === 2 && !now.some((replica) => replica.id === victim.id)) break;
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-    const back = await qwenReady();
+      return now.length === 2 && !now.some((replica) => replica.id === victim.id) && now;
+    }, 60_000, `two ready replicas of qwen2.5-7b-instruct again, without ${victim.id} whose engine was killed`, 500);
     expect(back).toHaveLength(2);
     expect(back.map((replica) => replica.id)).not.toContain(victim.id);
   }, 150_000);

@@ -84,6 +84,9 @@ async function startFakeProvider(calls: ProviderCall[]): Promise<{ url: string; 
   return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, server };
 }
 
+/** The simulated engine's first line of an answer: "Simulated answer from MODEL: " and the prompt's first words. */
+const firstLine = (text: string | null | undefined) => text?.split("\n\n")[0];
+
 /** Checks here run `llmgw ctl` (a process each): polled every 100 ms. */
 const waitFor = <T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string) => waitUntil(check, timeoutMs, what, 100);
 
@@ -181,8 +184,9 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
     for (const base of [`${server.url}/v1`, `${extraGatewayUrl}/v1`]) {
       const openai = client(base);
       const { data: chat, response } = await openai.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Say hello." }], max_tokens: 8 }).withResponse();
-      expect(chat.choices[0]?.message.content).toBeTruthy();
-      expect(chat.usage?.completion_tokens).toBeGreaterThan(0);
+      // The simulated engine's first line names the model that answered and echoes the prompt: eight tokens, all of it.
+      expect(firstLine(chat.choices[0]?.message.content)).toBe("Simulated answer from tiny-chat: Say hello.");
+      expect(chat.usage?.completion_tokens).toBe(8);
       // An alias is answered by the model it names, and the answer says so.
       expect(response.headers.get("x-llmgw-model")).toBe("tiny-chat");
       expect(response.headers.get("x-request-id")).toBeTruthy();
@@ -194,7 +198,7 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
         chunks.push(chunk);
         streamed += chunk.choices[0]?.delta?.content ?? "";
       }
-      expect(streamed).not.toBe("");
+      expect(firstLine(streamed)).toBe("Simulated answer from tiny-chat: Say hello.");
       // The gateway asked the engine for usage to count it, and strips it again for a client that did not ask.
       expect(chunks.some((chunk) => (chunk as { usage?: unknown }).usage)).toBe(false);
 
@@ -204,10 +208,11 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
       expect(usage).toMatchObject({ completion_tokens: expect.any(Number) });
 
       const completion = await openai.completions.create({ model: "tiny-chat", prompt: "Once upon a time", max_tokens: 8 });
-      expect(completion.choices[0]?.text).toBeTruthy();
+      // Its first line and the prompt's four words are the eight tokens asked for.
+      expect(completion.choices[0]?.text).toBe("Simulated answer from tiny-chat: Once upon a time");
       let completionText = "";
       for await (const chunk of await openai.completions.create({ model: "tiny-chat", prompt: "Once upon a time", max_tokens: 8, stream: true })) completionText += chunk.choices[0]?.text ?? "";
-      expect(completionText).not.toBe("");
+      expect(completionText).toBe("Simulated answer from tiny-chat: Once upon a time");
 
       const embedding = await openai.embeddings.create({ model: "tiny-chat", input: ["one", "two"] });
       expect(embedding.data).toHaveLength(2);
@@ -286,7 +291,7 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
     const pending = client().chat.completions.create({ model: "cold-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 }).withResponse();
     const { data, response } = await pending;
     expect((await replicas()).some((replica) => replica.model === "cold-chat" && replica.state === "ready")).toBe(true);
-    expect(data.choices[0]?.message.content).toBeTruthy();
+    expect(data.choices[0]?.message.content).toBe("Simulated answer from cold-chat:");
     expect(response.headers.get("x-llmgw-model")).toBe("cold-chat");
   });
 
@@ -306,7 +311,7 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
 
   it("falls back in the catalog's order when a model cannot get a replica, and says who answered", async () => {
     const { data, response } = await client().chat.completions.create({ model: "gone-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 }).withResponse();
-    expect(data.choices[0]?.message.content).toBeTruthy();
+    expect(data.choices[0]?.message.content).toBe("Simulated answer from tiny-chat:");
     expect(response.headers.get("x-llmgw-model")).toBe("tiny-chat");
   });
 
@@ -338,7 +343,7 @@ describe("the gateway end to end: a server, two simulated agents, an extra gatew
     const answers = await Promise.all(
       Array.from({ length: 8 }, () => client().chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 })),
     );
-    for (const answer of answers) expect(answer.choices[0]?.message.content).toBeTruthy();
+    for (const answer of answers) expect(answer.choices[0]?.message.content).toBe("Simulated answer from tiny-chat:");
     const retriesAfter = Number(/llmgw_gateway_upstream_retries_total\{model="tiny-chat"\} (\d+)/.exec(await metrics())?.[1] ?? 0);
     expect(retriesAfter).toBeGreaterThan(retriesBefore);
   });

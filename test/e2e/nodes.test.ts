@@ -25,6 +25,9 @@ models:
 const alive = (pid: number): Promise<boolean> => isProcessAlive(pid);
 
 /** A streamed chat completion with the official client, straight to the replica with the key only gateways hold. */
+/** The simulated engine's answer to it: a first line naming the model and echoing the prompt, then its body. */
+const answeredByTinyChat = /^Simulated answer from tiny-chat: Say hello\.\n\n/;
+
 async function streamedChat(endpoint: string, apiKey: string): Promise<string> {
   const client = new OpenAI({ baseURL: `${endpoint}/v1`, apiKey, maxRetries: 0, timeout: 30_000 });
   const stream = await client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "Say hello." }], stream: true, max_tokens: 8 });
@@ -129,7 +132,7 @@ describe("nodes end to end: a server and two simulated agents as real processes"
     }, 60_000, "two ready replicas");
     for (const replica of ready) {
       enginePids.push(replica.pid as number);
-      expect(await streamedChat(replica.endpoint as string, await replicaKey(replica.id))).not.toBe("");
+      expect(await streamedChat(replica.endpoint as string, await replicaKey(replica.id))).toMatch(answeredByTinyChat);
     }
     const text = await ctl("nodes");
     expect(text).toMatch(/node-a\s+ready \(simulated\)/);
@@ -147,7 +150,7 @@ describe("nodes end to end: a server and two simulated agents as real processes"
     await new Promise((resolve) => agentA.once("exit", resolve));
     const replicaA = before.get("tiny-node-a") as ReplicaView;
     const keys = new Map([["tiny-node-a", await replicaKey("tiny-node-a")], ["tiny-node-b", await replicaKey("tiny-node-b")]]);
-    expect(await streamedChat(replicaA.endpoint as string, keys.get("tiny-node-a") as string)).not.toBe("");
+    expect(await streamedChat(replicaA.endpoint as string, keys.get("tiny-node-a") as string)).toMatch(answeredByTinyChat);
     startAgentProcess("node-a", false);
     await waitFor(async () => (await replicas()).find((replica) => replica.id === "tiny-node-a" && replica.adopted), 30_000, "tiny-node-a adopted");
 
@@ -166,7 +169,7 @@ describe("nodes end to end: a server and two simulated agents as real processes"
       expect(replica.pid).toBe(original.pid);
       expect(await alive(replica.pid as number)).toBe(true);
       // The engine kept its key through both restarts: the gateways' copy still opens it.
-      expect(await streamedChat(replica.endpoint as string, keys.get(replica.id) as string)).not.toBe("");
+      expect(await streamedChat(replica.endpoint as string, keys.get(replica.id) as string)).toMatch(answeredByTinyChat);
     }
     // One start line per engine log: nothing was restarted.
     for (const id of ["tiny-node-a", "tiny-node-b"]) {

@@ -9,6 +9,7 @@ import type { Preset } from "../../src/catalog/presets/preset-schema.js";
 import { shippedPresetsFolder } from "../../src/catalog/presets/shipped-presets.js";
 import type { ModelView, PresetView, ReplicaView } from "../../src/protocol/views.js";
 import { startDemoProcess, stopDemo, type DemoProcess } from "../support/demo-process.js";
+import { waitFor } from "../support/fake-engine.js";
 import { runCli, type CliResult } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
 
@@ -21,15 +22,8 @@ describe("presets in the demo, through llmgw ctl", () => {
   const beyondTheDemo = (name: string) => name === "deepseek-v3";
   const client = () => new OpenAI({ baseURL: `${demo.url}/v1`, apiKey: "unused-on-the-demo's-open-gateway", maxRetries: 0, timeout: 60_000 });
   const replicasOf = async (model: string) => (JSON.parse(await ctl("replicas", "--model", model, "--json")) as { replicas: ReplicaView[] }).replicas;
-  const until = async <T>(what: string, check: () => Promise<T | undefined>, withinMs = 90_000): Promise<T> => {
-    const deadline = Date.now() + withinMs;
-    while (Date.now() < deadline) {
-      const found = await check();
-      if (found !== undefined) return found;
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-    throw new Error(`gave up waiting for ${what}`);
-  };
+  /** Polls what `ctl` and /metrics say every half second: each poll starts a process. */
+  const until = async <T>(what: string, check: () => Promise<T | undefined>, withinMs = 90_000): Promise<T> => await waitFor(check, withinMs, what, 500);
   /** A model's replica ready, and the demo's gateway routing to it (the routing table follows the fleet within a second). */
   const readyAndRouted = async (model: string) => {
     const ready = await until(`${model} ready`, async () => (await replicasOf(model)).find((replica) => replica.state === "ready"));
@@ -137,12 +131,10 @@ describe("presets in the demo, through llmgw ctl", () => {
     const added = JSON.parse(await ctl("model", "add", "qwen2.5-14b-instruct", "--json")) as ModelView;
     expect(added).toMatchObject({ name: "qwen2.5-14b-instruct", preset: "qwen2.5-14b-instruct", origin: "hf://Qwen/Qwen2.5-14B-Instruct", context: 32768 });
     expect(added.profiles.map((profile) => profile.name)).toEqual(["gpu", "cpu"]);
-    const deadline = Date.now() + 90_000;
-    let ready: ReplicaView[] = [];
-    while (ready.length === 0 && Date.now() < deadline) {
-      ready = (JSON.parse(await ctl("replicas", "--model", "qwen2.5-14b-instruct", "--json")) as { replicas: ReplicaView[] }).replicas.filter((replica) => replica.state === "ready");
-      if (ready.length === 0) await new Promise((resolve) => setTimeout(resolve, 500));
-    }
+    const ready = await until("a ready replica of qwen2.5-14b-instruct", async () => {
+      const found = (await replicasOf("qwen2.5-14b-instruct")).filter((replica) => replica.state === "ready");
+      return found.length > 0 ? found : undefined;
+    });
     expect(ready.map((replica) => [replica.profile, replica.gpus.length])).toEqual([["gpu", 1]]);
     const audit = await ctl("audit", "--model", "qwen2.5-14b-instruct");
     expect(audit).toMatch(/model-added\s+qwen2\.5-14b-instruct\s+added from preset qwen2\.5-14b-instruct/);

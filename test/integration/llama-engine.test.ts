@@ -32,7 +32,7 @@ describe("llmgw's built-in llama.cpp engine over HTTP", () => {
   it("asks for the key on the API and leaves /health and /metrics open to the agent", async () => {
     const refused = await post("/v1/completions", { model: "tiny", prompt: "hi" }, "Bearer wrong");
     expect(refused.status).toBe(401);
-    expect(await refused.json()).toEqual({ error: { code: 401, message: "Invalid API Key", type: "authentication_error" } });
+    expect(await refused.json()).toEqual({ error: { code: 401, message: "Invalid API Key", type: "authentication_error", param: null } });
     expect((await fetch(`${engine.url}/health`)).status).toBe(200);
     expect((await fetch(`${engine.url}/metrics`)).status).toBe(200);
   });

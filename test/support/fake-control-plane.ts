@@ -24,6 +24,10 @@ export class FakeControlPlane {
   /** False: acts as a server older than control secrets, which gives none and presents the credential. */
   givesControlSecrets = true;
   readonly addresses = new Map<string, string>();
+  /** The identity it presents, as a server derives it from its key; undefined: acts as a server older than identities. */
+  serverId: string | undefined = randomBytes(16).toString("hex");
+  /** Every Authorization header it was sent, on any route: what would have leaked to it. */
+  readonly presented: string[] = [];
   speaks = 1;
   private app: FastifyInstance | undefined;
   url = "";
@@ -32,6 +36,10 @@ export class FakeControlPlane {
 
   async start(port = 0): Promise<void> {
     const app = Fastify({ logger: false });
+    app.addHook("onRequest", async (incoming) => {
+      if (incoming.headers.authorization !== undefined) this.presented.push(incoming.headers.authorization);
+    });
+    app.get(agentPaths.identity, async (_incoming, reply) => (this.serverId === undefined ? reply.status(404).send({ error: { code: "not_found", message: "no such route" } }) : { protocol: this.speaks, server_id: this.serverId }));
     app.post(agentPaths.join, async (incoming, reply) => {
       const theirs = (incoming.body as { protocol?: unknown } | null)?.protocol;
       if (theirs !== this.speaks) {
@@ -54,7 +62,7 @@ export class FakeControlPlane {
       if (this.givesControlSecrets) this.controlSecrets.set(body.name, controlSecret);
       else this.controlSecrets.delete(body.name);
       this.addresses.set(body.name, body.address);
-      return { protocol: this.speaks, node: body.name, credential, ...(this.givesControlSecrets ? { control_secret: controlSecret } : {}), heartbeat_interval_ms: 300 };
+      return { protocol: this.speaks, node: body.name, credential, ...(this.givesControlSecrets ? { control_secret: controlSecret } : {}), heartbeat_interval_ms: 300, ...this.identity() };
     });
     app.post(agentPaths.heartbeat, async (incoming, reply) => {
       const body = heartbeatRequestSchema.parse(incoming.body);
@@ -66,11 +74,15 @@ export class FakeControlPlane {
       // As the server does: the secret goes back when the agent's hash of it is missing or stale.
       const controlSecret = this.controlSecrets.get(body.name);
       const stale = controlSecret !== undefined && body.control_secret_hash !== createHash("sha256").update(controlSecret).digest("hex");
-      return { protocol: this.speaks, ...(stale ? { control_secret: controlSecret } : {}) };
+      return { protocol: this.speaks, ...(stale ? { control_secret: controlSecret } : {}), ...this.identity() };
     });
     await app.listen({ host: "127.0.0.1", port });
     this.app = app;
     this.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  }
+
+  private identity(): { server_id?: string } {
+    return this.serverId !== undefined ? { server_id: this.serverId } : {};
   }
 
   /** A new control secret for the node, as after the server key was restored: the agent learns it at its next heartbeat. */

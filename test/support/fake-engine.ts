@@ -66,6 +66,7 @@ export function standInDriverFor(program: string, prefix: readonly string[]): (e
   return (engine) => ({
     engine,
     program,
+    metricsPath: "/metrics",
     build(input: EngineLaunchInput) {
       return {
         argv: [program, ...prefix, "--port", String(input.port), "--model", input.modelName, "--weights", input.weightsPath, ...input.extraArgs],

@@ -104,7 +104,7 @@ export async function startServerProcess(
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start within 30 s:\n${output}`)), 30_000);
     const check = () => {
-      const match = /listening on (http:\/\/[\d.:]+)/.exec(output);
+      const match = /listening on (https?:\/\/[\d.:]+)/.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve(match[1] as string);

@@ -2,7 +2,7 @@ import { pipeline } from "node:stream";
 import { isDeepStrictEqual } from "node:util";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { agentPaths, heartbeatRequestSchema, heartbeatResponseSchema, joinRequestSchema, joinResponseSchema, type ReplicaProgress } from "../../protocol/agent-protocol.js";
+import { agentPaths, heartbeatRequestSchema, heartbeatResponseSchema, joinRequestSchema, joinResponseSchema, protocolVersion, serverIdentitySchema, type ReplicaProgress } from "../../protocol/agent-protocol.js";
 import { startReplicaBodySchema, type FleetService } from "../../services/fleet-service.js";
 import { redactOutputLine, redactStrings, secretValuesOf, type Audience } from "../../catalog/redact.js";
 import type { NodeState, NodeView, ReplicaView } from "../../protocol/views.js";
@@ -172,10 +172,20 @@ interface ReplicaList {
 }
 
 /** Nodes, replicas, join tokens, and the agents' own join and heartbeat. */
-export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, catalog: CatalogService): void {
+/** `serverId`: the identity this server presents to agents (server-identity.ts); absent in tests that build the app without a server key. */
+export function registerFleetRoutes(app: FastifyInstance, fleet: FleetService, catalog: CatalogService, serverId?: string): void {
   // Agents authenticate with a join token or their node credential, checked by the fleet service.
-  app.post(agentPaths.join, { config: { access: "agent", api: { summary: "An agent joins with a join token (the agent protocol)", body: joinRequestSchema, response: joinResponseSchema } } }, async (request) => fleet.join(request.body));
-  app.post(agentPaths.heartbeat, { config: { access: "agent", api: { summary: "An agent's heartbeat with its node credential (the agent protocol)", body: heartbeatRequestSchema, response: heartbeatResponseSchema } } }, async (request) => fleet.heartbeat(request.headers.authorization, request.body, request.log));
+  // Every answer carries the server's identity: an agent keys its credential to it, not to the URL it was given.
+  const identity = serverId !== undefined ? { server_id: serverId } : {};
+  app.post(agentPaths.join, { config: { access: "agent", api: { summary: "An agent joins with a join token (the agent protocol)", body: joinRequestSchema, response: joinResponseSchema } } }, async (request) => ({ ...(await fleet.join(request.body)), ...identity }));
+  app.post(agentPaths.heartbeat, { config: { access: "agent", api: { summary: "An agent's heartbeat with its node credential (the agent protocol)", body: heartbeatRequestSchema, response: heartbeatResponseSchema } } }, async (request) => ({
+    ...(await fleet.heartbeat(request.headers.authorization, request.body, request.log)),
+    ...identity,
+  }));
+  if (serverId !== undefined) {
+    // No credential asked: an agent asks it before sending its credential to this server at a new address, and sends none to another server.
+    app.get(agentPaths.identity, { config: { access: "public", api: { summary: "The server's identity, which an agent checks before presenting its credential (the agent protocol)", response: serverIdentitySchema } } }, async () => ({ protocol: protocolVersion, server_id: serverId }));
+  }
 
   app.post("/api/v1/node-tokens", { config: { access: "admin", dryRun: true, api: { summary: "A join token for agents", status: 201 } } }, async (request, reply) => {
     const actor = requireActor(request);

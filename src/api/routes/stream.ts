@@ -61,6 +61,7 @@ export function registerStreamRoutes(app: FastifyInstance, feed: ChangeFeed): vo
     reply.raw.writeHead(200, headers);
     reply.raw.write(`retry: ${retryMs}\n\n`);
     started = true;
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the close handler sets it while the head is written
     if (ended) reply.raw.end();
   });
 }

@@ -9,6 +9,7 @@ const oneLine = (what: string) =>
   z
     .string({ message: what })
     .min(1, { message: what })
+    // eslint-disable-next-line no-control-regex -- control characters are what this finds, on purpose
     .refine((text) => !/[\u0000-\u001f\u007f]/.test(text), { message: `${what}, on one line` });
 
 /**

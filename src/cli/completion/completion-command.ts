@@ -15,7 +15,7 @@ export async function modelNamesForCompletion(options: CtlOptions = {}): Promise
   const answer = apiClient(options).get<{ models: Pick<ModelView, "name" | "aliases">[] }>("/api/v1/models");
   const timeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), modelNamesTimeoutMs).unref());
   const listed = await Promise.race([answer.catch(() => undefined), timeout]);
-  return (listed?.models ?? []).flatMap((model) => [model.name, ...(model.aliases ?? [])]);
+  return (listed?.models ?? []).flatMap((model) => [model.name, ...model.aliases]);
 }
 
 /**

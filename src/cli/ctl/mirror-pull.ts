@@ -46,7 +46,7 @@ export function presetSources(preset: Preset, profiles: readonly string[] = []):
     throw new DomainError("invalid_input", `preset ${preset.name} has no profile ${unknown.join(", ")}; its profiles are: ${known.join(", ")}`, "Name one of its profiles with --profile, or leave --profile out to pull them all.");
   }
   const chosen = (preset.model.profiles ?? []).filter((profile, index) => profiles.length === 0 || profiles.includes(profile.name ?? `#${index}`));
-  const sources = chosen.flatMap((profile) => [...(profile.source !== undefined ? [profile.source] : []), ...(profile.comfy?.files ?? []).map((file) => file.source)]);
+  const sources = chosen.flatMap((profile) => [profile.source, ...(profile.comfy?.files ?? []).map((file) => file.source)]);
   return [...new Set([...sources, ...(preset.model.adapters ?? []).map((adapter) => adapter.source)])];
 }
 

@@ -9,6 +9,7 @@ export function describeProfile(profile: ProfileView): string {
     profile.memory_gb !== null ? `${profile.memory_gb} GB host memory` : undefined,
     profile.engine === "llamacpp" ? `${profile.slots} slot${profile.slots > 1 ? "s" : ""}` : undefined,
     // Absent from an older server's answer, hence the fallback.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- an older server's answer lacks it
     ...Object.entries(profile.secret_env ?? {}).map(([name, serverVariable]) => `${name} from $${serverVariable} on the server`),
   ].filter((part): part is string => part !== undefined);
   return `${profile.name}: ${profile.engine} on ${hardware}${extras.length ? `, ${extras.join(", ")}` : ""}`;

@@ -37,6 +37,7 @@ function cardList(text: string): number[] {
 /** "llamacpp (built-in, cuda build)" or "llamacpp (llama-server 4567 (abc1234))": which llama.cpp a replica runs; the engine alone otherwise. */
 export function replicaEngineText(replica: Pick<ReplicaView, "engine" | "llama_cpp">): string {
   const llamaCpp = replica.llama_cpp;
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- an older server's answer lacks it
   if (llamaCpp === null || llamaCpp === undefined) return replica.engine;
   if (llamaCpp.kind === "built-in") return `${replica.engine} (built-in ${llamaCpp.version}, ${llamaCpp.build} build)`;
   return `${replica.engine} (llama-server${llamaCpp.version !== null ? ` ${llamaCpp.version.replace(/^version:\s*/i, "")}` : ""})`;

@@ -30,6 +30,7 @@ function sizes(preset: PresetView): string {
 /** "yes on cpu-node (built-in, cpu build)": whether it answers for real on a CPU of the fleet; "-" with no CPU profile. */
 function realOnCpu(preset: PresetView): string {
   const cpu = preset.on_cpu;
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- an older server's answer lacks it
   if (cpu === null || cpu === undefined) return "-";
   if (cpu.node === null) return "no (below)";
   const engine = cpu.llama_cpp === null ? "llama.cpp" : cpu.llama_cpp.kind === "llama-server" ? "llama-server" : `built-in, ${cpu.llama_cpp.build} build`;

@@ -24,6 +24,7 @@ const queueSchema = z.looseObject({
  */
 export const comfyuiDriver: EngineDriver = {
   engine: "comfyui",
+  metricsPath: "/queue",
   program: "python3",
   build(input: EngineLaunchInput): EngineLaunch {
     requireOneNode("comfyui", input);

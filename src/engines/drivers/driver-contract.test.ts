@@ -51,6 +51,8 @@ describe.each(engineDrivers.map((driver) => [driver.engine, driver] as const))("
       it("probes health and metrics at absolute paths", () => {
         expect(launch.healthPath).toMatch(/^\//);
         expect(launch.metricsPath).toMatch(/^\//);
+        // Gateways read the metrics from the driver alone, with no launch at hand.
+        expect(launch.metricsPath).toBe(driver.metricsPath);
       });
     });
   }

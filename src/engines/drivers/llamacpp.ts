@@ -27,6 +27,7 @@ const allLayers = "999";
  */
 export const llamacppDriver: EngineDriver = {
   engine: "llamacpp",
+  metricsPath: "/metrics",
   program: "llama-server",
   build(input: EngineLaunchInput): EngineLaunch {
     requireOneNode("llamacpp", input);

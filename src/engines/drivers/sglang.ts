@@ -13,6 +13,7 @@ import { torchPrecisionArguments } from "./torch-precision-arguments.js";
  */
 export const sglangDriver: EngineDriver = {
   engine: "sglang",
+  metricsPath: "/metrics",
   program: "python3",
   build(input: EngineLaunchInput): EngineLaunch {
     requireCards("sglang", input);

@@ -13,6 +13,7 @@ import { requireCards, requireOneNode } from "./require-cards.js";
  */
 export const trtllmDriver: EngineDriver = {
   engine: "trtllm",
+  metricsPath: "/prometheus/metrics",
   program: "trtllm-serve",
   build(input: EngineLaunchInput): EngineLaunch {
     requireOneNode("trtllm", input);

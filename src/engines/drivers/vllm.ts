@@ -15,6 +15,7 @@ export const vllmMaxLoraRank = 64;
 /** `vllm serve` (https://docs.vllm.ai/en/latest/cli/serve.html). */
 export const vllmDriver: EngineDriver = {
   engine: "vllm",
+  metricsPath: "/metrics",
   program: "vllm",
   build(input: EngineLaunchInput): EngineLaunch {
     requireCards("vllm", input);

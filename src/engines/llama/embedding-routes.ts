@@ -1,19 +1,18 @@
 import type { FastifyInstance } from "fastify";
 import type { LlamaEmbeddingContext, Token } from "node-llama-cpp";
-import { describeIssues } from "../../catalog/schema-errors.js";
-import { embeddingRequestSchema } from "../sim/openai-request-schemas.js";
-import { embeddingToBase64 } from "../sim/sim-text.js";
+import { postWithBody } from "../openai-server/body-route.js";
+import { encodedEmbedding } from "../openai-server/embedding-encoding.js";
+import { errorBody } from "../openai-server/openai-error-body.js";
+import { embeddingRequestSchema } from "../openai-server/openai-request-schemas.js";
 import { withTurn, type RouteContext } from "./engine-state.js";
-import { errorBody, paramOfIssues, RequestFailed, sendFailure } from "./request-failed.js";
+import { llamaBodyRefusal, RequestFailed, sendFailure } from "./request-failed.js";
 
 /** /v1/embeddings, served when the engine was started with --embedding (501 otherwise, as llama-server answers). */
 export function registerEmbeddingRoutes(server: FastifyInstance, route: RouteContext): void {
   const { args, metrics } = route;
-  server.post("/v1/embeddings", async (request, reply) => {
-    const body = embeddingRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body"), paramOfIssues(body.error.issues)));
+  postWithBody(server, "/v1/embeddings", embeddingRequestSchema, llamaBodyRefusal, async (body, request, reply) => {
     if (!args.embedding) return reply.code(501).send(errorBody(501, "not_supported_error", "This server does not support embeddings. Start it with `--embeddings`"));
-    const input = body.data.input;
+    const input = body.input;
     const items: (string | Token[])[] = typeof input === "string" ? [input] : (input as (string | number | number[])[]).every((item) => typeof item === "number") ? [input as Token[]] : (input as (string | Token[])[]);
     try {
       const result = await withTurn(route, request, async (state) => {
@@ -27,7 +26,7 @@ export function registerEmbeddingRoutes(server: FastifyInstance, route: RouteCon
           const started = performance.now();
           const vector = normalized((await context.getEmbeddingFor(tokens)).vector);
           metrics.record({ tokens: tokens.length, seconds: (performance.now() - started) / 1000 }, { tokens: 0, seconds: 0 });
-          data.push({ object: "embedding", index, embedding: body.data.encoding_format === "base64" ? embeddingToBase64(vector) : vector });
+          data.push({ object: "embedding", index, embedding: encodedEmbedding(vector, body.encoding_format) });
         }
         return { object: "list", model: route.modelName, data, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } };
       });

@@ -1,7 +1,7 @@
 import type { Template } from "@huggingface/jinja";
 import type { FastifyRequest } from "fastify";
 import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
-import type { ConcurrencyGate } from "../sim/concurrency-gate.js";
+import type { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
 import type { LlamaMetrics } from "./llama-metrics.js";
 import type { LoadedLlama } from "./llama-runtime.js";
 import type { LlamaServerArguments } from "./llama-server-arguments.js";

@@ -2,6 +2,8 @@ import { randomBytes, randomInt } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { LlamaGrammar, Token } from "node-llama-cpp";
 import { describeIssues } from "../../catalog/schema-errors.js";
+import { postWithBody } from "../openai-server/body-route.js";
+import { errorBody, paramOfIssues } from "../openai-server/openai-error-body.js";
 import { AnswerStream } from "./answer-stream.js";
 import { chatConstraint, declaredTools, type ChatConstraint } from "./chat-constraint.js";
 import { renderChatPrompt } from "./chat-prompt.js";
@@ -11,7 +13,7 @@ import { generate, type Generation } from "./generation.js";
 import { jsonComplete } from "./json-complete.js";
 import { llamaChatRequestSchema, llamaCompletionRequestSchema } from "./llama-request-schemas.js";
 import { chatLogprobs, legacyLogprobs, type SampledToken } from "./logprobs.js";
-import { errorBody, paramOfIssues, RequestFailed, sendFailure, unsupported } from "./request-failed.js";
+import { asRequestFailed, failureBody, llamaBodyRefusal, RequestFailed, sendFailure, unsupported } from "./request-failed.js";
 import { samplingSchema, type Sampling } from "./sampling.js";
 import { StopMatcher } from "./stop-matcher.js";
 import { readAutoCalls, readRequiredCalls, type ToolCall } from "./tool-calls.js";
@@ -34,14 +36,11 @@ interface AnswerRequest {
 
 /** /v1/chat/completions and /v1/completions, in OpenAI's shapes with llama-server's timings. */
 export function registerGenerateRoutes(server: FastifyInstance, route: RouteContext, readyToGenerate: (reply: FastifyReply) => Loaded | undefined): void {
-  server.post("/v1/chat/completions", async (request, reply) => {
-    const body = llamaChatRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body"), paramOfIssues(body.error.issues)));
+  postWithBody(server, "/v1/chat/completions", llamaChatRequestSchema, llamaBodyRefusal, async (data, request, reply) => {
     const state = readyToGenerate(reply);
     if (state === undefined) return reply;
     if (state.template === undefined) return reply.code(500).send(errorBody(500, "server_error", `${route.args.model} has no chat template (tokenizer.chat_template); use /v1/completions`));
     try {
-      const data = body.data;
       refuseUnsupported(request.body);
       if (data.top_logprobs !== null && data.top_logprobs !== undefined && data.logprobs !== true) throw unsupported("top_logprobs", "top_logprobs needs logprobs set to true");
       const constraint = chatConstraint(data);
@@ -68,13 +67,10 @@ export function registerGenerateRoutes(server: FastifyInstance, route: RouteCont
     }
   });
 
-  server.post("/v1/completions", async (request, reply) => {
-    const body = llamaCompletionRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "invalid_request_error", describeIssues(body.error.issues, "request body"), paramOfIssues(body.error.issues)));
+  postWithBody(server, "/v1/completions", llamaCompletionRequestSchema, llamaBodyRefusal, async (data, request, reply) => {
     const state = readyToGenerate(reply);
     if (state === undefined) return reply;
     try {
-      const data = body.data;
       refuseUnsupported(request.body);
       if (data.echo === true) throw unsupported("echo", "echo is not served by the built-in engine; prepend the prompt yourself");
       if (data.suffix !== null && data.suffix !== undefined) throw unsupported("suffix", "suffix (insertion) is not served by the built-in engine");
@@ -170,8 +166,7 @@ export function registerGenerateRoutes(server: FastifyInstance, route: RouteCont
       return reply.send({ id: header.id, object: answer.kind === "chat" ? "chat.completion" : "text_completion", created: header.created, model: header.model, choices, usage, timings: timingsOf(generations) });
     } catch (error) {
       if (stream === undefined || !stream.started) throw error;
-      const failure = error instanceof RequestFailed ? error : new RequestFailed(500, "server_error", error instanceof Error ? error.message : String(error));
-      stream.fail(errorBody(failure.status, failure.type, failure.message, failure.param));
+      stream.fail(failureBody(asRequestFailed(error)));
       return reply;
     }
   }

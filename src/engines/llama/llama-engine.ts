@@ -1,16 +1,17 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import { Template } from "@huggingface/jinja";
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { LlamaModel } from "node-llama-cpp";
-import { ConcurrencyGate } from "../sim/concurrency-gate.js";
+import { guardWithApiKey } from "../openai-server/api-key-guard.js";
+import { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
+import { errorBody } from "../openai-server/openai-error-body.js";
 import { registerEmbeddingRoutes } from "./embedding-routes.js";
-import { kvCacheUsage, slotPoolFor, type Loaded, type RouteContext } from "./engine-state.js";
+import { slotPoolFor, type Loaded, type RouteContext } from "./engine-state.js";
 import { registerGenerateRoutes } from "./generate-routes.js";
+import { llamaOpenPath, registerControlRoutes } from "./llama-control-routes.js";
 import { LlamaMetrics } from "./llama-metrics.js";
 import { engineUsesCards } from "./llama-build.js";
 import { loadLlama } from "./llama-runtime.js";
 import { parseLlamaServerArguments, type LlamaServerArguments } from "./llama-server-arguments.js";
-import { errorBody } from "./request-failed.js";
 
 export interface LlamaEngineOptions {
   /** llama-server's argv, without argv[0]. */
@@ -135,64 +136,16 @@ function checkPooling(model: LlamaModel, args: LlamaServerArguments, log: (line:
   }
 }
 
-function keyMatches(header: string | undefined, key: string): boolean {
-  const given = /^Bearer\s+(.+)$/i.exec(header ?? "")?.[1]?.trim() ?? "";
-  const digest = (text: string) => createHash("sha256").update(text).digest();
-  return timingSafeEqual(digest(given), digest(key));
-}
-
 function registerRoutes(server: FastifyInstance, route: RouteContext): void {
-  const { args, metrics, gate } = route;
-  const openPaths = new Set(["/health", "/v1/health", "/metrics"]);
-  server.addHook("onRequest", async (request, reply) => {
-    const path = request.url.split("?")[0] ?? "";
-    if (args.apiKey !== undefined && !openPaths.has(path) && !keyMatches(request.headers.authorization, args.apiKey)) {
-      return reply.code(401).send(errorBody(401, "authentication_error", "Invalid API Key"));
-    }
-    return undefined;
-  });
+  const { args } = route;
+  if (args.apiKey !== undefined) {
+    guardWithApiKey(server, { apiKey: args.apiKey, isOpen: llamaOpenPath, refusal: { type: "authentication_error", message: "Invalid API Key" }, log: route.log });
+  }
   server.setErrorHandler((error: { statusCode?: number; message?: string }, _request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 600 ? error.statusCode : 500;
     void reply.code(status).send(errorBody(status, status < 500 ? "invalid_request_error" : "server_error", error.message ?? "internal error"));
   });
-
-  const health = async (_request: FastifyRequest, reply: FastifyReply) => {
-    if (route.loadError() !== undefined) return reply.code(500).send(errorBody(500, "server_error", `Model failed to load: ${route.loadError()}`));
-    if (route.state() === undefined) return reply.code(503).send(errorBody(503, "unavailable_error", "Loading model"));
-    return { status: "ok" };
-  };
-  server.get("/health", health);
-  server.get("/v1/health", health);
-
-  server.get("/metrics", async (_request, reply) => {
-    metrics.processing.set(gate.running);
-    metrics.deferred.set(gate.waiting);
-    const kv = await kvCacheUsage(route.state());
-    metrics.kvCacheUsage.set(kv.ratio);
-    metrics.kvCacheTokens.set(kv.used);
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
-
-  const models = async () => {
-    const state = route.state();
-    return {
-      object: "list",
-      data: [
-        {
-          id: route.modelName,
-          object: "model",
-          created: Math.floor(Date.now() / 1000),
-          owned_by: "llamacpp",
-          meta:
-            state === undefined
-              ? null
-              : { n_ctx_train: state.model.trainContextSize, n_embd: state.model.embeddingVectorSize, n_vocab: vocabularySize(state.model), size: state.model.size },
-        },
-      ],
-    };
-  };
-  server.get("/v1/models", models);
-  server.get("/models", models);
+  registerControlRoutes(server, route);
 
   /** The loaded model, or undefined once the answer that it cannot generate (embeddings only, still loading) is sent. */
   const readyToGenerate = (reply: FastifyReply): Loaded | undefined => {
@@ -204,7 +157,6 @@ function registerRoutes(server: FastifyInstance, route: RouteContext): void {
     if (state === undefined) void reply.code(503).send(errorBody(503, "unavailable_error", "Loading model"));
     return state;
   };
-
   registerGenerateRoutes(server, route, readyToGenerate);
   registerEmbeddingRoutes(server, route);
 }
@@ -232,9 +184,4 @@ export async function runLlamaEngine(argv: readonly string[]): Promise<void> {
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
-}
-
-function vocabularySize(model: LlamaModel): number | null {
-  const tokens = (model.fileInfo.metadata.tokenizer as { ggml?: { tokens?: readonly unknown[] } } | undefined)?.ggml?.tokens;
-  return Array.isArray(tokens) ? tokens.length : null;
 }

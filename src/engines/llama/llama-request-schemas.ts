@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { chatCompletionRequestSchema, completionRequestSchema } from "../sim/openai-request-schemas.js";
+import { chatCompletionRequestSchema, completionRequestSchema } from "../openai-server/openai-request-schemas.js";
 
 /** What the built-in engine reads beyond the shared OpenAI shapes: llama-server's own fields and those it honours. */
 const engineFields = {

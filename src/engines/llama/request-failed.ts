@@ -1,5 +1,6 @@
 import type { FastifyReply } from "fastify";
-import type { z } from "zod";
+import type { BodyRefusalWords } from "../openai-server/body-route.js";
+import { errorBody } from "../openai-server/openai-error-body.js";
 
 /** Thrown while a request is being served; answered in llama-server's (and OpenAI's) error shape. */
 export class RequestFailed extends Error {
@@ -14,22 +15,24 @@ export class RequestFailed extends Error {
   }
 }
 
+/** A refused body in llama-server's words. */
+export const llamaBodyRefusal: BodyRefusalWords = { type: "invalid_request_error", bodyName: "request body" };
+
 /** A request the engine cannot honour: a 400 that names the field, never a 200 that ignores it. */
 export function unsupported(param: string, message: string): RequestFailed {
   return new RequestFailed(400, "invalid_request_error", message, param);
 }
 
-/** The field a schema refusal is about, as OpenAI's `param` names it: the path of the first issue, dotted (`messages.0.content`). */
-export function paramOfIssues(issues: readonly z.core.$ZodIssue[]): string | null {
-  const path = issues[0]?.path ?? [];
-  return path.length === 0 ? null : path.map(String).join(".");
+/** Any failure as the RequestFailed it is answered with: anything unforeseen is a 500 that says what broke. */
+export function asRequestFailed(error: unknown): RequestFailed {
+  return error instanceof RequestFailed ? error : new RequestFailed(500, "server_error", error instanceof Error ? error.message : String(error));
 }
 
-export function errorBody(status: number, type: string, message: string, param: string | null = null) {
-  return { error: { code: status, message, type, ...(param !== null ? { param } : {}) } };
+export function failureBody(failure: RequestFailed) {
+  return errorBody(failure.status, failure.type, failure.message, failure.param);
 }
 
 export function sendFailure(reply: FastifyReply, error: unknown): FastifyReply {
-  const failure = error instanceof RequestFailed ? error : new RequestFailed(500, "server_error", error instanceof Error ? error.message : String(error));
-  return reply.code(failure.status === 499 ? 400 : failure.status).send(errorBody(failure.status, failure.type, failure.message, failure.param));
+  const failure = asRequestFailed(error);
+  return reply.code(failure.status === 499 ? 400 : failure.status).send(failureBody(failure));
 }

@@ -1,5 +1,5 @@
 import type { FastifyReply } from "fastify";
-import { errorBody } from "./openai-error-body.js";
+import { errorBody } from "../openai-server/openai-error-body.js";
 import { sleepUntil } from "./sim-clock.js";
 import type { GangHealth } from "./rendezvous.js";
 

@@ -1,4 +1,4 @@
-import type { ChatCompletionRequest, ResponsesRequest } from "./openai-request-schemas.js";
+import type { ChatCompletionRequest, ResponsesRequest } from "../openai-server/openai-request-schemas.js";
 import { unsupportedSchemaKeyword, type SimAnswerShape, type SimTool } from "./sim-choices.js";
 import type { SimConversation } from "./sim-conversation.js";
 import { jsonObjectTemplate } from "./sim-json-template.js";

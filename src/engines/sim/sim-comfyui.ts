@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import websocket from "@fastify/websocket";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { ConcurrencyGate } from "./concurrency-gate.js";
+import type { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
 import { simulatedGlb, simulatedPng } from "./sim-images.js";
 
 /**

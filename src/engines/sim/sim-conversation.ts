@@ -1,4 +1,4 @@
-import type { ChatCompletionRequest, ResponsesRequest } from "./openai-request-schemas.js";
+import type { ChatCompletionRequest, ResponsesRequest } from "../openai-server/openai-request-schemas.js";
 
 /**
  * What the simulated engine reads of a conversation, the same for the chat

@@ -6,6 +6,7 @@ import { testLaunchInput } from "../drivers/test-launch-input.js";
 import { vllmDriver } from "../drivers/vllm.js";
 import { llamaCppLoraSelection, llamacppDriver } from "../drivers/llamacpp.js";
 import { sglangDriver } from "../drivers/sglang.js";
+import { waitFor } from "../../../test/support/fake-engine.js";
 import { SimEngineExited, startSimEngine, type SimEngineHandle } from "./sim-engine.js";
 
 const model = "qwen2.5-7b";
@@ -45,15 +46,6 @@ async function startSim(overrides: Partial<EngineLaunchInput> = {}, environment:
 afterEach(async () => {
   await Promise.all(running.splice(0).map((sim) => sim.close()));
 });
-
-/** Polls until `check` holds; bounded, so a broken engine fails the test instead of hanging it. */
-async function eventually(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt += 1) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`never happened: ${what}`);
-}
 
 async function metricsOf(sim: SimEngineHandle) {
   const text = await (await fetch(`${sim.url}/metrics`)).text();
@@ -246,7 +238,7 @@ describe("the simulated engine over HTTP", () => {
         events.push("first: ended");
       }
     })();
-    await eventually(async () => (await metricsOf(sim)).requestsRunning === 1, "the first request runs");
+    await waitFor(async () => (await metricsOf(sim)).requestsRunning === 1, 10_000, "the first request runs", 25);
 
     const second = client.chat.completions
       .create({ model, messages: [{ role: "user", content: "wait your turn" }], max_tokens: 1 }, { timeout: 120_000 })
@@ -254,7 +246,7 @@ describe("the simulated engine over HTTP", () => {
         events.push("second: answered");
         return answer;
       });
-    await eventually(async () => (await metricsOf(sim)).requestsWaiting === 1, "the second request waits");
+    await waitFor(async () => (await metricsOf(sim)).requestsWaiting === 1, 10_000, "the second request waits", 25);
     expect((await metricsOf(sim)).requestsRunning).toBe(1);
     expect(events).not.toContain("second: answered");
 
@@ -264,10 +256,10 @@ describe("the simulated engine over HTTP", () => {
     const answer = await second;
     expect(answer.choices[0]?.message.content).toBe("Simulated");
     expect(events.indexOf("first: ended")).toBeLessThan(events.indexOf("second: answered"));
-    await eventually(async () => {
+    await waitFor(async () => {
       const metrics = await metricsOf(sim);
       return metrics.requestsRunning === 0 && metrics.requestsWaiting === 0;
-    }, "the queue drains");
+    }, 10_000, "the queue drains", 25);
   });
 
   it("logs a startup line that says it is simulated, and each request", async () => {
@@ -346,7 +338,7 @@ describe("faults", () => {
     await fetch(`${sim.url}/sim/fault`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ fault: "stall" }) });
     const abort = new AbortController();
     const stalled = client.chat.completions.create({ model, messages: [{ role: "user", content: "x" }] }, { signal: abort.signal });
-    await eventually(() => logLines.some((line) => line.includes("stalled (fault stall)")), "the request reaches the stalled engine");
+    await waitFor(() => logLines.some((line) => line.includes("stalled (fault stall)")), 10_000, "the request reaches the stalled engine", 25);
     abort.abort();
     await expect(stalled).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
     await expect(fetch(`${sim.url}/health`, { signal: AbortSignal.timeout(300) })).rejects.toThrow();
@@ -359,7 +351,7 @@ describe("faults", () => {
     expect(exitCodes).toEqual([]);
     const second = await client.chat.completions.create({ model, messages: [{ role: "user", content: "two" }] });
     expect(firstLine(second.choices[0]?.message.content)).toBe("Simulated answer from qwen2.5-7b: two");
-    await eventually(() => exitCodes.length > 0, "the engine exits");
+    await waitFor(() => exitCodes.length > 0, 10_000, "the engine exits", 25);
     expect(exitCodes).toEqual([134]);
   });
 
@@ -367,7 +359,7 @@ describe("faults", () => {
     const { sim, exitCodes } = await startSim();
     const response = await fetch(`${sim.url}/sim/fault`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ fault: "crash-now" }) });
     expect(response.status).toBe(200);
-    await eventually(() => exitCodes.length > 0, "the engine exits");
+    await waitFor(() => exitCodes.length > 0, 10_000, "the engine exits", 25);
     expect(exitCodes).toEqual([134]);
   });
 
@@ -404,11 +396,15 @@ describe("a replica's API key, passed the way each engine takes it", () => {
       const sim = await startSimEngine({ engine: driver.engine, argv: launch.argv.slice(1), environment: { ...launch.env, LLMGW_SIM_SPEED: "100" }, log: () => undefined, exit: () => undefined });
       running.push(sim);
       expect((await fetch(`${sim.url}${launch.healthPath}`)).status).toBe(200);
+      expect((await fetch(`${sim.url}${launch.metricsPath}`)).status).toBe(200);
+      expect((await fetch(`${sim.url}/sim/status`)).status).toBe(200);
+      // Every path but those is guarded, not only /v1: a route added later is not left open by mistake.
+      expect((await fetch(`${sim.url}/load_lora_adapter`, { method: "POST" })).status).toBe(401);
       const without = await new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: "a-wrong-key", maxRetries: 0 }).models.list().catch((error: unknown) => error);
       expect((without as { status?: number }).status).toBe(401);
       expect((await fetch(`${sim.url}/v1/chat/completions`, { method: "POST" })).status).toBe(401);
       const answer = await new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: sim.arguments.modelName, messages: [{ role: "user", content: "hi" }] });
-      expect(answer.choices[0]?.message.content).toBeTruthy();
+      expect(answer.choices[0]?.message.content?.split("\n\n")[0]).toBe(`Simulated answer from ${sim.arguments.modelName}: hi`);
     });
   }
 

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { describeIssues } from "../../catalog/schema-errors.js";
 import type { EngineName } from "../../catalog/schema.js";
 import { engineServes } from "../../protocol/engine-routes.js";
-import { chatCompletionRequestSchema, completionRequestSchema, responsesRequestSchema } from "./openai-request-schemas.js";
-import { errorBody, paramOfIssues } from "./openai-error-body.js";
+import { postWithBody } from "../openai-server/body-route.js";
+import { chatCompletionRequestSchema, completionRequestSchema, responsesRequestSchema } from "../openai-server/openai-request-schemas.js";
+import { errorBody } from "../openai-server/openai-error-body.js";
+import { simBodyRefusal } from "./sim-dialect.js";
 import { approximateTokenCount, type SimAnswerRequest } from "./sim-text.js";
 import { simulatedChoices } from "./sim-choices.js";
 import { chatWire, completionWire, responsesWire, type DecodePlan, type DecodeWire } from "./sim-wire.js";
@@ -25,11 +26,8 @@ export interface GenerationHost {
 
 /** The routes that generate text token by token: chat completions, legacy completions and (where the engine has it) the Responses API. */
 export function registerGenerationRoutes(server: FastifyInstance, host: GenerationHost): void {
-  server.post("/v1/chat/completions", async (request, reply) => {
-    const body = chatCompletionRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-    if (!(await host.admit(reply, body.data.model))) return reply;
-    const data = body.data;
+  postWithBody(server, "/v1/chat/completions", chatCompletionRequestSchema, simBodyRefusal, async (data, _request, reply) => {
+    if (!(await host.admit(reply, data.model))) return reply;
     const sampling = samplingRefusal(data);
     if (sampling !== undefined) return reply.code(400).send(errorBody(400, "BadRequestError", sampling.message, sampling.param));
     const conversation = chatConversation(data.messages);
@@ -57,11 +55,8 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
     return reply;
   });
 
-  server.post("/v1/completions", async (request, reply) => {
-    const body = completionRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-    if (!(await host.admit(reply, body.data.model))) return reply;
-    const data = body.data;
+  postWithBody(server, "/v1/completions", completionRequestSchema, simBodyRefusal, async (data, _request, reply) => {
+    if (!(await host.admit(reply, data.model))) return reply;
     const sampling = samplingRefusal(data);
     if (sampling !== undefined) return reply.code(400).send(errorBody(400, "BadRequestError", sampling.message, sampling.param));
     const prompt = data.prompt;
@@ -89,11 +84,8 @@ export function registerGenerationRoutes(server: FastifyInstance, host: Generati
     return reply;
   });
   if (engineServes(host.engine, "responses")) {
-    server.post("/v1/responses", async (request, reply) => {
-      const body = responsesRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-      if (!(await host.admit(reply, body.data.model))) return reply;
-      const data = body.data;
+    postWithBody(server, "/v1/responses", responsesRequestSchema, simBodyRefusal, async (data, _request, reply) => {
+      if (!(await host.admit(reply, data.model))) return reply;
       const sampling = samplingRefusal(data);
       if (sampling !== undefined) return reply.code(400).send(errorBody(400, "BadRequestError", sampling.message, sampling.param));
       const conversation = responsesConversation(data.instructions, data.input);

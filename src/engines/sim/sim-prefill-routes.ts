@@ -1,14 +1,18 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { describeIssues } from "../../catalog/schema-errors.js";
 import type { EngineName } from "../../catalog/schema.js";
 import { engineServes } from "../../protocol/engine-routes.js";
-import type { ConcurrencyGate } from "./concurrency-gate.js";
-import { embeddingRequestSchema, rerankRequestSchema, scoreRequestSchema } from "./openai-request-schemas.js";
-import { errorBody, paramOfIssues } from "./openai-error-body.js";
+import { postWithBody } from "../openai-server/body-route.js";
+import type { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
+import { encodedEmbedding } from "../openai-server/embedding-encoding.js";
+import { embeddingRequestSchema, rerankRequestSchema, scoreRequestSchema } from "../openai-server/openai-request-schemas.js";
+import { errorBody } from "../openai-server/openai-error-body.js";
+import { simBodyRefusal } from "./sim-dialect.js";
 import { sleep } from "./sim-clock.js";
+import type { SimLoad } from "./sim-decode.js";
+import type { SimFaultState } from "./sim-fault-state.js";
 import type { SimMetrics } from "./sim-metrics.js";
 import { simulatedRelevance } from "./sim-relevance.js";
-import { approximateTokenCount, embeddingToBase64, simulatedEmbedding } from "./sim-text.js";
+import { approximateTokenCount, simulatedEmbedding } from "./sim-text.js";
 import { timeToFirstTokenMilliseconds, type SimTiming } from "./sim-timing.js";
 
 /** Embedding width when the request does not ask: that of the small sentence-transformers models. */
@@ -20,11 +24,10 @@ export interface PrefillHost {
   readonly gate: ConcurrencyGate;
   readonly timing: SimTiming;
   readonly metrics: SimMetrics;
+  /** The requests served so far: a reranking's id is its number. */
+  readonly load: SimLoad;
+  readonly fault: SimFaultState;
   admit(reply: FastifyReply, model: string): Promise<boolean>;
-  /** Counts one more request served; requestCount() is then its number. */
-  countRequest(): void;
-  requestCount(): number;
-  countTowardCrash(response: FastifyReply["raw"]): void;
   log(line: string): void;
 }
 
@@ -38,46 +41,42 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
     try {
       await sleep(timeToFirstTokenMilliseconds(host.timing, promptTokens));
       host.metrics.recordPromptTokens(promptTokens);
-      host.countRequest();
+      host.load.requests += 1;
       host.log(`POST ${route} model=${model} pairs=${pairs.length} prompt_tokens=${promptTokens}`);
       await reply.send(answer(pairs.map(([query, document]) => simulatedRelevance(query, document)), promptTokens));
     } finally {
       release();
     }
-    host.countTowardCrash(reply.raw);
+    host.fault.countTowardCrash(reply.raw);
     return reply;
   };
 
   if (engineServes(host.engine, "rerank")) {
-    server.post("/v1/rerank", async (request, reply) => {
-      const body = rerankRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-      const { query, model } = body.data;
-      const documents = body.data.documents.map((document) => (typeof document === "string" ? document : document.text));
-      const topN = body.data.top_n ?? 0;
+    postWithBody(server, "/v1/rerank", rerankRequestSchema, simBodyRefusal, async (body, _request, reply) => {
+      const { query, model } = body;
+      const documents = body.documents.map((document) => (typeof document === "string" ? document : document.text));
+      const topN = body.top_n ?? 0;
       return scored(reply, "/v1/rerank", model, documents.map((document) => [query, document] as const), (scores, promptTokens) => {
         const ranked = scores.map((score, index) => ({ index, score })).sort((a, b) => b.score - a.score).slice(0, topN > 0 ? topN : undefined);
         // Each engine answers in its own shape: SGLang a bare list, llama-server without the documents' text unless asked, vLLM with them.
         if (host.engine === "sglang") return ranked.map(({ index, score }) => ({ score, document: documents[index], index, meta_info: null }));
         if (host.engine === "llamacpp") return { model, object: "list", usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, relevance_score: score })) };
-        return { id: `rerank-sim-${host.requestCount()}`, model, usage: { total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, document: { text: documents[index] }, relevance_score: score })) };
+        return { id: `rerank-sim-${host.load.requests}`, model, usage: { total_tokens: promptTokens }, results: ranked.map(({ index, score }) => ({ index, document: { text: documents[index] }, relevance_score: score })) };
       });
     });
   }
 
   if (engineServes(host.engine, "score")) {
-    server.post("/v1/score", async (request, reply) => {
-      const body = scoreRequestSchema.safeParse(request.body);
-      if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body"), paramOfIssues(body.error.issues)));
-      const first = typeof body.data.text_1 === "string" ? [body.data.text_1] : body.data.text_1;
-      const second = typeof body.data.text_2 === "string" ? [body.data.text_2] : body.data.text_2;
+    postWithBody(server, "/v1/score", scoreRequestSchema, simBodyRefusal, async (body, _request, reply) => {
+      const first = typeof body.text_1 === "string" ? [body.text_1] : body.text_1;
+      const second = typeof body.text_2 === "string" ? [body.text_2] : body.text_2;
       if (first.length > 1 && first.length !== second.length) {
         return reply.code(400).send(errorBody(400, "BadRequestError", `text_1 has ${first.length} texts and text_2 ${second.length}: give one text_1, or as many as text_2`, "text_2"));
       }
       const pairs = second.map((text, index) => [first.length === 1 ? (first[0] as string) : (first[index] as string), text] as const);
-      const { model } = body.data;
+      const { model } = body;
       return scored(reply, "/v1/score", model, pairs, (scores, promptTokens) => ({
-        id: `score-sim-${host.requestCount()}`,
+        id: `score-sim-${host.load.requests}`,
         object: "list",
         created: Math.floor(Date.now() / 1000),
         model,
@@ -87,11 +86,9 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
     });
   }
 
-  server.post("/v1/embeddings", async (request, reply) => {
-    const body = embeddingRequestSchema.safeParse(request.body);
-    if (!body.success) return reply.code(400).send(errorBody(400, "BadRequestError", describeIssues(body.error.issues, "body")));
-    if (!(await host.admit(reply, body.data.model))) return reply;
-    const input = body.data.input;
+  postWithBody(server, "/v1/embeddings", embeddingRequestSchema, simBodyRefusal, async (body, _request, reply) => {
+    if (!(await host.admit(reply, body.model))) return reply;
+    const input = body.input;
     const texts: string[] =
       typeof input === "string"
         ? [input]
@@ -100,7 +97,7 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
           : input.every((item) => typeof item === "number")
             ? [(input as number[]).join(" ")]
             : (input as number[][]).map((tokens) => tokens.join(" "));
-    const dimensions = body.data.dimensions ?? defaultEmbeddingDimensions;
+    const dimensions = body.dimensions ?? defaultEmbeddingDimensions;
     const promptTokens = texts.reduce((total, text) => total + approximateTokenCount(text), 0);
     const release = await host.gate.acquire();
     try {
@@ -108,14 +105,14 @@ export function registerPrefillRoutes(server: FastifyInstance, host: PrefillHost
       host.metrics.recordPromptTokens(promptTokens);
       const data = texts.map((text, index) => {
         const vector = simulatedEmbedding(text, dimensions);
-        return { object: "embedding", index, embedding: body.data.encoding_format === "base64" ? embeddingToBase64(vector) : vector };
+        return { object: "embedding", index, embedding: encodedEmbedding(vector, body.encoding_format) };
       });
-      host.log(`POST /v1/embeddings model=${body.data.model} inputs=${texts.length} prompt_tokens=${promptTokens}`);
-      await reply.send({ object: "list", data, model: body.data.model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
+      host.log(`POST /v1/embeddings model=${body.model} inputs=${texts.length} prompt_tokens=${promptTokens}`);
+      await reply.send({ object: "list", data, model: body.model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
     } finally {
       release();
     }
-    host.countTowardCrash(reply.raw);
+    host.fault.countTowardCrash(reply.raw);
     return reply;
   });
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { approximateTokenCount, embeddingToBase64, requestKind, simulatedAnswer, simulatedEmbedding } from "./sim-text.js";
+import { embeddingToBase64 } from "../openai-server/embedding-encoding.js";
+import { approximateTokenCount, requestKind, simulatedAnswer, simulatedEmbedding } from "./sim-text.js";
 
 const answer = (prompt: string, extra: { maxTokens?: number; seed?: number; ignoreEos?: boolean } = {}) =>
   simulatedAnswer({ modelName: "m", prompt, maxTokens: extra.maxTokens, ignoreEos: extra.ignoreEos ?? false, seed: extra.seed });

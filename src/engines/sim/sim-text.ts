@@ -153,10 +153,3 @@ export function simulatedEmbedding(text: string, dimensions: number): number[] {
   const norm = Math.sqrt(vector.reduce((total, value) => total + value * value, 0)) || 1;
   return vector.map((value) => value / norm);
 }
-
-/** OpenAI's base64 encoding of an embedding: little-endian float32s (the openai client asks for it by default). */
-export function embeddingToBase64(vector: readonly number[]): string {
-  const buffer = Buffer.alloc(vector.length * 4);
-  vector.forEach((value, index) => buffer.writeFloatLE(value, index * 4));
-  return buffer.toString("base64");
-}

@@ -176,6 +176,22 @@ describe("images through ComfyUI", () => {
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/llmgw_gateway_requests_total\{model="flux",status="200"\} 1/);
   });
+
+  it("waits for a refusal decided in another process (the limits of several workers) and answers it", async () => {
+    const engine = await simComfy();
+    const records: UsageRecord[] = [];
+    const policy: GatewayPolicy = {
+      authenticate: () => ({ key: "design-team", allowedModels: null }),
+      // As the worker's shared limits answer: a promise, settled after a round trip to the primary.
+      admit: () => new Promise<void>((_resolve, reject) => setTimeout(() => reject(new GatewayRefusal(429, "rate_limit_error", "rate_limited", "key design-team: 2 requests a minute spent")), 5)),
+      record: (usage) => void records.push(usage),
+    };
+    const { url } = await gatewayFor([comfyModel("flux", "flux1-schnell", [engine.url])], policy);
+    const refused = (await client(url).images.generate({ model: "flux", prompt: "a cat", size: "64x64" }).catch((error: unknown) => error)) as APIError;
+    expect(refused.status).toBe(429);
+    expect(refused.message).toContain("2 requests a minute spent");
+    expect(records.map((record) => record.error)).toEqual([true]);
+  });
 });
 
 describe("image to 3D through ComfyUI", () => {

@@ -8,7 +8,7 @@ import type { RoutingComfy, RoutingModel, RoutingReplica } from "../../protocol/
 import { chooseReplica } from "../routing/choose-replica.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { KeySlots } from "../policy/key-slots.js";
-import type { GatewayCaller, GatewayPolicy } from "../policy/gateway-policy.js";
+import type { GatewayCaller, GatewayPolicy, UsageRecord } from "../policy/gateway-policy.js";
 import type { GatewayLog } from "../wire/gateway-exchange.js";
 import { headerText } from "../wire/header-text.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
@@ -132,30 +132,41 @@ export class ComfyEndpoints {
         const body = parseImagesRequest(exchange.body);
         const model = this.#comfyModel(body.model, "images");
         modelName = model.name;
-        this.options.policy.admit(caller, body.model, 0);
+        // Awaited: with several workers the limits are decided in the primary, and a refusal comes as a rejected promise.
+        await this.options.policy.admit(caller, body.model, 0);
         await this.#answerImages(model, body, exchange);
       } else {
         const model = this.#comfyModel(route.model, "image-to-3d");
         modelName = model.name;
-        this.options.policy.admit(caller, route.model, 0);
+        await this.options.policy.admit(caller, route.model, 0);
         await this.#answerMesh(model, exchange);
       }
       const metrics = this.options.metrics.model(modelName);
       metrics.answered(200);
       metrics.latency.observe((performance.now() - arrivedAt) / 1000);
-      this.options.policy.record({ caller, model: modelName, promptTokens: 0, completionTokens: 0, error: false });
+      this.#record(exchange, { caller, model: modelName, promptTokens: 0, completionTokens: 0, error: false });
     } catch (error) {
       const answer = openAIErrorAnswer(error, exchange.id);
       if (answer.status >= 500) exchange.log.warn({ model: modelName, code: answer.body.error.code, err: error instanceof DomainError ? undefined : error }, answer.body.error.message);
       writeOpenAIError(exchange.response, exchange.id, answer);
       this.options.metrics.model(modelName).answered(answer.status);
-      if (caller) this.options.policy.record({ caller, model: modelName, promptTokens: 0, completionTokens: 0, error: true });
+      if (caller) this.#record(exchange, { caller, model: modelName, promptTokens: 0, completionTokens: 0, error: true });
     } finally {
       release?.();
     }
   }
 
   /** The ComfyUI model behind a name, refusing a model of another task with the tasks it has. */
+  /**
+   * The answer is already with the client: a usage write that fails (the
+   * journal's disk) is logged, never an unhandled rejection that ends the
+   * gateway.
+   */
+  #record(exchange: ComfyRequest, usage: UsageRecord): void {
+    const recorded = this.options.policy.record(usage);
+    if (recorded) recorded.catch((error: unknown) => exchange.log.warn({ model: usage.model, err: error }, "could not record an images request's usage"));
+  }
+
   #comfyModel(name: string, task: "images" | "image-to-3d"): RoutingModel & { comfy: RoutingComfy } {
     const target = this.options.state.current.resolve(name);
     if (!target) throw new DomainError("model_not_found", `no model named ${name} at this gateway`, "GET /v1/models lists the models, aliases and adapters you may use.");

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { DomainError } from "../../errors/domain-error.js";
 import type { Gateway } from "../request/gateway.js";
-import type { GatewayEndpoint, GatewayLog } from "../wire/gateway-exchange.js";
+import type { GatewayLog } from "../wire/gateway-exchange.js";
 import { openAIErrorAnswer } from "../wire/openai-error-body.js";
 import { requestIdFrom } from "./request-id-from.js";
+import { v1PostRoutes } from "./v1-routes.js";
 import { writeOpenAIError } from "../wire/write-openai-error.js";
 import { authorizationOf } from "../wire/authorization-of.js";
 import type { V1Response } from "../wire/v1-response.js";
@@ -14,21 +15,8 @@ import { anthropicModel, anthropicModelList } from "../translate/anthropic-messa
 import { comfyRouteFor } from "../comfy/comfy-route.js";
 import { defaultServerLimits, formatBytes } from "../../catalog/server-limits.js";
 
-/** The routes answered through a translation to chat completions, wholly (Anthropic's) or for the engines without them (Responses). */
-const translatedRoutes: ReadonlyMap<string, "responses" | "messages" | "count_tokens"> = new Map([
-  ["/v1/responses", "responses"],
-  ["/v1/messages", "messages"],
-  ["/v1/messages/count_tokens", "count_tokens"],
-]);
-
-const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
-  ["/v1/chat/completions", "chat/completions"],
-  ["/v1/completions", "completions"],
-  ["/v1/embeddings", "embeddings"],
-  // Not on the front's fast path (gateway-front.ts): node's server reads these, then the same Gateway.handle answers.
-  ["/v1/rerank", "rerank"],
-  ["/v1/score", "score"],
-]);
+/** What the 404 for any other /v1 path names: everything this gateway serves there, in the table's order. */
+const servedRoutes = `GET /v1/models, /v1/models/MODEL and POST ${[...v1PostRoutes.keys(), "/v1/images/generations", "/v1/llmgw/comfy/MODEL"].join(", ")}`;
 
 /**
  * Answers /v1 and everything under it straight from node:http, before any
@@ -49,16 +37,17 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   // The admin API ignores a trailing slash; /v1 does the same, so both read alike.
   if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1);
   const requestLog: GatewayLog = { warn: (facts, message) => log.warn({ reqId: id, ...facts }, message) };
-  const endpoint = request.method === "POST" ? endpoints.get(path) : undefined;
-  if (endpoint !== undefined) {
+  const route = request.method === "POST" ? v1PostRoutes.get(path) : undefined;
+  if (route?.kind === "proxied") {
+    const endpoint = route.endpoint;
     readBody(request, bodyBytes, (body) => {
       if (body === "too-large") return answerTooLarge(response, id, bodyBytes);
       void gateway.handle(endpoint, { id, headers: request.headers, body, response, log: requestLog });
     });
     return true;
   }
-  const translated = request.method === "POST" ? translatedRoutes.get(path) : undefined;
-  if (translated !== undefined) {
+  if (route?.kind === "translated") {
+    const translated = route.translation;
     readBody(request, bodyBytes, (body) => {
       const exchange = { id, headers: request.headers, body: body === "too-large" ? Buffer.alloc(0) : body, response, log: requestLog };
       if (body === "too-large") answerTooLarge(translated === "responses" ? response : new TranslatingResponse(response, anthropicErrorsOnly), id, bodyBytes);
@@ -83,7 +72,7 @@ export function answerV1Request(gateway: Gateway, request: IncomingMessage, resp
   }
   const notFound = new DomainError(
     "route_not_found",
-    `no OpenAI route at ${request.method ?? "?"} ${path} here; this gateway serves GET /v1/models, /v1/models/MODEL and POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens, /v1/rerank, /v1/score, /v1/images/generations, /v1/llmgw/comfy/MODEL`,
+    `no OpenAI route at ${request.method ?? "?"} ${path} here; this gateway serves ${servedRoutes}`,
     "Point the OpenAI client's base URL at this server's /v1.",
   );
   // A body sent to a wrong route is read and dropped, so the client can read the answer.

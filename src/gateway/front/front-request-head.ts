@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { GatewayEndpoint } from "../wire/gateway-exchange.js";
 import { headerName, isHeaderValue } from "../wire/header-name.js";
+import { frontRequestLines } from "./v1-routes.js";
 
-/** A request the front answers itself: one of the three OpenAI POST routes, with a body of known length. */
+/** A request the front answers itself: one of the OpenAI POST routes the route table gives the front (v1-routes.ts), with a body of known length. */
 export interface FrontRequest {
   readonly endpoint: GatewayEndpoint;
   readonly headers: IncomingHttpHeaders;
@@ -19,10 +20,10 @@ export interface FrontRequest {
  * "other" is not a refusal: the connection goes to node's HTTP server, which
  * answers every request it can and refuses the rest as it always has. So
  * this reads strictly and accepts only what it fully understands: an
- * HTTP/1.1 POST to /v1/chat/completions, /v1/completions or /v1/embeddings
- * with one content-length, a host, no transfer coding, no Expect or Upgrade,
- * no header twice and no control character, and a body of at most
- * `maxBodyBytes`. The head's limit is the front's own to refuse: node's
+ * HTTP/1.1 POST to a route the table gives the front (/v1/chat/completions,
+ * /v1/completions, /v1/embeddings) with one content-length, a host, no
+ * transfer coding, no Expect or Upgrade, no header twice and no control
+ * character, and a body of at most `maxBodyBytes`. The head's limit is the front's own to refuse: node's
  * parser counts only some of a head's bytes (names and values, not the
  * separators), so a head past the limit handed to it could be read whole.
  */
@@ -32,7 +33,7 @@ export function readFrontRequest(bytes: Buffer, start: number, limits: { maxHead
   if (end - start > limits.maxHeadBytes) return "head-too-large";
   const head = bytes.toString("latin1", start, end);
   const lineEnd = head.indexOf("\r\n");
-  const endpoint = endpoints.get(lineEnd < 0 ? head : head.slice(0, lineEnd));
+  const endpoint = frontRequestLines.get(lineEnd < 0 ? head : head.slice(0, lineEnd));
   if (endpoint === undefined) return "other";
   const headers: IncomingHttpHeaders = {};
   let length: number | undefined;
@@ -78,13 +79,6 @@ const headEnd = Buffer.from("\r\n\r\n");
 
 /** A content-length as it stands after the colon: at most ten digits (a body the limit could take), with the white space node's parser allows around them. */
 const contentLength = /^[ \t]*\d{1,10} *$/;
-
-const endpoints: ReadonlyMap<string, GatewayEndpoint> = new Map([
-  ["POST /v1/chat/completions HTTP/1.1", "chat/completions"],
-  ["POST /v1/completions HTTP/1.1", "completions"],
-  ["POST /v1/embeddings HTTP/1.1", "embeddings"],
-]);
-
 
 /** Headers whose meaning the front does not take on: a body in chunks, 100-continue, a protocol switch. */
 const refusedHeaders = new Set(["transfer-encoding", "expect", "upgrade"]);

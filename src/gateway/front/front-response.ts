@@ -11,6 +11,7 @@ export interface FrontResponseOwner {
 
 /** Bodies up to this size leave in one write with their head; larger ones go as they are, beside it. */
 const inlineBytes = 16 * 1024;
+// eslint-disable-next-line no-control-regex -- the range starts at NUL only to name all of ASCII; what it finds is the rest
 const nonAscii = /[^\x00-\x7f]/;
 
 /**

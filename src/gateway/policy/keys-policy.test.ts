@@ -123,10 +123,11 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     expect(refusal(() => policy.admit(caller, "qwen", 10)).status).toBe(403);
   });
 
+  // The decisions here are taken in this process, synchronously: the promise a worker's shared limits return is tested with them.
   it("answers 429 with Retry-After once the requests per minute are spent, and admits again as the window slides", async () => {
     const key = await createKey({ name: "slow", rpm: 3 });
     clock = Date.parse("2030-01-01T00:00:10.000Z");
-    for (let count = 0; count < 3; count += 1) policy.admit(policy.authenticate(bearer(key)), "qwen", 1);
+    for (let count = 0; count < 3; count += 1) void policy.admit(policy.authenticate(bearer(key)), "qwen", 1);
     const refused = refusal(() => policy.admit(policy.authenticate(bearer(key)), "qwen", 1));
     expect([refused.status, refused.type, refused.code, refused.retryAfterSeconds]).toEqual([429, "requests", "rate_limit_exceeded", 60]);
     clock += 59_000;
@@ -139,12 +140,12 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     const key = await createKey({ name: "tokens", tpm: 1000 });
     clock = Date.parse("2030-01-02T00:00:00.000Z");
     const first = policy.authenticate(bearer(key));
-    policy.admit(first, "qwen", 900);
+    void policy.admit(first, "qwen", 900);
     const second = policy.authenticate(bearer(key));
     const spent = refusal(() => policy.admit(second, "qwen", 200));
     expect([spent.status, spent.type, spent.code, spent.retryAfterSeconds]).toEqual([429, "tokens", "rate_limit_exceeded", 60]);
     // The answer used far fewer tokens than prompt + max_tokens promised.
-    policy.record({ caller: first, model: "qwen", promptTokens: 50, completionTokens: 50, error: false });
+    void policy.record({ caller: first, model: "qwen", promptTokens: 50, completionTokens: 50, error: false });
     expect(() => policy.admit(second, "qwen", 800)).not.toThrow();
     const tooLarge = refusal(() => policy.admit(policy.authenticate(bearer(key)), "qwen", 1001));
     expect([tooLarge.status, tooLarge.code, tooLarge.retryAfterSeconds]).toEqual([429, "request_too_large", undefined]);
@@ -167,9 +168,9 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     clock = Date.now();
     const record = (model: string, promptTokens: number, completionTokens: number, error = false) =>
       policy.record({ caller: policy.authenticate(bearer(key)), model, promptTokens, completionTokens, error });
-    record("qwen", 10, 20);
-    record("qwen", 5, 7);
-    record("llama", 3, 0, true);
+    void record("qwen", 10, 20);
+    void record("qwen", 5, 7);
+    void record("llama", 3, 0, true);
     const stored = await store.db.selectFrom("usage").selectAll().where("key", "=", "usage").execute();
     expect(stored).toEqual([]);
 
@@ -181,7 +182,7 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
       ["llama", 1, 1, 3, 0],
     ]);
     // A second batch adds to the same minute's row rather than replacing it.
-    record("qwen", 1, 1);
+    void record("qwen", 1, 1);
     await policy.flushUsage();
     const again = (await app.inject({ method: "GET", url: "/api/v1/usage?key=usage&model=qwen", headers: as(admin) })).json() as { usage: { requests: number; prompt_tokens: number }[] };
     expect(again.usage.map((row) => [row.requests, row.prompt_tokens])).toEqual([[3, 16]]);
@@ -261,7 +262,7 @@ describe.each(storesUnderTest)("gateway keys on $kind", (storeUnderTest) => {
     const failures: string[] = [];
     const failing = await openStore(location.location);
     const other = await KeysPolicy.start(storeKeysBackend(store), { refreshIntervalMs: 3_600_000, flushIntervalMs: 3_600_000 });
-    other.record({ caller: other.authenticate(bearer(key)), model: "qwen", promptTokens: 4, completionTokens: 6, error: false });
+    void other.record({ caller: other.authenticate(bearer(key)), model: "qwen", promptTokens: 4, completionTokens: 6, error: false });
     await other.close();
     const rows = await store.db.selectFrom("usage").select(["requests", "prompt_tokens", "completion_tokens"]).where("key", "=", "closing").execute();
     expect(rows.map((row) => [Number(row.requests), Number(row.prompt_tokens), Number(row.completion_tokens)])).toEqual([[1, 4, 6]]);

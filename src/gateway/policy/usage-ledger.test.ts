@@ -8,10 +8,10 @@ describe("UsageLedger", () => {
     const written: UsageIncrement[][] = [];
     let clock = Date.parse("2030-05-01T10:00:30Z");
     const ledger = new UsageLedger(async (increments) => void written.push([...increments]), () => clock);
-    ledger.count("a", "qwen", { errors: 0, promptTokens: 10, completionTokens: 5 });
-    ledger.count("a", "qwen", { errors: 1, promptTokens: 1, completionTokens: 0 });
+    void ledger.count("a", "qwen", { errors: 0, promptTokens: 10, completionTokens: 5 });
+    void ledger.count("a", "qwen", { errors: 1, promptTokens: 1, completionTokens: 0 });
     clock += 60_000;
-    ledger.count("a", "qwen", { errors: 0, promptTokens: 2, completionTokens: 2 });
+    void ledger.count("a", "qwen", { errors: 0, promptTokens: 2, completionTokens: 2 });
     await ledger.flush();
     expect(written).toEqual([
       [
@@ -31,9 +31,9 @@ describe("UsageLedger", () => {
       if (failing) throw new Error("database is down");
       written.push(...increments);
     }, () => clock);
-    ledger.count("a", "qwen", { errors: 0, promptTokens: 10, completionTokens: 5 });
+    void ledger.count("a", "qwen", { errors: 0, promptTokens: 10, completionTokens: 5 });
     await expect(ledger.flush()).rejects.toThrow("database is down");
-    ledger.count("a", "qwen", { errors: 0, promptTokens: 1, completionTokens: 1 });
+    void ledger.count("a", "qwen", { errors: 0, promptTokens: 1, completionTokens: 1 });
     expect(ledger.pendingRequests).toBe(2);
     failing = false;
     await ledger.flush();
@@ -49,7 +49,7 @@ describe("UsageLedger", () => {
       if (calls === 2) throw new Error("database is down");
       written.push(...increments);
     }, () => Date.parse("2030-05-01T10:00:00Z"));
-    for (let index = 0; index < usageBatchLimit + 10; index += 1) ledger.count(`key-${index}`, "qwen", { errors: 0, promptTokens: 1, completionTokens: 1 });
+    for (let index = 0; index < usageBatchLimit + 10; index += 1) void ledger.count(`key-${index}`, "qwen", { errors: 0, promptTokens: 1, completionTokens: 1 });
     await expect(ledger.flush()).rejects.toThrow("database is down");
     expect([written.length, ledger.pendingRequests]).toEqual([usageBatchLimit, 10]);
     await ledger.flush();

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from "fastify";
-import type { LoggerOptions } from "pino";
+import type { LogSettings } from "../../log-output.js";
 import { parseListen } from "../../catalog/server-config.js";
 import { listenFailure } from "../../errors/listen-failure.js";
 import { clientErrorAnswerer } from "../../http/error-handler.js";
@@ -23,7 +23,7 @@ export interface StandaloneGatewayOptions {
   readonly token: string;
   readonly listen: string;
   readonly policy: GatewayPolicy;
-  readonly logger?: LoggerOptions | false;
+  readonly logger?: LogSettings | false;
   /** Serve HTTPS with this certificate (--tls-cert/--tls-key), swapped for a renewed one without a restart. */
   readonly tls?: TlsFiles | undefined;
   /** The port's limits against abuse (--body-bytes, --header-timeout...); default defaultServerLimits, as a server's. */

@@ -13,6 +13,7 @@ import { registerGatewayRoutes } from "../front/register-gateway-routes.js";
 import { gatewayServerFactory } from "../front/gateway-server-factory.js";
 import { routingModel } from "../testing/routing-model.js";
 import { closeServer, listenOnLoopback } from "../../../test/support/loopback-server.js";
+import { waitFor } from "../../../test/support/fake-engine.js";
 
 const replicaKey = "llmgw_replica_test-key-0123456789abcdef";
 
@@ -68,7 +69,8 @@ describe("the gateway's request path", () => {
     const { gateway, url } = await gatewayApp(openPolicy);
     gateway.swap(table([model("chat", [{ id: "r1", endpoint: engine.url }])]));
     const answer = await client(url).chat.completions.create({ model: "chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 3 });
-    expect(answer.choices[0]?.message.content).toBeTruthy();
+    // The simulated engine's first three tokens, whatever the seed.
+    expect(answer.choices[0]?.message.content).toBe("Simulated answer from");
     // The same engine refuses the client's own key.
     const direct = await fetch(`${engine.url}/v1/models`, { headers: { authorization: "Bearer client-key" } });
     expect(direct.status).toBe(401);
@@ -80,14 +82,14 @@ describe("the gateway's request path", () => {
     const { gateway, url } = await gatewayApp(openPolicy, { maxQueuePerModel: 1, demand });
     gateway.swap(table([model("cold", [])]));
     const queued = client(url).chat.completions.create({ model: "cold", messages: [{ role: "user", content: "Hi" }], max_tokens: 3 });
-    while (gateway.state.waiting("cold") === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(() => gateway.state.waiting("cold") > 0, 10_000, "the request for cold to queue", 5);
     expect(demand).toContain("cold");
     const refused = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "cold", messages: [{ role: "user", content: "Hi" }] }) });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(((await refused.json()) as { error: { code: string; type: string } }).error).toMatchObject({ code: "queue_full", type: "rate_limit_error" });
     gateway.swap(table([model("cold", [{ id: "r1", endpoint: engine.url }])]));
-    expect((await queued).choices[0]?.message.content).toBeTruthy();
+    expect((await queued).choices[0]?.message.content).toBe("Simulated answer from");
   });
 
   it("answers 503 at once, with placement's reason in OpenAI's shape, for a model no replica will come to", async () => {
@@ -106,7 +108,7 @@ describe("the gateway's request path", () => {
     gateway.swap(table([model("burst", [], { on_demand: true, queue_timeout_ms: 120_000 })]));
     // The client gives up long before the model's 120 s: only an answer at the refusal arrives in time.
     const waiting = client(url, 20_000).chat.completions.create({ model: "burst", messages: [{ role: "user", content: "Hi" }] }).catch((error: unknown) => error);
-    while (gateway.state.waiting("burst") === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(() => gateway.state.waiting("burst") > 0, 10_000, "the request for burst to queue", 5);
     gateway.swap(table([model("burst", [], { on_demand: true, queue_timeout_ms: 120_000, unavailable: "placement cannot place burst: 0 of 2 nodes: 2 have no free h100" })]));
     const refused = await waiting;
     expect(refused).toBeInstanceOf(APIError);
@@ -249,7 +251,7 @@ describe("the gateway's request path", () => {
     gateway.swap(table([model("slow", [{ id: "r1", endpoint: engine.url }]), model("cold", [])]));
     const stream = await client(url).chat.completions.create({ model: "slow", messages: [{ role: "user", content: "Hi" }], max_tokens: 20, stream: true, ...({ ignore_eos: true } as Record<string, unknown>) });
     const queued = fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "cold", messages: [{ role: "user", content: "Hi" }] }) });
-    while (gateway.state.waiting("cold") === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(() => gateway.state.waiting("cold") > 0, 10_000, "the request for cold to queue", 5);
     const closing = app.close();
     const refused = await queued;
     expect(refused.status).toBe(503);
@@ -260,8 +262,11 @@ describe("the gateway's request path", () => {
       text += chunk.choices[0]?.delta?.content ?? "";
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
-    expect(finish).toBeTruthy();
-    expect(text.length).toBeGreaterThan(0);
+    // The stream whole, as the engine wrote it: a first line naming the model and echoing the prompt, and all
+    // twenty tokens ignore_eos asked for (one word each).
+    expect(text).toMatch(/^Simulated answer from slow: Hi\n\n/);
+    expect(text.split(/\s+/)).toHaveLength(20);
+    expect(finish).toBe("length");
     await closing;
   });
 
@@ -303,7 +308,7 @@ describe("a replica whose engine is gone", () => {
     gateway.swap(table([model("chat", [{ id: "killed", endpoint: killedUrl }, { id: "alive", endpoint: engine.url }])]));
     for (let request = 0; request < 12; request += 1) {
       const { data, response } = await ask(url).withResponse();
-      expect(data.choices[0]?.message.content).toBeTruthy();
+      expect(data.choices[0]?.message.content).toBe("Simulated answer");
       expect(response.headers.get("x-llmgw-model")).toBe("chat");
     }
     // Each attempt the killed replica got was refused and retried on the other: one, not twelve.
@@ -323,7 +328,7 @@ describe("a replica whose engine is gone", () => {
     expect(await counted(gateway, "llmgw_gateway_endpoint_ejections_total", "chat")).toBe(1);
     // The engine starts again on the same port, well within the ejection: the next request reaches it.
     await simEngine("vllm", ["serve", "/weights", "--port", new URL(killedUrl).port, "--served-model-name", "chat"]);
-    expect((await ask(url)).choices[0]?.message.content).toBeTruthy();
+    expect((await ask(url)).choices[0]?.message.content).toBe("Simulated answer");
   });
 
   it("retries a stream whose engine died inside its first event: the client gets the other replica's stream whole", async () => {
@@ -347,8 +352,9 @@ describe("a replica whose engine is gone", () => {
       text += chunk.choices[0]?.delta?.content ?? "";
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
-    expect(text.length).toBeGreaterThan(0);
-    expect(finish).toBeTruthy();
+    // The alive replica's stream whole: its first four tokens, cut by max_tokens.
+    expect(text).toBe("Simulated answer from chat:");
+    expect(finish).toBe("length");
     expect(await counted(gateway, "llmgw_gateway_upstream_retries_total", "chat")).toBe(1);
   });
 
@@ -364,7 +370,7 @@ describe("a replica whose engine is gone", () => {
     started.push({ close: () => closeServer(overloaded) });
     const { gateway, url } = await gatewayApp(openPolicy, { random: first });
     gateway.swap(table([model("chat", [{ id: "overloaded", endpoint: overloadedUrl }, { id: "alive", endpoint: engine.url }])]));
-    for (let request = 0; request < 6; request += 1) expect((await ask(url)).choices[0]?.message.content).toBeTruthy();
+    for (let request = 0; request < 6; request += 1) expect((await ask(url)).choices[0]?.message.content).toBe("Simulated answer");
     expect(overloadedGot).toBe(6);
     expect(await counted(gateway, "llmgw_gateway_endpoint_ejections_total", "chat")).toBe(0);
   });

@@ -113,7 +113,7 @@ export class Gateway {
       this.metrics.observeTable(snapshot);
       this.#tokens.prepare(snapshot.table.models);
       this.#routes.retain(snapshot.table.models);
-      this.#cache.retain(snapshot.table.models);
+      this.#cache.follow(snapshot.table);
     });
   }
 
@@ -390,6 +390,7 @@ export class Gateway {
   /** Stops taking requests: queued ones are answered 503 at once, those being answered finish; then the pools close. */
   async close(): Promise<void> {
     this.#closing.abort();
+    this.#cache.close();
     if (this.#active > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
     await this.#routes.close();
   }

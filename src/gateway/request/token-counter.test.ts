@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/support/fake-engine.js";
 import { estimateTokens, TokenCounter } from "./token-counter.js";
 
 /** A word-level tokenizer small enough to count by hand: one token per word or run of punctuation. */
@@ -24,8 +25,7 @@ writeFileSync(path.join(folder, "tokenizer_config.json"), JSON.stringify({ chat_
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 async function loaded(counter: TokenCounter, model: { name: string; tokenizer: string | null }): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!counter.hasTokenizer(model) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  await waitFor(() => counter.hasTokenizer(model), 5_000, `${model.name}'s tokenizer to load`, 10);
 }
 
 describe("TokenCounter", () => {
@@ -58,9 +58,11 @@ describe("TokenCounter", () => {
     const counter = new TokenCounter((model, reason) => failures.push(`${model}: ${reason}`));
     const model = { name: "broken-model", tokenizer: broken };
     counter.prepare([model]);
-    const deadline = Date.now() + 5000;
-    while (failures.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-    rmSync(broken, { recursive: true, force: true });
+    try {
+      await waitFor(() => failures.length > 0, 5_000, "the counter to report the unreadable tokenizer", 10);
+    } finally {
+      rmSync(broken, { recursive: true, force: true });
+    }
     expect(failures[0]).toMatch(/^broken-model: /);
     expect(counter.count(model, { model: "broken-model", prompt: "hello world" })).toBe(estimateTokens("hello world"));
   });

@@ -1,6 +1,7 @@
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server as HttpServer } from "node:http";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/support/fake-engine.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { UpstreamController, UpstreamHandler, UpstreamRequest } from "./upstream-dispatcher.js";
 
@@ -297,22 +298,22 @@ describe("Http1Pool", () => {
   });
 
   it("lets a request under way finish when closed, refuses new ones, and closes its connections", async () => {
-    let respondNow!: () => void;
+    let respondNow: (() => void) | undefined;
     const upstream = await httpUpstream((_request, respond) => (respondNow = () => respond(200, {}, "finished")));
     let disconnected = 0;
     upstream.server.on("connection", (socket: Socket) => socket.on("close", () => (disconnected += 1)));
     const connections = new Http1Pool(upstream.url);
     const { handler, answer } = gather();
     connections.dispatch(post("/", "{}"), handler);
-    while (respondNow === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+    const respond = await waitFor(() => respondNow, 5_000, "the upstream to receive the request", 5);
     const closing = connections.close();
     const late = gather();
     connections.dispatch(post("/", "{}"), late.handler);
     await expect(late.answer).rejects.toThrow(/closing its connections/);
-    respondNow();
+    respond();
     await expect(answer).resolves.toMatchObject({ body: "finished" });
     await closing;
-    while (disconnected === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(() => disconnected > 0, 5_000, "the pool's connection to close", 5);
     expect(disconnected).toBe(1);
   });
 

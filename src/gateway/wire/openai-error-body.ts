@@ -2,12 +2,11 @@ import { DomainError } from "../../errors/domain-error.js";
 import { asInvoked } from "../../llmgw-invocation.js";
 import { statusForCode } from "../../protocol/http-status.js";
 import { GatewayRefusal } from "../policy/gateway-policy.js";
+import type { OpenAIErrorBody } from "../../protocol/openai-error-body.js";
 import { RetryLater } from "./retry-later.js";
 
-/** The error shape OpenAI's clients read: they raise it with its message, type and code. */
-export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string };
-}
+// The error shape OpenAI's clients read (they raise it with its message, type and code): one declaration for the gateway and the engines.
+export type { OpenAIErrorBody } from "../../protocol/openai-error-body.js";
 
 export interface OpenAIErrorAnswer {
   readonly status: number;

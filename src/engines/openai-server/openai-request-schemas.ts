@@ -1,10 +1,10 @@
 import { z } from "zod";
 
 /**
- * The parts of OpenAI request bodies the simulated engine reads. Objects are
- * loose: real engines accept the many fields clients send (user,
- * metadata, store...) and so must a stand-in for them; only what we read is
- * checked.
+ * The parts of OpenAI request bodies the engines llmgw serves itself read
+ * (the simulated engine wholly, the built-in llama.cpp as the base of its
+ * own). Objects are loose: real engines accept the many fields clients send
+ * (user, metadata, store...) and so must these; only what is read is checked.
  */
 
 /**
@@ -120,13 +120,6 @@ export const embeddingRequestSchema = z.looseObject({
   dimensions: z.number().int().min(1).max(8192).nullish(),
 });
 export type EmbeddingRequest = z.infer<typeof embeddingRequestSchema>;
-
-/** Our own admin input: strict. */
-export const faultRequestSchema = z.strictObject({ fault: z.string() });
-
-/** vLLM's and SGLang's runtime LoRA bodies (POST /v1/load_lora_adapter, /load_lora_adapter and their unload twins). */
-export const loadAdapterRequestSchema = z.looseObject({ lora_name: z.string().min(1), lora_path: z.string().min(1) });
-export const unloadAdapterRequestSchema = z.looseObject({ lora_name: z.string().min(1) });
 
 /** OpenAI's Responses API, the parts the simulated engine reads (vLLM's ResponsesRequest takes the same). */
 export const responsesRequestSchema = z.looseObject({
