@@ -75,6 +75,7 @@ export async function startGangWorker(options: GangWorkerOptions): Promise<GangW
       member = joined;
       log(`llmgw sim-engine: ${name} joined the leader at ${gang.leaderAddress}:${gang.leaderPort}`);
       const end = await joined.ended;
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- close() may have come while the gang ran
       if (closing) return;
       if (end.kind === "shutdown") {
         log(`llmgw sim-engine: ${name}: the leader shut down; exiting`);
