@@ -1,4 +1,3 @@
-import type { Socket } from "node:net";
 import { DomainError } from "../../errors/domain-error.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/routing-table.js";
 import { chooseReplica } from "../routing/choose-replica.js";
@@ -23,7 +22,7 @@ import { estimateToolTokens, TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "../upstream/upstream-error.js";
 import { ComfyEndpoints, type ComfyEndpointsOptions } from "../comfy/comfy-endpoints.js";
 import { wrongTaskError } from "../comfy/wrong-task-error.js";
-import type { V1Response } from "../wire/v1-response.js";
+import { endConnectionAfter } from "../wire/end-connection-after.js";
 import type { GatewayEndpoint, GatewayExchange, GatewayLog } from "../wire/gateway-exchange.js";
 import { forward, type Attempt, type Outcome } from "./attempt.js";
 import { completionsDefaultMaxTokens, limitProblem } from "./request-limits.js";
@@ -393,11 +392,4 @@ export class Gateway {
     if (this.#active > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
     await this.#routes.close();
   }
-}
-
-
-function endConnectionAfter(response: V1Response, socket: Socket | null): void {
-  const end = () => socket?.end();
-  if (response.writableFinished) end();
-  else response.once("finish", end);
 }
