@@ -25,7 +25,9 @@ const omitted = new Set(["time", "level", "msg", "pid", "hostname", "v"]);
 
 /** A value as logfmt writes it: bare when it is one plain word, quoted (with JSON's escapes, so it stays on one line) otherwise. */
 function formatValue(value: unknown): string {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- JSON.stringify answers undefined for undefined, which its type leaves out
   const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+  // eslint-disable-next-line no-control-regex -- control characters are what this finds, on purpose
   return /^[^\s"=\\\u0000-\u001f]+$/.test(text) ? text : JSON.stringify(text);
 }
 

@@ -103,6 +103,7 @@ export function startStream(queryClient: QueryClient): () => void {
           for (const message of readMessages(buffer)) handle(queryClient, message);
         }
       } catch {
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the page may have closed the stream during the wait
         if (abort.signal.aborted) return;
       }
       setStatus("reconnecting");

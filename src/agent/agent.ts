@@ -228,6 +228,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // The first contact runs before startAgent returns, so a refused token or a
   // server of another version fails the start itself, with its message.
   await running.beat();
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a stop that came while the agent started sets it
   if (closed) {
     await done;
   }

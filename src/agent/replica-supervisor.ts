@@ -72,7 +72,7 @@ export class ReplicaSupervisor {
     this.closing = true;
     for (const timer of this.timers) clearInterval(timer);
     for (const replica of this.replicas.values()) replica.abort.abort();
-    await Promise.allSettled([...this.replicas.values()].map((replica) => replica.running));
+    await Promise.allSettled([...this.replicas.values()].flatMap((replica) => (replica.running ? [replica.running] : [])));
   }
 
   list(): ReplicaStatus[] {
@@ -260,6 +260,7 @@ export class ReplicaSupervisor {
     const wasState = replica.state;
     // The leader is gone, but its workers may still hold the cards: they go before the cards are called free.
     const outcome = await this.launcher.stopProcesses(replica);
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- closing, a stop or another exit may all have come while the processes stopped
     if (this.closing || replica.stopping !== undefined || isTerminal(replica.state)) return;
     this.transition(
       replica,

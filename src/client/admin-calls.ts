@@ -131,7 +131,7 @@ export const admin = {
   /** The plan's shape is the planner's own (src/plan), which this contracts-only module may not import: the caller names it. */
   plan: <Plan>(query: AdminQuery) => call<Plan>("plan", {}, { query }),
   presets: () => call<{ presets: PresetView[] }>("presets", {}),
-  addPreset: (preset: string, body: { name?: string }, query?: { source_check?: false }) => call<AddedModelView>("addPreset", { name: preset }, { query, body }),
+  addPreset: (preset: string, body: { name?: string }, query?: { source_check?: false; keep_unplaceable?: true }) => call<AddedModelView>("addPreset", { name: preset }, { query, body }),
   updates: () => call<{ models: UpdateCheckView[] }>("updates", {}),
 
   tokens: () => call<{ tokens: TokenView[] }>("tokens", {}),

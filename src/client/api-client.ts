@@ -216,7 +216,7 @@ async function unreachable(baseUrl: string, error: unknown): Promise<RemoteError
         ? "no such host"
         : code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT"
           ? "no answer in time"
-          : (cause as Error).message ?? String(cause);
+          : cause instanceof Error ? cause.message : String(cause);
   return new RemoteError(
     "server_unreachable",
     `could not reach the llmgw server at ${baseUrl} (${reason})`,

@@ -11,6 +11,7 @@ import {
   qwen3Embedding06bConfig,
   qwen3Reranker06bConfig,
 } from "./demo-configs.js";
+import { deepseekV3Config, deepseekV3Repository, deepseekV3Shards, writeDeepSeekV3Checkpoint } from "./deepseek-v3-checkpoint.js";
 
 /**
  * A Hugging Face repository a preset names, as the demo's stand-in hub
@@ -33,6 +34,8 @@ export interface PresetCheckpoint {
     /** The published file's exact size in bytes, where it is known: the planner's count of the stand-in is held to it. */
     readonly publishedBytes?: number;
   };
+  /** Writes the checkpoint in its publisher's own format (FP8 with block scales), where BF16 headers would misstate it. */
+  readonly write?: (folder: string) => Promise<unknown>;
 }
 
 // llama.cpp's file types (general.file_type): 7 is MOSTLY_Q8_0, 15 MOSTLY_Q4_K_M.
@@ -54,6 +57,7 @@ export const presetCheckpoints: readonly PresetCheckpoint[] = [
     config: nomicEmbedTextV15Config,
     gguf: { stem: "nomic-embed-text-v1.5.Q4_K_M", quantization: "Q4_K_M", fileType: 15, parts: 1, publishedBytes: 84_106_624 },
   },
+  { repository: deepseekV3Repository, config: deepseekV3Config, shards: deepseekV3Shards, write: writeDeepSeekV3Checkpoint },
 ];
 
 /**
@@ -90,7 +94,9 @@ export async function writePresetCheckpoints(root: string): Promise<Record<strin
   for (const checkpoint of presetCheckpoints) {
     const folder = path.join(root, ...checkpoint.repository.split("/"));
     const architecture = architectureFromConfig(checkpoint.config, `${checkpoint.repository}/config.json`);
-    if (checkpoint.gguf) {
+    if (checkpoint.write) {
+      await checkpoint.write(folder);
+    } else if (checkpoint.gguf) {
       const parts = syntheticGgufParts(architecture, checkpoint.gguf.quantization, checkpoint.gguf.fileType, checkpoint.gguf.parts);
       const names = ggufFileNames(checkpoint.gguf);
       for (const [index, bytes] of parts.entries()) await writeBytes(path.join(folder, names[index] as string), bytes);

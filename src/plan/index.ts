@@ -85,3 +85,5 @@ export { resolveHubRevision } from "./resolve-hub-revision.js";
 export { sixteenBitQuantization, weightsPerCard } from "./weights-per-card.js";
 export * from "./light.js";
 export { chooseServeEntry } from "./serve-entry.js";
+export { safetensorsHeaderBytes } from "./header-only-checkpoint.js";
+export type { SafetensorsTensor } from "./safetensors.js";

@@ -20,6 +20,13 @@ describe("diff", () => {
     expect(again).toEqual([]);
   });
 
+  it("places nothing while the model's files are being read, and places it once their figures price the cards", () => {
+    const reading = diff({ models: [model("qwen", { min: 1, max: 1, factsPending: true })] }, observed([node("gpu-1")]), settings);
+    expect(starts(reading)).toEqual([]);
+    const read = diff({ models: [model("qwen", { min: 1, max: 1, factsPending: false })] }, observed([node("gpu-1")]), settings);
+    expect(starts(read).map((start) => start.model)).toEqual(["qwen"]);
+  });
+
   it("counts a replica still starting, so a second pass does not start it twice", () => {
     const starting = [replica("qwen-a", "qwen", "gpu-1", [0], { state: "pending", placedAtMs: now - 100 })];
     expect(starts(diff({ models: [model("qwen")] }, observed([node("gpu-1")], starting), settings))).toEqual([]);

@@ -146,6 +146,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     const surging = model.restartInPlace ? outdated.length : 0;
     const need = count - current.length - surging;
     if (need > 0 && model.backoffUntilMs !== undefined && now < model.backoffUntilMs) continue;
+    if (need > 0 && model.factsPending === true) continue;
     // A restart's replacements go on no worse a profile than the replicas they replace; a draining
     // node's replicas go wherever there is room (the operator asked for the machine), and move back later.
     // Those an in-place restart already withdrew count until they stop: their replacement starts meanwhile.

@@ -32,6 +32,16 @@ describe("fitsNowhere: a model no node of this fleet could hold even empty", () 
     expect(reason).toBe("profile vllm: no node has 8 h100 cards on one fabric; the most, on gpu-2, is 4");
   });
 
+  it("refuses a profile over more nodes of one fabric than the fleet has, counting each fabric apart", () => {
+    const gang = { engine: "vllm", source: llama70, gpu_class: "h100", gpus: 2, nodes: 3 } as const;
+    const onIb = (node: InventoryNode): InventoryNode => ({ ...node, gpus: node.gpus.map((gpu) => ({ ...gpu, fabric: "ib0" })) });
+    // Three nodes of two cards, but two on one fabric and one on another: no gang of three can be made.
+    const split = fleetFromNodes([h100Node("gpu-1", 2), h100Node("gpu-2", 2), onIb(h100Node("gpu-3", 2))]);
+    expect(fitsNowhere(model({ profiles: [gang] }), facts, split, 0.9)).toBe("profile vllm: spans 3 nodes of 2 h100 cards on one fabric; the most this fleet has is 2 (h100 on nvl0)");
+    // Three on one fabric, busy or not: that is no room now.
+    expect(fitsNowhere(model({ profiles: [gang] }), facts, fleetFromNodes([h100Node("gpu-1", 2), h100Node("gpu-2", 2, 0), h100Node("gpu-3", 2, 0)]), 0.9)).toBeUndefined();
+  });
+
   it("cannot tell with no node of the class joined, an unread source, or a CPU profile beside the one that fits nowhere", () => {
     const tooBig = { engine: "vllm", source: llama70, gpu_class: "h100", gpus: 1 } as const;
     expect(fitsNowhere(model({ profiles: [tooBig] }), facts, fleetFromNodes([]), 0.9)).toBeUndefined();

@@ -18,6 +18,17 @@ function profileFitsNowhere(profile: ResolvedProfile, context: number | undefine
   if (widest.cards < profile.gpus) {
     return `profile ${profile.name}: no node has ${profile.gpus} ${profile.gpu_class ?? "GPU"} cards on one fabric; the most, on ${widest.node}, is ${widest.cards}`;
   }
+  if (profile.nodes > 1) {
+    // A gang's members are nodes of one class on one fabric: count them per pool, never across two.
+    const perPool = new Map<string, number>();
+    for (const group of groups) {
+      if (group.cards >= profile.gpus) perPool.set(`${group.gpuClass} on ${group.fabric}`, (perPool.get(`${group.gpuClass} on ${group.fabric}`) ?? 0) + 1);
+    }
+    const [pool, most] = [...perPool].reduce<[string, number]>((best, entry) => (entry[1] > best[1] ? entry : best), ["", 0]);
+    if (most < profile.nodes) {
+      return `profile ${profile.name}: spans ${profile.nodes} nodes of ${profile.gpus} ${profile.gpu_class ?? "GPU"} cards on one fabric; the most this fleet has is ${most}${pool === "" ? "" : ` (${pool})`}`;
+    }
+  }
   return facts ? cardShortfall(facts, profile, context, fleet, gpuMemoryUtilization) : undefined;
 }
 

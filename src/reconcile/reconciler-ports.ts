@@ -35,4 +35,6 @@ export interface ReconcilerFacts {
   get(source: string): ModelFacts | undefined;
   /** The figures, waiting up to `withinMs` for a read under way; undefined when unreadable or slower. */
   whenRead(source: string, withinMs: number): Promise<ModelFacts | undefined>;
+  /** A read of the source is queued or under way: its figures may come in a moment (the reconciler is woken when they do). */
+  reading(source: string): boolean;
 }

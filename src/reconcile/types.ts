@@ -12,6 +12,8 @@ export interface DesiredModel {
   /** Grow toward max while replicas carry more than this many requests each; undefined: no growth. */
   readonly targetInFlight: number | undefined;
   readonly profiles: readonly DemandProfile[];
+  /** A read of a profile's files is under way: nothing new is placed until its figures price the cards. */
+  readonly factsPending?: boolean;
   /** The last request or demand call seen (ms since the epoch). */
   readonly demandAtMs: number | undefined;
   /** Nothing new starts before this (engine failures in a row). */

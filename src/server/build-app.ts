@@ -158,7 +158,7 @@ export async function buildApp(parts: AppParts): Promise<FastifyInstance> {
   if (parts.gateway) registerGatewayRoutes(app, parts.gateway);
   if (parts.gateway) registerSeriesRoutes(app, parts.gateway.series, parts.catalog);
   registerPlanRoutes(app, parts.plan ?? defaultPlanSettings, parts.fleet ?? parts.fleetService?.inventoryNodes ?? noFleet);
-  registerPresetRoutes(app, parts.catalog, parts.fleetService, parts.plan ?? defaultPlanSettings, parts.previewReplicas);
+  registerPresetRoutes(app, parts.catalog, parts.fleetService, parts.plan ?? defaultPlanSettings, parts.previewReplicas, parts.fitsNowhere);
   await registerConsoleFiles(app, parts.consoleDirectory ?? defaultConsoleDirectory(packageRoot.directory));
   await app.ready();
   return app;

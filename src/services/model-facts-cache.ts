@@ -74,6 +74,11 @@ export class ModelFactsCache {
     return this.facts.get(source);
   }
 
+  /** A read of the source is queued or under way. */
+  reading(source: string): boolean {
+    return this.isReading(source);
+  }
+
   private isReading(source: string): boolean {
     return this.queued.has(source) || this.inFlight.has(source);
   }

@@ -66,6 +66,10 @@ export class ModelFactsService implements ReconcilerFacts {
     return this.cache.get(source);
   }
 
+  reading(source: string): boolean {
+    return this.cache.reading(source);
+  }
+
   whenRead(source: string, withinMs: number): Promise<ModelFacts | undefined> {
     return this.cache.whenRead(source, withinMs);
   }

@@ -18,6 +18,8 @@ describe("presets in the demo, through llmgw ctl", () => {
   const presetFiles = loadPresets(shippedPresetsFolder);
   const shipped = presetFiles.map((preset) => preset.name);
   const isComfy = (preset: Preset) => (preset.model.profiles ?? []).some((profile) => profile.engine === "comfyui");
+  /** A preset no node of the demo holds (its cards are too small for one node, and it has no two nodes of eight): it says why, and is not added. */
+  const beyondTheDemo = (name: string) => name === "deepseek-v3";
   const client = () => new OpenAI({ baseURL: `${demo.url}/v1`, apiKey: "unused-on-the-demo's-open-gateway", maxRetries: 0, timeout: 60_000 });
   const replicasOf = async (model: string) => (JSON.parse(await ctl("replicas", "--model", model, "--json")) as { replicas: ReplicaView[] }).replicas;
   /** Polls what `ctl` and /metrics say every half second: each poll starts a process. */
@@ -68,7 +70,12 @@ describe("presets in the demo, through llmgw ctl", () => {
         expect(profile.unreadable, `${preset.name}/${profile.name}`).toBeNull();
         expect(profile.weights_bytes, `${preset.name}/${profile.name}`).toBeGreaterThan(0);
       }
-      // The demo's fleet runs every preset (the 70B on its free cards, as the first listing is made before anything else is added).
+      if (beyondTheDemo(preset.name)) {
+        expect(preset.runs_on, preset.name).toBeNull();
+        expect(preset.why_not, preset.name).toContain("profile two-nodes: 0/2 fabrics: nvl0 has 0 nodes with 8 free cards of the 2 needed");
+        continue;
+      }
+      // The demo's fleet runs every other preset (the 70B on its free cards, as the first listing is made before anything else is added).
       expect([preset.name, preset.why_not]).toEqual([preset.name, null]);
       expect(preset.runs_on, preset.name).not.toBeNull();
     }
@@ -86,13 +93,13 @@ describe("presets in the demo, through llmgw ctl", () => {
     // A ComfyUI preset's size is its workflow's files as the hub publishes them (17.2 GB; 4.93 GB), all on its one card.
     expect(table).toMatch(/flux1-schnell\s+images\s+16\.0 GiB\s+gpu: 1 card × 16\.0 GiB\s+Apache-2\.0\s+yes on gpu-node-\d \(1× (H100|L40S)\)/);
     expect(table).toMatch(/hunyuan3d-2\s+image-to-3d\s+4\.6 GiB\s+gpu: 1 card × 4\.6 GiB\s+Tencent Hunyuan 3D 2\.0 Community License\s+yes on gpu-node-\d/);
-    for (const name of shipped) expect(table).toMatch(new RegExp(`^${name.replace(/\./g, "\\.")}\\s.*\\d GiB.*yes on gpu-node-\\d`, "m"));
+    for (const name of shipped.filter((each) => !beyondTheDemo(each))) expect(table).toMatch(new RegExp(`^${name.replace(/\./g, "\\.")}\\s.*\\d GiB.*yes on gpu-node-\\d`, "m"));
   });
 
   // Before anything else is added, so each finds the demo's free cards; each is removed once it answered.
   it.each(
     loadPresets(shippedPresetsFolder)
-      .filter((preset) => !(preset.model.profiles ?? []).some((profile) => profile.engine === "comfyui"))
+      .filter((preset) => !(preset.model.profiles ?? []).some((profile) => profile.engine === "comfyui") && !beyondTheDemo(preset.name))
       .map((preset) => [preset.name, preset] as const),
   )("`ctl model serve` of %s's source picks a fitting candidate, and the model answers its task", async (name, preset) => {
     const source = preset.model.profiles?.[0]?.source as string;
@@ -190,15 +197,15 @@ describe("presets in the demo, through llmgw ctl", () => {
   }, 120_000);
 
   it("has every shipped preset in the catalog, each answering its task", async () => {
-    for (const preset of presetFiles.filter((each) => !isComfy(each))) {
+    for (const preset of presetFiles.filter((each) => !isComfy(each) && !beyondTheDemo(each.name))) {
       const models = (JSON.parse(await ctl("models", "--json")) as { models: ModelView[] }).models;
       if (!models.some((model) => model.name === preset.name)) await ctl("model", "add", preset.name);
     }
     const { presets } = JSON.parse(await ctl("model", "presets", "--json")) as { presets: PresetView[] };
-    for (const preset of presets) expect(preset.added_as, preset.name).toContain(preset.name);
-    const onDemand = presetFiles.filter((each) => !isComfy(each) && each.model.scaling?.min === 0);
+    for (const preset of presets.filter((each) => !beyondTheDemo(each.name))) expect(preset.added_as, preset.name).toContain(preset.name);
+    const onDemand = presetFiles.filter((each) => !isComfy(each) && !beyondTheDemo(each.name) && each.model.scaling?.min === 0);
     expect(onDemand.map((preset) => preset.name)).toEqual(["llama-3.3-70b-instruct"]);
-    for (const preset of presetFiles.filter((each) => !isComfy(each) && !onDemand.includes(each))) {
+    for (const preset of presetFiles.filter((each) => !isComfy(each) && !beyondTheDemo(each.name) && !onDemand.includes(each))) {
       expect(await answerTask(preset.name, preset.preset.tasks[0] as string), preset.name).not.toBe("");
     }
     // The reranker puts the document that answers the query first, and is refused chat (it runs with --runner pooling), naming what it serves.

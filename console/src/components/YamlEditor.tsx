@@ -61,7 +61,7 @@ export function YamlEditor({ initial }: { initial: string }) {
             ? "Not valid YAML"
             : check.data?.ok
               ? `The server accepts it: ${check.data.answer.changes.map((change) => change.summary).join("; ") || "it would be added"}`
-              : check.data && !check.data.ok
+              : check.data
                 ? `The server refuses it: ${check.data.error.message}`
                 : "Checking with the server…"}
         </Text>

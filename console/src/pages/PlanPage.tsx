@@ -12,6 +12,12 @@ import { ScrollTable } from "../components/ScrollTable.tsx";
 import { usePresets, usePlan } from "../queries.ts";
 
 /** The model name a source suggests: its repository's or last path part's name, in lower case. */
+/** The nodes a candidate spans; an older server's answer names none, and means one. */
+function nodesOf(candidate: PlanCandidate): number {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- an older server's answer lacks it
+  return candidate.nodes ?? 1;
+}
+
 function nameFromSource(source: string): string {
   const last = source.replace(/@.*$/, "").split(/[/:]/).filter((part) => part !== "").pop() ?? "model";
   return last.replace(/\.gguf$/i, "").toLowerCase().replace(/[^a-z0-9._-]+/g, "-");
@@ -35,7 +41,7 @@ export function entryFor(candidate: PlanCandidate, source: string): Record<strin
           gpu_class: candidate.pool.gpu_class,
           gpus: candidate.gpus,
           // A candidate over several nodes keeps its node count (older servers send none: one node).
-          ...((candidate.nodes ?? 1) > 1 ? { nodes: candidate.nodes } : {}),
+          ...(nodesOf(candidate) > 1 ? { nodes: candidate.nodes } : {}),
           quantization: candidate.quantization,
         };
   return { name: nameFromSource(source), context, profiles: [profile] };
@@ -65,7 +71,7 @@ function Candidates({ plan, onPick }: { plan: Plan; onPick: (candidate: PlanCand
               </Table.Td>
               <Table.Td>{candidate.engine}</Table.Td>
               <Table.Td>{candidate.quantization}</Table.Td>
-              <Table.Td>{candidate.gpus === 0 ? "CPU" : (candidate.nodes ?? 1) > 1 ? `${candidate.nodes} × ${candidate.gpus}` : candidate.gpus}</Table.Td>
+              <Table.Td>{candidate.gpus === 0 ? "CPU" : nodesOf(candidate) > 1 ? `${candidate.nodes} × ${candidate.gpus}` : candidate.gpus}</Table.Td>
               <Table.Td>{gib(candidate.weights_bytes_per_card)}</Table.Td>
               <Table.Td>{candidate.max_context.toLocaleString()}</Table.Td>
               <Table.Td>

@@ -42,7 +42,7 @@ export async function engineCommandLine(
 ): Promise<{ argv: string[]; env: Record<string, string> }> {
   const env: Record<string, string> = { ...launch.env };
   // Every engine sees only its own cards; a driver that forgot would let it grab every card on the node.
-  env.CUDA_VISIBLE_DEVICES ??= spec.cards.join(",");
+  if (!("CUDA_VISIBLE_DEVICES" in env)) env.CUDA_VISIBLE_DEVICES = spec.cards.join(",");
   const simulation = options.simulation;
   if (simulation) {
     const firstCard = spec.cards[0];

@@ -15,7 +15,7 @@ export class ProgressCounter {
     let bytesDone = 0;
     for (const bytes of this.done.values()) bytesDone += bytes;
     const sizes = this.files.map((file) => file.size);
-    const bytesTotal = sizes.every((size) => size !== undefined) ? sizes.reduce<number>((sum, size) => sum + (size ?? 0), 0) : undefined;
+    const bytesTotal = sizes.every((size) => size !== undefined) ? sizes.reduce<number>((sum, size) => sum + size, 0) : undefined;
     this.report({ bytesDone, bytesTotal: bytesTotal === undefined ? undefined : Math.max(bytesTotal, bytesDone) });
   }
 }

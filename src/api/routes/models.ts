@@ -96,7 +96,7 @@ const ownerBody = z.strictObject({ owner: modelEntrySchema.shape.owner.unwrap() 
 const targetBody = z.strictObject({ in_flight: modelEntrySchema.shape.target.unwrap().shape.in_flight.nullable() });
 const fallbacksBody = z.strictObject({ fallbacks: modelEntrySchema.shape.fallbacks.unwrap() });
 
-function fitsNowhereRefusal(name: string, reason: string): DomainError {
+export function fitsNowhereRefusal(name: string, reason: string): DomainError {
   return new DomainError(
     "does_not_fit",
     `${name} fits nowhere in this fleet, even on nodes with every card free: ${reason}; nothing was stored`,

@@ -9,6 +9,9 @@ import { modelView } from "../model-view.js";
 import { parseBody, parseQuery } from "../parse-body.js";
 import { checkSourcesAtDoor, sourceCheckQuery } from "../check-sources-at-door.js";
 import { type AddedModelView, dryRunAnswer } from "../../protocol/index.js";
+import { resolveModel } from "../../catalog/index.js";
+import type { FitsNowhereCheck } from "../../services/index.js";
+import { fitsNowhereRefusal } from "./models.js";
 
 import { noReplicaPreview, type PreviewReplicas } from "../dry-run.js";
 
@@ -28,6 +31,7 @@ export function registerPresetRoutes(
   fleet: PresetFleet | undefined,
   plan: PlanSettings,
   previewReplicas: PreviewReplicas = noReplicaPreview,
+  fitsNowhere?: FitsNowhereCheck,
 ): void {
   const presets = new PresetService(shippedPresets, catalog, fleet, {
     // The plan's own reader and settings: a preset needs what `ctl model plan` says of its source.
@@ -47,14 +51,20 @@ export function registerPresetRoutes(
 
   app.post("/api/v1/presets/:name", { config: { access: "admin", dryRun: true, api: { summary: "Add a model from a preset", query: sourceCheckQuery, body: addBody, status: 201 } } }, async (request, reply) => {
     const { name } = nameParams.parse(request.params);
-    const { source_check: sourceCheck } = parseQuery(sourceCheckQuery, request.query);
+    const { source_check: sourceCheck, keep_unplaceable: keepUnplaceable } = parseQuery(sourceCheckQuery, request.query);
     const body = parseBody(addBody, request.body);
     let preview: CatalogPreview | undefined;
     const { model, checked } = await presets.add(
       name,
       body.name,
       requireActor(request),
-      async (entry) => (sourceCheck === "false" ? null : await checkSourcesAtDoor(entry, plan)),
+      async (entry) => {
+        const checked = sourceCheck === "false" ? null : await checkSourcesAtDoor(entry, plan);
+        // As for a model added from a file: one no node of this fleet could hold even empty is refused, nothing stored.
+        const nowhere = keepUnplaceable === "true" ? undefined : await fitsNowhere?.(resolveModel(entry, "runtime"));
+        if (nowhere !== undefined) throw fitsNowhereRefusal(entry.name, nowhere);
+        return checked;
+      },
       request.dryRun ? (made) => (preview = made) : undefined,
     );
     const answer: AddedModelView = { ...modelView(model, catalog.declaredIn, undefined, { audience: request.audience }), sources_checked: checked };

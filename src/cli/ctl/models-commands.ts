@@ -96,7 +96,7 @@ export function registerModelsCommands(ctl: Command): void {
       if (preset !== undefined && options.file !== undefined) {
         throw new DomainError("invalid_input", `both a preset (${preset}) and a file (-f ${options.file}) were given`, "Give one: `ctl model add PRESET` or `ctl model add -f FILE`.");
       }
-      if (preset !== undefined) return wait((await addPreset(command, preset, options.name, { sourceCheck: options.sourceCheck })).name);
+      if (preset !== undefined) return wait((await addPreset(command, preset, options.name, { sourceCheck: options.sourceCheck, keepUnplaceable: options.keepUnplaceable })).name);
       if (options.file === undefined) {
         throw new DomainError("invalid_input", "no model was given to add", "Give a preset's name (`llmgw ctl model presets` lists them) or a model file with -f FILE.");
       }

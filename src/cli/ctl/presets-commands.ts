@@ -82,8 +82,9 @@ export function registerPresetCommands(ctl: Command): void {
 }
 
 /** `ctl model add PRESET [--name N]`: adds a shipped preset through the API and prints the model as added. */
-export async function addPreset(command: Command, preset: string, name: string | undefined, options: { sourceCheck: boolean }): Promise<AddedModelView> {
-  const added = await apiClient(ctlOptions(command)).send(admin.addPreset(preset, name !== undefined ? { name } : {}, options.sourceCheck ? {} : { source_check: false }));
+export async function addPreset(command: Command, preset: string, name: string | undefined, options: { sourceCheck: boolean; keepUnplaceable?: boolean | undefined }): Promise<AddedModelView> {
+  const query = { ...(options.sourceCheck ? {} : { source_check: false as const }), ...(options.keepUnplaceable === true ? { keep_unplaceable: true as const } : {}) };
+  const added = await apiClient(ctlOptions(command)).send(admin.addPreset(preset, name !== undefined ? { name } : {}, query));
   if (ctlOptions(command).json) printJson(added);
   else print(`Added ${added.name} from preset ${preset}.\n${describeModel(added)}\n\n${describeSourcesChecked(added)}`);
   return added;

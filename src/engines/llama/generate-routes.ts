@@ -236,6 +236,7 @@ function readSampling(body: unknown): Sampling {
 /** OpenAI's logit_bias by token id; with ignore_eos (llama-server's and vLLM's) the end-of-turn tokens are never sampled. */
 function readLogitBias(bias: Record<string, number> | null | undefined, state: Loaded, ignoreEos: boolean | null | undefined): Map<Token, number> {
   const result = new Map<Token, number>();
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a GGUF file's metadata is outside input: its types promise keys a file may lack
   const vocabulary = state.model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.POSITIVE_INFINITY;
   for (const [key, value] of Object.entries(bias ?? {})) {
     const token = Number(key);

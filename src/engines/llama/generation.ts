@@ -116,7 +116,7 @@ export async function generate(model: LlamaModel, slot: Slot, input: GenerationI
     if (wantProbabilities) {
       const probabilities = (output as { probabilities?: Map<Token, number> }).probabilities ?? new Map<Token, number>();
       const text = model.detokenize([output.token], false);
-      const alternatives = [...probabilities.entries()].slice(0, Math.max(1, input.topLogprobs ?? 0)).map(([token, probability]) => ({ text: model.detokenize([token], false), probability }));
+      const alternatives = [...probabilities.entries()].slice(0, Math.max(1, input.topLogprobs)).map(([token, probability]) => ({ text: model.detokenize([token], false), probability }));
       const entry = { text, probability: probabilities.get(output.token) ?? 0, alternatives };
       sampled.push(entry);
       unsent.push(entry);

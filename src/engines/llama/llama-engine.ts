@@ -95,6 +95,7 @@ async function load(args: LlamaServerArguments, log: (line: string) => void): Pr
   const runtime = await loadLlama({ useCards, visibleDevices, log });
   log(`llmgw llama-engine: ${runtime.description}`);
   const model = await runtime.llama.loadModel({ modelPath: args.model, gpuLayers: useCards ? "max" : 0 });
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a GGUF file's metadata is outside input: its types promise keys a file may lack
   const templateText = model.fileInfo.metadata.tokenizer?.chat_template;
   checkPooling(model, args, log);
   const slotContext = Math.max(64, Math.floor((args.contextSize ?? model.trainContextSize * args.parallel) / args.parallel));

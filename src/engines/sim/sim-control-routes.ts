@@ -1,4 +1,6 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
+import type { GangHealth } from "./rendezvous.js";
+import { gangUnavailable } from "./gang-failure.js";
 import { describeIssues } from "../../catalog/for-engines.js";
 import type { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
 import { errorBody } from "../openai-server/openai-error-body.js";
@@ -20,6 +22,8 @@ export interface ControlEngine {
   readonly load: SimLoad;
   readonly adapters: ServedAdapters;
   readonly fault: SimFaultState;
+  /** Set on rank 0 of a replica over several nodes. */
+  readonly gang?: GangHealth | undefined;
   log(line: string): void;
 }
 
@@ -37,6 +41,8 @@ export function registerControlRoutes(server: FastifyInstance, engine: ControlEn
   const { parsed, gate } = engine;
   server.get("/health", async (_request, reply) => {
     if (engine.fault.kind === "stall") await stalled();
+    const trouble = engine.gang?.trouble;
+    if (trouble !== undefined) return reply.code(503).send({ ...gangUnavailable(trouble), status: "unhealthy", simulated: true });
     return reply.send({ status: "ok", simulated: true, engine: parsed.engine, model: parsed.modelName });
   });
   server.get("/system_stats", async (_request, reply) => {

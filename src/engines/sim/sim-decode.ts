@@ -1,6 +1,7 @@
 import type { FastifyReply } from "fastify";
 import type { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
-import { sleepUntil } from "./sim-clock.js";
+import { failStream, failWhole, sleepUntilOrBroken } from "./gang-failure.js";
+import type { GangHealth } from "./rendezvous.js";
 import type { SimFaultState } from "./sim-fault-state.js";
 import type { SimMetrics } from "./sim-metrics.js";
 import type { SimPrefixCache } from "./sim-prefix-cache.js";
@@ -21,6 +22,8 @@ export interface DecodeEngine {
   readonly prefixCache: SimPrefixCache;
   readonly fault: SimFaultState;
   readonly load: SimLoad;
+  /** Set on rank 0 of a replica over several nodes: its requests fail when the gang breaks. */
+  readonly gang?: GangHealth | undefined;
   log(line: string): void;
 }
 
@@ -103,8 +106,12 @@ async function streamTokens(engine: DecodeEngine, reply: FastifyReply, wire: Dec
   const send = (payload: unknown, event?: string) => reply.raw.write(`${event === undefined ? "" : `event: ${event}\n`}data: ${JSON.stringify(payload)}\n\n`);
   wire.open(send, context);
   for (let position = 0; position < decoding.longest; position += 1) {
-    await sleepUntil(firstTokenAt + position * step);
+    await sleepUntilOrBroken(firstTokenAt + position * step, engine.gang);
     if (decoding.abandoned.aborted) return false;
+    if (engine.gang?.broken.aborted) {
+      failStream(reply.raw, send, engine.gang, wire.done);
+      return false;
+    }
     if (position === 0) engine.metrics.recordTimeToFirstToken((performance.now() - decoding.started) / 1000);
     for (const [index, choice] of context.choices.entries()) {
       if (position >= choice.tokens.length) continue;
@@ -120,11 +127,14 @@ async function streamTokens(engine: DecodeEngine, reply: FastifyReply, wire: Dec
 /** Answers once the last token is due; false when the client left before. */
 async function answerWhole(engine: DecodeEngine, reply: FastifyReply, wire: DecodeWire, decoding: Decoding, completionTokens: number): Promise<boolean> {
   const { firstTokenAt, step } = decoding;
-  await sleepUntil(firstTokenAt);
+  await sleepUntilOrBroken(firstTokenAt, engine.gang);
   if (decoding.abandoned.aborted) return false;
+  if (engine.gang?.broken.aborted) return await failWhole(reply, engine.gang).then(() => false);
   engine.metrics.recordTimeToFirstToken((performance.now() - decoding.started) / 1000);
-  await sleepUntil(firstTokenAt + Math.max(0, decoding.longest - 1) * step);
+  await sleepUntilOrBroken(firstTokenAt + Math.max(0, decoding.longest - 1) * step, engine.gang);
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the client may have gone during the wait
   if (decoding.abandoned.aborted) return false;
+  if (engine.gang?.broken.aborted) return await failWhole(reply, engine.gang).then(() => false);
   engine.metrics.recordGenerationTokens(completionTokens);
   await reply.send(wire.whole(decoding.context));
   return true;

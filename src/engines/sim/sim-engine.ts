@@ -7,6 +7,10 @@ import { simEnvironmentVariables, simTimingFromEnvironment } from "./sim-timing.
 import { EngineArgumentsInvalid } from "../../errors/for-engines.js";
 import { sleep } from "./sim-clock.js";
 import { SimulatedEngine } from "./simulated-engine.js";
+import { parseGangArguments } from "./gang-arguments.js";
+import { rendezvousTimeoutMs, startGangWorker } from "./gang-worker.js";
+import { slowedByPipeline } from "./pipeline-timing.js";
+import { RendezvousLeader } from "./rendezvous.js";
 
 export interface SimEngineOptions {
   readonly engine: EngineName;
@@ -25,6 +29,8 @@ export interface SimEngineHandle {
   readonly url: string;
   readonly port: number;
   readonly arguments: SimEngineArguments;
+  /** The leader's rendezvous port, for a replica over several nodes (rank 0 only). */
+  readonly rendezvousPort?: number;
   close(): Promise<void>;
 }
 
@@ -49,7 +55,9 @@ export async function startSimEngine(options: SimEngineOptions): Promise<SimEngi
   const exit = options.exit ?? ((code: number) => process.exit(code));
   const parsed = parseEngineArgv(options.engine, options.argv, environment);
   const cards = (environment["CUDA_VISIBLE_DEVICES"] ?? "").split(",").filter((card) => card.trim() !== "");
-  const timing = simTimingFromEnvironment(options.engine, environment, parsed.cardCount);
+  const gang = parseGangArguments(options.engine, options.argv);
+  const timing = slowedByPipeline(simTimingFromEnvironment(options.engine, environment, parsed.cardCount), gang?.pipelineStages ?? 1);
+  const joinTimeoutMs = rendezvousTimeoutMs(options.engine, environment);
   const faultText = environment[simEnvironmentVariables.fault];
   let fault: SimFault = { kind: "none" };
   if (faultText !== undefined && faultText !== "") {
@@ -77,12 +85,23 @@ export async function startSimEngine(options: SimEngineOptions): Promise<SimEngi
   }
 
   const access = simEngineAccess(options.engine, options.argv, environment);
+  if (gang !== undefined && gang.rank > 0) {
+    const worker = await startGangWorker({ engine: options.engine, gang, host: access.host, port: parsed.port, timeoutMs: joinTimeoutMs, log, exit });
+    return { url: `http://127.0.0.1:${worker.port}`, port: worker.port, arguments: parsed, close: () => worker.close() };
+  }
+  const leader = gang === undefined ? undefined : await RendezvousLeader.open({ nodes: gang.nodes, address: gang.leaderAddress, port: gang.leaderPort, log });
   // As the real engines decide it: vLLM loads adapters at runtime only with LoRA enabled and its variable set; SGLang whenever LoRA is enabled.
   const loraEnabled = parsed.adapters.length > 0 || options.argv.includes("--enable-lora");
   const runtimeVariable = (environment[vllmRuntimeLoraVariable] ?? "").toLowerCase();
   const runtimeAdapters = loraEnabled && (parsed.engine === "sglang" || (parsed.engine === "vllm" && (runtimeVariable === "true" || runtimeVariable === "1")));
-  const engine = new SimulatedEngine(parsed, cards, timing, fault, log, exit, access, runtimeAdapters);
-  const address = await engine.listen();
+  const engine = new SimulatedEngine(parsed, cards, timing, fault, log, exit, access, runtimeAdapters, leader);
+  let address: string;
+  try {
+    address = await engine.listen();
+  } catch (error) {
+    await leader?.close();
+    throw error;
+  }
   const port = Number(new URL(address).port);
   const adapterNames = parsed.adapters.map((adapter) => adapter.name);
   log(
@@ -90,7 +109,12 @@ export async function startSimEngine(options: SimEngineOptions): Promise<SimEngi
       (adapterNames.length > 0 ? ` with adapters ${adapterNames.join(", ")}` : "") +
       ` on http://${access.host}:${port}${access.apiKey === undefined ? "" : " (API key required)"}; cards [${cards.join(",")}], ${parsed.concurrency} at once,` +
       ` context ${parsed.context ?? "engine default"}, decode ${timing.decodeTokensPerSecond.toFixed(0)} tokens/s (${timing.source}), speed ×${timing.speed}` +
-      (fault.kind === "none" ? "" : `, fault ${fault.kind}`),
+      (fault.kind === "none" ? "" : `, fault ${fault.kind}`) +
+      (leader === undefined ? "" : `; rank 0 of ${leader.nodes}, healthy once ${leader.nodes === 2 ? "rank 1 joins" : `ranks 1 to ${leader.nodes - 1} join`} at ${leader.address}:${leader.port}`),
   );
-  return { url: `http://127.0.0.1:${port}`, port, arguments: parsed, close: () => engine.close() };
+  const close = async () => {
+    await leader?.close();
+    await engine.close();
+  };
+  return { url: `http://127.0.0.1:${port}`, port, arguments: parsed, ...(leader === undefined ? {} : { rendezvousPort: leader.port }), close };
 }

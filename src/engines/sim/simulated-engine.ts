@@ -2,6 +2,8 @@ import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { guardWithApiKey } from "../openai-server/api-key-guard.js";
 import { ConcurrencyGate } from "../openai-server/concurrency-gate.js";
 import { errorBody } from "../openai-server/openai-error-body.js";
+import type { GangHealth } from "./rendezvous.js";
+import { gangUnavailable } from "./gang-failure.js";
 import type { SimEngineArguments } from "./parse-engine-argv.js";
 import { registerAdapterRoutes, ServedAdapters } from "./sim-adapters.js";
 import { registerSimComfyRoutes } from "./sim-comfyui.js";
@@ -45,6 +47,8 @@ export class SimulatedEngine {
     readonly access: { readonly host: string; readonly apiKey: string | undefined } = { host: "127.0.0.1", apiKey: undefined },
     /** Whether adapters load and unload while it runs (vLLM's and SGLang's load endpoints). */
     readonly runtimeAdapters = false,
+    /** Rank 0 of a replica over several nodes: unhealthy until its gang is whole, failing its requests when the gang breaks. */
+    readonly gang?: GangHealth,
   ) {
     this.adapters = new ServedAdapters(parsed.modelName, parsed.adapters);
     this.gate = new ConcurrencyGate(parsed.concurrency);
@@ -73,6 +77,11 @@ export class SimulatedEngine {
   async #admit(reply: FastifyReply, model: string): Promise<boolean> {
     if (this.adapters.resolve(model) === undefined) {
       await reply.code(404).send(errorBody(404, "NotFoundError", `The model \`${model}\` does not exist.`));
+      return false;
+    }
+    const trouble = this.gang?.trouble;
+    if (trouble !== undefined) {
+      await reply.code(503).send(gangUnavailable(trouble));
       return false;
     }
     if (this.fault.kind === "error-500") {

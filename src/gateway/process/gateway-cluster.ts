@@ -103,9 +103,11 @@ export async function startGatewayCluster(options: GatewayClusterOptions): Promi
     const lived = Date.now() - (startedAt.get(worker) ?? 0);
     startedAt.delete(worker);
     if (lived < minimumLifetimeMs) {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- node's types say a signal always comes; it is null when the worker exited with a code
       options.note(`gateway: worker ${worker.process.pid} exited (${signal ?? code}) ${Math.round(lived / 1000)} s after it started; not restarting it (the others keep serving). Its message is above.`);
       return;
     }
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- node's types say a signal always comes; it is null when the worker exited with a code
     options.note(`gateway: worker ${worker.process.pid} exited (${signal ?? code}); starting another`);
     fork();
   });

@@ -1,4 +1,3 @@
-import type { Socket } from "node:net";
 import { DomainError } from "../../errors/light.js";
 import type { RoutingModel, RoutingReplica, RoutingTable } from "../../protocol/index.js";
 import { chooseReplica } from "../routing/choose-replica.js";
@@ -24,7 +23,7 @@ import { estimateToolTokens, TokenCounter } from "./token-counter.js";
 import { UpstreamError } from "../wire/upstream-error.js";
 import { ComfyEndpoints, type ComfyEndpointsOptions } from "../comfy/comfy-endpoints.js";
 import { wrongTaskError } from "../comfy/wrong-task-error.js";
-import type { V1Response } from "../wire/v1-response.js";
+import { endConnectionAfter } from "../wire/end-connection-after.js";
 import type { GatewayEndpoint, GatewayExchange, GatewayLog } from "../wire/gateway-exchange.js";
 import { forward, type Attempt, type Outcome } from "./attempt.js";
 import { completionsDefaultMaxTokens, limitProblem } from "./request-limits.js";
@@ -394,11 +393,4 @@ export class Gateway {
     if (this.#active > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
     await this.#routes.close();
   }
-}
-
-
-function endConnectionAfter(response: V1Response, socket: Socket | null): void {
-  const end = () => socket?.end();
-  if (response.writableFinished) end();
-  else response.once("finish", end);
 }

@@ -48,8 +48,8 @@ export function requireEndpointFields(body: GatewayBody, endpoint: GatewayEndpoi
     if (body.messages === undefined) refuse("messages", "required: the conversation, an array of at least one message");
     if (body.messages.length === 0) refuse("messages", "must hold at least one message");
   }
-  if (endpoint === "completions" && (body.prompt === undefined || body.prompt === null)) refuse("prompt", "required: the text to complete");
-  if (endpoint === "embeddings" && (body.input === undefined || body.input === null)) refuse("input", "required: the text to embed");
+  if (endpoint === "completions" && body.prompt === undefined) refuse("prompt", "required: the text to complete");
+  if (endpoint === "embeddings" && body.input === undefined) refuse("input", "required: the text to embed");
   if (endpoint === "embeddings") return;
   if (body.max_tokens === 0) refuse("max_tokens", "must be at least 1");
   if (body.max_completion_tokens === 0) refuse("max_completion_tokens", "must be at least 1");

@@ -56,6 +56,7 @@ export class RoutingFollower {
         failing = false;
         backoffMs = 250;
       } catch (error) {
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- stop may have come during the wait
         if (this.#stop.signal.aborted) return;
         if (!failing) this.options.log.warn({ server: this.options.server, error: (error as Error).message }, "routing-table-unreachable: serving from the last table");
         failing = true;
