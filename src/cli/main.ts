@@ -2,7 +2,7 @@ import { CommanderError } from "commander";
 import { DomainError } from "../errors/light.js";
 import { RemoteError } from "../client/index.js";
 import { asInvoked } from "./invocation.js";
-import { buildProgram } from "./program.js";
+import { assembleProgram, programRoot } from "./program-root.js";
 import { describeFailure } from "./report-failure.js";
 import { describeDryRun, DryRunAnswered } from "./ctl/dry-run-option.js";
 import { print, printJson } from "./output.js";
@@ -23,7 +23,9 @@ function report(error: unknown): number {
   return 70;
 }
 
-buildProgram()
+// A ctl command line needs only ctl's branch: the processes' command modules load for the other command lines alone.
+const processes = process.argv[2] === "ctl" ? undefined : (await import("./process-commands.js")).processCommands;
+assembleProgram(programRoot(), processes)
   .parseAsync(process.argv)
   .catch((error: unknown) => {
     process.exitCode = report(error);

@@ -47,11 +47,18 @@ function loadedAtStart(entry: string): Set<string> {
  */
 describe("the CLI's start", () => {
   it("loads no server, demo, agent, gateway or engine code to build the command tree", () => {
-    const loaded = [...loadedAtStart(path.join(sourceRoot, "cli/main.ts"))];
+    // main.ts loads ctl's branch statically and the processes' commands (for any other command line) by import().
+    const loaded = [...loadedAtStart(path.join(sourceRoot, "cli/main.ts")), ...loadedAtStart(path.join(sourceRoot, "cli/process-commands.ts"))];
     const heavy = loaded.filter((file) => /^(server\/start-server|server\/build-app|demo\/|agent\/|gateway\/|engines\/|store\/|reconcile\/)/.test(file));
     expect(heavy).toEqual([]);
     // The walk itself reaches the command modules, so an empty list above means something.
-    expect(loaded).toEqual(expect.arrayContaining(["cli/program.ts", "cli/demo-command.ts", "cli/server-command.ts", "cli/ctl/context.ts"]));
+    expect(loaded).toEqual(expect.arrayContaining(["cli/program-root.ts", "cli/demo-command.ts", "cli/server-command.ts", "cli/ctl/context.ts"]));
+  });
+
+  it("loads none of the processes' command modules for a ctl command line", () => {
+    const loaded = [...loadedAtStart(path.join(sourceRoot, "cli/main.ts"))];
+    expect(loaded).toContain("cli/ctl-branch.ts");
+    expect(loaded.filter((file) => /^cli\/(process-commands|demo-command|server-command|agent-command|gateway-command|sim-engine-command|llama-engine-command|completion\/|service\/)/.test(file))).toEqual([]);
   });
 
   it("loads only the packages a ctl call to the server needs: no schema library, YAML parser, model-file readers or HTTP library", () => {
