@@ -44,7 +44,7 @@ import { calibrationRows, type CalibrationRow } from "../src/plan/calibration.js
 import { planCandidates, type ModelFacts } from "../src/plan/index.js";
 import { inventoryFacts } from "../src/plan/inventory-facts.js";
 import { fleetFromHardwareSpec } from "../src/fleet/pools.js";
-import { parseHardwareSpec } from "../src/fleet/gpu-spec.js";
+import { parseHardwareSpec } from "../src/fleet/hardware-spec.js";
 import { packageRoot } from "../src/package-root.js";
 import { placeReplicas } from "../src/placement/index.js";
 import { benchDemands, benchFleet } from "./placement-workload.js";

@@ -14,7 +14,7 @@ export function benchFleet(nodes: number, nodesPerFabric?: number): Snapshot {
   for (let position = 0; position < nodes; position += 1) {
     const cards: SnapshotCard[] = [];
     const fabric = nodesPerFabric !== undefined ? `ib-${Math.floor(position / nodesPerFabric)}` : `nvl-${position}`;
-    for (let index = 0; index < 8; index += 1) cards.push({ index, gpuClass: "h100", memoryBytes: 80 * GiB, fabric });
+    for (let index = 0; index < 8; index += 1) cards.push({ index, cardClass: "h100", memoryBytes: 80 * GiB, fabric });
     list.push({ name: `node-${String(position).padStart(5, "0")}`, schedulable: true, engines: ["vllm", "llamacpp"], cards, memoryBytes: 2048 * GiB, cpuCores: 128 });
   }
   return { nodes: list, replicas: [] };
@@ -23,13 +23,13 @@ export function benchFleet(nodes: number, nodesPerFabric?: number): Snapshot {
 const gpu = (gpus: number, bytesPerCard: number): DemandProfile => ({
   name: `h100x${gpus}`,
   engine: "vllm",
-  gpuClass: "h100",
+  cardClass: "h100",
   gpus,
   memoryBytes: 16 * GiB * gpus,
   cpuCores: 4 * gpus,
   bytesPerCard,
 });
-const cpu: DemandProfile = { name: "cpu", engine: "llamacpp", gpuClass: undefined, gpus: 0, memoryBytes: 24 * GiB, cpuCores: 8, bytesPerCard: undefined };
+const cpu: DemandProfile = { name: "cpu", engine: "llamacpp", cardClass: undefined, gpus: 0, memoryBytes: 24 * GiB, cpuCores: 8, bytesPerCard: undefined };
 
 /**
  * Demands adding up to `replicas` replicas over models of one to four

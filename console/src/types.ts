@@ -7,7 +7,7 @@ export type {
   AuditEventView,
   EventView,
   ModelView,
-  NodeGpuView,
+  NodeCardView,
   NodeView,
   PresetView,
   ReplicaView,
@@ -21,5 +21,5 @@ export type { HistoryView, OriginView, UpdateCheckView } from "../../src/protoco
 export type { CatalogExport, CatalogImportResult } from "../../src/protocol/catalog-export.ts";
 export type { Plan, PlanCandidate } from "../../src/plan/candidates.ts";
 
-export type { SessionView, SeriesPoint, SeriesView, HeadroomView, CardMemoryAnswer, GpuMemoryView as CardMemory, PlannedMemoryView as PlannedShare } from "../../src/protocol/console.ts";
+export type { SessionView, SeriesPoint, SeriesView, HeadroomView, CardMemoryAnswer, CardMemoryUseView as CardMemory, PlannedMemoryView as PlannedShare } from "../../src/protocol/console.ts";
 export type { DryRunAnswer as DryRunView, Change as PlannedChange } from "../../src/protocol/dry-run.ts";

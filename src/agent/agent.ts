@@ -68,7 +68,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const enginePaths = options.enginePaths ?? {};
   const comfyui: ComfyuiSetup = { folder: enginePaths.comfyui ?? path.join(agentDirectory, "ComfyUI"), installCommand: options.comfyuiInstall };
   const inventory = await InventoryTracker.start(
-    async (lastKnownGpus) =>
+    async (lastKnownCards) =>
       await collectInventory({
         hostname: os.hostname(),
         fabric: config.fabric,
@@ -78,7 +78,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         comfyui,
         builtinLlama: builtinLlamaInstall(),
         onWarning: (message) => logger.warn(message),
-        lastKnownGpus,
+        lastKnownCards,
       }),
   );
 

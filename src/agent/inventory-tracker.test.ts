@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { GpuInventory, Inventory } from "../protocol/agent-protocol.js";
+import type { CardInventory, Inventory } from "../protocol/agent-protocol.js";
 import { InventoryTracker } from "./inventory-tracker.js";
 
-const card: GpuInventory = { index: 0, uuid: "GPU-0", name: "NVIDIA H100 80GB HBM3", class: "h100", memory_bytes: 80e9, fabric: "nvl0" };
+const card: CardInventory = { index: 0, uuid: "GPU-0", name: "NVIDIA H100 80GB HBM3", class: "h100", memory_bytes: 80e9, fabric: "nvl0" };
 const inventory = (cores: number): Inventory => ({ hostname: "node", cpu_cores: cores, memory_bytes: 64e9, gpus: [card], engines: ["vllm"], disk_free_bytes: 1e12, simulated: true });
 
 /** A clock the test moves, and a gatherer that answers what the test says the node has now. */

@@ -1,8 +1,8 @@
 import type { Inventory } from "../protocol/index.js";
 import { withSimulatedUse, type SimulatedReplicaUse } from "./simulated-card-use.js";
 
-/** Reads the node's inventory; `lastKnownGpus` is what to keep for cards a failing nvidia-smi cannot read. */
-export type GatherInventory = (lastKnownGpus?: Inventory["gpus"]) => Promise<Inventory>;
+/** Reads the node's inventory; `lastKnownCards` is what to keep for cards a failing nvidia-smi cannot read. */
+export type GatherInventory = (lastKnownCards?: Inventory["gpus"]) => Promise<Inventory>;
 
 /** What the next heartbeat carries of the inventory; `text` is handed back to delivered() once the server has it. */
 export interface InventoryReport {

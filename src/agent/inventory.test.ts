@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { parseHardwareSpec } from "../fleet/hardware-spec.js";
 import { collectInventory, detectEngines, findProgram } from "./inventory.js";
 
 let directory: string;

@@ -6,7 +6,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { engineNames, type EngineName } from "../catalog/light.js";
 import { type HardwareSpec, nvidiaSmiComputeAppsArguments, nvidiaSmiQueryArguments, parseNvidiaSmi, parseNvidiaSmiComputeApps } from "../fleet/for-agent.js";
-import { type GpuInventory, type Inventory, type LlamaCppInventory, softwareVersion } from "../protocol/for-agent.js";
+import { type CardInventory, type Inventory, type LlamaCppInventory, softwareVersion } from "../protocol/for-agent.js";
 import { comfyuiPresent, type ComfyuiSetup } from "./prepare-comfyui.js";
 import { nodeDefaultBuild, type BuiltinLlamaInstall } from "../engines/index.js";
 import { markedAgentDirectory } from "./engine-marker.js";
@@ -32,7 +32,7 @@ export interface InventoryOptions {
   /** Told when nvidia-smi fails; the agent logs it. */
   readonly onWarning?: ((message: string) => void) | undefined;
   /** Reported in place of the cards when nvidia-smi fails: the last ones read, or none at start. */
-  readonly lastKnownGpus?: readonly GpuInventory[] | undefined;
+  readonly lastKnownCards?: readonly CardInventory[] | undefined;
   /** Where ComfyUI is and how to install it; left out, only a configured --engine-path finds it. */
   readonly comfyui?: ComfyuiSetup | undefined;
   /** llmgw's built-in llama.cpp (node-llama-cpp) as installed: it runs llamacpp replicas where llama-server is missing. */
@@ -118,7 +118,7 @@ export async function detectEngines(enginePaths: EnginePaths, pathEnvironment?: 
   return found;
 }
 
-async function realGpus(options: InventoryOptions): Promise<GpuInventory[]> {
+async function realCards(options: InventoryOptions): Promise<CardInventory[]> {
   const { fabric, pathEnvironment } = options;
   const nvidiaSmi = await findProgram("nvidia-smi", pathEnvironment);
   if (!nvidiaSmi) return [];
@@ -129,7 +129,7 @@ async function realGpus(options: InventoryOptions): Promise<GpuInventory[]> {
   } catch (error) {
     const failure = error as { killed?: boolean; stderr?: string; message: string };
     const why = failure.killed ? "did not answer within 15 s" : (failure.stderr?.trim().split("\n")[0] ?? "") || failure.message;
-    const fallback = options.lastKnownGpus ?? [];
+    const fallback = options.lastKnownCards ?? [];
     options.onWarning?.(
       `${nvidiaSmi} failed (${why}), so this node reports ${fallback.length === 0 ? "no GPUs (it joins as a CPU node)" : "the cards it read last"}. ` +
         "Check the NVIDIA driver (nvidia-smi must run by itself, e.g. after loading the driver or rebooting), then restart the agent.",
@@ -141,7 +141,7 @@ async function realGpus(options: InventoryOptions): Promise<GpuInventory[]> {
     index: gpu.index,
     uuid: gpu.uuid,
     name: gpu.name,
-    class: gpu.gpuClass,
+    class: gpu.cardClass,
     memory_bytes: gpu.memoryBytes,
     ...(gpu.memoryUsedBytes !== undefined ? { memory_used_bytes: gpu.memoryUsedBytes } : {}),
     ...(foreign !== undefined ? { memory_foreign_bytes: Math.min(gpu.memoryBytes, foreign.get(gpu.uuid) ?? 0) } : {}),
@@ -168,14 +168,14 @@ async function foreignBytesByCard(nvidiaSmi: string): Promise<Map<string, number
   const ours = await Promise.all(apps.map(async (app) => markedAgentDirectory((await readProcessEnvironment(app.pid)) ?? {}) !== undefined));
   const foreign = new Map<string, number>();
   apps.forEach((app, index) => {
-    if (!ours[index]) foreign.set(app.gpuUuid, (foreign.get(app.gpuUuid) ?? 0) + app.usedBytes);
+    if (!ours[index]) foreign.set(app.cardUuid, (foreign.get(app.cardUuid) ?? 0) + app.usedBytes);
   });
   return foreign;
 }
 
 /** Pretend cards from --simulate, numbered 0.. across the groups as nvidia-smi would number them. */
-export function simulatedGpus(spec: HardwareSpec, hostname: string, fabric: string): GpuInventory[] {
-  const gpus: GpuInventory[] = [];
+export function simulatedCards(spec: HardwareSpec, hostname: string, fabric: string): CardInventory[] {
+  const gpus: CardInventory[] = [];
   for (const group of spec.groups) {
     for (let card = 0; card < group.count; card += 1) {
       const index = gpus.length;
@@ -183,7 +183,7 @@ export function simulatedGpus(spec: HardwareSpec, hostname: string, fabric: stri
         index,
         uuid: `GPU-simulated-${hostname}-${index}`,
         name: `Simulated ${group.label}`,
-        class: group.gpuClass,
+        class: group.cardClass,
         memory_bytes: group.memoryBytes,
         // What the pretend card holds before any replica: the other processes it was given (--simulate "...+foreign=20g").
         memory_used_bytes: group.foreignBytes ?? 0,
@@ -206,7 +206,7 @@ async function llamaServerVersion(program: string): Promise<string | null> {
   }
 }
 
-async function llamaCppOnNode(options: InventoryOptions, gpus: readonly GpuInventory[]): Promise<LlamaCppInventory | undefined> {
+async function llamaCppOnNode(options: InventoryOptions, gpus: readonly CardInventory[]): Promise<LlamaCppInventory | undefined> {
   const server = options.enginePaths.llamacpp ?? (await findProgram("llama-server", options.pathEnvironment));
   if (server !== undefined && (await fileExists(server))) return { kind: "llama-server", path: server, version: await llamaServerVersion(server) };
   const builtin = options.builtinLlama;
@@ -229,7 +229,7 @@ export async function collectInventory(options: InventoryOptions): Promise<Inven
   const present = options.comfyui !== undefined ? (await comfyuiPresent(options.comfyui.folder)) || (simulate !== undefined && !installable) : engines.includes("comfyui");
   // A node that has ComfyUI (installed earlier into DATA_DIR/ComfyUI too) or can install it takes ComfyUI models: placement reads the engines list.
   if ((installable || present) && !engines.includes("comfyui")) engines.push("comfyui");
-  const gpus = simulate ? simulatedGpus(simulate, options.hostname, options.fabric) : await realGpus(options);
+  const gpus = simulate ? simulatedCards(simulate, options.hostname, options.fabric) : await realCards(options);
   const llamaCpp = simulate ? undefined : await llamaCppOnNode(options, gpus);
   return {
     hostname: options.hostname,

@@ -2,12 +2,12 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { hashToken } from "../auth/tokens.js";
 import { DomainError } from "../errors/domain-error.js";
-import type { GpuInventory, HeartbeatRequest, HeartbeatResponse, Inventory, JoinRequest, JoinResponse, ReplicaStatus, ServerIdentity } from "../protocol/agent-protocol.js";
+import type { CardInventory, HeartbeatRequest, HeartbeatResponse, Inventory, JoinRequest, JoinResponse, ReplicaStatus, ServerIdentity } from "../protocol/agent-protocol.js";
 import { InventoryTracker } from "./inventory-tracker.js";
 import type { ServerCallFailure, ServerCallResult } from "./server-client.js";
 import { heartbeatDelayMs, ServerSession, type NodeCredential, type SessionReplicas } from "./server-session.js";
 
-const card: GpuInventory = { index: 0, uuid: "GPU-0", name: "NVIDIA H100 80GB HBM3", class: "h100", memory_bytes: 80e9, fabric: "nvl0" };
+const card: CardInventory = { index: 0, uuid: "GPU-0", name: "NVIDIA H100 80GB HBM3", class: "h100", memory_bytes: 80e9, fabric: "nvl0" };
 const nodeInventory: Inventory = { hostname: "node", cpu_cores: 8, memory_bytes: 64e9, gpus: [card], engines: ["vllm"], disk_free_bytes: 1e12, simulated: true };
 const secret = "control-secret-0123456789";
 

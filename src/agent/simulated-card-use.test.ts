@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { GpuInventory } from "../protocol/agent-protocol.js";
+import type { CardInventory } from "../protocol/agent-protocol.js";
 import { withSimulatedUse } from "./simulated-card-use.js";
 
 const GiB = 1024 ** 3;
-const card = (index: number, foreignGiB?: number): GpuInventory => ({
+const card = (index: number, foreignGiB?: number): CardInventory => ({
   index,
   uuid: `GPU-${index}`,
   name: "Simulated H100-80GB",

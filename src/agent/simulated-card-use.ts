@@ -1,4 +1,4 @@
-import type { GpuInventory, ReplicaState } from "../protocol/index.js";
+import type { CardInventory, ReplicaState } from "../protocol/index.js";
 
 /** What of a replica the pretend cards need to say how much memory they hold. */
 export interface SimulatedReplicaUse {
@@ -19,7 +19,7 @@ const holding: readonly ReplicaState[] = ["starting", "ready", "draining"];
  * rest becomes KV cache). So the console shows the gap every vLLM operator
  * sees between what the planner priced and what the card says is used.
  */
-export function withSimulatedUse(gpus: readonly GpuInventory[], replicas: readonly SimulatedReplicaUse[]): GpuInventory[] {
+export function withSimulatedUse(gpus: readonly CardInventory[], replicas: readonly SimulatedReplicaUse[]): CardInventory[] {
   return gpus.map((gpu) => {
     const foreign = gpu.memory_foreign_bytes ?? 0;
     const engines = replicas

@@ -14,13 +14,13 @@ const GiB = 1024 ** 3;
 const source = "hf://deepseek-ai/DeepSeek-V3";
 const preset = loadPresets(shippedPresetsFolder).find((each) => each.name === "deepseek-v3") as Preset;
 
-function fleet(nodes: number, gpuClass: string, memoryGiB: number): Snapshot {
+function fleet(nodes: number, cardClass: string, memoryGiB: number): Snapshot {
   return {
     nodes: Array.from({ length: nodes }, (_, node) => ({
       name: `gpu-node-${node + 1}`,
       schedulable: true,
       engines: ["vllm"],
-      cards: Array.from({ length: 8 }, (_, index) => ({ index, gpuClass, memoryBytes: memoryGiB * GiB, fabric: "ib0" })),
+      cards: Array.from({ length: 8 }, (_, index) => ({ index, cardClass, memoryBytes: memoryGiB * GiB, fabric: "ib0" })),
       memoryBytes: 2048 * GiB,
       cpuCores: 128,
     })),

@@ -34,8 +34,8 @@ const comfyPresets = presets.filter((preset) => comfyFileSources(preset).length 
  * fleet of that shape runs (the 70B on two alike H100s first).
  */
 function demoFleet(): Snapshot {
-  const cards = (count: number, gpuClass: string, memoryGiB: number, fabric: string) =>
-    Array.from({ length: count }, (_, index) => ({ index, gpuClass, memoryBytes: memoryGiB * GiB, fabric }));
+  const cards = (count: number, cardClass: string, memoryGiB: number, fabric: string) =>
+    Array.from({ length: count }, (_, index) => ({ index, cardClass, memoryBytes: memoryGiB * GiB, fabric }));
   return {
     nodes: [
       { name: "gpu-node-1", schedulable: true, engines: ["vllm", "llamacpp", "comfyui"], cards: cards(2, "h100", 80, "nvl0"), memoryBytes: 256 * GiB, cpuCores: 32 },
@@ -239,7 +239,7 @@ describe("the shipped presets, planned from their sources", () => {
   it("says a ComfyUI preset does not fit a card smaller than its files, and why", () => {
     const flux = presets.find((candidate) => candidate.name === "flux1-schnell") as Preset;
     const small: Snapshot = {
-      nodes: [{ name: "small-node", schedulable: true, engines: ["comfyui"], cards: [{ index: 0, gpuClass: "rtx4080", memoryBytes: 16 * GiB, fabric: "pcie" }], memoryBytes: 64 * GiB, cpuCores: 16 }],
+      nodes: [{ name: "small-node", schedulable: true, engines: ["comfyui"], cards: [{ index: 0, cardClass: "rtx4080", memoryBytes: 16 * GiB, fabric: "pcie" }], memoryBytes: 64 * GiB, cpuCores: 16 }],
       replicas: [],
     };
     const view = presetView(flux, { facts, fileSizes, snapshot: small, addedAs: [], gpuMemoryUtilization: 0.9 });

@@ -1,4 +1,4 @@
-import type { GpuInventory } from "../protocol/index.js";
+import type { CardInventory } from "../protocol/index.js";
 
 /**
  * The cards a hand-started replica gets when the request names none: the
@@ -6,10 +6,10 @@ import type { GpuInventory } from "../protocol/index.js";
  * undefined when too few are free. (Placement proper, across nodes, is the
  * placement module's; this serves `POST /api/v1/replicas` on one named node.)
  */
-export function chooseCards(gpus: readonly GpuInventory[], used: ReadonlySet<number>, count: number, gpuClass: string | undefined): number[] | undefined {
+export function chooseCards(gpus: readonly CardInventory[], used: ReadonlySet<number>, count: number, cardClass: string | undefined): number[] | undefined {
   if (count === 0) return [];
   const free = gpus
-    .filter((gpu) => !used.has(gpu.index) && (gpuClass === undefined || gpu.class === gpuClass))
+    .filter((gpu) => !used.has(gpu.index) && (cardClass === undefined || gpu.class === cardClass))
     .map((gpu) => gpu.index)
     .sort((left, right) => left - right);
   return free.length >= count ? free.slice(0, count) : undefined;

@@ -1,8 +1,8 @@
 /** The fleet folder's face: what other folders of src/ use from it. */
 export { cardMemoryForLlmgw } from "./card-memory.js";
 export { chooseCards } from "./choose-cards.js";
-export { gpuClassInfo, unknownClassBandwidthGBps } from "./gpu-classes.js";
-export { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "./gpu-spec.js";
+export { cardClassInfo, unknownClassBandwidthGBps } from "./card-classes.js";
+export { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "./hardware-spec.js";
 export { nodeState, type NodeState } from "./node-state.js";
 export { nvidiaSmiComputeAppsArguments, nvidiaSmiQueryArguments, parseNvidiaSmi, parseNvidiaSmiComputeApps } from "./nvidia-smi.js";
 export {

@@ -21,7 +21,7 @@ describe("parseNvidiaSmi", () => {
       index: 0,
       uuid: "GPU-5a2c9d0e-1f3b-4c5d-8e9f-0a1b2c3d4e5f",
       name: "NVIDIA H100 80GB HBM3",
-      gpuClass: "h100",
+      cardClass: "h100",
       memoryBytes: 81559 * MiB,
       memoryUsedBytes: 0,
     });
@@ -30,14 +30,14 @@ describe("parseNvidiaSmi", () => {
 
   it("reads A100-SXM4-80GB as a100", () => {
     const gpus = parseNvidiaSmi(a100);
-    expect(gpus.map((gpu) => [gpu.index, gpu.gpuClass, gpu.memoryBytes])).toEqual([
+    expect(gpus.map((gpu) => [gpu.index, gpu.cardClass, gpu.memoryBytes])).toEqual([
       [0, "a100", 81920 * MiB],
       [1, "a100", 81920 * MiB],
     ]);
   });
 
   it("reads L40S with Windows line endings as l40s", () => {
-    expect(parseNvidiaSmi(l40s)).toMatchObject([{ index: 0, gpuClass: "l40s", memoryBytes: 46068 * MiB, memoryUsedBytes: 583 * MiB }]);
+    expect(parseNvidiaSmi(l40s)).toMatchObject([{ index: 0, cardClass: "l40s", memoryBytes: 46068 * MiB, memoryUsedBytes: 583 * MiB }]);
   });
 
   it("reads an RTX 4090 line with odd spacing and tabs", () => {
@@ -46,7 +46,7 @@ describe("parseNvidiaSmi", () => {
         index: 0,
         uuid: "GPU-aa11bb22-cc33-dd44-ee55-ff6677889900",
         name: "NVIDIA GeForce RTX 4090",
-        gpuClass: "rtx4090",
+        cardClass: "rtx4090",
         memoryBytes: 24564 * MiB,
         memoryUsedBytes: 1024 * MiB,
       },
@@ -54,7 +54,7 @@ describe("parseNvidiaSmi", () => {
   });
 
   it("keeps a card whose used memory is [N/A]", () => {
-    expect(parseNvidiaSmi(migNotAvailable)).toMatchObject([{ gpuClass: "a100", memoryUsedBytes: undefined }]);
+    expect(parseNvidiaSmi(migNotAvailable)).toMatchObject([{ cardClass: "a100", memoryUsedBytes: undefined }]);
   });
 
   it("sorts by index whatever order the driver printed", () => {
@@ -77,8 +77,8 @@ describe("parseNvidiaSmiComputeApps", () => {
   it("reads each process's card and memory, leaving out lines it cannot count", () => {
     const output = "GPU-aaa, 1234, 20480\nGPU-bbb, 99, [N/A]\n\nGPU-aaa,\t77,  512\nNo running processes found\n";
     expect(parseNvidiaSmiComputeApps(output)).toEqual([
-      { gpuUuid: "GPU-aaa", pid: 1234, usedBytes: 20480 * 1024 * 1024 },
-      { gpuUuid: "GPU-aaa", pid: 77, usedBytes: 512 * 1024 * 1024 },
+      { cardUuid: "GPU-aaa", pid: 1234, usedBytes: 20480 * 1024 * 1024 },
+      { cardUuid: "GPU-aaa", pid: 77, usedBytes: 512 * 1024 * 1024 },
     ]);
   });
 });

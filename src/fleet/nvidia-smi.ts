@@ -1,5 +1,5 @@
 import { DomainError } from "../errors/light.js";
-import { gpuClassFromProductName } from "./gpu-classes.js";
+import { cardClassFromProductName } from "./card-classes.js";
 
 /**
  * The one query the agent runs to learn its cards. CSV without header or
@@ -16,7 +16,7 @@ export interface NvidiaSmiGpu {
   readonly uuid: string;
   /** The product name as printed, e.g. "NVIDIA H100 80GB HBM3". */
   readonly name: string;
-  readonly gpuClass: string;
+  readonly cardClass: string;
   readonly memoryBytes: number;
   /** Undefined when the driver reports "[N/A]" (some MIG and vGPU setups). */
   readonly memoryUsedBytes: number | undefined;
@@ -65,7 +65,7 @@ export function parseNvidiaSmi(output: string): NvidiaSmiGpu[] {
       index: Number(indexField),
       uuid,
       name,
-      gpuClass: gpuClassFromProductName(name),
+      cardClass: cardClassFromProductName(name),
       memoryBytes,
       memoryUsedBytes: mebibytes(usedField),
     });
@@ -80,7 +80,7 @@ export function parseNvidiaSmi(output: string): NvidiaSmiGpu[] {
 export const nvidiaSmiComputeAppsArguments = ["--query-compute-apps=gpu_uuid,pid,used_memory", "--format=csv,noheader,nounits"] as const;
 
 export interface NvidiaSmiComputeApp {
-  readonly gpuUuid: string;
+  readonly cardUuid: string;
   readonly pid: number;
   readonly usedBytes: number;
 }
@@ -96,10 +96,10 @@ export function parseNvidiaSmiComputeApps(output: string): NvidiaSmiComputeApp[]
   for (const rawLine of output.split(/\r?\n/)) {
     const fields = rawLine.split(",").map((field) => field.trim());
     if (fields.length !== 3) continue;
-    const [gpuUuid, pidField, usedField] = fields as [string, string, string];
+    const [cardUuid, pidField, usedField] = fields as [string, string, string];
     const usedBytes = mebibytes(usedField);
-    if (gpuUuid.length === 0 || !/^\d+$/.test(pidField) || usedBytes === undefined) continue;
-    apps.push({ gpuUuid, pid: Number(pidField), usedBytes });
+    if (cardUuid.length === 0 || !/^\d+$/.test(pidField) || usedBytes === undefined) continue;
+    apps.push({ cardUuid, pid: Number(pidField), usedBytes });
   }
   return apps;
 }

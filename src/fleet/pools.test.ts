@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseHardwareSpec } from "./gpu-spec.js";
+import { parseHardwareSpec } from "./hardware-spec.js";
 import { fleetFromHardwareSpec, fleetFromNodes, largestFreeOnOneNode, poolCardsFree, type InventoryNode } from "./pools.js";
 
 const GiB = 1024 ** 3;
@@ -8,7 +8,7 @@ describe("fleetFromHardwareSpec", () => {
   it("makes one pool per class and fabric, keeping each node's cards apart", () => {
     const fleet = fleetFromHardwareSpec(parseHardwareSpec("4xH100-80GB@nvl0,4xH100-80GB@nvl0,2xL40S-48GB@pcie"));
     expect(fleet.pools).toHaveLength(2);
-    const h100 = fleet.pools.find((pool) => pool.gpuClass === "h100");
+    const h100 = fleet.pools.find((pool) => pool.cardClass === "h100");
     expect(h100?.nodes.map((node) => node.cardsFree)).toEqual([4, 4]);
     expect(h100 && largestFreeOnOneNode(h100)).toBe(4);
     expect(h100 && poolCardsFree(h100)).toBe(8);

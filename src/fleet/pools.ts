@@ -1,5 +1,5 @@
 import { cardMemoryForLlmgw } from "./card-memory.js";
-import type { HardwareSpec } from "./gpu-spec.js";
+import type { HardwareSpec } from "./hardware-spec.js";
 
 /**
  * The fleet as the planner and placement see it: GPU pools and CPU hosts.
@@ -20,7 +20,7 @@ export interface PoolNode {
 }
 
 export interface Pool {
-  readonly gpuClass: string;
+  readonly cardClass: string;
   readonly fabric: string;
   readonly cardMemoryBytes: number;
   readonly nodes: readonly PoolNode[];
@@ -39,7 +39,7 @@ export interface Fleet {
 }
 
 /** The plain node inventory the server keeps (S3); the planner needs nothing more. */
-export interface InventoryGpu {
+export interface InventoryCard {
   readonly index: number;
   readonly class: string;
   readonly memoryBytes: number;
@@ -53,30 +53,30 @@ export interface InventoryNode {
   readonly name: string;
   /** "ready", "lost", ...: lost nodes are left out, their cards cannot be placed on. */
   readonly state: string;
-  readonly gpus: readonly InventoryGpu[];
+  readonly gpus: readonly InventoryCard[];
   readonly memoryBytes: number;
   readonly cpuCores: number;
 }
 
 interface PoolDraft {
-  gpuClass: string;
+  cardClass: string;
   fabric: string;
   cardMemoryBytes: number;
   nodes: Map<string, { cardsTotal: number; cardsFree: number }>;
 }
 
-function poolKey(gpuClass: string, fabric: string, cardMemoryBytes: number): string {
-  return `${gpuClass}\u0000${fabric}\u0000${cardMemoryBytes}`;
+function poolKey(cardClass: string, fabric: string, cardMemoryBytes: number): string {
+  return `${cardClass}\u0000${fabric}\u0000${cardMemoryBytes}`;
 }
 
 function addCards(
   drafts: Map<string, PoolDraft>,
-  card: { gpuClass: string; fabric: string; cardMemoryBytes: number },
+  card: { cardClass: string; fabric: string; cardMemoryBytes: number },
   nodeName: string,
   total: number,
   free: number,
 ): void {
-  const key = poolKey(card.gpuClass, card.fabric, card.cardMemoryBytes);
+  const key = poolKey(card.cardClass, card.fabric, card.cardMemoryBytes);
   let draft = drafts.get(key);
   if (!draft) {
     draft = { ...card, nodes: new Map() };
@@ -90,7 +90,7 @@ function addCards(
 
 function finish(drafts: Map<string, PoolDraft>): Pool[] {
   const pools = [...drafts.values()].map((draft) => ({
-    gpuClass: draft.gpuClass,
+    cardClass: draft.cardClass,
     fabric: draft.fabric,
     cardMemoryBytes: draft.cardMemoryBytes,
     nodes: [...draft.nodes.entries()].map(([name, counts]) => ({ name, ...counts })),
@@ -99,7 +99,7 @@ function finish(drafts: Map<string, PoolDraft>): Pool[] {
   return pools.sort(
     (a, b) =>
       b.cardMemoryBytes - a.cardMemoryBytes ||
-      a.gpuClass.localeCompare(b.gpuClass) ||
+      a.cardClass.localeCompare(b.cardClass) ||
       a.fabric.localeCompare(b.fabric),
   );
 }
@@ -120,7 +120,7 @@ export function fleetFromHardwareSpec(spec: HardwareSpec): Fleet {
       const nodeName = `node-${nodeNumber}`;
       addCards(
         drafts,
-        { gpuClass: group.gpuClass, fabric, cardMemoryBytes: cardMemoryForLlmgw(group.memoryBytes, group.foreignBytes) },
+        { cardClass: group.cardClass, fabric, cardMemoryBytes: cardMemoryForLlmgw(group.memoryBytes, group.foreignBytes) },
         nodeName,
         group.count,
         group.count,
@@ -140,7 +140,7 @@ export function fleetFromNodes(nodes: readonly InventoryNode[]): Fleet {
     for (const gpu of node.gpus) {
       addCards(
         drafts,
-        { gpuClass: gpu.class, fabric: gpu.fabric, cardMemoryBytes: cardMemoryForLlmgw(gpu.memoryBytes, gpu.foreignBytes) },
+        { cardClass: gpu.class, fabric: gpu.fabric, cardMemoryBytes: cardMemoryForLlmgw(gpu.memoryBytes, gpu.foreignBytes) },
         node.name,
         1,
         gpu.free ? 1 : 0,

@@ -43,7 +43,7 @@ class OrderedIdSet {
 }
 
 interface ClassBuckets {
-  readonly gpuClass: string;
+  readonly cardClass: string;
   readonly cardMemoryBytes: number;
   /** byFree[n]: groups with exactly n free cards. */
   readonly byFree: OrderedIdSet[];
@@ -71,10 +71,10 @@ export class CapacityIndex {
       for (const group of node.groups) {
         this.groups[group.id] = group;
         if (!node.source.schedulable) continue;
-        const key = `${group.gpuClass}\u0000${group.cardMemoryBytes}`;
+        const key = `${group.cardClass}\u0000${group.cardMemoryBytes}`;
         let entry = this.buckets.get(key);
         if (!entry) {
-          entry = { gpuClass: group.gpuClass, cardMemoryBytes: group.cardMemoryBytes, byFree: [] };
+          entry = { cardClass: group.cardClass, cardMemoryBytes: group.cardMemoryBytes, byFree: [] };
           this.buckets.set(key, entry);
         }
         while (entry.byFree.length <= group.cards.length) entry.byFree.push(new OrderedIdSet(groupCount));
@@ -84,7 +84,7 @@ export class CapacityIndex {
     working.listen({
       cardsChanged: (group, freeBefore) => {
         if (!group.node.source.schedulable) return;
-        const entry = this.buckets.get(`${group.gpuClass}\u0000${group.cardMemoryBytes}`);
+        const entry = this.buckets.get(`${group.cardClass}\u0000${group.cardMemoryBytes}`);
         entry?.byFree[freeBefore]?.delete(group.id);
         entry?.byFree[group.free.length]?.add(group.id);
       },
@@ -96,8 +96,8 @@ export class CapacityIndex {
    * and card sizes `eligible` admits, whose node `accept` takes; on a tie,
    * the first by node name.
    */
-  bestFit(cards: number, eligible: (gpuClass: string, cardMemoryBytes: number) => boolean, accept: (node: WorkingNode) => boolean): CardGroup | undefined {
-    const entries = [...this.buckets.values()].filter((entry) => eligible(entry.gpuClass, entry.cardMemoryBytes));
+  bestFit(cards: number, eligible: (cardClass: string, cardMemoryBytes: number) => boolean, accept: (node: WorkingNode) => boolean): CardGroup | undefined {
+    const entries = [...this.buckets.values()].filter((entry) => eligible(entry.cardClass, entry.cardMemoryBytes));
     const most = entries.reduce((max, entry) => Math.max(max, entry.byFree.length - 1), 0);
     for (let free = Math.max(cards, 1); free <= most; free += 1) {
       let best: CardGroup | undefined;

@@ -36,7 +36,7 @@ describe("checkNode", () => {
 
   it("refuses a hand-picked card of another class or too small", () => {
     expect(checkNode(snapshot, gpuProfile(1), "gpu-2", { cards: [0] })).toEqual({ fits: false, reason: "gpu-2 has no h100 cards" });
-    expect(checkNode(snapshot, gpuProfile(1, { gpuClass: undefined, bytesPerCard: 61 * GiB }), "gpu-2", { cards: [0] })).toEqual({
+    expect(checkNode(snapshot, gpuProfile(1, { cardClass: undefined, bytesPerCard: 61 * GiB }), "gpu-2", { cards: [0] })).toEqual({
       fits: false,
       reason: "gpu-2 has 36.0 GiB usable per card and needs 61.0 GiB",
     });

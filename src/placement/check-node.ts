@@ -34,7 +34,7 @@ function handPicked(node: WorkingNode, context: FilterContext, cards: readonly n
   for (const card of cards) {
     const group = groupOf.get(card);
     if (!group) return refuse(`${name} has no card ${card} (its cards: ${cardList(allCards)})`);
-    if (!classMatches(group.gpuClass, profile)) return refuse(`card ${card} of ${name} is a ${group.gpuClass}, and the profile ${profile.name} runs on ${profile.gpuClass}`);
+    if (!classMatches(group.cardClass, profile)) return refuse(`card ${card} of ${name} is a ${group.cardClass}, and the profile ${profile.name} runs on ${profile.cardClass}`);
     if (!cardHoldsReplica(group.cardMemoryBytes, context)) {
       return refuse(`card ${card} of ${name} has ${formatGiB(usableBytes(group.cardMemoryBytes, context.gpuMemoryUtilization))} usable and needs ${formatGiB(profile.bytesPerCard ?? 0)}`);
     }

@@ -51,7 +51,7 @@ export function memberOptions(
   for (const node of working.nodes) {
     const capacity = capacityOf(node);
     // The cheap test first: most nodes of a busy fleet have no group with the cards free.
-    if (!node.engines.has(profile.engine) || !node.groups.some((group) => capacity.freeCards(group) >= profile.gpus && classMatches(group.gpuClass, profile))) continue;
+    if (!node.engines.has(profile.engine) || !node.groups.some((group) => capacity.freeCards(group) >= profile.gpus && classMatches(group.cardClass, profile))) continue;
     if (staticReason(node, context)) continue;
     if (capacityReason(node, context, capacity)) continue;
     const best = new Map<string, MemberOption>();
@@ -132,10 +132,10 @@ export function chooseGang(working: WorkingSnapshot, model: string, context: Fil
 export function summariseGangRefusal(working: WorkingSnapshot, context: FilterContext): string {
   const profile = context.profile;
   const size = gangSize(context);
-  const label = profile.gpuClass ?? "cards";
+  const label = profile.cardClass ?? "cards";
   const fabrics = new Map<string, boolean>();
   for (const node of working.nodes) {
-    for (const group of node.groups) fabrics.set(group.fabric, (fabrics.get(group.fabric) ?? false) || classMatches(group.gpuClass, profile));
+    for (const group of node.groups) fabrics.set(group.fabric, (fabrics.get(group.fabric) ?? false) || classMatches(group.cardClass, profile));
   }
   if (fabrics.size === 0) return "0/0 fabrics: no node with cards has joined the fleet";
   const options = memberOptions(working, context, (node) => ({ freeCards: (group) => group.free.length, freeMemoryBytes: node.freeMemoryBytes, freeCpuCores: node.freeCpuCores }));

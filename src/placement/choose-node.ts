@@ -59,7 +59,7 @@ export function chooseNode(working: WorkingSnapshot, indexes: PlacementIndexes, 
       const node = indexes.hostMemory().bestFit(profile.memoryBytes, accept);
       if (node) candidate = scored(node, undefined, model, context, weights);
     } else {
-      const group = indexes.cards.bestFit(profile.gpus, (gpuClass, cardMemoryBytes) => classMatches(gpuClass, profile) && cardHoldsReplica(cardMemoryBytes, context), accept);
+      const group = indexes.cards.bestFit(profile.gpus, (cardClass, cardMemoryBytes) => classMatches(cardClass, profile) && cardHoldsReplica(cardMemoryBytes, context), accept);
       if (group) candidate = scored(group.node, group, model, context, weights);
     }
     if (candidate && better(candidate, best)) best = candidate;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { parseHardwareSpec } from "../fleet/hardware-spec.js";
 import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { planCandidates } from "../plan/candidates.js";
 import { kvCacheBytesPerCard } from "../plan/kv-cache.js";

@@ -12,7 +12,7 @@ describe("demandProfile", () => {
 
   it("reads a GPU profile's class and cards, with the bytes each card must hold", () => {
     if (!gpu) throw new Error("no profile");
-    expect(demandProfile(gpu, 20 * GiB)).toEqual({ name: "vllm", engine: "vllm", gpuClass: "h100", gpus: 1, memoryBytes: 0, cpuCores: 0, bytesPerCard: 20 * GiB });
+    expect(demandProfile(gpu, 20 * GiB)).toEqual({ name: "vllm", engine: "vllm", cardClass: "h100", gpus: 1, memoryBytes: 0, cpuCores: 0, bytesPerCard: 20 * GiB });
   });
 
   it("fits memory_gb: 64 on a host of 64 GiB", () => {

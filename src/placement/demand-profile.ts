@@ -15,7 +15,7 @@ export function demandProfile(profile: ResolvedProfile, bytesPerCard: number | u
   return {
     name: profile.name,
     engine: profile.engine,
-    gpuClass: profile.gpu_class,
+    cardClass: profile.gpu_class,
     gpus: profile.gpus,
     ...(profile.nodes > 1 ? { nodes: profile.nodes } : {}),
     memoryBytes: Math.round((profile.memory_gb ?? 0) * GiB),

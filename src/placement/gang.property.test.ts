@@ -10,7 +10,7 @@ import type { DemandProfile, HeldReplica, ReplicaDemand, Snapshot, SnapshotNode 
 const fleetArbitrary: fc.Arbitrary<Snapshot> = fc
   .record({
     nodes: fc.array(
-      fc.record({ cards: fc.integer({ min: 1, max: 8 }), gpuClass: fc.constantFrom("h100", "a100"), fabric: fc.constantFrom("f0", "f1", "f2"), memoryGiB: fc.integer({ min: 0, max: 256 }) }),
+      fc.record({ cards: fc.integer({ min: 1, max: 8 }), cardClass: fc.constantFrom("h100", "a100"), fabric: fc.constantFrom("f0", "f1", "f2"), memoryGiB: fc.integer({ min: 0, max: 256 }) }),
       { minLength: 0, maxLength: 8 },
     ),
     holdings: fc.array(fc.nat(), { maxLength: 30 }),
@@ -20,7 +20,7 @@ const fleetArbitrary: fc.Arbitrary<Snapshot> = fc
       name: `node-${position}`,
       schedulable: true,
       engines: ["vllm", "sglang"],
-      cards: Array.from({ length: shape.cards }, (_unused, index) => ({ index, gpuClass: shape.gpuClass, memoryBytes: 80 * GiB, fabric: shape.fabric })),
+      cards: Array.from({ length: shape.cards }, (_unused, index) => ({ index, cardClass: shape.cardClass, memoryBytes: 80 * GiB, fabric: shape.fabric })),
       memoryBytes: shape.memoryGiB * GiB,
       cpuCores: 64,
     }));
@@ -42,7 +42,7 @@ const fleetArbitrary: fc.Arbitrary<Snapshot> = fc
 const profileArbitrary: fc.Arbitrary<DemandProfile> = fc.record({
   name: fc.constant("p"),
   engine: fc.constant("vllm" as const),
-  gpuClass: fc.constantFrom("h100", "a100", undefined),
+  cardClass: fc.constantFrom("h100", "a100", undefined),
   gpus: fc.integer({ min: 1, max: 8 }),
   nodes: fc.integer({ min: 1, max: 3 }),
   memoryBytes: fc.integer({ min: 0, max: 128 }).map((gib) => gib * GiB),

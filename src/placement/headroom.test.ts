@@ -22,7 +22,7 @@ describe("headroom", () => {
     expect(none).toMatchObject({ profile: "one", moreReplicas: 0, nodes: [] });
     expect(none.reasons[0]).toMatch(/GiB/);
     const cpu = { nodes: Array.from({ length: 100 }, (_, index) => node(`cpu-${index}`, "", { memoryGiB: 64 })), replicas: [] };
-    const many = headroom(cpu, { name: "small", modelClass: "standard", profiles: [{ ...gpuProfile(0), gpuClass: undefined, engine: "llamacpp", memoryBytes: GiB, cpuCores: 1 }] }, 0.9);
+    const many = headroom(cpu, { name: "small", modelClass: "standard", profiles: [{ ...gpuProfile(0), cardClass: undefined, engine: "llamacpp", memoryBytes: GiB, cpuCores: 1 }] }, 0.9);
     expect(many.moreReplicas).toBe(headroomLimit);
     expect(many.reasons).toEqual([]);
   });

@@ -42,7 +42,7 @@ describe("hostingProfiles", () => {
   });
 
   it("leaves out a node whose cards are too small for the model by the planner's arithmetic", () => {
-    const large = [gpuProfile(1, { name: "big", gpuClass: undefined, bytesPerCard: 60 * GiB })];
+    const large = [gpuProfile(1, { name: "big", cardClass: undefined, bytesPerCard: 60 * GiB })];
     expect(hostingProfiles({ nodes: [node("gpu-2", "2xa100-40@pcie")], replicas: [] }, large)[0]).toMatchObject({ profile: undefined, refusals: [{ reason: expect.stringMatching(/usable per card and needs 60/) }] });
   });
 });

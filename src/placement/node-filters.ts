@@ -50,7 +50,7 @@ function phrase(build: (have: string, need: string) => string): NodeReason {
 
 /** "h100" for a profile that names its class; "cards" when any class will do. */
 function cardsLabel(profile: DemandProfile, count?: number): string {
-  const noun = profile.gpuClass ?? (count === 1 ? "card" : "cards");
+  const noun = profile.cardClass ?? (count === 1 ? "card" : "cards");
   return count === undefined ? noun : `${count} ${noun}`;
 }
 
@@ -61,8 +61,8 @@ export function cardHoldsReplica(cardMemoryBytes: number, context: FilterContext
 }
 
 /** Whether a card of this class is one the profile asks for. */
-export function classMatches(gpuClass: string, profile: DemandProfile): boolean {
-  return profile.gpuClass === undefined || gpuClass === profile.gpuClass;
+export function classMatches(cardClass: string, profile: DemandProfile): boolean {
+  return profile.cardClass === undefined || cardClass === profile.cardClass;
 }
 
 /**
@@ -72,7 +72,7 @@ export function classMatches(gpuClass: string, profile: DemandProfile): boolean 
  */
 export function eligibleGroups(node: WorkingNode, context: FilterContext): CardGroup[] {
   const profile = context.profile;
-  return node.groups.filter((group) => classMatches(group.gpuClass, profile) && cardHoldsReplica(group.cardMemoryBytes, context) && group.cards.length >= profile.gpus);
+  return node.groups.filter((group) => classMatches(group.cardClass, profile) && cardHoldsReplica(group.cardMemoryBytes, context) && group.cards.length >= profile.gpus);
 }
 
 const usesCards = (context: FilterContext): boolean => context.profile.gpus > 0;
@@ -83,7 +83,7 @@ const usesCards = (context: FilterContext): boolean => context.profile.gpus > 0;
  */
 function together(groups: readonly CardGroup[]): string {
   const first = groups[0];
-  const alike = groups.every((group) => group.gpuClass === first?.gpuClass && group.cardMemoryBytes === first.cardMemoryBytes);
+  const alike = groups.every((group) => group.cardClass === first?.cardClass && group.cardMemoryBytes === first.cardMemoryBytes);
   return alike ? "on one fabric" : "alike (one class, size and fabric)";
 }
 
@@ -108,8 +108,8 @@ export const cardClassFilter: StaticFilter = {
   name: "card-class",
   check(node, context) {
     if (!usesCards(context)) return undefined;
-    if (node.groups.some((group) => classMatches(group.gpuClass, context.profile))) return undefined;
-    return phrase((have) => (context.profile.gpuClass === undefined ? `${have} no GPUs` : `${have} no ${context.profile.gpuClass} cards`));
+    if (node.groups.some((group) => classMatches(group.cardClass, context.profile))) return undefined;
+    return phrase((have) => (context.profile.cardClass === undefined ? `${have} no GPUs` : `${have} no ${context.profile.cardClass} cards`));
   },
 };
 
@@ -118,7 +118,7 @@ export const cardMemoryFilter: StaticFilter = {
   check(node, context) {
     const needs = context.profile.bytesPerCard;
     if (!usesCards(context) || needs === undefined) return undefined;
-    const ofClass = node.groups.filter((group) => classMatches(group.gpuClass, context.profile));
+    const ofClass = node.groups.filter((group) => classMatches(group.cardClass, context.profile));
     // No card of the class at all is the card-class filter's reason.
     if (ofClass.length === 0 || ofClass.some((group) => cardHoldsReplica(group.cardMemoryBytes, context))) return undefined;
     const largest = Math.max(...ofClass.map((group) => usableBytes(group.cardMemoryBytes, context.gpuMemoryUtilization)));
@@ -131,7 +131,7 @@ export const cardsOnOneFabricFilter: StaticFilter = {
   check(node, context) {
     if (!usesCards(context)) return undefined;
     const profile = context.profile;
-    const fitting = node.groups.filter((group) => classMatches(group.gpuClass, profile) && cardHoldsReplica(group.cardMemoryBytes, context));
+    const fitting = node.groups.filter((group) => classMatches(group.cardClass, profile) && cardHoldsReplica(group.cardMemoryBytes, context));
     if (fitting.length === 0) return undefined;
     const largest = Math.max(...fitting.map((group) => group.cards.length));
     if (largest >= profile.gpus) return undefined;

@@ -73,7 +73,7 @@ describe("placeReplicas", () => {
       nodes: [full("a"), full("b"), full("c"), node("d", "4xa100-40@pcie"), node("e", "4xa100-40@pcie")],
       replicas: ["a", "b", "c"].map((name) => held(`r-${name}`, "other", name, [0, 1])),
     };
-    const profile = gpuProfile(1, { gpuClass: "a100", bytesPerCard: 61 * GiB });
+    const profile = gpuProfile(1, { cardClass: "a100", bytesPerCard: 61 * GiB });
     const result = placeReplicas(snapshot, [demand("qwen-72b", 1, [profile])]);
     expect(result.refusals[0]?.reason).toBe("0 of 5 nodes: 3 have no free a100, 2 have 36.0 GiB usable per card and need 61.0 GiB");
   });
@@ -145,8 +145,8 @@ describe("placeReplicas", () => {
 
   it("uses any class when the profile names none, but never mixes classes in one replica", () => {
     const snapshot: Snapshot = { nodes: [node("a", "1xh100-80@nvl0+1xa100-80@nvl0")], replicas: [] };
-    expect(placeReplicas(snapshot, [demand("chat", 1, [gpuProfile(1, { gpuClass: undefined })])]).placements).toHaveLength(1);
-    expect(placeReplicas(snapshot, [demand("chat", 1, [gpuProfile(2, { gpuClass: undefined })])]).refusals[0]?.reason).toBe(
+    expect(placeReplicas(snapshot, [demand("chat", 1, [gpuProfile(1, { cardClass: undefined })])]).placements).toHaveLength(1);
+    expect(placeReplicas(snapshot, [demand("chat", 1, [gpuProfile(2, { cardClass: undefined })])]).refusals[0]?.reason).toBe(
       "0 of 1 node: 1 has 2 cards but at most 1 alike (one class, size and fabric), and needs 2",
     );
   });

@@ -29,7 +29,7 @@ function sanitisedWeights(weights: ScoreWeights): ScoreWeights {
 
 /** Profiles with the same needs get the same refusal text; computed once each. */
 function profileShape(profile: DemandProfile): string {
-  return [profile.engine, profile.gpuClass ?? "", profile.gpus, profile.nodes ?? 1, profile.memoryBytes, profile.cpuCores, profile.bytesPerCard ?? ""].join("\u0000");
+  return [profile.engine, profile.cardClass ?? "", profile.gpus, profile.nodes ?? 1, profile.memoryBytes, profile.cpuCores, profile.bytesPerCard ?? ""].join("\u0000");
 }
 
 /**

@@ -16,7 +16,7 @@ const engines: readonly EngineName[] = ["vllm", "llamacpp"];
 
 const groupArbitrary = fc.record({
   count: fc.integer({ min: 1, max: 8 }),
-  gpuClass: fc.constantFrom("h100", "a100"),
+  cardClass: fc.constantFrom("h100", "a100"),
   memoryGiB: fc.constantFrom(40, 80),
   fabric: fc.constantFrom("f0", "f1"),
 });
@@ -38,7 +38,7 @@ const fleetArbitrary = (holdings: { minLength: number; maxLength: number }): fc.
         const cards: SnapshotCard[] = [];
         for (const group of shape.groups) {
           for (let count = 0; count < group.count; count += 1) {
-            cards.push({ index: cards.length, gpuClass: group.gpuClass, memoryBytes: group.memoryGiB * GiB, fabric: group.fabric });
+            cards.push({ index: cards.length, cardClass: group.cardClass, memoryBytes: group.memoryGiB * GiB, fabric: group.fabric });
           }
         }
         return {
@@ -84,7 +84,7 @@ const crowdedArbitrary = fleetArbitrary({ minLength: 30, maxLength: 80 });
 const profileArbitrary: fc.Arbitrary<DemandProfile> = fc.record({
   name: fc.constantFrom("first", "second"),
   engine: fc.constantFrom(...engines),
-  gpuClass: fc.constantFrom("h100", "a100", undefined),
+  cardClass: fc.constantFrom("h100", "a100", undefined),
   gpus: fc.integer({ min: 0, max: 5 }),
   memoryBytes: fc.integer({ min: 0, max: 64 }).map((gib) => gib * GiB),
   cpuCores: fc.integer({ min: 0, max: 16 }),
@@ -181,7 +181,7 @@ describe("placement properties", () => {
             cards.add(index);
             const card = node?.cards.find((each) => each.index === index);
             expect(card).toBeDefined();
-            if (profile.gpuClass !== undefined) expect(card?.gpuClass).toBe(profile.gpuClass);
+            if (profile.cardClass !== undefined) expect(card?.cardClass).toBe(profile.cardClass);
             if (profile.bytesPerCard !== undefined) expect(usableBytes(card?.memoryBytes ?? 0, 0.9)).toBeGreaterThanOrEqual(profile.bytesPerCard);
           }
           usedCards.set(placement.node, cards);
@@ -203,7 +203,7 @@ describe("placement properties", () => {
         for (const placement of placeReplicas(snapshot, demands).placements) {
           const node = snapshot.nodes.find((each) => each.name === placement.node);
           const cards = placement.cards.map((index) => node?.cards.find((card) => card.index === index));
-          const kinds = new Set(cards.map((card) => `${card?.gpuClass}/${card?.fabric}/${card?.memoryBytes}`));
+          const kinds = new Set(cards.map((card) => `${card?.cardClass}/${card?.fabric}/${card?.memoryBytes}`));
           expect(kinds.size).toBeLessThanOrEqual(1);
         }
       }),
@@ -295,7 +295,7 @@ describe("placement properties", () => {
         const replicas: HeldReplica[] = [];
         shapes.forEach((shape, position) => {
           const name = `node-${position}`;
-          nodes.push({ name, schedulable: true, engines: ["vllm"], cards: Array.from({ length: shape.cards }, (_, index) => ({ index, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "f0" })), memoryBytes: 64 * GiB, cpuCores: 16 });
+          nodes.push({ name, schedulable: true, engines: ["vllm"], cards: Array.from({ length: shape.cards }, (_, index) => ({ index, cardClass: "h100", memoryBytes: 80 * GiB, fabric: "f0" })), memoryBytes: 64 * GiB, cpuCores: 16 });
           for (let card = 0, slot = 0; card < shape.cards; slot += 1) {
             const width = Math.min(shape.widths[slot] ?? 1, shape.cards - card);
             const model = shape.models[slot] ?? 0;
@@ -308,7 +308,7 @@ describe("placement properties", () => {
     fc.assert(
       fc.property(
         fullFleet,
-        fc.integer({ min: 1, max: 4 }).map((gpus) => ({ name: "p", engine: "vllm" as const, gpuClass: "h100", gpus, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined })),
+        fc.integer({ min: 1, max: 4 }).map((gpus) => ({ name: "p", engine: "vllm" as const, cardClass: "h100", gpus, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined })),
         fc.constantFrom(...modelClasses),
         (snapshot, profile, modelClass) => {
           // Every held model at minimum 0 and the taker below none: the class rules alone decide.

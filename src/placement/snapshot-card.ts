@@ -13,7 +13,7 @@ export interface CardFields {
 export function snapshotCard(gpu: CardFields): SnapshotCard {
   return {
     index: gpu.index,
-    gpuClass: gpu.class,
+    cardClass: gpu.class,
     memoryBytes: gpu.memory_bytes,
     fabric: gpu.fabric,
     ...(gpu.memory_foreign_bytes !== undefined && gpu.memory_foreign_bytes !== null ? { foreignBytes: gpu.memory_foreign_bytes } : {}),

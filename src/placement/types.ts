@@ -9,7 +9,7 @@ import type { EngineName, ModelClass } from "../catalog/index.js";
 
 export interface SnapshotCard {
   readonly index: number;
-  readonly gpuClass: string;
+  readonly cardClass: string;
   readonly memoryBytes: number;
   readonly fabric: string;
   /** Held by processes llmgw did not start: placement counts it as taken (absent: none reported). */
@@ -62,7 +62,7 @@ export interface DemandProfile {
   readonly name: string;
   readonly engine: EngineName;
   /** Cards of this class only; undefined for a CPU profile (gpus 0) or any class. */
-  readonly gpuClass: string | undefined;
+  readonly cardClass: string | undefined;
   /** Cards per node. */
   readonly gpus: number;
   /** Nodes one replica spans (a gang: each node gives `gpus` cards on one fabric); absent or 1 for one node. */

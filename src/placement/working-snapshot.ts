@@ -13,7 +13,7 @@ export interface CardGroup {
   /** Position over the whole working copy, in node-name order: the capacity index's tie-break. */
   readonly id: number;
   readonly node: WorkingNode;
-  readonly gpuClass: string;
+  readonly cardClass: string;
   readonly fabric: string;
   readonly cardMemoryBytes: number;
   /** Every card of the group, lowest index first. */
@@ -54,8 +54,8 @@ export interface WorkingSnapshotListener {
   memoryChanged?(node: WorkingNode, memoryBefore: number): void;
 }
 
-function groupKeyOf(gpuClass: string, fabric: string, memoryBytes: number): string {
-  return `${gpuClass}\u0000${fabric}\u0000${memoryBytes}`;
+function groupKeyOf(cardClass: string, fabric: string, memoryBytes: number): string {
+  return `${cardClass}\u0000${fabric}\u0000${memoryBytes}`;
 }
 
 const byName = (left: { name: string }, right: { name: string }): number => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0);
@@ -90,17 +90,17 @@ export class WorkingSnapshot {
     let groupId = 0;
     const nodes: WorkingNode[] = [];
     for (const [position, source] of unique.entries()) {
-      const drafts = new Map<string, { gpuClass: string; fabric: string; cardMemoryBytes: number; cards: number[] }>();
+      const drafts = new Map<string, { cardClass: string; fabric: string; cardMemoryBytes: number; cards: number[] }>();
       const seenCards = new Set<number>();
       for (const card of source.cards) {
         if (seenCards.has(card.index)) continue;
         seenCards.add(card.index);
         // Cards partly held by other processes have less room, so they group apart from their untouched twins.
         const room = cardMemoryForLlmgw(card.memoryBytes, card.foreignBytes);
-        const key = groupKeyOf(card.gpuClass, card.fabric, room);
+        const key = groupKeyOf(card.cardClass, card.fabric, room);
         let draft = drafts.get(key);
         if (!draft) {
-          draft = { gpuClass: card.gpuClass, fabric: card.fabric, cardMemoryBytes: room, cards: [] };
+          draft = { cardClass: card.cardClass, fabric: card.fabric, cardMemoryBytes: room, cards: [] };
           drafts.set(key, draft);
         }
         draft.cards.push(card.index);
@@ -119,7 +119,7 @@ export class WorkingSnapshot {
       const ordered = [...drafts.entries()].sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
       for (const [, draft] of ordered) {
         const cards = [...draft.cards].sort((left, right) => left - right);
-        groups.push({ id: groupId, node, gpuClass: draft.gpuClass, fabric: draft.fabric, cardMemoryBytes: draft.cardMemoryBytes, cards, free: [...cards] });
+        groups.push({ id: groupId, node, cardClass: draft.cardClass, fabric: draft.fabric, cardMemoryBytes: draft.cardMemoryBytes, cards, free: [...cards] });
         groupId += 1;
       }
       nodes.push(node);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { parseHardwareSpec } from "../fleet/hardware-spec.js";
 import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { planCandidates, type PlanCandidate } from "./candidates.js";
 import { bytesNeededPerCard, maxContext, type ContextBudget } from "./memory.js";
@@ -69,7 +69,7 @@ describe("planCandidates", () => {
   it("counts a node's busy cards: no candidate wider than the most free cards on one node fits", () => {
     const facts = fixtureFacts("Llama-3.1-8B");
     const plan = planCandidates(facts, {
-      pools: [{ gpuClass: "h100", fabric: "nvl0", cardMemoryBytes: 80 * GiB, nodes: [{ name: "a", cardsTotal: 4, cardsFree: 1 }] }],
+      pools: [{ cardClass: "h100", fabric: "nvl0", cardMemoryBytes: 80 * GiB, nodes: [{ name: "a", cardsTotal: 4, cardsFree: 1 }] }],
       cpuNodes: [],
     });
     const two = find(plan.candidates, "vllm", "bf16", 2);

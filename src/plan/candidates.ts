@@ -11,7 +11,7 @@ import { totalWeightsBytes } from "./weights-per-card.js";
 export { cardCounts } from "./evaluate-candidate.js";
 export type { Plan, PlanArchitecture, PlanCandidate, PlanOptions, PlanPool } from "./plan-types.js";
 
-function gpuSlots(pool: Pool): Slot[] {
+function cardSlots(pool: Pool): Slot[] {
   const planPool = planPoolOf(pool);
   const mostFree = largestFreeOnOneNode(pool);
   // A replica lives on one node: the largest node bounds the card count,
@@ -67,14 +67,14 @@ export function planCandidates(facts: ModelFacts, fleet: Fleet, options: PlanOpt
   const askedNodes = options.nodes;
   for (const pool of fleet.pools) {
     const single: PlanCandidate[] = [];
-    for (const slot of gpuSlots(pool)) {
+    for (const slot of cardSlots(pool)) {
       for (const quantization of vllm) single.push(evaluate(facts, slot, "vllm", quantization, utilization, requested));
       for (const quantization of llamacpp) single.push(evaluate(facts, slot, "llamacpp", quantization, utilization, requested));
     }
     if (askedNodes === undefined || askedNodes === 1) candidates.push(...single);
     // A model one node holds is never split over a network unless asked.
     const oneNodeHolds = () =>
-      gpuSlots(pool).some((slot) => vllm.some((quantization) => evaluate(facts, { ...slot, unavailable: undefined }, "vllm", quantization, utilization, requested).fits));
+      cardSlots(pool).some((slot) => vllm.some((quantization) => evaluate(facts, { ...slot, unavailable: undefined }, "vllm", quantization, utilization, requested).fits));
     if ((askedNodes !== undefined && askedNodes > 1) || (askedNodes === undefined && vllm.length > 0 && !oneNodeHolds())) {
       candidates.push(...multiNodeCandidates({ facts, pool, quantizations: vllm, utilization, requested, nodes: askedNodes }));
     }

@@ -36,7 +36,7 @@ export interface Slot {
 
 export function planPoolOf(pool: Pool): PlanPool {
   return {
-    gpu_class: pool.gpuClass,
+    gpu_class: pool.cardClass,
     fabric: pool.fabric,
     cards_free: poolCardsFree(pool),
     cards_total: poolCardsTotal(pool),

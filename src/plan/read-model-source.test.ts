@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { parseHardwareSpec } from "../fleet/hardware-spec.js";
 import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { planCandidates } from "./candidates.js";
 import { readModelSource } from "./read-model-source.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { parseHardwareSpec } from "../fleet/hardware-spec.js";
 import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { planCandidates } from "./candidates.js";
 import { formatContext, formatGiB } from "./format.js";

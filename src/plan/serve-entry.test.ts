@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { temporaryDirectory } from "../../test/support/temporary-directory.js";
 import { buildCatalog } from "../catalog/build-catalog.js";
 import { modelEntrySchema } from "../catalog/schema.js";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { parseHardwareSpec } from "../fleet/hardware-spec.js";
 import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { planCandidates, type Plan } from "./candidates.js";
 import { syntheticGguf, writeBytes } from "./header-only-checkpoint.js";

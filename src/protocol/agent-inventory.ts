@@ -3,7 +3,7 @@ import { engineNames } from "../catalog/light.js";
 import { byteCount, cardIndex, identifier, label, maxCardsPerNode } from "./agent-fields.js";
 
 /** What an agent reports of its node at its join and whenever it changed: cards, memory, engines. */
-export const gpuInventorySchema = z.object({
+export const cardInventorySchema = z.object({
   index: cardIndex,
   uuid: label("a GPU's uuid"),
   /** nvidia-smi's product name, e.g. "NVIDIA H100 80GB HBM3". */
@@ -20,7 +20,7 @@ export const gpuInventorySchema = z.object({
   memory_foreign_bytes: byteCount.optional(),
   fabric: identifier("a GPU's fabric"),
 });
-export type GpuInventory = z.infer<typeof gpuInventorySchema>;
+export type CardInventory = z.infer<typeof cardInventorySchema>;
 
 /**
  * Which llama.cpp a node runs llamacpp replicas with: llama-server found on
@@ -42,7 +42,7 @@ export type LlamaCppInventory = z.infer<typeof llamaCppInventorySchema>;
 
 export const inventorySchema = z.object({
   hostname: label("the hostname"),
-  gpus: z.array(gpuInventorySchema).max(maxCardsPerNode),
+  gpus: z.array(cardInventorySchema).max(maxCardsPerNode),
   memory_bytes: byteCount,
   cpu_cores: z.number().int().min(1).max(1_048_576),
   /** Engines whose program this node has (every engine when simulated). */

@@ -75,16 +75,16 @@ export type PlannedMemoryView = z.infer<typeof plannedMemorySchema>;
  * does not report it), and what processes llmgw did not start hold (null
  * likewise). Placement counts the foreign part as taken.
  */
-export const gpuMemorySchema = z.object({
+export const cardMemorySchema = z.object({
   total_bytes: z.number(),
   used_bytes: z.number().nullable(),
   foreign_bytes: z.number().nullable(),
   planned: z.array(plannedMemorySchema),
 });
-export type GpuMemoryView = z.infer<typeof gpuMemorySchema>;
+export type CardMemoryUseView = z.infer<typeof cardMemorySchema>;
 
 /** One card of `GET /api/v1/card-memory`. */
-export const cardMemoryViewSchema = gpuMemorySchema.extend({ index: z.number() });
+export const cardMemoryViewSchema = cardMemorySchema.extend({ index: z.number() });
 export type CardMemoryView = z.infer<typeof cardMemoryViewSchema>;
 
 /**

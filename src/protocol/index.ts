@@ -14,7 +14,7 @@ export {
   startReplicaRequestSchema,
   terminalReplicaStates,
   type Inventory,
-  type GpuInventory,
+  type CardInventory,
   type LlamaCppInventory,
   type ReplicaSpec,
   type ReplicaState,

@@ -149,7 +149,7 @@ export interface NodeView {
   hostname: string;
   fabric: string;
   labels: Record<string, string>;
-  gpus: NodeGpuView[];
+  gpus: NodeCardView[];
   memory_bytes: number;
   cpu_cores: number;
   engines: string[];
@@ -170,7 +170,7 @@ export interface NodeView {
   draining: boolean;
 }
 
-export interface NodeGpuView {
+export interface NodeCardView {
   index: number;
   uuid: string;
   name: string;
@@ -342,7 +342,7 @@ export const documentedViewFields = {
     cordoned: true,
     draining: true,
   }),
-  "Node.gpus[]": fields<NodeGpuView>({ index: true, uuid: true, name: true, class: true, memory_bytes: true, memory_used_bytes: true, memory_foreign_bytes: true, fabric: true, replica: true }),
+  "Node.gpus[]": fields<NodeCardView>({ index: true, uuid: true, name: true, class: true, memory_bytes: true, memory_used_bytes: true, memory_foreign_bytes: true, fabric: true, replica: true }),
   Replica: fields<ReplicaView>({
     arm: true,
     id: true,

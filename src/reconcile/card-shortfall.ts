@@ -6,7 +6,7 @@ import { formatGiB, usableBytes, type ModelFacts } from "../plan/index.js";
 /** The cards of one class, fabric and size on one node: the most one replica can take there. */
 export interface CardGroup {
   readonly node: string;
-  readonly gpuClass: string;
+  readonly cardClass: string;
   readonly fabric: string;
   readonly cardMemoryBytes: number;
   readonly cards: number;
@@ -17,10 +17,10 @@ export interface CardGroup {
  * it names none), lost nodes left out. A replica never spans two fabrics or
  * two nodes, so a node's cards are counted per group, never summed.
  */
-export function profileCardGroups(fleet: Fleet, gpuClass: string | undefined): CardGroup[] {
+export function profileCardGroups(fleet: Fleet, cardClass: string | undefined): CardGroup[] {
   return fleet.pools
-    .filter((pool) => gpuClass === undefined || pool.gpuClass === gpuClass)
-    .flatMap((pool) => pool.nodes.map((node) => ({ node: node.name, gpuClass: pool.gpuClass, fabric: pool.fabric, cardMemoryBytes: pool.cardMemoryBytes, cards: node.cardsTotal })));
+    .filter((pool) => cardClass === undefined || pool.cardClass === cardClass)
+    .flatMap((pool) => pool.nodes.map((node) => ({ node: node.name, cardClass: pool.cardClass, fabric: pool.fabric, cardMemoryBytes: pool.cardMemoryBytes, cards: node.cardsTotal })));
 }
 
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
@@ -45,6 +45,6 @@ export function cardShortfall(facts: ModelFacts, profile: ResolvedProfile, conte
   return (
     `profile ${profile.name} (${profile.engine}, ${plural(profile.gpus, "card")}): ${cardWord} would need ${formatGiB(bytes.total)} ` +
     `(${formatGiB(bytes.weights)} weights, ${formatGiB(bytes.overhead)} runtime overhead, ${formatGiB(bytes.kvCache)} KV cache for ${bytes.kvTokens} tokens); ` +
-    `the largest ${largest.gpuClass} card has ${formatGiB(usable)} usable (${gpuMemoryUtilization.toFixed(2)} of ${formatGiB(largest.cardMemoryBytes)}): ${formatGiB(bytes.total - usable)} short`
+    `the largest ${largest.cardClass} card has ${formatGiB(usable)} usable (${gpuMemoryUtilization.toFixed(2)} of ${formatGiB(largest.cardMemoryBytes)}): ${formatGiB(bytes.total - usable)} short`
   );
 }

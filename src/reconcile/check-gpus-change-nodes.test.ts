@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { catalogModelOf as modelOf } from "../catalog/testing/catalog-model-of.js";
-import { parseHardwareSpec } from "../fleet/gpu-spec.js";
+import { parseHardwareSpec } from "../fleet/hardware-spec.js";
 import { fleetFromHardwareSpec } from "../fleet/pools.js";
 import { storedFixtureFacts } from "../plan/testing/fixtures.js";
 import { refusalOf } from "../../test/support/refusal.js";

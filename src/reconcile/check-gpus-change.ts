@@ -108,7 +108,7 @@ function checkOneNodeCards(change: GpusChange, profile: ResolvedProfile): number
   if (largest.cards < gpus) {
     throw new DomainError(
       "cards_missing",
-      `no node has ${gpus} ${className} cards on one fabric for ${where}: the largest, ${largest.node}, has ${largest.cards} (${largest.gpuClass} on ${largest.fabric})`,
+      `no node has ${gpus} ${className} cards on one fabric for ${where}: the largest, ${largest.node}, has ${largest.cards} (${largest.cardClass} on ${largest.fabric})`,
       `Ask for ${largest.cards} or fewer: a replica never spans two nodes or two fabrics unless it is given several nodes (--nodes N, vLLM and SGLang).`,
     );
   }
@@ -120,7 +120,7 @@ function gangGroups(fleet: Fleet, profile: ResolvedProfile, gpus: number): Map<s
   const byFabric = new Map<string, number>();
   for (const group of profileCardGroups(fleet, profile.gpu_class)) {
     if (group.cards < gpus) continue;
-    const key = `${group.gpuClass} on ${group.fabric}`;
+    const key = `${group.cardClass} on ${group.fabric}`;
     byFabric.set(key, (byFabric.get(key) ?? 0) + 1);
   }
   return byFabric;

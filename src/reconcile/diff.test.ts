@@ -38,7 +38,7 @@ describe("diff", () => {
   });
 
   it("reports a model too large for any node as unplaceable, with the reason per node", () => {
-    const big = model("big", { profiles: [{ name: "h100x4", engine: "vllm", gpuClass: "h100", gpus: 4, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }] });
+    const big = model("big", { profiles: [{ name: "h100x4", engine: "vllm", cardClass: "h100", gpus: 4, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }] });
     const actions = diff({ models: [big] }, observed([node("gpu-1"), node("gpu-2")]), settings);
     const placement = actions.find((action) => action.kind === "placement");
     expect(placement).toMatchObject({ state: "unplaceable" });
@@ -115,7 +115,7 @@ describe("diff", () => {
   });
 
   it("preempts an opportunistic replica for a critical model that has no room", () => {
-    const small = node("gpu-1", { cards: [{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
+    const small = node("gpu-1", { cards: [{ index: 0, cardClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
     const models = [model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical" })];
     const actions = diff({ models }, observed([small], [replica("batch-a", "batch", "gpu-1", [0])]), settings);
     expect(actions).toContainEqual({ kind: "withdraw", id: "batch-a", model: "batch", node: "gpu-1", reason: "preempted by prod (critical)", preemptedFor: "prod" });
@@ -123,7 +123,7 @@ describe("diff", () => {
   });
 
   it("keeps a second model waiting on the replicas the first one preempted, rather than calling it unplaceable", () => {
-    const small = node("gpu-1", { cards: [{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
+    const small = node("gpu-1", { cards: [{ index: 0, cardClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
     const models = [model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical" }), model("prod2", { modelClass: "critical" })];
     const actions = diff({ models }, observed([small], [replica("batch-a", "batch", "gpu-1", [0])]), settings);
     expect(actions.filter((action) => action.kind === "withdraw")).toEqual([expect.objectContaining({ id: "batch-a", preemptedFor: "prod" })]);
@@ -132,7 +132,7 @@ describe("diff", () => {
 
   it("gives up an opportunistic replica before a standard one", () => {
     const nodes = [node("gpu-1"), node("gpu-2")];
-    const models = [model("tiny"), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical", profiles: [{ name: "h100x2", engine: "vllm", gpuClass: "h100", gpus: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }] })];
+    const models = [model("tiny"), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now }), model("prod", { modelClass: "critical", profiles: [{ name: "h100x2", engine: "vllm", cardClass: "h100", gpus: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined }] })];
     const replicas = [replica("tiny-a", "tiny", "gpu-1", [0]), replica("batch-a", "batch", "gpu-2", [0, 1])];
     const withdrawals = diff({ models }, observed(nodes, replicas), settings).filter((action) => action.kind === "withdraw");
     expect(withdrawals).toEqual([expect.objectContaining({ id: "batch-a", preemptedFor: "prod" })]);
@@ -148,7 +148,7 @@ describe("diff", () => {
   });
 
   it("never preempts for an opportunistic model", () => {
-    const small = node("gpu-1", { cards: [{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
+    const small = node("gpu-1", { cards: [{ index: 0, cardClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0" }] });
     const models = [model("prod", { modelClass: "standard" }), model("batch", { modelClass: "opportunistic", min: 0, max: 1, demandAtMs: now })];
     const actions = diff({ models }, observed([small], [replica("prod-a", "prod", "gpu-1", [0])]), settings);
     expect(kinds(actions)).not.toContain("withdraw");

@@ -22,7 +22,7 @@ function profileFitsNowhere(profile: ResolvedProfile, context: number | undefine
     // A gang's members are nodes of one class on one fabric: count them per pool, never across two.
     const perPool = new Map<string, number>();
     for (const group of groups) {
-      if (group.cards >= profile.gpus) perPool.set(`${group.gpuClass} on ${group.fabric}`, (perPool.get(`${group.gpuClass} on ${group.fabric}`) ?? 0) + 1);
+      if (group.cards >= profile.gpus) perPool.set(`${group.cardClass} on ${group.fabric}`, (perPool.get(`${group.cardClass} on ${group.fabric}`) ?? 0) + 1);
     }
     const [pool, most] = [...perPool].reduce<[string, number]>((best, entry) => (entry[1] > best[1] ? entry : best), ["", 0]);
     if (most < profile.nodes) {

@@ -3,7 +3,7 @@ import { diff } from "./diff.js";
 import { gangNotStartedReason } from "./gang-guard.js";
 import { model, node, observed, replica, settings } from "../../test/support/reconcile-fixtures.js";
 
-const gangProfile = { name: "gang", engine: "vllm" as const, gpuClass: "h100", gpus: 2, nodes: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined };
+const gangProfile = { name: "gang", engine: "vllm" as const, cardClass: "h100", gpus: 2, nodes: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined };
 
 describe("a replica over several nodes, before this release starts them", () => {
   it("is never started on its leader alone: the model is refused in words that say why", () => {

@@ -25,7 +25,7 @@ describe("observe", () => {
       ["b", false],
       ["c", false],
     ]);
-    expect(observation.observed.nodes[0]?.cards).toEqual([{ index: 0, gpuClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0", foreignBytes: 2 * GiB }]);
+    expect(observation.observed.nodes[0]?.cards).toEqual([{ index: 0, cardClass: "h100", memoryBytes: 80 * GiB, fabric: "nvl0", foreignBytes: 2 * GiB }]);
     expect(observation.observed.nodes[0]).toMatchObject({ memoryBytes: 256 * GiB, cpuCores: 32, engines: ["vllm", "llamacpp"] });
   });
 

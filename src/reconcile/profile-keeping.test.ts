@@ -8,8 +8,8 @@ const withdrawals = (actions: Action[]) => actions.filter((action): action is Ex
 
 /** The demo's shape: vLLM on two H100s first, llama.cpp on the host's CPU as the fallback. */
 const cardsThenCpu: DesiredModel["profiles"] = [
-  { name: "h100x2", engine: "vllm", gpuClass: "h100", gpus: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined },
-  { name: "cpu", engine: "llamacpp", gpuClass: undefined, gpus: 0, memoryBytes: 0, cpuCores: 4, bytesPerCard: undefined },
+  { name: "h100x2", engine: "vllm", cardClass: "h100", gpus: 2, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined },
+  { name: "cpu", engine: "llamacpp", cardClass: undefined, gpus: 0, memoryBytes: 0, cpuCores: 4, bytesPerCard: undefined },
 ];
 const placed = { state: "placed", reason: null } as const;
 

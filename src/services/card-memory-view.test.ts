@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { resolveModel } from "../catalog/catalog-model.js";
-import type { NodeGpuView, NodeView, ReplicaView } from "../protocol/views.js";
+import type { NodeCardView, NodeView, ReplicaView } from "../protocol/views.js";
 import { cardMemoryView } from "./card-memory-view.js";
 
 const GiB = 1024 ** 3;
 
-const gpu = (index: number, overrides: Partial<NodeGpuView> = {}): NodeGpuView => ({
+const gpu = (index: number, overrides: Partial<NodeCardView> = {}): NodeCardView => ({
   index,
   uuid: `GPU-${index}`,
   name: "NVIDIA H100",

@@ -108,7 +108,7 @@ export function presetView(preset: Preset, input: PresetViewInput): PresetView {
           profile: placed.profile,
           node: placed.node,
           cards: [...placed.cards],
-          gpu_class: firstCard !== undefined ? (node?.cards.find((card) => card.index === firstCard)?.gpuClass ?? null) : null,
+          gpu_class: firstCard !== undefined ? (node?.cards.find((card) => card.index === firstCard)?.cardClass ?? null) : null,
         }
       : null,
     why_not: placed ? null : (result.refusals[0]?.reason ?? (input.snapshot.nodes.length === 0 ? "no node has joined" : "placement gave no reason")),

@@ -12,7 +12,7 @@ import { closeServer, listenOnLoopback } from "../../test/support/loopback-serve
 
 const GiB = 1024 ** 3;
 const cpuInventory: Inventory = { hostname: "cpu-host", gpus: [], memory_bytes: 64 * GiB, cpu_cores: 16, engines: ["llamacpp"], disk_free_bytes: 10 ** 12, simulated: false };
-const gpuInventory: Inventory = {
+const cardInventory: Inventory = {
   ...cpuInventory,
   hostname: "gpu-host",
   gpus: [{ index: 0, uuid: "GPU-0", name: "NVIDIA H100 80GB HBM3", class: "h100", memory_bytes: 80 * GiB, fabric: "nvl0" }],
@@ -85,7 +85,7 @@ describe.each(storesUnderTest)("pulls over $kind", (engine) => {
     const { token } = await fleet.createJoinToken("admin");
     await fleet.join({ protocol: 1, join_token: token, name: "cpu-1", address: agent.url, fabric: "cpu-1", labels: {}, inventory: cpuInventory });
     // Its agent is not listening: the pull reaches it not.
-    await fleet.join({ protocol: 1, join_token: token, name: "gpu-1", address: "http://127.0.0.1:9", fabric: "nvl0", labels: {}, inventory: gpuInventory });
+    await fleet.join({ protocol: 1, join_token: token, name: "gpu-1", address: "http://127.0.0.1:9", fabric: "nvl0", labels: {}, inventory: cardInventory });
   });
   afterEach(async () => {
     await agent.stop();

@@ -44,7 +44,7 @@ describe("the fleet as placement sees it, from the API's views", () => {
       ["d", false, "lost"],
     ]);
     expect(snapshot.nodes[0]?.engines).toEqual(["vllm", "llamacpp"]);
-    expect(snapshot.nodes[0]?.cards).toEqual([{ index: 0, gpuClass: "l40s", memoryBytes: 48 * GiB, fabric: "pcie" }]);
+    expect(snapshot.nodes[0]?.cards).toEqual([{ index: 0, cardClass: "l40s", memoryBytes: 48 * GiB, fabric: "pcie" }]);
   });
 
   it("counts the replicas that hold resources, with what their profile reserves, and not the stopped or failed ones", () => {

@@ -8,7 +8,7 @@ import { checkpointTensors, writeSyntheticCheckpoint } from "../../src/plan/head
 import type { Plan } from "../../src/plan/index.js";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
 import { isProcessAlive } from "../../src/agent/engine-process.js";
-import { gpuClassInfo } from "../../src/fleet/gpu-classes.js";
+import { cardClassInfo } from "../../src/fleet/card-classes.js";
 import { waitFor } from "../support/fake-engine.js";
 import { llmgwBin, runCli } from "../support/processes.js";
 import { temporaryDirectory } from "../support/temporary-directory.js";
@@ -162,15 +162,15 @@ describe("llmgw demo, as a newcomer runs it", () => {
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
     for (const name of ["llama-3.1-8b", "qwen2.5-7b-instruct"]) {
       const replica = (JSON.parse(await ctl("replicas", "--model", name, "--json")) as { replicas: ReplicaView[] }).replicas[0] as ReplicaView;
-      const gpuClass = nodes.find((node) => node.name === replica.node)?.gpus.find((gpu) => gpu.index === replica.gpus[0])?.class as string;
+      const cardClass = nodes.find((node) => node.name === replica.node)?.gpus.find((gpu) => gpu.index === replica.gpus[0])?.class as string;
       // Planned from the model's own source, against the demo's fleet: the figures the reconciler gave the replica.
       const shown = JSON.parse(await ctl("model", "show", name, "--json")) as { profiles: { name: string; source: string }[] };
       const source = shown.profiles.find((profile) => profile.name === replica.profile)?.source as string;
       const plan = JSON.parse(await ctl("model", "plan", source, "--json")) as Plan;
-      const candidate = plan.candidates.find((entry) => entry.pool.gpu_class === gpuClass && entry.gpus === replica.gpus.length && entry.engine === "vllm");
-      const planned = ((gpuClassInfo(gpuClass)?.bandwidthGBps ?? 0) * 1e9) / (candidate?.weights_bytes_per_card ?? Number.NaN);
+      const candidate = plan.candidates.find((entry) => entry.pool.gpu_class === cardClass && entry.gpus === replica.gpus.length && entry.engine === "vllm");
+      const planned = ((cardClassInfo(cardClass)?.bandwidthGBps ?? 0) * 1e9) / (candidate?.weights_bytes_per_card ?? Number.NaN);
       expect(planned, name).toBeGreaterThan(10);
-      expect(await ctl("logs", replica.id), name).toContain(`decode ${planned.toFixed(0)} tokens/s (${gpuClass} at`);
+      expect(await ctl("logs", replica.id), name).toContain(`decode ${planned.toFixed(0)} tokens/s (${cardClass} at`);
       // The stream's tokens come no faster than that rate (a defaults-timed replica, 1000 tokens/s, would):
       // only an upper bound, since a busy machine's timers only ever add delay.
       const stream = await client.chat.completions.create({ model: name, messages: [{ role: "user", content: "Explain the tides" }], max_tokens: 40, stream: true });

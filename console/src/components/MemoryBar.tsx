@@ -1,6 +1,6 @@
 import { Box, Group, Stack, Text } from "@mantine/core";
 import { gib } from "../format.ts";
-import type { CardMemory, NodeGpuView } from "../types.ts";
+import type { CardMemory, NodeCardView } from "../types.ts";
 
 /** The colours of the bar: one hue per part, the same for every replica; the model name is in the text beside it. */
 const colours = { weights: "#1864ab", kv: "#4dabf7", overhead: "#a5d8ff", foreign: "#e8590c", used: "#495057" };
@@ -34,7 +34,7 @@ function gapNote(planned: number, foreign: number, used: number | null, replicas
  * llmgw did not start; and below, what the card itself reports as used. So
  * "allocated" and "used" sit side by side, each named, with the gap explained.
  */
-export function MemoryBar({ gpu, memory }: { gpu: NodeGpuView; memory: CardMemory | undefined }) {
+export function MemoryBar({ gpu, memory }: { gpu: NodeCardView; memory: CardMemory | undefined }) {
   const total = memory?.total_bytes ?? gpu.memory_bytes;
   const used = memory?.used_bytes ?? gpu.memory_used_bytes;
   const foreign = memory?.foreign_bytes ?? gpu.memory_foreign_bytes ?? 0;

@@ -15,9 +15,9 @@ import { admin as calls } from "../../client/admin-calls.js";
 import { ApiClient } from "../../client/api-client.js";
 import type { NodeView, ReplicaView } from "../../protocol/views.js";
 
-const inventory = (name: string, gpuClass: string): Inventory => ({
+const inventory = (name: string, cardClass: string): Inventory => ({
   hostname: `${name}.lab`,
-  gpus: [0, 1].map((index) => ({ index, uuid: `GPU-${name}-${index}`, name: gpuClass, class: gpuClass, memory_bytes: 48 * 1024 ** 3, fabric: name })),
+  gpus: [0, 1].map((index) => ({ index, uuid: `GPU-${name}-${index}`, name: cardClass, class: cardClass, memory_bytes: 48 * 1024 ** 3, fabric: name })),
   memory_bytes: 64 * 1024 ** 3,
   cpu_cores: 16,
   engines: ["vllm"],
@@ -68,8 +68,8 @@ describe.each(storesUnderTest)("admin lists over $kind", (engine) => {
     const fleet = new FleetService(store, catalog, { heartbeatDeadlineMs: 15_000, settlingWindowMs: 20_000, heartbeatIntervalMs: 2000, gpuMemoryUtilization: 0.9, serverEnvironment: process.env }, () => clock);
     app = await buildApp({ store, catalog, fleetService: fleet, adminTokenHint: "see admin-token", logger: false });
     const { token } = await fleet.createJoinToken("admin");
-    for (const [name, gpuClass] of [["node-a", "l40s"], ["node-b", "h100"], ["node-c", "h100"]] as const) {
-      const joined = await fleet.join({ protocol: 1, join_token: token, name, address: `http://${name}:7070`, fabric: name, labels: { rack: name === "node-a" ? "r1" : "r2" }, inventory: inventory(name, gpuClass) });
+    for (const [name, cardClass] of [["node-a", "l40s"], ["node-b", "h100"], ["node-c", "h100"]] as const) {
+      const joined = await fleet.join({ protocol: 1, join_token: token, name, address: `http://${name}:7070`, fabric: name, labels: { rack: name === "node-a" ? "r1" : "r2" }, inventory: inventory(name, cardClass) });
       credentials.set(name, joined.credential);
     }
     expect((await beat("node-a", [ready("alpha-1", "alpha"), ready("gamma-1", "gamma")])).statusCode).toBe(200);

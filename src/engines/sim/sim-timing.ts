@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { gpuClassInfo, unknownClassBandwidthGBps } from "../../fleet/for-engines.js";
+import { cardClassInfo, unknownClassBandwidthGBps } from "../../fleet/for-engines.js";
 import { EngineArgumentsInvalid } from "../../errors/for-engines.js";
 import type { EngineName } from "../../catalog/index.js";
 
@@ -33,7 +33,7 @@ const positiveNumber = z.coerce.number().positive();
 
 export const simEnvironmentVariables = {
   weightsBytesPerCard: "LLMGW_SIM_WEIGHTS_BYTES_PER_CARD",
-  gpuClass: "LLMGW_SIM_GPU_CLASS",
+  cardClass: "LLMGW_SIM_GPU_CLASS",
   bandwidthGBps: "LLMGW_SIM_BANDWIDTH_GBPS",
   speed: "LLMGW_SIM_SPEED",
   fault: "LLMGW_SIM_FAULT",
@@ -57,7 +57,7 @@ export function simTimingFromEnvironment(
   const speed = readPositive(engine, environment, simEnvironmentVariables.speed) ?? 1;
   const weightsBytesPerCard = readPositive(engine, environment, simEnvironmentVariables.weightsBytesPerCard);
   const explicitBandwidth = readPositive(engine, environment, simEnvironmentVariables.bandwidthGBps);
-  const gpuClass = environment[simEnvironmentVariables.gpuClass];
+  const cardClass = environment[simEnvironmentVariables.cardClass];
   if (weightsBytesPerCard === undefined) {
     const decodeTokensPerSecond = defaultDecodeTokensPerSecond;
     return { decodeTokensPerSecond, prefillTokensPerSecond: decodeTokensPerSecond * prefillOverDecode, speed, source: "defaults" };
@@ -71,8 +71,8 @@ export function simTimingFromEnvironment(
     bandwidthGBps = cpuBandwidthGBps;
     source = `CPU at ${bandwidthGBps} GB/s`;
   } else {
-    bandwidthGBps = (gpuClass === undefined ? undefined : gpuClassInfo(gpuClass)?.bandwidthGBps) ?? unknownClassBandwidthGBps;
-    source = `${gpuClass ?? "unknown class"} at ${bandwidthGBps} GB/s`;
+    bandwidthGBps = (cardClass === undefined ? undefined : cardClassInfo(cardClass)?.bandwidthGBps) ?? unknownClassBandwidthGBps;
+    source = `${cardClass ?? "unknown class"} at ${bandwidthGBps} GB/s`;
   }
   const decodeTokensPerSecond = (bandwidthGBps * 1e9) / weightsBytesPerCard;
   return {

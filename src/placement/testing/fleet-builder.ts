@@ -10,7 +10,7 @@ export function cardsOf(spec: string): SnapshotCard[] {
     const match = /^(\d+)x([a-z0-9]+)-(\d+)@([a-z0-9-]+)$/.exec(part);
     if (!match) throw new Error(`test fleet spec "${part}" is not COUNTxCLASS-GB@FABRIC`);
     for (let count = 0; count < Number(match[1]); count += 1) {
-      cards.push({ index: cards.length, gpuClass: match[2] as string, memoryBytes: Number(match[3]) * GiB, fabric: match[4] as string });
+      cards.push({ index: cards.length, cardClass: match[2] as string, memoryBytes: Number(match[3]) * GiB, fabric: match[4] as string });
     }
   }
   return cards;
@@ -36,11 +36,11 @@ export function node(name: string, cards: string, options: NodeOptions = {}): Sn
 }
 
 export function gpuProfile(gpus: number, options: Partial<DemandProfile> = {}): DemandProfile {
-  return { name: options.name ?? `gpu${gpus}`, engine: "vllm", gpuClass: "h100", gpus, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined, ...options };
+  return { name: options.name ?? `gpu${gpus}`, engine: "vllm", cardClass: "h100", gpus, memoryBytes: 0, cpuCores: 0, bytesPerCard: undefined, ...options };
 }
 
 export function cpuProfile(memoryGiB: number, cpuCores: number, options: Partial<DemandProfile> = {}): DemandProfile {
-  return { name: "cpu", engine: "llamacpp", gpuClass: undefined, gpus: 0, memoryBytes: memoryGiB * GiB, cpuCores, bytesPerCard: undefined, ...options };
+  return { name: "cpu", engine: "llamacpp", cardClass: undefined, gpus: 0, memoryBytes: memoryGiB * GiB, cpuCores, bytesPerCard: undefined, ...options };
 }
 
 export function demand(model: string, count: number, profiles: readonly DemandProfile[], modelClass: ModelClass = "standard"): ReplicaDemand {

@@ -11,7 +11,7 @@ export function checkNodeHasCards(node: string, inventory: Inventory, profile: {
   if (matching >= profile.gpus) return;
   const counts = new Map<string, number>();
   for (const gpu of inventory.gpus) counts.set(gpu.class, (counts.get(gpu.class) ?? 0) + 1);
-  const has = [...counts].map(([gpuClass, count]) => `${count}× ${gpuClass}`).join(", ") || "no GPU cards";
+  const has = [...counts].map(([cardClass, count]) => `${count}× ${cardClass}`).join(", ") || "no GPU cards";
   const kind = profile.gpu_class === undefined ? "" : ` ${profile.gpu_class}`;
   const wanted = `${profile.gpus}${kind} card${profile.gpus === 1 ? "" : "s"}`;
   throw new DomainError(
@@ -50,11 +50,11 @@ export function checkHandPickedCards(
     );
   }
   for (const card of cards) {
-    const gpuClass = inventory.gpus.find((gpu) => gpu.index === card)?.class;
-    if (profile.gpu_class !== undefined && gpuClass !== profile.gpu_class) {
+    const cardClass = inventory.gpus.find((gpu) => gpu.index === card)?.class;
+    if (profile.gpu_class !== undefined && cardClass !== profile.gpu_class) {
       throw new DomainError(
         "invalid_input",
-        `card ${card} on node ${node} is a ${gpuClass ?? "?"}, but ${what} needs ${profile.gpu_class}`,
+        `card ${card} on node ${node} is a ${cardClass ?? "?"}, but ${what} needs ${profile.gpu_class}`,
         `Choose cards of class ${profile.gpu_class} (free: ${free.join(", ") || "none"}), or another profile.`,
       );
     }

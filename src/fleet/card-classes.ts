@@ -6,7 +6,7 @@
  *
  * Bandwidths are the vendors' published peak figures in GB/s.
  */
-export interface GpuClassInfo {
+export interface CardClassInfo {
   readonly id: string;
   /** Tested in order against the lower-cased product name; the first hit wins. */
   readonly pattern: RegExp;
@@ -16,7 +16,7 @@ export interface GpuClassInfo {
 }
 
 // Order matters: more specific names first (l40s before l40, h100 nvl before h100).
-export const gpuClasses: readonly GpuClassInfo[] = [
+export const cardClasses: readonly CardClassInfo[] = [
   { id: "b200", pattern: /\bb200\b/, bandwidthGBps: 8000, defaultMemoryGB: 192 },
   { id: "h200", pattern: /\bh200\b/, bandwidthGBps: 4800, defaultMemoryGB: 141 },
   { id: "gh200", pattern: /\bgh200\b/, bandwidthGBps: 4000, defaultMemoryGB: 96 },
@@ -48,9 +48,9 @@ export const unknownClassBandwidthGBps = 500;
  * "NVIDIA GeForce RTX 4090" → rtx4090. An unknown card keeps a class made of
  * its name's letters and digits, so operators can still pin profiles to it.
  */
-export function gpuClassFromProductName(productName: string): string {
+export function cardClassFromProductName(productName: string): string {
   const normalized = productName.toLowerCase().replace(/[-_]/g, " ");
-  for (const info of gpuClasses) {
+  for (const info of cardClasses) {
     if (info.pattern.test(normalized)) return info.id;
   }
   return normalized
@@ -58,6 +58,6 @@ export function gpuClassFromProductName(productName: string): string {
     .replace(/[^a-z0-9]/g, "");
 }
 
-export function gpuClassInfo(classId: string): GpuClassInfo | undefined {
-  return gpuClasses.find((info) => info.id === classId);
+export function cardClassInfo(classId: string): CardClassInfo | undefined {
+  return cardClasses.find((info) => info.id === classId);
 }

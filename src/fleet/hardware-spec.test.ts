@@ -1,20 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { oneNodeSpec, parseHardwareSpec } from "./gpu-spec.js";
-import { gpuClassFromProductName } from "./gpu-classes.js";
+import { oneNodeSpec, parseHardwareSpec } from "./hardware-spec.js";
+import { cardClassFromProductName } from "./card-classes.js";
 
 describe("parseHardwareSpec", () => {
   it("reads one node per group with its class, memory and fabric", () => {
     const spec = parseHardwareSpec("2xH100-80GB@nvl0,4xL40S-48GB@pcie,cpu:32c/256g");
     expect(spec.groups).toEqual([
-      { nodes: 1, count: 2, gpuClass: "h100", label: "H100-80GB", memoryBytes: 80 * 1024 ** 3, fabric: "nvl0" },
-      { nodes: 1, count: 4, gpuClass: "l40s", label: "L40S-48GB", memoryBytes: 48 * 1024 ** 3, fabric: "pcie" },
+      { nodes: 1, count: 2, cardClass: "h100", label: "H100-80GB", memoryBytes: 80 * 1024 ** 3, fabric: "nvl0" },
+      { nodes: 1, count: 4, cardClass: "l40s", label: "L40S-48GB", memoryBytes: 48 * 1024 ** 3, fabric: "pcie" },
     ]);
     expect(spec.host).toEqual({ cpuCores: 32, memoryBytes: 256 * 1024 ** 3 });
   });
 
   it("fills in the usual memory of a known card and leaves the fabric to the node", () => {
     const spec = parseHardwareSpec("8xH100");
-    expect(spec.groups[0]).toMatchObject({ count: 8, gpuClass: "h100", memoryBytes: 80 * 1024 ** 3, fabric: undefined });
+    expect(spec.groups[0]).toMatchObject({ count: 8, cardClass: "h100", memoryBytes: 80 * 1024 ** 3, fabric: undefined });
   });
 
   it("reads the memory other processes hold on each card of a group", () => {
@@ -34,8 +34,8 @@ describe("parseHardwareSpec", () => {
 describe("parseHardwareSpec with a node count", () => {
   it("reads NODESxCARDSxCLASS as that many alike nodes", () => {
     const spec = parseHardwareSpec("2x8xH100-80GB@ib0,4xL40S");
-    expect(spec.groups[0]).toMatchObject({ nodes: 2, count: 8, gpuClass: "h100", fabric: "ib0" });
-    expect(spec.groups[1]).toMatchObject({ nodes: 1, count: 4, gpuClass: "l40s" });
+    expect(spec.groups[0]).toMatchObject({ nodes: 2, count: 8, cardClass: "h100", fabric: "ib0" });
+    expect(spec.groups[1]).toMatchObject({ nodes: 1, count: 4, cardClass: "l40s" });
   });
 
   it("does not take a card name that starts with digits for a node count", () => {
@@ -52,7 +52,7 @@ describe("parseHardwareSpec with a node count", () => {
   });
 });
 
-describe("gpuClassFromProductName", () => {
+describe("cardClassFromProductName", () => {
   it.each([
     ["NVIDIA H100 80GB HBM3", "h100"],
     ["NVIDIA H100 NVL", "h100"],
@@ -68,6 +68,6 @@ describe("gpuClassFromProductName", () => {
     ["NVIDIA A10G", "a10g"],
     ["NVIDIA Strange Card 9", "strangecard9"],
   ])("%s is %s", (productName, expected) => {
-    expect(gpuClassFromProductName(productName)).toBe(expected);
+    expect(cardClassFromProductName(productName)).toBe(expected);
   });
 });

@@ -1,5 +1,5 @@
 import { DomainError } from "../errors/light.js";
-import { gpuClassFromProductName, gpuClassInfo } from "./gpu-classes.js";
+import { cardClassFromProductName, cardClassInfo } from "./card-classes.js";
 
 /**
  * The hardware shorthand shared by `ctl model plan --gpus` (what-if fleets)
@@ -20,12 +20,12 @@ import { gpuClassFromProductName, gpuClassInfo } from "./gpu-classes.js";
  * `cpu:Nc/Mg` sets host cores and memory (for --simulate, the node's host; for
  * --gpus, a CPU-only node).
  */
-export interface GpuGroupSpec {
+export interface CardGroupSpec {
   /** Alike nodes the group stands for (what-if fleets only); 1 when not written. */
   readonly nodes: number;
   /** Cards per node. */
   readonly count: number;
-  readonly gpuClass: string;
+  readonly cardClass: string;
   /** The card's name as written, e.g. "H100-80GB". */
   readonly label: string;
   readonly memoryBytes: number;
@@ -41,7 +41,7 @@ export interface HostSpec {
 }
 
 export interface HardwareSpec {
-  readonly groups: readonly GpuGroupSpec[];
+  readonly groups: readonly CardGroupSpec[];
   readonly host: HostSpec | undefined;
 }
 
@@ -56,7 +56,7 @@ function invalid(spec: string, part: string, why: string): DomainError {
 }
 
 export function parseHardwareSpec(spec: string): HardwareSpec {
-  const groups: GpuGroupSpec[] = [];
+  const groups: CardGroupSpec[] = [];
   let host: HostSpec | undefined;
   const parts = spec.split(",").map((part) => part.trim()).filter((part) => part.length > 0);
   if (parts.length === 0) throw invalid(spec, spec, "is empty");
@@ -76,15 +76,15 @@ export function parseHardwareSpec(spec: string): HardwareSpec {
     const count = Number(gpu[1]);
     if (count < 1) throw invalid(spec, part, "has no cards (the count must be 1 or more)");
     const name = gpu[2] as string;
-    const gpuClass = gpuClassFromProductName(name);
-    const memoryGB = gpu[3] !== undefined ? Number(gpu[3]) : gpuClassInfo(gpuClass)?.defaultMemoryGB;
+    const cardClass = cardClassFromProductName(name);
+    const memoryGB = gpu[3] !== undefined ? Number(gpu[3]) : cardClassInfo(cardClass)?.defaultMemoryGB;
     if (memoryGB === undefined) throw invalid(spec, part, `names a card whose memory llmgw does not know; add it, as in ${name}-48GB`);
     const foreignGB = gpu[5] !== undefined ? Number(gpu[5]) : undefined;
     if (foreignGB !== undefined && foreignGB > memoryGB) throw invalid(spec, part, `has ${foreignGB} GiB of other processes on a ${memoryGB} GiB card; give at most the card's memory`);
     groups.push({
       nodes,
       count,
-      gpuClass,
+      cardClass,
       label: gpu[3] !== undefined ? `${name}-${gpu[3]}GB` : name,
       memoryBytes: Math.round(memoryGB * GiB),
       fabric: gpu[4],
