@@ -1,5 +1,6 @@
 import { userInfo } from "node:os";
 import type { Dispatcher } from "undici";
+import { isBadPortRefusal, requestAsResponse } from "./request-as-response.js";
 import { readAll, type AdminCall, type AdminTransport } from "./admin-calls.js";
 import type { AdminMethod } from "./admin-routes.js";
 import { apiHeader, clientApiRange, formatApiRange, softwareVersion, userHeader, versionHeader } from "../protocol/light.js";
@@ -132,18 +133,21 @@ export class ApiClient implements AdminTransport {
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["content-type"] = "application/json";
     const send = await this.fetcher(how.stream);
+    const url = new URL(path, this.baseUrl);
+    const init: RequestInit = {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      // An answer in a minute, read whole; a stream (logs --follow) may stay quiet for as long as it likes.
+      ...(how.stream ? {} : { signal: AbortSignal.timeout(60_000) }),
+    };
     let response: Response;
     try {
-      response = await send(
-        new URL(path, this.baseUrl),
-        {
-          method,
-          headers,
-          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-          // An answer in a minute, read whole; a stream (logs --follow) may stay quiet for as long as it likes.
-          ...(how.stream ? {} : { signal: AbortSignal.timeout(60_000) }),
-        },
-      );
+      response = await send(url, init).catch(async (error: unknown) => {
+        if (!isBadPortRefusal(error)) throw error;
+        const undici = this.loadCa === undefined && !how.stream ? undefined : await this.undici;
+        return await requestAsResponse(url, init, undici === undefined ? undefined : how.stream ? undici.streams : undici.answers);
+      });
     } catch (error) {
       throw await explainedUnreachable(this.baseUrl, error);
     }
