@@ -8,6 +8,7 @@ import { nodeNameSchema } from "../protocol/for-agent.js";
 import type { TlsFiles } from "../net/index.js";
 import type { DriverLookup } from "./engine-drivers.js";
 import type { EnginePaths } from "./inventory.js";
+import type { ReplicaSupervisorOptions } from "./replicas/supervisor-options.js";
 import { defaultLogRotation, type LogRotation } from "./replica-log.js";
 
 export interface AgentOptions {
@@ -58,7 +59,10 @@ export interface AgentOptions {
 }
 
 /** The agent's settings, checked and with every default filled in once: nothing below reads options or the environment again. */
-export interface AgentConfig {
+/** The supervisor's settings, as the agent passes them on unchanged. */
+type SupervisorSettings = Pick<ReplicaSupervisorOptions, "hubUrl" | "hubToken" | "startupTimeoutMs" | "stopGraceMs" | "drainTimeoutMs" | "healthPollMs" | "logRotation" | "terminalRetentionMs">;
+
+export interface AgentConfig extends SupervisorSettings {
   readonly name: string;
   /** The server's URL as given, normalised by the URL parser (a trailing slash added). */
   readonly serverUrl: string;
@@ -68,15 +72,7 @@ export interface AgentConfig {
   readonly stateFile: string;
   readonly simulate: HardwareSpec | undefined;
   readonly listen: { readonly host: string; readonly port: number };
-  readonly hubUrl: string;
-  readonly hubToken: string | undefined;
   readonly heartbeatIntervalMs: number;
-  readonly startupTimeoutMs: number;
-  readonly stopGraceMs: number;
-  readonly drainTimeoutMs: number;
-  readonly healthPollMs: number;
-  readonly logRotation: LogRotation;
-  readonly terminalRetentionMs: number;
 }
 
 /** Hugging Face's hub, where hf:// sources come from unless --hf-endpoint or HF_ENDPOINT names a mirror. */
