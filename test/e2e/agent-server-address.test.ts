@@ -122,6 +122,13 @@ describe("an agent keeps its node and replicas when its server is reached at ano
     await startServer(tlsYaml);
     const url = `https://localhost:${port}`;
     const restarted = startAgentProcess(url);
+    // The restarted server reads the replica (adopted, ready) back from its database before the
+    // agent has said anything: the saved address is what shows the agent checked this server and moved.
+    await waitFor(
+      async () => savedServerUrl() === `${url}/`,
+      45_000,
+      `the agent saves the https address once the server proved its identity:\n${restarted.output()}\n${server.output()}`,
+    );
     const adopted = await waitFor(
       async () => (await replicas(url)).find((replica) => replica.id === "tiny-a" && replica.adopted && replica.state === "ready"),
       45_000,
@@ -129,7 +136,7 @@ describe("an agent keeps its node and replicas when its server is reached at ano
     );
     expect(adopted.pid).toBe(original.pid);
     expect((await nodes(url)).map((node) => [node.name, node.state])).toEqual([["node-a", "ready"]]);
-    expect(savedServerUrl()).toBe(`${url}/`);
+    expect(restarted.output()).toContain("server-address-changed");
     expect((await ctl(url, "logs", "tiny-a", "--tail", "10000")).match(/llmgw agent on node-a starts vllm/g)).toHaveLength(1);
   });
 });
