@@ -141,11 +141,21 @@ export const distributedSpecSchema = z.object({
   rank: z.number().int().min(0).max(7),
   /** The leader's address on the fabric the members share. */
   leader_address: z.string().min(1).max(255),
-  /** The rendezvous port the leader's agent reserved. */
-  port: z.number().int().min(1).max(65535),
+  /**
+   * The rendezvous port the leader's agent reserved. Left out in the leader's
+   * own spec: its agent reserves a free port when it accepts the start and
+   * reports it as the replica's `rendezvous_port`, which the server then hands
+   * to every other member. A member of rank 1 and up is always given it.
+   */
+  port: z.number().int().min(1).max(65535).optional(),
   /** The interface of that fabric on this member's node, for NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME. */
   network_interface: identifier("a network interface", 64).optional(),
-});
+  /** The gang's replica id (its leader's), so a member's logs and state name the replica it belongs to. */
+  replica: replicaIdSchema.optional(),
+}).refine((spec) => spec.rank === 0 || spec.port !== undefined, {
+  message: "a member of rank 1 and up needs the leader's rendezvous port",
+  path: ["port"],
+}).refine((spec) => spec.rank < spec.nodes, { message: "the rank must be below the node count", path: ["rank"] });
 export type DistributedSpec = z.infer<typeof distributedSpecSchema>;
 
 export const replicaSpecSchema = z.object({
@@ -257,6 +267,8 @@ export const heartbeatRequestSchema = z
     replicas: z.array(replicaStatusSchema).max(maxReplicasPerNode),
     /** sha256 (hex) of the control secret the agent holds; the server answers with the secret when it differs or is missing. */
     control_secret_hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    /** Where the node is reached on its fabric, on every beat: an agent restarted with another --fabric-address moves its node there. */
+    fabric_network: fabricNetworkSchema.optional(),
   })
   .superRefine((beat, context) => {
     beat.replicas.forEach((replica, index) => {

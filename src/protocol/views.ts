@@ -214,6 +214,22 @@ export interface ReplicaView {
   arm: "stable" | "canary";
   /** The llama.cpp a llamacpp replica runs on: llama-server (its path and version) or the built-in engine with the build it loads; null for other engines and simulated nodes. */
   llama_cpp: ReplicaLlamaCppView | null;
+  /**
+   * A replica over several nodes: every member by rank, the leader (rank 0,
+   * whose node, cards and endpoint the replica's own fields are) first. null
+   * for a replica on one node.
+   */
+  members: ReplicaMemberView[] | null;
+}
+
+/** One member of a replica over several nodes. */
+export interface ReplicaMemberView {
+  rank: number;
+  node: string;
+  gpus: number[];
+  state: ReplicaViewState;
+  pid: number | null;
+  reason: string | null;
 }
 
 export type ReplicaLlamaCppView = { kind: "llama-server"; path: string; version: string | null } | { kind: "built-in"; version: string; build: string };
@@ -360,7 +376,9 @@ export const documentedViewFields = {
     since: true,
     created_at: true,
     llama_cpp: true,
+    members: true,
   }),
+  "Replica.members[]": fields<ReplicaMemberView>({ rank: true, node: true, gpus: true, state: true, pid: true, reason: true }),
   "Replica.progress": fields<ReplicaProgressView>({ fraction: true, bytes_done: true, bytes_total: true }),
   Pull: fields<PullView>({ model: true, nodes: true, skipped: true }),
   "Pull.nodes[]": fields<PullNodeView>({ node: true, profile: true, state: true, sources: true, reason: true }),

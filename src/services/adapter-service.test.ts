@@ -30,7 +30,7 @@ afterAll(async () => {
 
 /** A replica as the fleet lists it, started with `adapters` (vLLM then takes more while it runs). */
 function replica(id: string, state: ReplicaViewState, adapters: string[]): { view: ReplicaView; spec: ReplicaSpec } {
-  const view: ReplicaView = { id, model: "chat", profile: "default", node: "node-a", engine: "vllm", gpus: [0], state, endpoint: null, progress: null, reason: null, pid: 1, adopted: false, since: "", created_at: "", arm: "stable", llama_cpp: null };
+  const view: ReplicaView = { id, model: "chat", profile: "default", node: "node-a", engine: "vllm", gpus: [0], state, endpoint: null, progress: null, reason: null, pid: 1, adopted: false, since: "", created_at: "", arm: "stable", llama_cpp: null, members: null };
   const spec = replicaSpecSchema.parse({ id, model: "chat", profile: "default", engine: "vllm", source: "hf://org/chat@main", cards: [0], adapters: adapters.map((name) => ({ name, source: peft(name) })) });
   return { view, spec };
 }

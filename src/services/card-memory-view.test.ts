@@ -39,7 +39,7 @@ const node: NodeView = {
 };
 
 const replica = (id: string, state: ReplicaView["state"], gpus: number[], model = "chat"): ReplicaView => ({
-  id, model, profile: "h100", node: "gpu-1", engine: "vllm", gpus, state, endpoint: null, progress: null, reason: null, pid: null, adopted: false, since: "", created_at: "", arm: "stable", llama_cpp: null,
+  id, model, profile: "h100", node: "gpu-1", engine: "vllm", gpus, state, endpoint: null, progress: null, reason: null, pid: null, adopted: false, since: "", created_at: "", arm: "stable", llama_cpp: null, members: null,
 });
 
 describe("each card's memory for the console", () => {

@@ -146,6 +146,7 @@ function replicaReport(row: StoredReplica, node: StoredNode | undefined, state: 
     since: status.since,
     created_at: row.created_at,
     llama_cpp: replicaLlamaCpp(row.engine, status.cards.length, node),
+    members: null,
   };
 }
 

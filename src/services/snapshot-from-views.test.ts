@@ -29,7 +29,7 @@ function node(name: string, overrides: Partial<NodeView> = {}): NodeView {
 }
 
 function replica(id: string, state: ReplicaView["state"], overrides: Partial<ReplicaView> = {}): ReplicaView {
-  return { id, model: "chat", profile: "cpu", node: "a", engine: "llamacpp", gpus: [], state, endpoint: null, progress: null, reason: null, pid: null, adopted: false, since: "", created_at: "", arm: "stable", llama_cpp: null, ...overrides };
+  return { id, model: "chat", profile: "cpu", node: "a", engine: "llamacpp", gpus: [], state, endpoint: null, progress: null, reason: null, pid: null, adopted: false, since: "", created_at: "", arm: "stable", llama_cpp: null, members: null, ...overrides };
 }
 
 describe("the fleet as placement sees it, from the API's views", () => {

@@ -6,14 +6,17 @@ import type { DistributedSpec } from "../../protocol/index.js";
  * to what its engine's driver is told: rank, the leader's address and the
  * rendezvous port, and the fabric's interface for NCCL and Gloo.
  */
-export function distributedLaunch(spec: DistributedSpec | undefined): { distributed?: DistributedLaunch } {
+export function distributedLaunch(spec: DistributedSpec | undefined, reservedPort?: number): { distributed?: DistributedLaunch } {
   if (spec === undefined) return {};
+  // The leader's own spec carries no port: its agent reserved one when it accepted the start.
+  const port = spec.port ?? reservedPort;
+  if (port === undefined) throw new Error(`replica ${spec.replica ?? "?"} rank ${spec.rank}: no rendezvous port was given or reserved`);
   return {
     distributed: {
       nodes: spec.nodes,
       rank: spec.rank,
       leaderAddress: spec.leader_address,
-      port: spec.port,
+      port,
       ...(spec.network_interface !== undefined ? { networkInterface: spec.network_interface } : {}),
     },
   };

@@ -54,7 +54,7 @@ const replica: ReplicaView = {
   since: now,
   created_at: now,
   arm: "stable",
-  llama_cpp: null,
+  llama_cpp: null, members: null,
 };
 
 describe("ctl nodes", () => {
