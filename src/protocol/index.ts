@@ -20,6 +20,8 @@ export {
   type ReplicaState,
   type ReplicaStatus,
   type DistributedSpec,
+  fabricNetworkSchema,
+  type FabricNetwork,
   type ReplicaProgress,
   agentPaths,
   heartbeatResponseSchema,
