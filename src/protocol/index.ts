@@ -125,6 +125,7 @@ export type {
   NodeState,
   NodeView,
   ReplicaView,
+  ReplicaMemberView,
   AddedModelView,
   EventView,
   PresetProfileView,
