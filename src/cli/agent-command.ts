@@ -78,7 +78,7 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     .addOption(
       new Option(
         "--fabric-address <ip>",
-        "this node's IP address on its fabric, where the other nodes of a replica over several nodes reach it (the interface holding it is found and reported with it); without it, no replica spans this node and others",
+        "this node's IP address on its fabric, where the other nodes of a replica over several nodes reach it (the interface holding it is found and reported with it); a node needs it to be a member of such a replica",
       ).env("LLMGW_FABRIC_ADDRESS"),
     )
     .addOption(
