@@ -22,6 +22,7 @@ describe("the node's address on its fabric", () => {
     expect(resolveFabricNetwork("127.0.0.1", undefined, machine)).toEqual({ address: "127.0.0.1", interface: "lo" });
     // An IPv6 address however it is written.
     expect(resolveFabricNetwork("fd00:0:0:0::7", undefined, machine)).toEqual({ address: "fd00::7", interface: "ib0" });
+    expect(resolveFabricNetwork("[fd00::7]", undefined, machine)).toEqual({ address: "fd00::7", interface: "ib0" });
   });
 
   it("reports nothing when no address is given", () => {

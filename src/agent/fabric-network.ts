@@ -6,10 +6,12 @@ import { fabricNetworkSchema, type FabricNetwork } from "../protocol/for-agent.j
 /** The machine's interfaces as os.networkInterfaces() lists them. */
 export type InterfaceTable = NodeJS.Dict<NetworkInterfaceInfo[]>;
 
-/** An address as the kernel writes it, so "0:0::1" and "::1" are one address. */
+/** An address as the kernel writes it, so "0:0::1" and "::1" are one address; a link-local zone ("%eth0") is kept as written. */
 function canonical(address: string): string {
-  const bare = address.replace(/^\[(.*)\]$/, "$1");
-  return net.isIPv6(bare) ? new URL(`http://[${bare}]`).hostname.slice(1, -1) : bare;
+  const [bare = "", zone] = address.replace(/^\[(.*)\]$/, "$1").split("%", 2);
+  if (!net.isIPv6(bare)) return address;
+  const written = new URL(`http://[${bare}]`).hostname.slice(1, -1);
+  return zone === undefined ? written : `${written}%${zone}`;
 }
 
 function listAddresses(interfaces: InterfaceTable): string {
