@@ -184,7 +184,7 @@ export class ReplicaSupervisor {
     const repeated = this.repeatedStart(spec);
     if (repeated) return repeated;
     const need = rendezvousPortNeed(spec);
-    const rendezvousPort = need === "reserve" ? await reserveRendezvousPort(portsPromised(this.replicas.values())) : need;
+    const rendezvousPort = need === "reserve" ? await reserveRendezvousPort(() => portsPromised(this.replicas.values())) : need;
     // Asked again while the port was being picked: the first start stands, with its port.
     return this.repeatedStart(spec) ?? this.begin(spec, rendezvousPort);
   }

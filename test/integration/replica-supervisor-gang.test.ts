@@ -135,6 +135,15 @@ describe("a gang leader's rendezvous port", () => {
     expect(failed.reason).toContain(`rendezvous port ${taken} on node node-a is already taken by another process, so vllm cannot lead replica r1 on it`);
   });
 
+  it("is one port for two starts of one leader asked at once, and apart for two leaders", async () => {
+    const supervisor = await makeSupervisor();
+    const [once, twice] = await Promise.all([supervisor.start(leader()), supervisor.start(leader())]);
+    expect(twice.rendezvous_port).toBe(once.rendezvous_port);
+    expect(supervisor.list()).toHaveLength(1);
+    const other = await supervisor.start(leader({ id: "r2", cards: [2, 3], distributed: { nodes: 2, rank: 0, leader_address: "127.0.0.1", replica: "r2" } }));
+    expect(other.rendezvous_port).not.toBe(once.rendezvous_port);
+  });
+
   it("is none of a worker's: it is told its leader's, and reports none", async () => {
     const supervisor = await makeSupervisor();
     expect(await supervisor.start(worker(29500))).not.toHaveProperty("rendezvous_port");

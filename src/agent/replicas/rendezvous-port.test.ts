@@ -27,11 +27,28 @@ describe("a gang leader's rendezvous port", () => {
   });
 
   it("is a free port, never one already promised", async () => {
-    const first = await reserveRendezvousPort(new Set());
+    const first = await reserveRendezvousPort(() => new Set());
     expect(await isPortFree(first)).toBe(true);
     // Every port of the range but one promised: the pick can only be that one, or one the kernel hands out.
     const promised = new Set<number>();
     for (let port = 10000; port < 33000; port += 1) if (port !== 23456) promised.add(port);
-    for (let round = 0; round < 5; round += 1) expect(promised.has(await reserveRendezvousPort(promised))).toBe(false);
+    for (let round = 0; round < 5; round += 1) expect(promised.has(await reserveRendezvousPort(() => promised))).toBe(false);
+  });
+
+  it("is picked again when another start promised the same port while it was being checked", async () => {
+    /** What another start promised meanwhile: whatever this one picked. */
+    class EveryPort extends Set<number> {
+      override has(): boolean {
+        return true;
+      }
+    }
+    let asked = 0;
+    const port = await reserveRendezvousPort(() => {
+      asked += 1;
+      return asked === 2 ? new EveryPort() : new Set<number>();
+    });
+    // Asked before the first pick, after it (taken meanwhile), before the second and after it.
+    expect(asked).toBe(4);
+    expect(await isPortFree(port)).toBe(true);
   });
 });

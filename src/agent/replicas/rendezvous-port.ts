@@ -32,8 +32,14 @@ export function portsPromised(replicas: Iterable<Replica>): Set<number> {
 /**
  * A free port for a leader's rendezvous, picked as an engine's port is
  * (below the kernel's own range, so no outgoing connection takes it before
- * the engine binds it) and apart from every port already promised here.
+ * the engine binds it) and apart from every port promised here. `promised`
+ * is asked again once the pick is made: another start may have promised the
+ * same port while this one was being checked, and the caller records the
+ * port before it next awaits anything.
  */
-export async function reserveRendezvousPort(promised: ReadonlySet<number>): Promise<number> {
-  return await findEnginePort(Math.random, undefined, promised);
+export async function reserveRendezvousPort(promised: () => ReadonlySet<number>): Promise<number> {
+  for (;;) {
+    const port = await findEnginePort(Math.random, undefined, promised());
+    if (!promised().has(port)) return port;
+  }
 }
