@@ -56,17 +56,20 @@ export function registerDemoCommand(program: Command): void {
     .option("--listen <host:port>", "where the server listens (a free port is used if this one is taken)", "127.0.0.1:8080")
     .option("--data-dir <dir>", "keep the demo's state, logs and model files here (default: a temporary folder, removed at the end)")
     .option("--gguf <path>", "also serve this GGUF file for real: a CPU node of this machine runs it with llama.cpp (built into llmgw), placed by the reconciler like every model")
-    .action(async (options: { listen: string; dataDir?: string; gguf?: string }) => {
+    .option("--large", "also two simulated nodes of 8 H100s on one fabric, which hold DeepSeek-V3 (671B) as one replica over both: the printed lines add it")
+    .action(async (options: { listen: string; dataDir?: string; gguf?: string; large?: boolean }) => {
       // Its output piped into tee that Ctrl-C kills too, or a terminal closed: it still stops everything it started.
       outliveClosedOutput();
       print(
         options.gguf !== undefined
           ? "llmgw demo: a control plane, two simulated GPU nodes and a CPU node that answers for real, on this machine (no GPU needed)\n"
-          : "llmgw demo: a control plane and two simulated GPU nodes on this machine (no GPU needed)\n",
+          : options.large === true
+            ? "llmgw demo --large: a control plane and four simulated GPU nodes on this machine, two of them 8× H100 on one fabric (no GPU needed)\n"
+            : "llmgw demo: a control plane and two simulated GPU nodes on this machine (no GPU needed)\n",
       );
       // Loaded when run, not at the top: every `llmgw ctl` builds this command tree, and must not load the demo to do it.
       const [{ runDemo }, { demoSummary }] = await Promise.all([import("../demo/index.js"), import("./demo-summary.js")]);
-      const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, gguf: options.gguf, say: (line) => print(`  ${line}`) });
+      const demo = await runDemo({ listen: options.listen, dataDir: options.dataDir, gguf: options.gguf, large: options.large, say: (line) => print(`  ${line}`) });
       let stopping = false;
       const stop = (signal: StopSignal) => {
         if (stopping) return;

@@ -8,6 +8,8 @@ import { renderTable } from "./output.js";
 /** What the summary reads of a running demo. */
 export type DemoFacts = Pick<RunningDemo, "url" | "token" | "dataDir" | "sampleImage"> & {
   readonly replicas: readonly Pick<ReplicaView, "id" | "model" | "node" | "gpus" | "engine" | "endpoint">[];
+  /** With --large: the model over several nodes its printed lines add. */
+  readonly largeModel?: string | undefined;
   /** The nodes, to say which replicas answer for real (a node that is not simulated); every node is simulated when absent. */
   readonly nodes?: readonly Pick<NodeView, "name" | "simulated">[];
   /** The model `--gguf` added: the printed lines talk to it, since it answers for real. */
@@ -38,6 +40,17 @@ export function demoSummary(demo: DemoFacts, checks: readonly string[], llmgw: s
     ["Point llmgw ctl at this demo:", `export LLMGW_SERVER=${demo.url} LLMGW_TOKEN=${demo.token}`],
     ["What runs where: the simulated machines and their cards, the catalog, the replicas:", `${llmgw} ctl nodes`, `${llmgw} ctl models`, `${llmgw} ctl replicas`],
     ...(first ? [["An engine's log:", `${llmgw} ctl logs ${first.id}`] as [string, string]] : []),
+    // First of the models to add: the lines below may take cards of the large nodes, and the gang needs both whole.
+    ...(demo.largeModel !== undefined
+      ? [
+          [
+            "DeepSeek-V3 (671B, 688.6 GB of FP8 weights) as one replica over both 8× H100 nodes: add it, see its members by rank, ask it:",
+            `${llmgw} ctl model add ${demo.largeModel} --wait`,
+            `${llmgw} ctl replicas --model ${demo.largeModel}`,
+            `curl -s ${demo.url}/v1/chat/completions -H 'content-type: application/json' -d '{"model": "${demo.largeModel}", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16}'`,
+          ] as [string, ...string[]],
+        ]
+      : []),
     // Before the lines that add models: they fill every card, and a surge restart needs one free beside the old replica.
     ["A new replica beside the old, then the old drains:", `${llmgw} ctl restart --model llama-3.1-8b --wait`],
     ["Every preset (what it needs, its licence, where it would run); add one, and the reconciler places it:", `${llmgw} ctl model presets`, `${llmgw} ctl model add qwen2.5-14b-instruct`],

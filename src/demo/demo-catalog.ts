@@ -14,6 +14,23 @@ export const demoNodes = [
 ] as const;
 
 /**
+ * `llmgw demo --large` adds two machines of eight H100s on one InfiniBand
+ * fabric: the fleet that holds DeepSeek-V3 (688.6 GB of FP8 weights) as one
+ * replica over both. Each agent is told its address on the fabric (this
+ * machine's loopback), where the members meet.
+ */
+export const demoLargeNodes = [
+  { name: "gpu-node-3", simulate: "8xH100-80GB@ib0,cpu:96c/1024g", describe: "8× H100 80 GB on fabric ib0, 96 cores, 1 TiB" },
+  { name: "gpu-node-4", simulate: "8xH100-80GB@ib0,cpu:96c/1024g", describe: "8× H100 80 GB on fabric ib0, 96 cores, 1 TiB" },
+] as const;
+
+/** The fabric address the large nodes' agents report: members of one replica meet there. */
+export const demoFabricAddress = "127.0.0.1";
+
+/** The model `--large` is for: added by the printed line, one replica over both large nodes. */
+export const demoLargeModel = "deepseek-v3";
+
+/**
  * The shipped presets the demo adds (`POST /api/v1/presets/{name}`), each
  * as its preset says: replicas of the first three are placed at once, the
  * 70B one is on demand (its preset's minimum is 0).

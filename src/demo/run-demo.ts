@@ -3,17 +3,18 @@ import { chmod, mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/pr
 import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseListen, shippedPresets } from "../catalog/index.js";
+import { shippedPresets } from "../catalog/index.js";
 import { DomainError } from "../errors/light.js";
-import { isPortFree, isProcessAlive, stopProcessGroup } from "../agent/index.js";
+import { isProcessAlive, stopProcessGroup } from "../agent/index.js";
 import { llmgwCommand } from "../package-root.js";
 import { admin, ApiClient } from "../client/index.js";
 import { startServer, type RunningServer } from "../server/index.js";
 import type { NodeView, ReplicaView } from "../protocol/index.js";
-import { demoNodes, demoPresets } from "./demo-catalog.js";
+import { demoFabricAddress, demoLargeModel, demoLargeNodes, demoNodes, demoPresets } from "./demo-catalog.js";
 import { startHubServer, type HubServer } from "../hub/index.js";
 import { writePresetCheckpoints } from "./preset-checkpoints.js";
 import { writeSampleImage } from "./write-sample-image.js";
+import { agentRestartDelayMs, availableListen } from "./demo-start-rules.js";
 import { checkGgufFile, ggufModelEntry } from "./gguf-model.js";
 import { readModelSource } from "../plan/index.js";
 
@@ -26,6 +27,8 @@ export interface DemoOptions {
   readonly say: (line: string) => void;
   /** A GGUF file the user has: served for real by llama.cpp on a CPU node of the demo (this machine, with nothing simulated). */
   readonly gguf?: string | undefined;
+  /** Two more nodes of eight H100s on one fabric, which hold DeepSeek-V3 as one replica over both. */
+  readonly large?: boolean | undefined;
 }
 
 export interface RunningDemo {
@@ -39,6 +42,8 @@ export interface RunningDemo {
   readonly replicas: readonly ReplicaView[];
   /** The model --gguf added, which answers for real; undefined without --gguf. */
   readonly ggufModel: string | undefined;
+  /** With --large, the model its printed line adds over the two large nodes. */
+  readonly largeModel: string | undefined;
   /** Stops replicas, agents and server, in that order, and removes a temporary data folder. */
   stop(): Promise<void>;
 }
@@ -229,6 +234,17 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       }, () => agentFailure(agents, agentNames(), dataDir));
     let replicas = await readyReplicas("the reconciler to place the models and their replicas to become ready", expected);
 
+    if (options.large === true) {
+      // Joined once the others are placed, so they keep their nodes and both large ones stay whole for the gang.
+      for (const node of demoLargeNodes) await startAgent(server.url, { name: node.name, args: ["--simulate", node.simulate, "--fabric-address", demoFabricAddress] });
+      await waitFor(startDeadlineMs, "the two large nodes to join", async () => {
+        unlessInterrupted();
+        const listed = (await client?.send(admin.nodes()))?.nodes ?? [];
+        return demoLargeNodes.every((large) => listed.some((node) => node.name === large.name && node.state === "ready")) ? true : undefined;
+      }, () => agentFailure(agents, agentNames(), dataDir));
+      for (const node of demoLargeNodes) options.say(`node       ${node.name}: ${node.describe} (simulated; fabric address ${demoFabricAddress})`);
+    }
+
     let ggufModel: string | undefined;
     if (ggufFile !== undefined) {
       // The real node joins once the simulated replicas are placed: its host memory is the smallest that
@@ -263,12 +279,12 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
       unlessInterrupted();
       return replicas.every((replica) => gateway.state.current.hasReadyReplica(replica.model)) ? true : undefined;
     }, () => agentFailure(agents, agentNames(), dataDir));
-    const allNodes = ggufFile !== undefined ? ((await client.send(admin.nodes())).nodes) : nodes;
+    const allNodes = ggufFile !== undefined || options.large === true ? (await client.send(admin.nodes())).nodes : nodes;
     // Nothing is awaited from here until the caller has its own handlers: a
     // signal in between would find none and end the demo with nothing stopped.
     startingDone();
     restartAgents = true;
-    return { url: server.url, token, dataDir, modelsDir, sampleImage, nodes: allNodes, replicas, ggufModel, stop };
+    return { url: server.url, token, dataDir, modelsDir, sampleImage, nodes: allNodes, replicas, ggufModel, largeModel: options.large === true ? demoLargeModel : undefined, stop };
   } catch (error) {
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal handler sets it while the demo starts
     if (interrupted) {
@@ -279,19 +295,6 @@ export async function runDemo(options: DemoOptions): Promise<RunningDemo> {
     await stop();
     throw error;
   }
-}
-
-/** The server's listen address: the asked one, or a free port beside it when that one is taken (a newcomer should not have to pick). */
-async function availableListen(listen: string, say: (line: string) => void): Promise<string> {
-  const { host, port } = parseListen(listen, "--listen");
-  if (port === 0 || (await isPortFree(port))) return listen;
-  say(`port ${port} on ${host} is taken; using a free port instead (choose one with --listen)`);
-  return `${host}:0`;
-}
-
-/** 1 s, doubled per exit in a row, at most 30 s: a crash loop neither spins nor leaves a node down for long. */
-export function agentRestartDelayMs(exitsInARow: number): number {
-  return Math.min(30_000, 1000 * 2 ** Math.max(0, Math.min(exitsInARow - 1, 5)));
 }
 
 /** An agent the demo starts: its node name and what it is told besides the server and folder. */

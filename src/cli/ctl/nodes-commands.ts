@@ -125,8 +125,9 @@ export function registerNodesCommands(ctl: Command): void {
           // A canary's replica is told apart where people read the model.
           replica.arm === "canary" ? `${replica.model} (canary)` : replica.model,
           replica.profile,
-          replica.node,
-          replica.gpus.join(",") || "cpu",
+          // A replica over several nodes: each member's node and cards, by rank (the leader's first).
+          replica.members ? replica.members.map((member) => `${member.node} (rank ${member.rank})`).join(" + ") : replica.node,
+          replica.members ? replica.members.map((member) => member.gpus.join(",")).join(" + ") : replica.gpus.join(",") || "cpu",
           replicaEngineText(replica),
           describeReplicaState(replica),
           replica.endpoint ?? "-",
