@@ -178,7 +178,8 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     // A replica that failed while another served carries no backoff (the model still serves): a profile whose
     // engine keeps failing would otherwise be tried again every pass. The backoff's ceiling spaces the tries.
     const backingOff = (model.backoffUntilMs !== undefined && now < model.backoffUntilMs) || (model.lastFailureAtMs !== undefined && now - model.lastFailureAtMs < settings.backoffMaxMs);
-    if (need <= 0 && count > 0 && outdated.length === 0 && !withdrawing && promoting.length === 0 && surplus <= 0 && !backingOff) {
+    // Nor while its files are being read (a server just started): the better profile would be priced by card count alone.
+    if (need <= 0 && count > 0 && outdated.length === 0 && !withdrawing && promoting.length === 0 && surplus <= 0 && !backingOff && model.factsPending !== true) {
       const replica = worstPlaced(model, current);
       if (replica) promotionCandidates.push({ model, group, replica });
     }

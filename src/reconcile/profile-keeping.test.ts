@@ -49,6 +49,11 @@ describe("the reconciler moves replicas back to the preferred profile", () => {
     expect(withdrawals(actions)).toEqual([]);
   });
 
+  it("moves nothing while the model's files are being read: the better profile is not yet priced (a server just started)", () => {
+    const reading = diff({ models: [model("qwen", { profiles: cardsThenCpu, placement: placed, factsPending: true })] }, observed([node("gpu-1")], [onCpu]), settings);
+    expect(starts(reading)).toEqual([]);
+  });
+
   it("moves nothing while no better profile has room", () => {
     const full = [onCpu, replica("other-a", "other", "gpu-1", [0])];
     expect(diff({ models: [model("qwen", { profiles: cardsThenCpu, placement: placed }), model("other", { placement: placed })] }, observed([node("gpu-1")], full), settings)).toEqual([]);

@@ -35,7 +35,8 @@ describe("a replica over two nodes", () => {
       "llmgw-gang-",
       nodes,
       Object.fromEntries(nodes.map((node) => [node, "8xH100-80GB@ib0,cpu:64c/1024g"])),
-      `${serverYaml}huggingface:\n  endpoint: ${hub.url}\n`,
+      // A deadline that outlasts an agent's backoff while the server restarts: no node is lost meanwhile.
+      `${serverYaml.replace("heartbeat_deadline: 4s", "heartbeat_deadline: 15s")}huggingface:\n  endpoint: ${hub.url}\n`,
       ["--fabric-address", "127.0.0.1"],
     );
   }, 120_000);
@@ -85,6 +86,33 @@ describe("a replica over two nodes", () => {
     for (const member of first.members ?? []) expect(await isProcessAlive(member.pid as number)).toBe(false);
     first = second;
   });
+
+  it("keeps every member through a kill -9 of each agent and a restart of the server: the same replica, the same engines", async () => {
+    const before = first.members?.map((member) => [member.node, member.pid]);
+    for (const member of first.members ?? []) {
+      await cluster.killAgent(member.node);
+      cluster.startAgent(member.node, "8xH100-80GB@ib0,cpu:64c/1024g");
+    }
+    const adopted = await waitFor(
+      async () => (await replicasOf()).find((replica) => replica.id === first.id && replica.adopted && replica.state === "ready"),
+      45_000,
+      "the gang adopted by its restarted agents",
+      250,
+    );
+    expect(adopted.members?.map((member) => [member.node, member.pid])).toEqual(before);
+    await cluster.server.stop();
+    await cluster.startServer();
+    const kept = await waitFor(
+      async () => (await replicasOf()).find((replica) => replica.id === first.id && replica.adopted && replica.state === "ready" && replica.members?.every((member) => member.state === "ready")),
+      45_000,
+      "the gang kept by the restarted server",
+      250,
+    ).catch(async (error: unknown) => {
+      throw new Error(`${(error as Error).message}: ${JSON.stringify(await replicasOf())}\n${JSON.stringify(await cluster.events(model))}`);
+    });
+    expect(kept.members?.map((member) => [member.node, member.pid])).toEqual(before);
+    expect(await chat(cluster.server.url, model)).not.toBe("");
+  }, 120_000);
 
   it("fails the whole replica when one member's engine is killed with -9, stops the rest and places a new gang", async () => {
     const [leader, worker] = first.members ?? [];
