@@ -137,4 +137,14 @@ describe.skipIf(unavailable !== undefined)(`a simulated vLLM replica over two ne
     expect(after.text).toContain("dropped its connection");
     expect(await rendezvousPeers()).toEqual([]);
   });
+
+  it("ends the worker with an NCCL abort's status when the leader in the other namespace is killed with -9", async () => {
+    const leader = startMember(0);
+    const worker = startMember(1);
+    await until(async () => (await health(leaderUrl())).status === 200, "the leader to turn healthy", leader);
+    const exited = new Promise<number | null>((resolve) => worker.child.once("exit", (code) => resolve(code)));
+    leader.child.kill("SIGKILL");
+    expect(await exited).toBe(134);
+    expect(worker.output()).toContain(`rank 1 of 2: the leader at ${network.address("leader")}:${rendezvousPort} dropped the connection; the collective is broken, exiting with status 134`);
+  });
 });
