@@ -4,9 +4,10 @@ import type { Logger } from "pino";
 import { DomainError } from "../errors/light.js";
 import { describeIssues, parseListen } from "../catalog/for-agent.js";
 import { oneNodeSpec, parseHardwareSpec, type HardwareSpec } from "../fleet/for-agent.js";
-import { nodeNameSchema } from "../protocol/for-agent.js";
+import { nodeNameSchema, type FabricNetwork } from "../protocol/for-agent.js";
 import type { TlsFiles } from "../net/index.js";
 import type { DriverLookup } from "./engine-drivers.js";
+import { resolveFabricNetwork, type InterfaceTable } from "./fabric-network.js";
 import type { EnginePaths } from "./inventory.js";
 import type { ReplicaSupervisorOptions } from "./replicas/supervisor-options.js";
 import { defaultLogRotation, type LogRotation } from "./replica-log.js";
@@ -20,6 +21,10 @@ export interface AgentOptions {
   readonly name?: string | undefined;
   /** Default: one fabric per node, named after it. */
   readonly fabric?: string | undefined;
+  /** Where the node is reached on its fabric, for replicas over several nodes (--fabric-address); default: not reported. */
+  readonly fabricAddress?: string | undefined;
+  /** The interface of that address, when the machine does not hold the address itself (--fabric-interface). */
+  readonly fabricInterface?: string | undefined;
   readonly labels?: Readonly<Record<string, string>> | undefined;
   /** Default: ./llmgw-agent-data */
   readonly dataDirectory?: string | undefined;
@@ -48,6 +53,8 @@ export interface AgentOptions {
   readonly stopGraceMs?: number | undefined;
   readonly drainTimeoutMs?: number | undefined;
   readonly healthPollMs?: number | undefined;
+  /** How long an engine that serves nothing to probe (a headless worker) must run before it is called ready. Default 5000. */
+  readonly headlessSettleMs?: number | undefined;
   readonly logRotation?: LogRotation | undefined;
   /** How long stopped and failed replicas stay listed after being reported. Default 60000. */
   readonly terminalRetentionMs?: number | undefined;
@@ -60,13 +67,15 @@ export interface AgentOptions {
 
 /** The agent's settings, checked and with every default filled in once: nothing below reads options or the environment again. */
 /** The supervisor's settings, as the agent passes them on unchanged. */
-type SupervisorSettings = Pick<ReplicaSupervisorOptions, "hubUrl" | "hubToken" | "startupTimeoutMs" | "stopGraceMs" | "drainTimeoutMs" | "healthPollMs" | "logRotation" | "terminalRetentionMs">;
+type SupervisorSettings = Pick<ReplicaSupervisorOptions, "hubUrl" | "hubToken" | "startupTimeoutMs" | "stopGraceMs" | "drainTimeoutMs" | "healthPollMs" | "headlessSettleMs" | "logRotation" | "terminalRetentionMs">;
 
 export interface AgentConfig extends SupervisorSettings {
   readonly name: string;
   /** The server's URL as given, normalised by the URL parser (a trailing slash added). */
   readonly serverUrl: string;
   readonly fabric: string;
+  /** Sent in the join and on every heartbeat; undefined when --fabric-address was not given. */
+  readonly fabricNetwork: FabricNetwork | undefined;
   /** Absolute, as given (symbolic links kept: warnings name the folder the operator typed). */
   readonly dataDirectory: string;
   readonly stateFile: string;
@@ -83,8 +92,13 @@ export function defaultNodeName(hostname: string = os.hostname()): string {
   return (cleaned || "node").slice(0, 63);
 }
 
-/** Refuses a bad name, server URL, listen address or hardware description before anything starts, naming the flag. */
-export function resolveAgentConfig(options: AgentOptions, environment: NodeJS.ProcessEnv = process.env, hostname: string = os.hostname()): AgentConfig {
+/** Refuses a bad name, server URL, listen address, fabric address or hardware description before anything starts, naming the flag. */
+export function resolveAgentConfig(
+  options: AgentOptions,
+  environment: NodeJS.ProcessEnv = process.env,
+  hostname: string = os.hostname(),
+  interfaces: InterfaceTable = os.networkInterfaces(),
+): AgentConfig {
   const nameResult = nodeNameSchema.safeParse(options.name ?? defaultNodeName(hostname));
   if (!nameResult.success) {
     throw new DomainError("config_invalid", `--name "${options.name ?? ""}": ${describeIssues(nameResult.error.issues, "name", 1)}`, "Give a name such as gpu-node-1.");
@@ -101,6 +115,7 @@ export function resolveAgentConfig(options: AgentOptions, environment: NodeJS.Pr
     name,
     serverUrl,
     fabric: options.fabric ?? name,
+    fabricNetwork: resolveFabricNetwork(options.fabricAddress, options.fabricInterface, interfaces),
     dataDirectory,
     stateFile: path.join(dataDirectory, "agent-state.json"),
     simulate: options.simulate !== undefined ? oneNodeSpec(parseHardwareSpec(options.simulate), options.simulate) : undefined,
@@ -112,6 +127,7 @@ export function resolveAgentConfig(options: AgentOptions, environment: NodeJS.Pr
     stopGraceMs: options.stopGraceMs ?? 30_000,
     drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
     healthPollMs: options.healthPollMs ?? 500,
+    headlessSettleMs: options.headlessSettleMs ?? 5000,
     logRotation: options.logRotation ?? defaultLogRotation,
     terminalRetentionMs: options.terminalRetentionMs ?? 60_000,
   };

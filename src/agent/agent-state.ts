@@ -22,6 +22,10 @@ export const persistedReplicaSchema = z.object({
   /** /proc start time, so a pid reused by another program after the engine died is not adopted. */
   start_ticks: z.string().optional(),
   health_path: z.string().optional(),
+  /** The engine serves nothing to probe (a headless worker): adopted by its process alone. Absent: probe health_path, or /health. */
+  headless: z.boolean().optional(),
+  /** A gang leader's rendezvous port, reserved when the start was accepted: a restarted agent reports the same one. */
+  rendezvous_port: z.number().int().min(1).max(65535).optional(),
   metrics_path: z.string().optional(),
   weights_path: z.string().optional(),
   reason: z.string().optional(),

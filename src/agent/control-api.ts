@@ -99,7 +99,7 @@ export function buildControlApi(options: ControlApiOptions): FastifyInstance {
     const refusal = protocolRefusal(request.body, { side: "agent", place: `agent ${nodeName}`, hint: "Run the server and agents of the same llmgw release." });
     if (refusal) throw refusal;
     const parsed = parseWithSchema(startReplicaRequestSchema, request.body ?? {}, { label: `start replica on ${nodeName}` });
-    const status = supervisor.start(parsed.replica);
+    const status = await supervisor.start(parsed.replica);
     options.onChange();
     return reply.status(202).send({ protocol: protocolVersion, replica: status });
   });

@@ -49,16 +49,21 @@ export function ephemeralPortRange(text?: string): { low: number; high: number }
  * an engine failed to start with EADDRINUSE that way. Below the range, only
  * a program that binds a port by its number can take it. Where the kernel's
  * range leaves too little room below it, the kernel picks as before.
+ * `avoid` holds ports promised to something that has not bound them yet (a
+ * gang leader's rendezvous port, reserved while its weights download).
  */
-export async function findEnginePort(random: () => number = Math.random, range = ephemeralPortRange()): Promise<number> {
+export async function findEnginePort(random: () => number = Math.random, range = ephemeralPortRange(), avoid: ReadonlySet<number> = new Set()): Promise<number> {
   const high = range.low - 1;
   if (high - lowestEnginePort >= 1000) {
     for (let attempt = 0; attempt < 32; attempt += 1) {
       const port = lowestEnginePort + Math.floor(random() * (high - lowestEnginePort + 1));
-      if (!fetchBlockedPorts.has(port) && (await isPortFree(port))) return port;
+      if (!fetchBlockedPorts.has(port) && !avoid.has(port) && (await isPortFree(port))) return port;
     }
   }
-  return await findFreePort();
+  for (;;) {
+    const port = await findFreePort();
+    if (!avoid.has(port)) return port;
+  }
 }
 
 /**

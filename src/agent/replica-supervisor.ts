@@ -1,18 +1,19 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { DomainError, isDomainError } from "../errors/light.js";
 import type { PersistedReplica } from "./agent-state.js";
-import { isPortFree, isProcessAlive, probeHealth } from "./engine-process.js";
+import { isProcessAlive } from "./engine-process.js";
 import type { MarkedProcess } from "./find-marked-processes.js";
 import type { ReplicaSpec, ReplicaState, ReplicaStatus } from "../protocol/index.js";
 import { rotateLogIfLarge } from "./replica-log.js";
 import { changeEngineAdapter, type AdapterChange } from "./replicas/adapter-change.js";
 import { EngineLauncher } from "./replicas/engine-launcher.js";
 import { EngineProbes } from "./replicas/engine-probes.js";
+import { waitReady } from "./replicas/engine-readiness.js";
 import { ReplicaFiles } from "./replicas/replica-files.js";
 import { describeExit, isTerminal, newReplica, now, persistedReplica, replicaStatus, withoutApiKey, type Replica } from "./replicas/replica-record.js";
 import { adoptReplicas } from "./replicas/replica-adoption.js";
 import { transitionRefusal } from "./replicas/replica-transitions.js";
 import { ReplicaWeights } from "./replicas/replica-weights.js";
+import { portsPromised, rendezvousPortNeed, reserveRendezvousPort } from "./replicas/rendezvous-port.js";
 import type { ReplicaSupervisorOptions } from "./replicas/supervisor-options.js";
 
 /**
@@ -118,7 +119,8 @@ export class ReplicaSupervisor {
   async scrapeLoad(): Promise<void> {
     await Promise.all(
       [...this.replicas.values()]
-        .filter((replica) => replica.state === "ready" && replica.port !== undefined)
+        // A headless engine serves no metrics: a scrape would only wait out its timeout.
+        .filter((replica) => replica.state === "ready" && replica.port !== undefined && !replica.headless)
         .map(async (replica) => {
           replica.load = await this.probes.readLoad(replica);
         }),
@@ -173,8 +175,22 @@ export class ReplicaSupervisor {
    * Starts a replica in the background and answers at once with its status
    * (fetching). Idempotent for a repeated request with the same spec, so a
    * server that retries after a lost answer does not start a second engine.
+   * A gang leader whose spec leaves its rendezvous port out gets one reserved
+   * here, before the answer: the answer (`rendezvous_port`) is where the
+   * server learns the port to hand the other members, and a repeat answers
+   * the same one.
    */
-  start(spec: ReplicaSpec): ReplicaStatus {
+  async start(spec: ReplicaSpec): Promise<ReplicaStatus> {
+    const repeated = this.repeatedStart(spec);
+    if (repeated) return repeated;
+    const need = rendezvousPortNeed(spec);
+    const rendezvousPort = need === "reserve" ? await reserveRendezvousPort(() => portsPromised(this.replicas.values())) : need;
+    // Asked again while the port was being picked: the first start stands, with its port.
+    return this.repeatedStart(spec) ?? this.begin(spec, rendezvousPort);
+  }
+
+  /** The status of a live replica started with the same spec; throws when the id is taken otherwise; undefined when the id is free. */
+  private repeatedStart(spec: ReplicaSpec): ReplicaStatus | undefined {
     const existing = this.replicas.get(spec.id);
     if (existing?.stopping !== undefined && !isTerminal(existing.state)) {
       // Answering with its status would look accepted; the stop then ends it and nothing starts.
@@ -184,15 +200,17 @@ export class ReplicaSupervisor {
         "Wait until `llmgw ctl replicas` shows it stopped or no longer lists it, then start it again.",
       );
     }
-    if (existing && !isTerminal(existing.state)) {
-      // Compared without the API key: an adopted replica's spec comes from the state file, which leaves it out.
-      if (JSON.stringify(withoutApiKey(existing.spec)) === JSON.stringify(withoutApiKey(spec))) return this.status(existing);
-      throw new DomainError(
-        "replica_conflict",
-        `replica ${spec.id} already runs on node ${this.options.nodeName} (${existing.spec.model}/${existing.spec.profile}, ${existing.state}) with a different specification`,
-        "Stop it first, or start the new one under another id.",
-      );
-    }
+    if (!existing || isTerminal(existing.state)) return undefined;
+    // Compared without the API key: an adopted replica's spec comes from the state file, which leaves it out.
+    if (JSON.stringify(withoutApiKey(existing.spec)) === JSON.stringify(withoutApiKey(spec))) return this.status(existing);
+    throw new DomainError(
+      "replica_conflict",
+      `replica ${spec.id} already runs on node ${this.options.nodeName} (${existing.spec.model}/${existing.spec.profile}, ${existing.state}) with a different specification`,
+      "Stop it first, or start the new one under another id.",
+    );
+  }
+
+  private begin(spec: ReplicaSpec, rendezvousPort: number | undefined): ReplicaStatus {
     const busy = [...this.replicas.values()].find(
       (other) => !isTerminal(other.state) && other.spec.cards.some((card) => spec.cards.includes(card)),
     );
@@ -205,8 +223,9 @@ export class ReplicaSupervisor {
       );
     }
     const replica = newReplica(spec, "fetching");
+    replica.rendezvousPort = rendezvousPort;
     this.replicas.set(spec.id, replica);
-    this.options.logger.info({ replica: spec.id, model: spec.model, engine: spec.engine, cards: spec.cards }, "replica-fetching");
+    this.options.logger.info({ replica: spec.id, model: spec.model, engine: spec.engine, cards: spec.cards, ...(rendezvousPort !== undefined ? { rendezvousPort } : {}) }, "replica-fetching");
     this.options.onChange("state");
     replica.running = this.run(replica);
     return this.status(replica);
@@ -229,9 +248,11 @@ export class ReplicaSupervisor {
       if (this.interrupted(replica)) return;
       replica.progress = undefined;
       this.transition(replica, "starting");
-      await this.launcher.launch(replica, weightsPath, adapters, (exit) => void this.exited(replica, exit));
+      const promised = portsPromised([...this.replicas.values()].filter((other) => other !== replica));
+      if (replica.rendezvousPort !== undefined) promised.add(replica.rendezvousPort);
+      await this.launcher.launch(replica, weightsPath, adapters, promised, (exit) => void this.exited(replica, exit));
       if (this.interrupted(replica)) return;
-      await this.waitHealthy(replica, replica.spec.startup_timeout_ms ?? this.options.startupTimeoutMs);
+      await this.waitReady(replica, replica.spec.startup_timeout_ms ?? this.options.startupTimeoutMs);
       if (this.interrupted(replica)) return;
       this.transition(replica, "ready");
     } catch (error) {
@@ -255,7 +276,7 @@ export class ReplicaSupervisor {
   private async exited(replica: Replica, exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<void> {
     replica.exit = exit;
     if (this.closing || replica.stopping !== undefined || isTerminal(replica.state)) return;
-    if (replica.state === "starting") return; // waitHealthy reports it, with the load failure's reason
+    if (replica.state === "starting") return; // waitReady reports it, with the load failure's reason
     const { spec } = replica;
     const wasState = replica.state;
     // The leader is gone, but its workers may still hold the cards: they go before the cards are called free.
@@ -269,34 +290,18 @@ export class ReplicaSupervisor {
     );
   }
 
-  private async waitHealthy(replica: Replica, timeoutMs: number): Promise<void> {
-    const { spec } = replica;
-    const url = `http://${this.probeHost}:${replica.port ?? 0}${replica.healthPath ?? "/health"}`;
-    const deadline = Date.now() + timeoutMs;
-    while (!this.interrupted(replica)) {
-      if (replica.exit) {
-        const port = replica.port;
-        if (port !== undefined && !(await isPortFree(port))) throw this.launcher.portTaken(spec, port);
-        throw new DomainError(
-          "engine_failed",
-          `engine ${spec.engine} ${describeExit(replica.exit)} while loading ${spec.model} on node ${this.options.nodeName}${await this.logTail(spec.id)}`,
-          "Read the log tail above; `llmgw ctl logs " + spec.id + "` shows all of it.",
-        );
-      }
-      if (await probeHealth(url, Math.min(3000, Math.max(500, this.options.healthPollMs * 4)))) return;
-      if (Date.now() >= deadline) {
-        throw new DomainError(
-          "engine_failed",
-          `engine ${spec.engine} for ${spec.model} on node ${this.options.nodeName} did not answer GET ${url} within ${Math.round(timeoutMs / 1000)} s${await this.logTail(spec.id)}`,
-          "Give the profile a longer startup timeout if the model is large, or read the log for a load that hangs.",
-        );
-      }
-      try {
-        await sleep(this.options.healthPollMs, undefined, { signal: replica.abort.signal });
-      } catch {
-        return;
-      }
-    }
+  private async waitReady(replica: Replica, timeoutMs: number): Promise<void> {
+    await waitReady(
+      {
+        options: this.options,
+        probeHost: this.probeHost,
+        interrupted: (waiting) => this.interrupted(waiting),
+        portTaken: (waiting, port) => this.launcher.portTaken(waiting.spec, port),
+        logTail: (id) => this.logTail(id),
+      },
+      replica,
+      timeoutMs,
+    );
   }
 
   /**
@@ -317,7 +322,8 @@ export class ReplicaSupervisor {
       return this.status(replica);
     }
     if (!replica.stopping) {
-      const wasReady = replica.state === "ready";
+      // A headless engine has no requests of its own to finish, and no metrics to say so.
+      const wasReady = replica.state === "ready" && !replica.headless;
       this.transition(replica, "draining");
       replica.stopping = this.stopNow(replica, drain && wasReady);
     }
@@ -371,7 +377,7 @@ export class ReplicaSupervisor {
         transition: (replica, state, reason) => this.transition(replica, state, reason),
         run: (replica) => this.run(replica),
         stopNow: (replica, drain) => this.stopNow(replica, drain),
-        waitHealthy: (replica, timeoutMs) => this.waitHealthy(replica, timeoutMs),
+        waitReady: (replica, timeoutMs) => this.waitReady(replica, timeoutMs),
         fail: (replica, error) => this.fail(replica, error),
         interrupted: (replica) => this.interrupted(replica),
         unlistedStop: (stop) => this.unlistedStops.push(stop),

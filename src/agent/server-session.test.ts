@@ -26,6 +26,7 @@ async function session(options: {
   joins?: Answer<JoinResponse>[];
   beats?: Answer<HeartbeatResponse>[];
   running?: ReplicaStatus[];
+  fabricNetwork?: { address: string; interface: string };
 }) {
   const joins: JoinRequest[] = [];
   const beats: { credential: string; body: HeartbeatRequest }[] = [];
@@ -58,6 +59,7 @@ async function session(options: {
     joinToken: options.joinToken,
     address: "http://127.0.0.1:9000",
     fabric: "node-a",
+    fabricNetwork: options.fabricNetwork,
     labels: { zone: "a" },
     heartbeatIntervalMs: 2000,
     simulated: false,
@@ -107,6 +109,19 @@ describe("the agent's session with its server", () => {
     // The join's interval is the one the session beats at from then on.
     expect(running.intervalMs).toBe(700);
     await expect(running.connected).resolves.toBeUndefined();
+  });
+
+  it("sends where the node is on its fabric in the join and on every beat, and nothing of it when it was not given", async () => {
+    const fabricNetwork = { address: "10.10.0.7", interface: "ib0" };
+    const given = await session({ joinToken: "join-token-0123456789", fabricNetwork });
+    await given.session.beat();
+    await given.session.beat();
+    expect(given.joins[0]?.fabric_network).toEqual(fabricNetwork);
+    expect(given.beats.map((beat) => beat.body.fabric_network)).toEqual([fabricNetwork, fabricNetwork]);
+    const none = await session({ joinToken: "join-token-0123456789" });
+    await none.session.beat();
+    expect(none.joins[0]).not.toHaveProperty("fabric_network");
+    expect(none.beats[0]?.body).not.toHaveProperty("fabric_network");
   });
 
   it("heartbeats with a saved credential without joining, sending the inventory first, then only the replicas", async () => {

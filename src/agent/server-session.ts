@@ -3,6 +3,7 @@ import { DomainError } from "../errors/light.js";
 import { hashToken } from "../auth/index.js";
 import {
   protocolVersion,
+  type FabricNetwork,
   type HeartbeatRequest,
   type HeartbeatResponse,
   type JoinRequest,
@@ -60,6 +61,8 @@ export interface ServerSessionOptions {
   /** The control URL the server should call. */
   readonly address: string;
   readonly fabric: string;
+  /** Where the node is reached on its fabric: in the join and on every beat, so an agent restarted with another address moves its node there. */
+  readonly fabricNetwork?: FabricNetwork | undefined;
   readonly labels: Readonly<Record<string, string>>;
   /** Until the join answer says otherwise. */
   readonly heartbeatIntervalMs: number;
@@ -179,6 +182,7 @@ export class ServerSession {
       address: this.options.address,
       ...(report.send ? { inventory: report.inventory } : {}),
       replicas: delivered,
+      ...this.fabricNetworkField(),
       ...(credential.controlSecretHash !== undefined ? { control_secret_hash: credential.controlSecretHash } : {}),
     });
     if (!result.ok) {
@@ -202,6 +206,11 @@ export class ServerSession {
     this.markConnected();
   }
 
+  private fabricNetworkField(): { fabric_network?: FabricNetwork } {
+    const network = this.options.fabricNetwork;
+    return network !== undefined ? { fabric_network: { ...network } } : {};
+  }
+
   private markConnected(): void {
     this.connectedOnce = true;
     this.resolveConnected();
@@ -219,6 +228,7 @@ export class ServerSession {
       name,
       address: this.options.address,
       fabric: this.options.fabric,
+      ...this.fabricNetworkField(),
       labels: { ...this.options.labels },
       inventory: joinedWith,
     });

@@ -36,6 +36,8 @@ interface AgentCommandOptions extends LogOptions {
   token?: string;
   name?: string;
   fabric?: string;
+  fabricAddress?: string;
+  fabricInterface?: string;
   labels?: Record<string, string>;
   dataDir: string;
   listen: string;
@@ -73,6 +75,17 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
     )
     .option("--name <name>", "node name (default: the host name)")
     .option("--fabric <fabric>", "the interconnect this node's cards share with others (default: one fabric per node, its name)")
+    .addOption(
+      new Option(
+        "--fabric-address <ip>",
+        "this node's IP address on its fabric, where the other nodes of a replica over several nodes reach it (the interface holding it is found and reported with it); a node needs it to be a member of such a replica",
+      ).env("LLMGW_FABRIC_ADDRESS"),
+    )
+    .addOption(
+      new Option("--fabric-interface <name>", "the network interface of --fabric-address, for an address this machine does not hold itself (behind NAT); default: the interface holding it").env(
+        "LLMGW_FABRIC_INTERFACE",
+      ),
+    )
     .option("--labels <key=value,...>", "labels for placement", parseLabels)
     .option("--data-dir <dir>", "weights cache, logs and state", defaultAgentDataDir)
     .option("--listen <host:port>", "address of the agent's control API", "127.0.0.1:0")
@@ -128,6 +141,8 @@ export function registerAgentCommand(program: Command, overrides: Partial<AgentO
           joinToken: options.token,
           name: options.name,
           fabric: options.fabric,
+          fabricAddress: options.fabricAddress,
+          fabricInterface: options.fabricInterface,
           labels: options.labels,
           dataDirectory: options.dataDir,
           listen: options.listen,

@@ -70,8 +70,12 @@ export interface EngineLaunch {
   readonly argv: readonly string[];
   /** Added to the agent's environment; CUDA_VISIBLE_DEVICES is always set here. */
   readonly env: Readonly<Record<string, string>>;
-  /** GET this path on 127.0.0.1:port; 200 means ready to serve. */
-  readonly healthPath: string;
+  /**
+   * GET this path on 127.0.0.1:port; 200 means ready to serve. Undefined when
+   * the engine serves no HTTP at all (a vLLM headless worker): nothing answers
+   * there, so the agent calls it ready once its process has kept running.
+   */
+  readonly healthPath: string | undefined;
   /**
    * GET this path on 127.0.0.1:port and give the body to the driver's
    * parseMetrics. Engines disagree on where (vLLM /metrics, trtllm-serve

@@ -52,6 +52,8 @@ export const errorCodes = {
   canary_running: "The model already has a canary running; promote or abort it before starting another.",
   canary_not_found: "The model has no canary running to set a gate on, promote or abort.",
   agent_unreachable: "The server could not reach a node agent at the control address it reported.",
+  fabric_address_missing: "A replica over several nodes was placed where its leader's node reports no address on its fabric; start that agent with --fabric-address.",
+  agent_too_old: "The node's agent is an older release that cannot do what was asked (the message says what); upgrade llmgw on that node.",
   heads_not_divisible: "Tensor parallel over that many cards cannot split the model's attention: the count must divide the attention heads and divide (or be a multiple of) the KV heads; the message names both.",
   comfy_workflow_source: "The source is a ComfyUI preset's repository: such a model is a workflow and its files, not one checkpoint to plan; add it with `ctl model add PRESET`.",
   does_not_fit: "No candidate fits the model at the requested context; the message says what is short and by how much.",

@@ -17,6 +17,8 @@ export interface ReplicaSpecInput {
   readonly serverEnvironment: Readonly<Record<string, string | undefined>>;
   /** server.yaml's `mirror`, which `mirror:path` sources are resolved against before the agent sees them. */
   readonly mirror?: string | undefined;
+  /** A member of a replica over several nodes: its rank, where the leader is met. */
+  readonly distributed?: ReplicaSpec["distributed"];
 }
 
 /**
@@ -46,6 +48,7 @@ export function buildReplicaSpec(input: ReplicaSpecInput): ReplicaSpec {
     ...(profile.comfy ? { comfy: { files: (profile.comfy.files ?? []).map((file) => ({ ...file, source: sourceForAgents(file.source, { mirror: input.mirror }) })), custom_nodes: (profile.comfy.custom_nodes ?? []).map((node) => ({ ...node })) } } : {}),
     ...(input.simulation ? { simulation: input.simulation } : {}),
     ...(input.apiKey !== undefined ? { api_key: input.apiKey } : {}),
+    ...(input.distributed !== undefined ? { distributed: { ...input.distributed } } : {}),
   };
 }
 

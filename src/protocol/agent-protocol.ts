@@ -145,16 +145,15 @@ export const distributedSpecSchema = z.object({
    * The rendezvous port the leader's agent reserved. Left out in the leader's
    * own spec: its agent reserves a free port when it accepts the start and
    * reports it as the replica's `rendezvous_port`, which the server then hands
-   * to every other member. A member of rank 1 and up is always given it.
+   * to every other member. A member of rank 1 and up is always sent it (the
+   * server's own record of such a member leaves it out: it is the leader's
+   * `rendezvous_port`), and an agent refuses to start one without it.
    */
   port: z.number().int().min(1).max(65535).optional(),
   /** The interface of that fabric on this member's node, for NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME. */
   network_interface: identifier("a network interface", 64).optional(),
   /** The gang's replica id (its leader's), so a member's logs and state name the replica it belongs to. */
   replica: replicaIdSchema.optional(),
-}).refine((spec) => spec.rank === 0 || spec.port !== undefined, {
-  message: "a member of rank 1 and up needs the leader's rendezvous port",
-  path: ["port"],
 }).refine((spec) => spec.rank < spec.nodes, { message: "the rank must be below the node count", path: ["rank"] });
 export type DistributedSpec = z.infer<typeof distributedSpecSchema>;
 

@@ -48,6 +48,8 @@ export const statusForCode: Record<ErrorCode, number> = {
   canary_running: 409,
   canary_not_found: 404,
   agent_unreachable: 502,
+  fabric_address_missing: 409,
+  agent_too_old: 409,
   body_too_large: 413,
   uri_too_long: 414,
   headers_too_large: 431,

@@ -161,6 +161,8 @@ export interface NodeView {
   llama_cpp?: NodeLlamaCppView | null;
   /** The agent's llmgw release; null from agents of 0.1.0, which do not say. */
   agent_version?: string | null;
+  /** Where the node is reached on its fabric (`llmgw agent --fabric-address`), where replicas over several nodes meet; null when its agent reports none. */
+  fabric_network?: { address: string; interface: string } | null;
   joined_at: string;
   last_seen_at: string;
   replicas: string[];
@@ -352,6 +354,7 @@ export const documentedViewFields = {
     comfyui: true,
     llama_cpp: true,
     agent_version: true,
+    fabric_network: true,
     joined_at: true,
     last_seen_at: true,
     replicas: true,

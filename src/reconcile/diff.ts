@@ -3,7 +3,6 @@ import type { ReplicaDemand, Snapshot } from "../placement/index.js";
 import { fleetSnapshot } from "./fleet-snapshot.js";
 import { desiredCount, startingForDemand } from "./desired-count.js";
 import { placeReplicas, preemptionGate, victimsFor } from "./placement-functions.js";
-import { withoutGangProfiles, withoutGangStarts } from "./gang-guard.js";
 import type { ModelStanding } from "../placement/index.js";
 import type { Action, Desired, DesiredModel, Observed, ObservedReplica } from "./types.js";
 import { giveUpOrder, heldByPlacements, profilesForReplacement, promotingReplicas, promotions, restartOrder, surplusWithdrawal, worstPlaced, type PromotionCandidate } from "./profile-rank.js";
@@ -39,6 +38,9 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
   const models = new Map(desired.models.filter((model) => !model.canary).map((model) => [model.name, model]));
   const groups = new Map(desired.models.map((model) => [armGroup(model.name, model.canary !== undefined), model]));
   const withdrawn = new Set<string>();
+
+  // A member whose leader is gone cannot serve and must not hold its cards: stopped, without a drain (it serves nothing).
+  for (const stray of observed.strays ?? []) actions.push({ kind: "stop-member", id: stray.id, model: stray.model, node: stray.node });
 
   for (const replica of observed.replicas) {
     const node = nodes.get(replica.node);
@@ -184,7 +186,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
 
   // The most important first: critical before standard before opportunistic, a minimum before growth.
   demands.sort((a, b) => classRank[a.model.modelClass] - classRank[b.model.modelClass] || Number(b.belowMin) - Number(a.belowMin) || a.model.name.localeCompare(b.model.name));
-  const result = withoutGangStarts(placeReplicas(snapshot, demands.map((entry) => entry.demand)));
+  const result = placeReplicas(snapshot, demands.map((entry) => entry.demand));
   for (const placement of result.placements) {
     const owner = groups.get(placement.model);
     const canary = owner?.canary;
@@ -194,6 +196,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       profile: placement.profile,
       node: placement.node,
       cards: placement.cards,
+      ...(placement.members !== undefined ? { members: placement.members.map((member) => ({ node: member.node, cards: member.cards })) } : {}),
       reason: canary ? `canary at ${canary.revision}` : "placed",
       ...(canary ? { canary } : {}),
     });
@@ -217,8 +220,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
       continue;
     }
     // A lower class gives way: its replicas drain, and the cards are placed on a later pass once they have stopped.
-    const preemptable = withoutGangProfiles(demand);
-    const victims = preemptable.profiles.length > 0 && mayPreempt(demand) ? victimsFor({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, preemptable, standings) : [];
+    const victims = mayPreempt(demand) ? victimsFor({ ...snapshot, replicas: held.filter((replica) => !preempted.has(replica.id)) }, demand, standings) : [];
     for (const victim of victims) {
       preempted.add(victim.id);
       if (withdrawn.has(victim.id)) continue;

@@ -69,6 +69,9 @@ export async function executeAction(
     case "stop":
       await context.fleet.stopReplica(action.id, true);
       return;
+    case "stop-member":
+      await context.fleet.stopReplica(action.id, false).catch(() => undefined);
+      return;
     case "resume":
       if (context.starting.has(action.id)) return;
       context.starting.add(action.id);
@@ -80,15 +83,19 @@ export async function executeAction(
       }
       return;
     case "start": {
-      const cards = action.cards.length > 0 ? ` cards ${action.cards.join(",")}` : " (CPU)";
+      const cards = action.members
+        ? ` across ${action.members.map((member, rank) => `${member.node} (rank ${rank}, cards ${member.cards.join(",")})`).join(", ")}`
+        : action.cards.length > 0
+          ? ` on ${action.node} cards ${action.cards.join(",")}`
+          : ` on ${action.node} (CPU)`;
       try {
         const simulation = await context.simulationOf?.(action.model, action.profile, action.node);
         const id = simulation === undefined ? await context.fleet.startPlaced(action) : await context.fleet.startPlaced(action, simulation);
         const why = action.promotes ? `, moving back to its preferred profile: replica ${action.promotes.id} on ${action.promotes.profile} gives way once it serves` : "";
-        event("replica-placed", `${action.model}/${action.profile} placed on ${action.node}${cards}${why}`, { model: action.model, replica: id, node: action.node });
+        event("replica-placed", `${action.model}/${action.profile} placed${cards}${why}`, { model: action.model, replica: id, node: action.node });
         event("replica-started", `replica ${id} of ${action.model} started on ${action.node}`, { model: action.model, replica: id, node: action.node });
       } catch (error) {
-        event("replica-failed", `${action.model}/${action.profile} could not be started on ${action.node}${cards}: ${(error as Error).message}`, { model: action.model, node: action.node });
+        event("replica-failed", `${action.model}/${action.profile} could not be started${cards}: ${(error as Error).message}`, { model: action.model, node: action.node });
       }
       return;
     }

@@ -2,7 +2,8 @@ import type { CatalogModel } from "../catalog/index.js";
 import { demandProfile, snapshotCard } from "../placement/index.js";
 import type { NodeView } from "../protocol/index.js";
 import type { CanaryRow, StoredReplica, ModelStatusRow, ReplicaIntentRow } from "../store/index.js";
-import type { Observed, ObservedNode, ObservedReplica } from "./types.js";
+import { gangPlace, gangStanding } from "../fleet/index.js";
+import type { Observed, ObservedMember, ObservedNode, ObservedReplica, StrayMember } from "./types.js";
 
 /** What the store and the fleet registry hold, read once for one pass (or one question about the fleet). */
 export interface FleetState {
@@ -47,7 +48,9 @@ export function observe(state: FleetState, nowMs: number): Observation {
         cpuCores: node.cpu_cores,
       }),
     ),
-    replicas: state.rows.map((row): ObservedReplica => {
+    ...foldGangs(
+      state.rows,
+      state.rows.map((row): ObservedReplica => {
       const status = row.status;
       const intent = intentOf.get(row.id);
       const nodeState = nodeOf.get(row.node)?.state;
@@ -69,7 +72,8 @@ export function observe(state: FleetState, nowMs: number): Observation {
         cpuCores: profile?.cpu_cores ?? 0,
         ...(intent?.arm === "canary" ? { arm: "canary" as const } : {}),
       };
-    }),
+      }),
+    ),
   };
   const simulatedNodes = new Set(state.nodes.filter((node) => node.simulated).map((node) => node.name));
   return { ...state, observed, modelOf, simulatedNodes };
@@ -78,4 +82,51 @@ export function observe(state: FleetState, nowMs: number): Observation {
 /** A replica a restart of `model` replaces: the reconciler's own, live, not already leaving. */
 export function replacedByRestart(replica: ObservedReplica, model: string): boolean {
   return replica.model === model && replica.managed && replica.withdrawnAtMs === undefined && replica.state !== "failed" && replica.state !== "stopped" && replica.state !== "lost";
+}
+
+/**
+ * A replica over several nodes is one replica to every decision: its members'
+ * rows fold into the leader's, whose state becomes the gang's (gangStanding),
+ * and whose memory and cards hold on every member's node. Members whose
+ * leader row is gone are strays, to be stopped.
+ */
+function foldGangs(rows: readonly StoredReplica[], replicas: readonly ObservedReplica[]): { replicas: ObservedReplica[]; strays: StrayMember[] } {
+  const places = rows.map((row) => gangPlace(row.id, row.spec));
+  if (places.every((place) => place === undefined)) return { replicas: [...replicas], strays: [] };
+  const membersOf = new Map<string, { replica: ObservedReplica; rank: number }[]>();
+  places.forEach((place, index) => {
+    const replica = replicas[index];
+    if (place === undefined || replica === undefined) return;
+    const list = membersOf.get(place.replica) ?? [];
+    list.push({ replica, rank: place.rank });
+    membersOf.set(place.replica, list);
+  });
+  const folded: ObservedReplica[] = [];
+  const strays: StrayMember[] = [];
+  places.forEach((place, index) => {
+    const replica = replicas[index];
+    if (replica === undefined) return;
+    if (place === undefined) {
+      folded.push(replica);
+      return;
+    }
+    const members = (membersOf.get(place.replica) ?? []).sort((a, b) => a.rank - b.rank);
+    const leaderPresent = members.some((member) => member.rank === 0);
+    if (!leaderPresent) {
+      strays.push({ id: replica.id, model: replica.model, node: replica.node, cards: replica.state === "failed" || replica.state === "stopped" ? [] : replica.cards });
+      return;
+    }
+    if (place.rank !== 0) return;
+    const standing = gangStanding(
+      members.map((member) => ({ rank: member.rank, node: member.replica.node, state: member.replica.state, reason: member.replica.reason })),
+      place.nodes,
+    );
+    folded.push({
+      ...replica,
+      state: standing.state,
+      reason: standing.reason,
+      members: members.map((member): ObservedMember => ({ id: member.replica.id, rank: member.rank, node: member.replica.node, cards: member.replica.cards })),
+    });
+  });
+  return { replicas: folded, strays };
 }

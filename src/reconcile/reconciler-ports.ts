@@ -9,7 +9,7 @@ export interface ReconcilerFleet {
   nextNodeStateChangeMs(nodes: readonly NodeView[]): number | undefined;
   /** `simulation`: the planner's figures a simulated engine times itself by (real engines ignore them). */
   startPlaced(
-    placement: { model: string; profile: string; node: string; cards: readonly number[]; canary?: { readonly revision: string } },
+    placement: { model: string; profile: string; node: string; cards: readonly number[]; canary?: { readonly revision: string }; members?: readonly { readonly node: string; readonly cards: readonly number[] }[] },
     simulation?: { readonly weights_bytes_per_card?: number },
   ): Promise<string>;
   resumeStart(id: string): Promise<void>;

@@ -57,12 +57,33 @@ export interface ObservedReplica {
   readonly cpuCores: number;
   /** A canary replica (a trial revision beside the stable ones); undefined for a stable one. */
   readonly arm?: "canary";
+  /** A replica over several nodes: every member by rank, the leader (whose id, node and cards these are) first. */
+  readonly members?: readonly ObservedMember[];
+}
+
+/** One member of a replica over several nodes: its own row's id, node and cards. */
+export interface ObservedMember {
+  readonly id: string;
+  readonly rank: number;
+  readonly node: string;
+  readonly cards: readonly number[];
+}
+
+/** A member whose replica's leader row is gone (stopped, or failed and cleared): it must not run on alone. */
+export interface StrayMember {
+  readonly id: string;
+  readonly model: string;
+  readonly node: string;
+  /** The cards it holds until its engine has stopped; none once failed or stopped. */
+  readonly cards: readonly number[];
 }
 
 export interface Observed {
   readonly nowMs: number;
   readonly nodes: readonly ObservedNode[];
   readonly replicas: readonly ObservedReplica[];
+  /** Members left behind by their replica's leader; each is stopped. */
+  readonly strays?: readonly StrayMember[];
 }
 
 export interface Desired {
@@ -80,6 +101,8 @@ export type Action =
   /** promotedTo: it gives way to a ready replica of the model on this better profile (a move back to the preferred profile). */
   | { readonly kind: "withdraw"; readonly id: string; readonly model: string; readonly node: string; readonly reason: string; readonly preemptedFor?: string; readonly promotedTo?: string }
   | { readonly kind: "stop"; readonly id: string; readonly model: string; readonly node: string }
+  /** A member of a replica over several nodes whose leader is gone: stopped at once. */
+  | { readonly kind: "stop-member"; readonly id: string; readonly model: string; readonly node: string }
   /** Recorded, but its agent never confirmed it: send the same start again (the agent answers a repeat with what runs). */
   | { readonly kind: "resume"; readonly id: string; readonly model: string; readonly node: string }
   | {
@@ -88,6 +111,8 @@ export type Action =
       readonly profile: string;
       readonly node: string;
       readonly cards: readonly number[];
+      /** A replica over several nodes: every member by rank, the leader (node and cards above) first. */
+      readonly members?: readonly { readonly node: string; readonly cards: readonly number[] }[];
       readonly reason: string;
       /** A canary replica, started at the canary's revision. */
       readonly canary?: { readonly revision: string };

@@ -149,7 +149,7 @@ export class FleetService {
 
   /** Starts a replica where placement put it (the reconciler's start); see ReplicaCommands.startPlaced. */
   async startPlaced(
-    placement: { model: string; profile: string; node: string; cards: readonly number[]; canary?: { readonly revision: string } },
+    placement: { model: string; profile: string; node: string; cards: readonly number[]; canary?: { readonly revision: string }; members?: readonly { readonly node: string; readonly cards: readonly number[] }[] },
     simulation?: ReplicaExtras["simulation"],
   ): Promise<string> {
     return await this.commands.startPlaced(placement, simulation);

@@ -22,7 +22,7 @@ const columnText = fc.oneof(
   }).map((value) => JSON.stringify(value)),
 );
 
-const nodeRow: fc.Arbitrary<Database["nodes"]> = fc.record({
+const nodeRow: fc.Arbitrary<Selectable<Database["nodes"]>> = fc.record({
   name: fc.string(),
   address: columnText,
   fabric: fc.string(),
@@ -31,6 +31,7 @@ const nodeRow: fc.Arbitrary<Database["nodes"]> = fc.record({
   credential_hash: fc.string(),
   joined_at: columnText,
   last_seen_at: columnText,
+  fabric_network: fc.oneof(fc.constant(null), columnText, fc.constant('{"address":"10.0.0.2","interface":"ib0"}')),
 });
 
 const replicaRow: fc.Arbitrary<Selectable<Database["replicas"]>> = fc.record({

@@ -56,6 +56,7 @@ export function nodeView(node: StoredNode, state: NodeState, replicasOnNode: rea
     comfyui: inventory.comfyui ?? null,
     llama_cpp: inventory.llama_cpp === undefined ? null : inventory.llama_cpp.kind === "llama-server" ? { ...inventory.llama_cpp } : { ...inventory.llama_cpp, builds: [...inventory.llama_cpp.builds] },
     agent_version: inventory.agent_version ?? null,
+    fabric_network: node.fabricNetwork === undefined ? null : { ...node.fabricNetwork },
     joined_at: node.joined_at,
     last_seen_at: node.last_seen_at,
     replicas: holding.map((replica) => replica.id),

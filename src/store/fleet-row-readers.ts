@@ -1,11 +1,13 @@
 import type { Selectable } from "kysely";
 import { z } from "zod";
 import {
+  fabricNetworkSchema,
   inventorySchema,
   labelsSchema,
   replicaSpecSchema,
   replicaStates,
   replicaStatusSchema,
+  type FabricNetwork,
   type Inventory,
   type ReplicaSpec,
   type ReplicaState,
@@ -36,6 +38,8 @@ export interface StoredNode {
   readonly credential_hash: string;
   readonly joined_at: string;
   readonly last_seen_at: string;
+  /** Where the node is reached on its fabric; undefined when its agent reports none (or the stored one cannot be read). */
+  readonly fabricNetwork: FabricNetwork | undefined;
 }
 
 export interface StoredReplica {
@@ -60,7 +64,7 @@ export interface StoredReplica {
   readonly updated_at: string;
 }
 
-export type NodeRow = Database["nodes"];
+export type NodeRow = Selectable<Database["nodes"]>;
 export type ReplicaRow = Selectable<Database["replicas"]>;
 
 export const emptyInventory: Inventory = { hostname: "", gpus: [], memory_bytes: 0, cpu_cores: 1, engines: [], disk_free_bytes: 0, simulated: false };
@@ -113,6 +117,7 @@ export function readNodeRow(row: NodeRow): StoredNode {
     credential_hash: text(row.credential_hash),
     joined_at: text(row.joined_at),
     last_seen_at: text(row.last_seen_at),
+    fabricNetwork: row.fabric_network === null ? undefined : fabricNetworkSchema.safeParse(parseJson(row.fabric_network)).data,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { CompiledQuery, Kysely } from "kysely";
-import { replicaStates, type Inventory, type ReplicaProgress, type ReplicaSpec, type ReplicaState, type ReplicaStatus } from "../protocol/index.js";
+import { replicaStates, type FabricNetwork, type Inventory, type ReplicaProgress, type ReplicaSpec, type ReplicaState, type ReplicaStatus } from "../protocol/index.js";
 import type { Database } from "./schema.js";
 import { cardsSchema, memoized, parseJson, pendingState, progressSchema, readNodeRow, readReplicaRow, text, type NodeRow, type ReplicaRow, type StoredNode, type StoredReplica } from "./fleet-row-readers.js";
 
@@ -21,6 +21,8 @@ export interface NewNode {
   readonly credential_hash: string;
   readonly joined_at: string;
   readonly last_seen_at: string;
+  /** Where the node is reached on its fabric, as its agent reported it at the join. */
+  readonly fabric_network?: FabricNetwork | undefined;
 }
 
 /** The state column of a row recorded before its agent was told (the status then says `fetching`). */
@@ -114,7 +116,8 @@ export async function oldestLastSeen(db: Kysely<Database>): Promise<string | und
 
 /** A join of a known name replaces its credential and address: the machine was reinstalled or its state lost. */
 export async function upsertNode(db: Kysely<Database>, node: NewNode): Promise<void> {
-  const row: NodeRow = { ...node, labels: JSON.stringify(node.labels), inventory: JSON.stringify(node.inventory) };
+  const { fabric_network: fabricNetwork, ...fields } = node;
+  const row: NodeRow = { ...fields, labels: JSON.stringify(node.labels), inventory: JSON.stringify(node.inventory), fabric_network: fabricNetwork === undefined ? null : JSON.stringify(fabricNetwork) };
   const { name: _name, joined_at: _joinedAt, ...changes } = row;
   await db
     .insertInto("nodes")
@@ -123,11 +126,20 @@ export async function upsertNode(db: Kysely<Database>, node: NewNode): Promise<v
     .execute();
 }
 
-export async function touchNode(db: Kysely<Database>, name: string, changes: { address: string; last_seen_at: string; inventory?: Inventory | undefined }): Promise<void> {
-  const { inventory, ...rest } = changes;
+/** `fabric_network`: undefined leaves it as stored, null clears it. */
+export async function touchNode(
+  db: Kysely<Database>,
+  name: string,
+  changes: { address: string; last_seen_at: string; inventory?: Inventory | undefined; fabric_network?: FabricNetwork | null | undefined },
+): Promise<void> {
+  const { inventory, fabric_network: fabricNetwork, ...rest } = changes;
   await db
     .updateTable("nodes")
-    .set({ ...rest, ...(inventory !== undefined ? { inventory: JSON.stringify(inventory) } : {}) })
+    .set({
+      ...rest,
+      ...(inventory !== undefined ? { inventory: JSON.stringify(inventory) } : {}),
+      ...(fabricNetwork !== undefined ? { fabric_network: fabricNetwork === null ? null : JSON.stringify(fabricNetwork) } : {}),
+    })
     .where("name", "=", name)
     .execute();
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { sql, type Kysely, type Migration, type MigrationProvider } from "kysely";
 import type { StoreKind } from "./schema.js";
-import { dropFleetRevisionTriggers, dropReplicaProgressTriggers, fleetRevisionTriggers, replicaProgressTriggers } from "./revision-triggers.js";
+import { dropFleetRevisionTriggers, dropNodeFabricNetworkTriggers, dropReplicaProgressTriggers, fleetRevisionTriggers, nodeFabricNetworkTriggers, replicaProgressTriggers } from "./revision-triggers.js";
 
 /**
  * One list of migrations for both engines. A migration is never edited after
@@ -340,6 +340,19 @@ function migrations(kind: StoreKind): Record<string, Migration> {
       },
       async down(db: Kysely<unknown>) {
         await db.schema.dropTable("source_facts").execute();
+      },
+    },
+    "0013_node_fabric_network": {
+      // Where a node is reached on its fabric and the interface that is on
+      // (JSON `{address, interface}`, null when its agent reports none): the
+      // members of a replica over several nodes meet at the leader's.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable("nodes").addColumn("fabric_network", "text").execute();
+        for (const statement of nodeFabricNetworkTriggers(kind)) await sql.raw(statement).execute(db);
+      },
+      async down(db: Kysely<unknown>) {
+        for (const statement of dropNodeFabricNetworkTriggers(kind)) await sql.raw(statement).execute(db);
+        await db.schema.alterTable("nodes").dropColumn("fabric_network").execute();
       },
     },
   };

@@ -7,6 +7,8 @@
 
 /** What a replica view or a decision reads of a replica row: all but `progress` (its own revision) and `updated_at`. */
 const replicaShownColumns = ["id", "node", "model", "profile", "engine", "cards", "spec", "state", "status", "stop_requested", "created_at"] as const;
+/** The columns of a node that show in its view; 0013 adds `fabric_network` (where the node is reached on its fabric). */
+const nodeShownColumns = ["address", "fabric", "labels", "inventory", "credential_hash", "joined_at"] as const;
 /** What every trigger runs: row 1 of fleet_revision for what the views and decisions read, row 2 for progress. */
 const bumpFleetRevision = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 1";
 const bumpProgressRevision = "UPDATE fleet_revision SET revision = revision + 1 WHERE id = 2";
@@ -62,7 +64,7 @@ export function dropReplicaProgressTriggers(kind: "sqlite" | "postgres"): string
  * trigger of replicas, so a fetch's progress raises a revision of its own.)
  */
 const fleetRevisionSources: readonly { readonly table: string; readonly shown?: readonly string[] }[] = [
-  { table: "nodes", shown: ["address", "fabric", "labels", "inventory", "credential_hash", "joined_at"] },
+  { table: "nodes", shown: nodeShownColumns },
   { table: "replicas" },
   { table: "replica_intents" },
   { table: "node_controls" },
@@ -97,3 +99,21 @@ export function dropFleetRevisionTriggers(kind: "sqlite" | "postgres"): string[]
   return fleetRevisionSources.flatMap(({ table }) => ["insert", "delete", "update"].map((operation) => `DROP TRIGGER ${table}_fleet_revision_${operation}`));
 }
 
+
+/** The nodes' update trigger over `shown`: 0013 makes a moved fabric address raise the revision like a moved control address. */
+function nodeUpdateTrigger(kind: "sqlite" | "postgres", shown: readonly string[]): string[] {
+  if (kind === "postgres") {
+    const changed = shown.map((column) => `OLD.${column} IS DISTINCT FROM NEW.${column}`).join(" OR ");
+    return ["DROP TRIGGER nodes_fleet_revision_update ON nodes", `CREATE TRIGGER nodes_fleet_revision_update AFTER UPDATE ON nodes FOR EACH ROW WHEN (${changed}) EXECUTE FUNCTION bump_fleet_revision()`];
+  }
+  const changed = shown.map((column) => `OLD.${column} IS NOT NEW.${column}`).join(" OR ");
+  return ["DROP TRIGGER nodes_fleet_revision_update", `CREATE TRIGGER nodes_fleet_revision_update AFTER UPDATE ON nodes WHEN ${changed} BEGIN ${bumpFleetRevision}; END`];
+}
+
+export function nodeFabricNetworkTriggers(kind: "sqlite" | "postgres"): string[] {
+  return nodeUpdateTrigger(kind, [...nodeShownColumns, "fabric_network"]);
+}
+
+export function dropNodeFabricNetworkTriggers(kind: "sqlite" | "postgres"): string[] {
+  return nodeUpdateTrigger(kind, nodeShownColumns);
+}

@@ -40,6 +40,8 @@ export interface Database {
     credential_hash: string;
     joined_at: string;
     last_seen_at: string;
+    /** JSON `{address, interface}` on the node's fabric; null when its agent reports none (absent on insert: null). */
+    fabric_network: ColumnType<string | null, string | null | undefined, string | null>;
   };
   /** One row: an HMAC check of the server key, so a server holding another key refuses to start. */
   server_key_check: { id: number; verifier: string; created_at: string };

@@ -51,6 +51,7 @@ function makeSupervisor(overrides: Partial<ReplicaSupervisorOptions> = {}): Repl
     stopGraceMs: 2000,
     drainTimeoutMs: 5000,
     healthPollMs: 100,
+    headlessSettleMs: 300,
     logRotation: defaultLogRotation,
     terminalRetentionMs: 60_000,
     onChange: () => undefined,
@@ -75,7 +76,7 @@ async function until(supervisor: ReplicaSupervisor, id: string, states: string[]
 describe("ReplicaSupervisor", () => {
   it("starts an engine on its cards, waits for health and reports ready with its endpoint", async () => {
     const supervisor = makeSupervisor();
-    expect(supervisor.start(spec()).state).toBe("fetching");
+    expect((await supervisor.start(spec())).state).toBe("fetching");
     const ready = await until(supervisor, "r1", ["ready", "failed"]);
     expect(ready).toMatchObject({ state: "ready", endpoint: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), pid: expect.any(Number) });
     const answer = await request(`${ready.endpoint}/pid`);
@@ -87,7 +88,7 @@ describe("ReplicaSupervisor", () => {
 
   it("fails an engine that exits while loading, with its exit code and log tail", async () => {
     const supervisor = makeSupervisor();
-    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "crash" } }));
+    await supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "crash" } }));
     const failed = await until(supervisor, "r1", ["failed", "ready"]);
     expect(failed.state).toBe("failed");
     expect(failed.reason).toContain("engine llamacpp exited with code 3 while loading tiny on node node-a");
@@ -96,7 +97,7 @@ describe("ReplicaSupervisor", () => {
 
   it("fails an engine whose health never answers within the deadline, and kills it", async () => {
     const supervisor = makeSupervisor({ startupTimeoutMs: 1500 });
-    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "never-healthy" } }));
+    await supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "never-healthy" } }));
     const pid = (await waitFor(() => supervisor.persisted()[0]?.pid, 10_000, "a pid")) as number;
     const failed = await until(supervisor, "r1", ["failed", "ready"]);
     expect(failed.reason).toMatch(/did not answer GET http:\/\/127\.0\.0\.1:\d+\/health within 2 s/);
@@ -106,7 +107,7 @@ describe("ReplicaSupervisor", () => {
 
   it("stops with SIGTERM to the process group", async () => {
     const supervisor = makeSupervisor();
-    supervisor.start(spec());
+    await supervisor.start(spec());
     const ready = await until(supervisor, "r1", ["ready", "failed"]);
     expect(supervisor.stop("r1", false).state).toBe("draining");
     await until(supervisor, "r1", ["stopped"]);
@@ -116,7 +117,7 @@ describe("ReplicaSupervisor", () => {
 
   it("kills an engine that ignores SIGTERM after the grace period, workers in its group included", async () => {
     const supervisor = makeSupervisor({ stopGraceMs: 700 });
-    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }));
+    await supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }));
     const ready = await until(supervisor, "r1", ["ready", "failed"]);
     const started = Date.now();
     supervisor.stop("r1", false);
@@ -128,7 +129,7 @@ describe("ReplicaSupervisor", () => {
 
   it("reports a ready engine's requests in flight from its metrics, for the server to scale on", async () => {
     const supervisor = makeSupervisor();
-    supervisor.start(spec());
+    await supervisor.start(spec());
     const ready = await until(supervisor, "r1", ["ready", "failed"]);
     expect(ready.load).toBeUndefined();
     const slow = request(`${ready.endpoint}/slow`).then(async (answer) => await answer.body.text());
@@ -142,7 +143,7 @@ describe("ReplicaSupervisor", () => {
 
   it("drains: waits for the request in flight before stopping", async () => {
     const supervisor = makeSupervisor();
-    supervisor.start(spec());
+    await supervisor.start(spec());
     const ready = await until(supervisor, "r1", ["ready", "failed"]);
     const slow = request(`${ready.endpoint}/slow`).then(async (answer) => await answer.body.text());
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -153,7 +154,7 @@ describe("ReplicaSupervisor", () => {
 
   it("fails a replica whose engine program is not installed, naming the engine and the node", async () => {
     const supervisor = makeSupervisor({ driverFor: standInDriverFor("llama-server-not-installed", []) });
-    supervisor.start(spec());
+    await supervisor.start(spec());
     const failed = await until(supervisor, "r1", ["failed", "ready"]);
     expect(failed.reason).toContain('engine llamacpp is not installed on node node-a: program "llama-server-not-installed" was not found on PATH');
   });
@@ -164,7 +165,7 @@ describe("ReplicaSupervisor", () => {
     extraCleanups.push(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
     const port = (blocker.address() as AddressInfo).port;
     const supervisor = makeSupervisor();
-    supervisor.start(spec({ port }));
+    await supervisor.start(spec({ port }));
     const failed = await until(supervisor, "r1", ["failed", "ready"]);
     expect(failed.reason).toContain(`port ${port} on node node-a is already taken by another process`);
   });
@@ -175,17 +176,17 @@ describe("ReplicaSupervisor", () => {
     extraCleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
     const source = `http://127.0.0.1:${(server.address() as AddressInfo).port}/models/absent.gguf`;
     const supervisor = makeSupervisor();
-    supervisor.start(spec({ source }));
+    await supervisor.start(spec({ source }));
     const failed = await until(supervisor, "r1", ["failed", "ready"]);
     expect(failed.reason).toContain(`could not fetch ${source} on node node-a: the server answered 404`);
   });
 
   it("refuses to start a replica that is still stopping, saying to start it again once stopped", async () => {
     const supervisor = makeSupervisor({ stopGraceMs: 700 });
-    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }));
+    await supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }));
     await until(supervisor, "r1", ["ready", "failed"]);
     supervisor.stop("r1", false);
-    expect(() => supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }))).toThrow(
+    await expect(supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "ignore-term" } }))).rejects.toThrow(
       expect.objectContaining({ code: "replica_conflict", message: "replica r1 on node node-a is stopping; start it again when it has stopped" }),
     );
     await until(supervisor, "r1", ["stopped"]);
@@ -202,7 +203,7 @@ describe("ReplicaSupervisor", () => {
       }
     });
     const supervisor = makeSupervisor();
-    supervisor.start(spec());
+    await supervisor.start(spec());
     await until(supervisor, "r1", ["ready", "failed"]);
     const log = await readFile(path.join(directory, "logs", "r1.log"), "utf8");
     expect(log).toContain("inherited LLMGW_JOIN_TOKEN=undefined LLMGW_TOKEN=undefined");
@@ -212,7 +213,7 @@ describe("ReplicaSupervisor", () => {
   it("masks secret flag values and URL passwords in the log's start line, while the engine gets them", async () => {
     const supervisor = makeSupervisor();
     const args = ["--api-key", "sk-live-123", "--hf-token=hf_abc", "--lora-source", "http://mirror:pw-789@127.0.0.1:1/lora/", "--tokenizer", "/models/tok", "--max-num-batched-tokens", "8192"];
-    supervisor.start(spec({ args }));
+    await supervisor.start(spec({ args }));
     await until(supervisor, "r1", ["ready", "failed"]);
     const log = await readFile(path.join(directory, "logs", "r1.log"), "utf8");
     const startLine = log.split("\n").find((line) => line.startsWith("--- ")) ?? "";
@@ -224,10 +225,10 @@ describe("ReplicaSupervisor", () => {
 
   it("refuses a second replica on cards in use, and treats a repeated start as the same replica", async () => {
     const supervisor = makeSupervisor();
-    supervisor.start(spec());
-    expect(supervisor.start(spec()).id).toBe("r1");
-    expect(() => supervisor.start(spec({ id: "r2", cards: [1] }))).toThrow(/cards 1 on node node-a are used by replica r1/);
-    expect(() => supervisor.start(spec({ model: "other" }))).toThrow(/already runs on node node-a/);
+    await supervisor.start(spec());
+    expect((await supervisor.start(spec())).id).toBe("r1");
+    await expect(supervisor.start(spec({ id: "r2", cards: [1] }))).rejects.toThrow(/cards 1 on node node-a are used by replica r1/);
+    await expect(supervisor.start(spec({ model: "other" }))).rejects.toThrow(/already runs on node node-a/);
     await until(supervisor, "r1", ["ready", "failed"]);
   });
 });
@@ -235,7 +236,7 @@ describe("ReplicaSupervisor", () => {
 describe("ReplicaSupervisor, the engines it finds by their marker", () => {
   async function readyThenClosed(overrides: Partial<ReplicaSpecInput> = {}): Promise<ReplicaStatus> {
     const first = makeSupervisor();
-    first.start(spec(overrides));
+    await first.start(spec(overrides));
     const ready = await until(first, "r1", ["ready", "failed"]);
     expect(ready.state).toBe("ready");
     // The agent process goes; its engine stays, as after kill -9.
@@ -247,7 +248,7 @@ describe("ReplicaSupervisor, the engines it finds by their marker", () => {
 
   it("writes each engine's spec file beside its log, readable by the agent's user only, and removes it once the engine is stopped", async () => {
     const supervisor = makeSupervisor();
-    supervisor.start(spec());
+    await supervisor.start(spec());
     await until(supervisor, "r1", ["ready", "failed"]);
     const specFile = path.join(directory, "logs", "r1.spec.json");
     expect((await stat(specFile)).mode & 0o777).toBe(0o600);
@@ -288,7 +289,7 @@ describe("ReplicaSupervisor, the engines it finds by their marker", () => {
 
   it("reports an engine found dead as failed, never as adopted", async () => {
     const first = makeSupervisor();
-    first.start(spec());
+    await first.start(spec());
     const ready = await until(first, "r1", ["ready", "failed"]);
     await first.close();
     const records = first.persisted();
@@ -305,7 +306,7 @@ describe("ReplicaSupervisor, the engines it finds by their marker", () => {
 
   it("says stopped only once every process of the engine is gone, a worker that left its process group included", async () => {
     const supervisor = makeSupervisor({ stopGraceMs: 500 });
-    supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "escaped-worker" } }));
+    await supervisor.start(spec({ env: { FAKE_ENGINE_MODE: "escaped-worker" } }));
     const ready = await until(supervisor, "r1", ["ready", "failed"]);
     const worker = Number(
       await waitFor(async () => /escaped worker pid (\d+)/.exec(await readFile(path.join(directory, "logs", "r1.log"), "utf8"))?.[1], 5000, "the worker's pid"),

@@ -30,6 +30,7 @@ beforeEach(async () => {
     stopGraceMs: 2000,
     drainTimeoutMs: 2000,
     healthPollMs: 100,
+    headlessSettleMs: 300,
     logRotation: defaultLogRotation,
     terminalRetentionMs: 60_000,
     onChange: () => undefined,
@@ -45,7 +46,7 @@ afterEach(async () => {
 
 async function ready(overrides: Partial<ReplicaSpecInput>): Promise<string> {
   const spec = replicaSpecSchema.parse({ id: "r1", model: "chat", profile: "default", engine: "vllm", source: "hf://org/chat@main", cards: [0], api_key: apiKey, ...overrides });
-  supervisor.start(spec);
+  await supervisor.start(spec);
   const status = await waitFor(() => {
     const current = supervisor.get(spec.id);
     return current?.state === "ready" ? current : current?.state === "failed" ? false : undefined;

@@ -21,11 +21,19 @@ export class EngineLauncher {
     private readonly files: ReplicaFiles,
   ) {}
 
-  async launch(replica: Replica, weightsPath: string, adapters: { name: string; path: string; scale?: number }[], onExit: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void): Promise<void> {
+  /** `promised`: ports this agent holds for other replicas and this one's rendezvous, which the engine's port must not take. */
+  async launch(
+    replica: Replica,
+    weightsPath: string,
+    adapters: { name: string; path: string; scale?: number }[],
+    promised: ReadonlySet<number>,
+    onExit: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void,
+  ): Promise<void> {
     const { spec } = replica;
     const driver = this.options.driverFor(spec.engine);
-    const port = spec.port ?? (await findEnginePort());
+    const port = spec.port ?? (await findEnginePort(Math.random, undefined, promised));
     if (!(await isPortFree(port))) throw this.portTaken(spec, port);
+    await this.checkRendezvousPort(replica, port);
     const launch = driver.build({
       modelName: spec.model,
       weightsPath,
@@ -44,7 +52,7 @@ export class EngineLauncher {
       // The simulated engine needs no checkout, but ComfyUI's driver refuses to build without one.
       // ComfyUI's is the checkout prepareComfyui found or installed.
       enginePath: spec.engine === "comfyui" ? weightsPath : this.options.enginePaths[spec.engine],
-      ...distributedLaunch(spec.distributed),
+      ...distributedLaunch(spec.distributed, replica.rendezvousPort),
     });
     const { argv, env } = await engineCommandLine(this.options, spec, driver, launch);
     await mkdir(this.files.logsDirectory, { recursive: true, mode: 0o700 });
@@ -69,7 +77,8 @@ export class EngineLauncher {
       since: now(),
       port,
       launch_id: launchId,
-      health_path: launch.healthPath,
+      ...(launch.healthPath !== undefined ? { health_path: launch.healthPath } : { headless: true }),
+      ...(replica.rendezvousPort !== undefined ? { rendezvous_port: replica.rendezvousPort } : {}),
       metrics_path: launch.metricsPath,
       weights_path: weightsPath,
     };
@@ -77,7 +86,7 @@ export class EngineLauncher {
     // Only argv goes in the log, and masked: the environment may carry tokens, and a profile's args
     // may carry an --api-key or a mirror URL with a password, while a read-only token can read this log
     // (S9: no secret in a log). The engine gets the real argv.
-    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine} for ${spec.model}: ${redactArgs(argv).join(" ")}\n`, { mode: 0o600 });
+    await appendFile(logPath, `--- ${now()} llmgw agent on ${this.options.nodeName} starts ${spec.engine}${gangPlace(spec, replica.rendezvousPort)} for ${spec.model}: ${redactArgs(argv).join(" ")}\n`, { mode: 0o600 });
     let spawned;
     try {
       // The marker comes last: a profile's env must not be able to pass its engine off as another's.
@@ -96,11 +105,37 @@ export class EngineLauncher {
     replica.processGroup = spawned.processGroup;
     replica.port = port;
     replica.healthPath = launch.healthPath;
+    replica.headless = launch.healthPath === undefined;
     replica.metricsPath = launch.metricsPath;
     replica.startTicks = await processStartTicks(spawned.pid);
     this.options.logger.info({ replica: spec.id, pid: spawned.pid, port }, "replica-spawned");
     this.options.onChange("state");
     void spawned.exited.then(onExit);
+  }
+
+  /**
+   * A leader's rendezvous port must be free when its engine starts, and apart
+   * from its API port: the engine fails on either minutes into its load, and
+   * its workers then wait at a port nobody serves.
+   */
+  private async checkRendezvousPort(replica: Replica, enginePort: number): Promise<void> {
+    const { spec } = replica;
+    const rendezvous = spec.distributed?.rank === 0 ? replica.rendezvousPort : undefined;
+    if (rendezvous === undefined) return;
+    if (rendezvous === enginePort) {
+      throw new DomainError(
+        "port_taken",
+        `replica ${spec.id} on node ${this.options.nodeName} was given port ${enginePort} for both its engine's API and its rendezvous`,
+        "Leave the replica's port out (the agent picks a free one), or give it one apart from the rendezvous port.",
+      );
+    }
+    if (!(await isPortFree(rendezvous))) {
+      throw new DomainError(
+        "port_taken",
+        `rendezvous port ${rendezvous} on node ${this.options.nodeName} is already taken by another process, so ${spec.engine} cannot lead replica ${spec.id} on it`,
+        "Free that port, or stop the replica and start it again: the agent then reserves another free port and the server hands it to the members.",
+      );
+    }
   }
 
   portTaken(spec: ReplicaSpec, port: number): DomainError {
@@ -126,4 +161,13 @@ export class EngineLauncher {
     const cards = replica.spec.cards.length > 0 ? `cards ${replica.spec.cards.join(",")}` : "its memory";
     return `; processes ${outcome.survivors.join(", ")} of its engine are still alive after SIGKILL and may hold ${cards}: stop them by hand (kill -9) before that is used again`;
   }
+}
+
+/** A gang member's place, for its log's start line: " (rank 1 of 2 of replica X, leader A:P)"; empty for a replica on one node. */
+export function gangPlace(spec: ReplicaSpec, rendezvousPort?: number): string {
+  const distributed = spec.distributed;
+  if (distributed === undefined) return "";
+  const port = distributed.port ?? rendezvousPort;
+  const leader = distributed.leader_address.includes(":") ? `[${distributed.leader_address}]` : distributed.leader_address;
+  return ` (rank ${distributed.rank} of ${distributed.nodes} of replica ${distributed.replica ?? spec.id}, leader ${leader}:${port ?? "?"})`;
 }

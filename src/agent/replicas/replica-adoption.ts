@@ -20,7 +20,7 @@ export interface AdoptionSteps {
   /** Fetch, start and wait for health, in the background. */
   run(replica: Replica): Promise<void>;
   stopNow(replica: Replica, drain: boolean): Promise<void>;
-  waitHealthy(replica: Replica, timeoutMs: number): Promise<void>;
+  waitReady(replica: Replica, timeoutMs: number): Promise<void>;
   fail(replica: Replica, error: unknown): Promise<void>;
   interrupted(replica: Replica): boolean;
   /** A stop that no replica reports (an engine with a damaged marker, a second engine for one id); settled() waits for it. */
@@ -114,6 +114,8 @@ async function adoptOne(steps: AdoptionSteps, record: PersistedReplica): Promise
     startTicks: record.start_ticks,
     launchId: record.launch_id,
     healthPath: record.health_path,
+    headless: record.headless ?? false,
+    rendezvousPort: record.rendezvous_port,
     metricsPath: record.metrics_path,
     weightsPath: record.weights_path,
     reason: record.reason,
@@ -146,8 +148,9 @@ async function adoptOne(steps: AdoptionSteps, record: PersistedReplica): Promise
     replica.stopping = steps.stopNow(replica, false);
     return;
   }
-  const healthy = await probeHealth(`http://${steps.probeHost()}:${record.port ?? 0}${record.health_path ?? "/health"}`);
-  options.logger.info({ replica: spec.id, pid: record.pid, healthy }, "replica-adopted");
+  // A headless engine serves nothing to ask: its process running, with its marker, is all there is to know.
+  const healthy = replica.headless || (await probeHealth(`http://${steps.probeHost()}:${record.port ?? 0}${record.health_path ?? "/health"}`));
+  options.logger.info({ replica: spec.id, pid: record.pid, healthy, ...(replica.headless ? { headless: true } : {}) }, "replica-adopted");
   if (healthy) {
     if (record.state !== "ready") steps.transition(replica, "ready");
     return;
@@ -155,7 +158,7 @@ async function adoptOne(steps: AdoptionSteps, record: PersistedReplica): Promise
   // Alive but not answering (still loading, or busy): wait for it as for a start, and fail it only past the deadline.
   replica.running = (async () => {
     try {
-      await steps.waitHealthy(replica, spec.startup_timeout_ms ?? options.startupTimeoutMs);
+      await steps.waitReady(replica, spec.startup_timeout_ms ?? options.startupTimeoutMs);
       if (!steps.interrupted(replica) && replica.state !== "ready") steps.transition(replica, "ready");
     } catch (error) {
       if (!steps.interrupted(replica)) await steps.fail(replica, error);

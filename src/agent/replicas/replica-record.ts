@@ -14,6 +14,10 @@ export interface Replica {
   /** The marker this engine process carries (LLMGW_LAUNCH_ID); undefined for one started before engines were marked. */
   launchId: string | undefined;
   healthPath: string | undefined;
+  /** The engine serves nothing to probe (its driver gave no health path): ready by its process, no endpoint, no metrics. */
+  headless: boolean;
+  /** A gang leader's rendezvous port: reserved when the start was accepted, before any engine runs, and kept through restarts. */
+  rendezvousPort: number | undefined;
   metricsPath: string | undefined;
   weightsPath: string | undefined;
   reason: string | undefined;
@@ -55,6 +59,8 @@ export function newReplica(spec: ReplicaSpec, state: ReplicaState): Replica {
     startTicks: undefined,
     launchId: undefined,
     healthPath: undefined,
+    headless: false,
+    rendezvousPort: undefined,
     metricsPath: undefined,
     weightsPath: undefined,
     reason: undefined,
@@ -80,12 +86,14 @@ export function replicaStatus(replica: Replica, probeHost: string): ReplicaStatu
     cards: spec.cards,
     state: replica.state,
     ...(replica.state === "fetching" && replica.progress ? { progress: replica.progress } : {}),
-    ...(live && replica.port !== undefined && replica.pid !== undefined ? { endpoint: `http://${probeHost}:${replica.port}` } : {}),
+    // A headless worker has a port on its command line but serves nothing there: an endpoint would send requests nowhere.
+    ...(live && !replica.headless && replica.port !== undefined && replica.pid !== undefined ? { endpoint: `http://${probeHost}:${replica.port}` } : {}),
     ...(live && replica.pid !== undefined ? { pid: replica.pid } : {}),
     ...(replica.reason !== undefined ? { reason: replica.reason } : {}),
     ...(replica.adopted ? { adopted: true } : {}),
     ...(replica.state === "ready" && replica.load ? { load: replica.load } : {}),
     since: replica.since,
+    ...(replica.rendezvousPort !== undefined ? { rendezvous_port: replica.rendezvousPort } : {}),
   };
 }
 
@@ -103,6 +111,8 @@ export function persistedReplica(replica: Replica): PersistedReplica {
     ...(replica.startTicks !== undefined ? { start_ticks: replica.startTicks } : {}),
     ...(replica.launchId !== undefined ? { launch_id: replica.launchId } : {}),
     ...(replica.healthPath !== undefined ? { health_path: replica.healthPath } : {}),
+    ...(replica.headless ? { headless: true } : {}),
+    ...(replica.rendezvousPort !== undefined ? { rendezvous_port: replica.rendezvousPort } : {}),
     ...(replica.metricsPath !== undefined ? { metrics_path: replica.metricsPath } : {}),
     ...(replica.weightsPath !== undefined ? { weights_path: replica.weightsPath } : {}),
     ...(replica.reason !== undefined ? { reason: replica.reason } : {}),

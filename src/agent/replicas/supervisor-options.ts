@@ -43,6 +43,13 @@ export interface ReplicaSupervisorOptions {
   readonly stopGraceMs: number;
   readonly drainTimeoutMs: number;
   readonly healthPollMs: number;
+  /**
+   * An engine that serves nothing to probe (a vLLM headless worker: its
+   * driver gives no health path) is called ready once its process has run
+   * this long; a worker that cannot load or reach its leader usually dies
+   * within it, and one that dies later fails the replica as any engine does.
+   */
+  readonly headlessSettleMs: number;
   readonly logRotation: LogRotation;
   /**
    * How long a stopped or failed replica stays listed after the server has

@@ -27,6 +27,15 @@ describe("engine command lines for one replica over two nodes", () => {
     expect(argv.join(" ")).toContain("--pipeline-parallel-size 2 --nnodes 2 --node-rank 1 --master-addr 10.0.0.1 --master-port 29500 --headless");
   });
 
+  it("gives a vLLM headless worker no health path, since it serves no HTTP, and keeps the leader's", () => {
+    expect(vllmDriver.build(member(1)).healthPath).toBeUndefined();
+    expect(vllmDriver.build(member(0)).healthPath).toBe("/health");
+  });
+
+  it("keeps /health for SGLang's workers, which serve it", () => {
+    expect(sglangDriver.build(member(1)).healthPath).toBe("/health");
+  });
+
   it("starts SGLang on every member as one tensor-parallel group of all cards", () => {
     for (const rank of [0, 1]) {
       const { argv } = sglangDriver.build(member(rank));

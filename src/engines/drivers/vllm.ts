@@ -65,7 +65,9 @@ export const vllmDriver: EngineDriver = {
     // With LoRA enabled, adapters added later load into the running engine (POST /v1/load_lora_adapter) rather than by a restart.
     const runtimeLora: Record<string, string> = input.adapters.length > 0 ? { [vllmRuntimeLoraVariable]: "True" } : {};
     const env = { ...runtimeLora, ...launchEnvironment(input), ...fabricInterfaceEnvironment(input), ...(input.apiKey !== undefined ? { VLLM_API_KEY: input.apiKey } : {}) };
-    return { argv, env, healthPath: "/health", metricsPath: "/metrics" };
+    // A headless worker (rank 1 and up) serves no HTTP, /health included: its readiness is its process running.
+    const headless = distributed !== undefined && distributed.nodes > 1 && distributed.rank > 0;
+    return { argv, env, healthPath: headless ? undefined : "/health", metricsPath: "/metrics" };
   },
   parseMetrics(text: string): EngineMetrics {
     return readEngineMetrics(text, {

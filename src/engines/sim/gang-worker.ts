@@ -37,8 +37,9 @@ export interface GangWorkerHandle {
  * A worker rank (vLLM `--headless`, SGLang `--node-rank` 1 and up): it
  * serves no API. It joins the leader's rendezvous and answers only
  * GET /health on its --port, 200 once joined and 503 before, as SGLang's
- * non-zero ranks do with their health-only server; the agent's supervisor
- * waits for that path on every replica it starts. It exits as the real
+ * non-zero ranks do with their health-only server (the agent probes it for
+ * SGLang; for a vLLM --headless worker, which serves nothing, its driver gives
+ * no health path and the agent goes by the process alone). It exits as the real
  * engine would: 0 when the leader shuts down in order, 134 (an NCCL abort)
  * when the leader's connection is lost, 1 when it never joins.
  */

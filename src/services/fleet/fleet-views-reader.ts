@@ -1,4 +1,4 @@
-import type { InventoryNode } from "../../fleet/index.js";
+import { gangPlace, isFollowerId, type InventoryNode } from "../../fleet/index.js";
 import type { NodeView, ReplicaCounts, ReplicaProgress, ReplicaSpec, ReplicaView } from "../../protocol/index.js";
 import {
   findNode,
@@ -16,6 +16,7 @@ import {
   type Store,
 } from "../../store/index.js";
 import { nodeView, replicaCountsOf, replicaView, replicaViewState, type NodeControl, type ReplicaIntentView } from "../fleet-views.js";
+import { foldGangViews } from "../gang-views.js";
 import { nodeNotFound, replicaNotFound } from "./fleet-not-found.js";
 import type { NodeStates } from "./node-states.js";
 import type { NodesHeard } from "./nodes-heard.js";
@@ -124,7 +125,7 @@ export class FleetViewsReader {
     const [nodes, replicas, intents] = await Promise.all([listNodes(this.store.db), listReplicas(this.store.db, filter), this.replicaIntents()]);
     const states = this.states.nodeStates(nodes);
     const byName = new Map(nodes.map((node) => [node.name, this.heard.seen(node)]));
-    return replicas.map((row) => ({ row, view: replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id)) }));
+    return foldGangViews(replicas.map((row) => ({ row, view: replicaView(row, byName.get(row.node), states.get(row.node), intents.get(row.id)) })));
   }
 
   /**
@@ -157,6 +158,11 @@ export class FleetViewsReader {
   async getReplica(id: string): Promise<ReplicaView> {
     const row = await findReplica(this.store.db, id);
     if (!row) throw replicaNotFound(id);
+    // A gang's leader is shown with its members (read with the rest of its model's replicas).
+    if (gangPlace(row.id, row.spec)?.rank === 0) {
+      const gang = (await this.replicaRowsWithViews({ model: row.model })).find((entry) => entry.row.id === id);
+      if (gang) return gang.view;
+    }
     const [node, intents] = await Promise.all([findNode(this.store.db, row.node), this.replicaIntents()]);
     return replicaView(row, node === undefined ? undefined : this.heard.seen(node), node === undefined ? undefined : await this.states.nodeStateByKey(node), intents.get(id));
   }
@@ -199,7 +205,8 @@ export class FleetViewsReader {
   readonly replicaCounts = async (): Promise<ReadonlyMap<string, ReplicaCounts>> => {
     const [nodes, replicas] = await Promise.all([this.nodeTimes(), listReplicaHoldings(this.store.db)]);
     const states = this.states.nodeStates(nodes);
-    return replicaCountsOf(replicas.map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
+    // A gang counts once, by its leader: the other members' rows are not replicas of their own.
+    return replicaCountsOf(replicas.filter((row) => !isFollowerId(row.id)).map((row) => ({ model: row.model, state: replicaViewState(row, states.get(row.node)) })));
   };
 }
 

@@ -61,6 +61,7 @@ export class NodeJoin {
       fabric: request.fabric,
       labels: request.labels,
       inventory: request.inventory,
+      fabric_network: request.fabric_network,
       credential_hash: credentialHash,
       joined_at: at,
       last_seen_at: at,

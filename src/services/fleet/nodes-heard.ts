@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
-import type { Inventory } from "../../protocol/index.js";
+import type { FabricNetwork, Inventory } from "../../protocol/index.js";
 import { touchNode, type StoredNode, type Store } from "../../store/index.js";
 
 /**
@@ -26,7 +26,7 @@ export class NodesHeard {
    * or its state (a node silent past the deadline is back; the first beat since this server started,
    * which may close the settling window).
    */
-  async record(node: StoredNode, beat: { address: string; inventory?: Inventory | undefined }): Promise<boolean> {
+  async record(node: StoredNode, beat: { address: string; inventory?: Inventory | undefined; fabric_network?: FabricNetwork | undefined }): Promise<boolean> {
     const nowMs = this.now();
     const silentMs = nowMs - this.lastSeenMs(node);
     this.heardAt.set(node.name, nowMs);
@@ -37,9 +37,11 @@ export class NodesHeard {
     // reported since the start (which ends the settling window) is read from the store.
     const stale = !(nowMs - storedMs < this.heartbeatDeadlineMs / 3) || storedMs < this.startedAtMs;
     const returned = !(silentMs <= this.heartbeatDeadlineMs) || storedMs < this.startedAtMs;
-    if (address === undefined && inventory === undefined && !stale) return returned;
-    await touchNode(this.store.db, node.name, { address: address ?? node.address, last_seen_at: new Date(nowMs).toISOString(), inventory });
-    return returned || address !== undefined || inventory !== undefined;
+    // Sent on every beat by an agent given --fabric-address; a beat without it (an agent restarted without the flag) clears it.
+    const fabricNetwork = isDeepStrictEqual(beat.fabric_network, node.fabricNetwork) ? undefined : (beat.fabric_network ?? null);
+    if (address === undefined && inventory === undefined && fabricNetwork === undefined && !stale) return returned;
+    await touchNode(this.store.db, node.name, { address: address ?? node.address, last_seen_at: new Date(nowMs).toISOString(), inventory, fabric_network: fabricNetwork });
+    return returned || address !== undefined || inventory !== undefined || fabricNetwork !== undefined;
   }
 
   /** When a node was last heard from: by this server (in memory) or, as the store has it, by any. */

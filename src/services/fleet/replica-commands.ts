@@ -1,6 +1,6 @@
 import type { ResolvedProfile } from "../../catalog/index.js";
 import { DomainError } from "../../errors/light.js";
-import { chooseCards, holdsCards, storableReplicaSpec, type NodeState } from "../../fleet/index.js";
+import { chooseCards, gangPlace, holdsCards, isFollowerId, memberId, storableReplicaSpec, type NodeState } from "../../fleet/index.js";
 import { checkNode, demandProfile, snapshotCard, type Snapshot } from "../../placement/index.js";
 import type { ReplicaSpec, ReplicaStatus, ReplicaView } from "../../protocol/index.js";
 import {
@@ -15,6 +15,7 @@ import {
   updateReplica,
   upsertReplica,
   type StoredNode,
+  type StoredReplica,
   type Store,
 } from "../../store/index.js";
 import { loadAdapterOnAgent, startReplicaOnAgent, stopReplicaOnAgent, unloadAdapterOnAgent, type AgentAddress } from "../agent-client.js";
@@ -34,6 +35,22 @@ export interface StartReplicaRequest extends ReplicaExtras {
   readonly profile?: string | undefined;
   readonly cards?: readonly number[] | undefined;
   readonly id?: string | undefined;
+}
+
+/** One member of a gang as placement chose it. */
+export interface GangMemberStart {
+  readonly node: string;
+  readonly cards: readonly number[];
+}
+
+/** A start where placement put it: one node, or a gang (`members`, the leader first, its node and cards the placement's own). */
+export interface PlacedStart {
+  readonly model: string;
+  readonly profile: string;
+  readonly node: string;
+  readonly cards: readonly number[];
+  readonly members?: readonly GangMemberStart[] | undefined;
+  readonly canary?: { readonly revision: string } | undefined;
 }
 
 /**
@@ -74,15 +91,19 @@ export class ReplicaCommands {
    * runs), never an engine nobody knows of. The stored spec holds the names
    * secret_env reads, never their values.
    */
-  private async launch(address: AgentAddress, spec: ReplicaSpec, profile: ResolvedProfile, managed: boolean, arm: "canary" | null = null): Promise<void> {
+  private async launch(address: AgentAddress, spec: ReplicaSpec, profile: ResolvedProfile, managed: boolean, arm: "canary" | null = null): Promise<ReplicaStatus> {
+    await this.record(address, spec, profile);
+    await insertReplicaIntent(this.store.db, { id: spec.id, model: spec.model, managed: managed ? 1 : 0, placed_at: this.iso(), withdrawn_at: null, withdraw_reason: null, arm });
+    return await this.sendStart(address, spec, managed);
+  }
+
+  private async record(address: AgentAddress, spec: ReplicaSpec, profile: ResolvedProfile): Promise<void> {
     const at = this.iso();
     const pending: ReplicaStatus = { id: spec.id, model: spec.model, profile: spec.profile, engine: spec.engine, cards: spec.cards, state: "fetching", since: at };
     await upsertReplica(this.store.db, { id: spec.id, node: address.name, status: pending, pending: true, spec: storableReplicaSpec(spec, profile), stop_requested: false, created_at: at, updated_at: at });
-    await insertReplicaIntent(this.store.db, { id: spec.id, model: spec.model, managed: managed ? 1 : 0, placed_at: at, withdrawn_at: null, withdraw_reason: null, arm });
-    await this.sendStart(address, spec, managed);
   }
 
-  private async sendStart(address: AgentAddress, spec: ReplicaSpec, managed: boolean): Promise<void> {
+  private async sendStart(address: AgentAddress, spec: ReplicaSpec, managed: boolean): Promise<ReplicaStatus> {
     let status: ReplicaStatus;
     try {
       status = await startReplicaOnAgent(address, spec);
@@ -102,6 +123,7 @@ export class ReplicaCommands {
     // A heartbeat may have reported it already; only a row still pending takes the answer.
     const row = await findReplica(this.store.db, spec.id);
     if (row?.pending) await updateReplica(this.store.db, spec.id, { status, updated_at: this.iso() });
+    return status;
   }
 
   /**
@@ -146,6 +168,16 @@ export class ReplicaCommands {
   /** Starts a catalog model's profile on a named node, on the cards given or the lowest free ones. */
   async startReplica(body: StartReplicaRequest): Promise<ReplicaView> {
     const { model, profile } = await this.specs.profileOf(body.model, body.profile);
+    if (profile.nodes > 1) {
+      throw new DomainError(
+        "invalid_profile",
+        `${model.name}/${profile.name} spans ${profile.nodes} nodes: its replicas are placed as gangs by the reconciler, not started on one node by hand`,
+        `Let the reconciler place it: \`llmgw ctl model scale ${model.name} --min 1\` (or pick a one-node profile with --profile).`,
+      );
+    }
+    if (body.id !== undefined && isFollowerId(body.id)) {
+      throw new DomainError("invalid_input", `replica id ${body.id} ends like a member of a replica over several nodes (.rankN)`, "Give the replica another --id.");
+    }
     // Before any node is looked at: a secret the server lacks is the operator's to fix, whichever node is chosen.
     this.specs.checkSecrets(model, profile);
     const { node, address, state } = await this.addresses.agentOf(body.node);
@@ -199,20 +231,101 @@ export class ReplicaCommands {
    * its id once recorded and sent; an agent's refusal leaves the row failed,
    * with the reason, for the reconciler's backoff.
    */
-  async startPlaced(
-    placement: { model: string; profile: string; node: string; cards: readonly number[]; canary?: { readonly revision: string } },
-    simulation?: ReplicaExtras["simulation"],
-  ): Promise<string> {
+  async startPlaced(placement: PlacedStart, simulation?: ReplicaExtras["simulation"]): Promise<string> {
     const { model, profile } = await this.specs.profileOf(placement.model, placement.profile, placement.canary?.revision);
-    const { address } = await this.addresses.agentOf(placement.node);
     const id = this.specs.newReplicaId(model.name);
-    await this.launch(address, this.specs.forNew(id, model, profile, placement.cards, simulation ? { simulation } : {}), profile, true, placement.canary ? "canary" : null);
+    const arm = placement.canary ? "canary" : null;
+    const extras = simulation ? { simulation } : {};
+    if (placement.members !== undefined && placement.members.length > 1) {
+      await this.startGang(id, { model, profile }, placement.members, extras, arm);
+      return id;
+    }
+    const { address } = await this.addresses.agentOf(placement.node);
+    await this.launch(address, this.specs.forNew(id, model, profile, placement.cards, extras), profile, true, arm);
     return id;
+  }
+
+  /**
+   * A replica over several nodes. Every member's row is written first (the
+   * leader's with the intent), so a crash part-way leaves a record the
+   * reconciler finishes (resumeStart), never an engine nobody knows of. Then
+   * the leader, whose agent reserves the rendezvous port and answers it with
+   * the start, then every other member, told the leader's fabric address and
+   * that port. A member that cannot be started leaves its row failed, which
+   * fails the whole replica on the next pass (its members are stopped and a
+   * new gang placed), never a leader waiting alone.
+   */
+  private async startGang(id: string, { model, profile }: Awaited<ReturnType<ReplicaSpecs["profileOf"]>>, members: readonly GangMemberStart[], extras: ReplicaExtras, arm: "canary" | null): Promise<void> {
+    const agents = await Promise.all(members.map(async (member) => await this.addresses.agentOf(member.node)));
+    const leader = agents[0];
+    if (leader === undefined) throw new Error("a gang was placed without members");
+    const fabric = leader.node.fabricNetwork;
+    if (fabric === undefined) {
+      throw new DomainError(
+        "fabric_address_missing",
+        `node ${leader.node.name} reports no address on its fabric (${leader.node.fabric}), so the members of ${model.name}/${profile.name} over ${members.length} nodes have nowhere to meet its leader`,
+        `Start the agent on ${leader.node.name} with --fabric-address (its address on the fabric the members share); every node a replica over several nodes may use needs one.`,
+      );
+    }
+    const specs = members.map((member, rank) => {
+      const networkInterface = agents[rank]?.node.fabricNetwork?.interface;
+      const distributed = { nodes: members.length, rank, leader_address: fabric.address, replica: id, ...(networkInterface !== undefined ? { network_interface: networkInterface } : {}) };
+      return this.specs.forNew(memberId(id, rank), model, profile, member.cards, { ...extras, distributed });
+    });
+    for (const [rank, spec] of specs.entries()) await this.record((agents[rank] as (typeof agents)[number]).address, spec, profile);
+    await insertReplicaIntent(this.store.db, { id, model: model.name, managed: 1, placed_at: this.iso(), withdrawn_at: null, withdraw_reason: null, arm });
+    await this.sendGangStarts(specs.map((spec, rank) => ({ spec, address: (agents[rank] as (typeof agents)[number]).address, pending: true })));
+  }
+
+  /** The leader's start (when still pending), then every pending member's with the port its answer carries. */
+  private async sendGangStarts(members: readonly { spec: ReplicaSpec; address: AgentAddress; pending: boolean; port?: number | undefined }[]): Promise<void> {
+    const [leader, ...others] = members;
+    if (leader === undefined) return;
+    let port = leader.port;
+    if (leader.pending) {
+      const answer = await this.sendStart(leader.address, leader.spec, true);
+      port = answer.rendezvous_port;
+      if (port === undefined) {
+        const reason = `the agent on ${leader.address.name} did not reserve a rendezvous port for ${leader.spec.id} (an agent older than this server runs there); upgrade it to serve replicas over several nodes`;
+        await updateReplica(this.store.db, leader.spec.id, { status: { ...answer, state: "failed", reason, since: this.iso() }, updated_at: this.iso() });
+        throw new DomainError("agent_too_old", reason, `Upgrade llmgw on ${leader.address.name}.`);
+      }
+    }
+    // Not yet known (the leader's answer not heard): the next pass sends the rest.
+    if (port === undefined) return;
+    for (const member of others) {
+      if (!member.pending || member.spec.distributed === undefined) continue;
+      await this.sendStart(member.address, { ...member.spec, distributed: { ...member.spec.distributed, port } }, true);
+    }
+  }
+
+  /** A gang's recorded starts sent again: its leader's if unconfirmed, then each unconfirmed member's. */
+  private async resumeGang(replica: string, model: string): Promise<void> {
+    const rows = (await listReplicas(this.store.db, { model })).flatMap((row) => {
+      const place = gangPlace(row.id, row.spec);
+      return place?.replica === replica && row.spec !== null ? [{ row, spec: row.spec, rank: place.rank }] : [];
+    });
+    rows.sort((a, b) => a.rank - b.rank);
+    if (rows[0]?.rank !== 0) return;
+    const intent = (await listReplicaIntents(this.store.db)).find((candidate) => candidate.id === replica);
+    const canary = intent?.arm === "canary" ? await findCanary(this.store.db, model) : undefined;
+    const { model: catalogModel, profile } = await this.specs.profileOf(model, rows[0].row.profile, canary?.revision);
+    const members = await Promise.all(
+      rows.map(async ({ row, spec }) => ({
+        spec: this.specs.again(row.id, catalogModel, profile, spec),
+        address: (await this.addresses.agentOf(row.node)).address,
+        pending: row.pending,
+        port: row.status.rendezvous_port,
+      })),
+    );
+    await this.sendGangStarts(members);
   }
 
   /** Sends a recorded start again (a crash came between recording it and the agent's answer). */
   async resumeStart(id: string): Promise<void> {
     const row = await findReplica(this.store.db, id);
+    const gang = row === undefined ? undefined : gangPlace(row.id, row.spec);
+    if (row !== undefined && gang !== undefined) return await this.resumeGang(gang.replica, row.model);
     if (!row?.pending || row.spec === null) return;
     // A canary replica is sent again at its canary's revision, not the stable one.
     const intent = (await listReplicaIntents(this.store.db)).find((candidate) => candidate.id === id);
@@ -223,10 +336,28 @@ export class ReplicaCommands {
     await this.sendStart(address, spec, true);
   }
 
-  /** Stops a replica (draining first with `drain`), or clears a failed one. */
+  /**
+   * Stops a replica (draining first with `drain`), or clears a failed one. A
+   * replica over several nodes is stopped by its leader: without a drain its
+   * other members are stopped right after; with one they keep running until
+   * the leader has finished what it serves (the reconciler stops a member
+   * whose leader is gone).
+   */
   async stopReplica(id: string, drain: boolean): Promise<ReplicaView> {
     const row = await findReplica(this.store.db, id);
     if (!row) throw replicaNotFound(id);
+    const view = await this.stopOne(row, drain);
+    const gang = gangPlace(row.id, row.spec);
+    if (gang?.rank === 0 && !drain) {
+      const members = (await listReplicas(this.store.db, { model: row.model })).filter((other) => other.id !== row.id && gangPlace(other.id, other.spec)?.replica === gang.replica);
+      // Each member on its own: one unreachable agent must not keep the others running.
+      await Promise.all(members.map(async (member) => await this.stopOne(member, false).catch(() => undefined)));
+    }
+    return view;
+  }
+
+  private async stopOne(row: StoredReplica, drain: boolean): Promise<ReplicaView> {
+    const id = row.id;
     const { address, state } = await this.addresses.agentOf(row.node);
     const at = this.iso();
     if (state === "lost") {

@@ -12,6 +12,8 @@ import type { FleetSettings } from "./fleet-settings.js";
 export interface ReplicaExtras {
   readonly context?: number | undefined;
   readonly simulation?: ReplicaSpec["simulation"];
+  /** A member of a replica over several nodes. */
+  readonly distributed?: ReplicaSpec["distributed"];
 }
 
 /**
@@ -59,6 +61,7 @@ export class ReplicaSpecs {
       serverEnvironment: this.settings.serverEnvironment,
       apiKey: newToken("replica"),
       mirror: this.settings.mirror,
+      distributed: extras.distributed,
     });
   }
 
@@ -75,6 +78,7 @@ export class ReplicaSpecs {
       serverEnvironment: this.settings.serverEnvironment,
       apiKey: stored.api_key,
       mirror: this.settings.mirror,
+      distributed: stored.distributed,
     });
   }
 }
