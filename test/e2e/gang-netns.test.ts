@@ -1,4 +1,5 @@
-import { writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeView, ReplicaView } from "../../src/protocol/views.js";
@@ -40,6 +41,21 @@ describe.skipIf(unavailable !== undefined)(`a replica over two nodes whose agent
       return false;
     }
   };
+  /** The simulated engines running in MEMBER's namespace, by pid. */
+  function enginesIn(member: string): number[] {
+    const listed = spawnSync("ip", ["netns", "pids", network.namespace(member)], { encoding: "utf8" });
+    return listed.stdout
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number)
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("sim-engine");
+        } catch {
+          return false; // exited meanwhile
+        }
+      });
+  }
   /** Waits up to 25 s for CHECK; a timeout says where the model and its replicas stood. */
   async function explained<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string): Promise<T> {
     try {
@@ -69,12 +85,11 @@ describe.skipIf(unavailable !== undefined)(`a replica over two nodes whose agent
     for (const member of members) {
       const address = network.address(member);
       // The agent's control API and its engines on its veth address, where the server and the gateway reach them.
-      // Still to add once the agent's --fabric-address is on main (branch h-gang-agent): "--fabric-address", address,
-      // which reports the veth's address and interface (ib0) as the node's place on the fabric.
+      // --fabric-address: the veth's address, reported with the interface holding it (ib0) as the node's place on the fabric.
       const child = network.spawnIn(
         member,
         [process.execPath, llmgwBin, "agent", "--server", server.url, "--name", member, "--data-dir", path.join(directory, member),
-          "--simulate", "1xH100-80GB@ib0,cpu:8c/32g", "--fabric", "ib0",
+          "--simulate", "1xH100-80GB@ib0,cpu:8c/32g", "--fabric", "ib0", "--fabric-address", address,
           "--listen", `${address}:0`, "--engine-host", address],
         { env: { LLMGW_JOIN_TOKEN: joinToken, LLMGW_SERVER: undefined, LLMGW_TOKEN: undefined } },
       );
@@ -92,23 +107,21 @@ describe.skipIf(unavailable !== undefined)(`a replica over two nodes whose agent
   });
   afterAll(async () => {
     // Agents and every engine they started are in the namespaces: teardown kills what runs there, then deletes them.
-    network.teardown();
-    await server.stop();
+    // (Unset when beforeAll failed before making them; createNetwork removes its own half-made network.)
+    network?.teardown();
+    await server?.stop();
   });
 
-  it("joins both agents to the server across their veths, each at its own namespace's address", async () => {
+  it("joins both agents to the server across their veths, each at its own namespace's address on the fabric", async () => {
     const nodes = (await api<{ nodes: NodeView[] }>("/api/v1/nodes")).nodes;
-    expect(nodes.map(({ name, address, fabric }) => ({ name, address: new URL(address).hostname, fabric })).sort((one, other) => one.name.localeCompare(other.name))).toEqual(
-      members.map((member) => ({ name: member, address: network.address(member), fabric: "ib0" })),
+    expect(nodes.map(({ name, address, fabric, fabric_network }) => ({ name, address: new URL(address).hostname, fabric, fabric_network })).sort((one, other) => one.name.localeCompare(other.name))).toEqual(
+      members.map((member) => ({ name: member, address: network.address(member), fabric: "ib0", fabric_network: { address: network.address(member), interface: "ib0" } })),
     );
     // Each agent's connection to the server crosses its veth: the server's address is on the test's side of the bridge.
     for (const member of members) expect(await peersIn(member)).toContain(network.rootAddress);
   });
 
-  // Waits on main: the server handing a gang's members to their agents, and failing and replacing a gang as one
-  // replica (the lead's fleet and reconciler work); and the agent's --fabric-address (branch h-gang-agent).
-  // Until both land the server marks a `nodes: 2` profile unplaceable and the agents refuse the flag.
-  it.skip("places one replica across both nodes, answers through the gateway, and replaces the whole gang when the worker's engine is killed", async () => {
+  it("places one replica across both nodes, answers through the gateway, and replaces the whole gang when the worker's engine is killed", async () => {
     const file = path.join(directory, "gang.yaml");
     writeFileSync(file, modelYaml("gang", "", "{ engine: vllm, source: \"hf://example/gang@main\", gpu_class: h100, gpus: 1, nodes: 2 }"));
     await ctlOutput(server, ["model", "add", "-f", file, "--no-source-check"]);
@@ -143,6 +156,8 @@ describe.skipIf(unavailable !== undefined)(`a replica over two nodes whose agent
       return ready.length === 1 && ready[0]?.id !== first.id && ready[0]?.members?.length === 2 ? ready[0] : undefined;
     }, "a new gang to be placed and ready");
     expect(second.members?.every((member) => member.pid !== leaderPid && member.pid !== workerPid && member.pid !== null && alive(member.pid))).toBe(true);
+    // Nothing of the broken gang is left running: each namespace holds its agent and the new gang's member alone.
+    for (const member of second.members ?? []) expect(enginesIn(member.node)).toEqual([member.pid]);
     expect(await chat(server.url, "gang")).toContain("gang");
   }, 90_000);
 });

@@ -36,7 +36,7 @@ describe.skipIf(unavailable !== undefined)(`a simulated vLLM replica over two ne
   afterEach(() => {
     for (const { child } of members.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
-  afterAll(() => network.teardown());
+  afterAll(() => network?.teardown());
 
   /** Starts rank RANK in its namespace, on its veth address, with the command line vLLM's driver writes for it. */
   function startMember(rank: number): Member {
