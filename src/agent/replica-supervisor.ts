@@ -283,6 +283,8 @@ export class ReplicaSupervisor {
     const outcome = await this.launcher.stopProcesses(replica);
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- closing, a stop or another exit may all have come while the processes stopped
     if (this.closing || replica.stopping !== undefined || isTerminal(replica.state)) return;
+    // A gang's worker ends with 0 when its leader shut down in order (a drained replica): stopped, not failed.
+    if ((spec.distributed?.rank ?? 0) > 0 && exit.code === 0) return this.transition(replica, "stopped", `its leader ${spec.distributed?.leader_address ?? ""} shut the replica down`);
     this.transition(
       replica,
       "failed",

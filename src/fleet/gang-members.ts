@@ -59,9 +59,10 @@ export function gangStanding<State extends string>(
   const leader = members.find((member) => member.rank === 0);
   if (leader === undefined) return { state: "failed", reason: "its leader (rank 0) has no record" };
   const others = members.filter((member) => member.rank !== 0);
+  // A leader stopped in order ends the replica, whatever its members did after it.
+  if (leader.state === "stopped") return { state: "stopped", reason: leader.reason };
   const failed = members.find((member) => member.state === "failed");
   if (failed) return { state: "failed", reason: `member rank ${failed.rank} on ${failed.node} failed: ${failed.reason ?? "no reason given"}` };
-  if (leader.state === "stopped") return { state: "stopped", reason: leader.reason };
   const stopped = others.find((member) => member.state === "stopped");
   if (stopped) return { state: "failed", reason: `member rank ${stopped.rank} on ${stopped.node} stopped, and the replica cannot serve without it` };
   const lost = members.find((member) => member.state === "lost");

@@ -214,6 +214,31 @@ describe.each(engines)("fleet over $kind", (engine) => {
     expect(await refusal(() => fleet.startReplica({ model: "tiny", node: "node-a" }))).toMatchObject({ code: "cards_busy" });
   });
 
+  it("refuses to start a profile over several nodes by hand, or an id that reads as a gang's member, before asking an agent", async () => {
+    const catalog = new CatalogService(store, [], "server.yaml");
+    await catalog.add(modelEntrySchema.parse({ name: "big", profiles: [{ name: "two-nodes", engine: "vllm", source: "x", gpu_class: "l40s", gpus: 2, nodes: 2 }] }), { token: "admin", user: null });
+    expect(await refusal(() => fleet.startReplica({ model: "big", node: "node-a" }))).toMatchObject({
+      code: "invalid_profile",
+      message: "big/two-nodes spans 2 nodes: its replicas are placed as gangs by the reconciler, not started on one node by hand",
+      hint: expect.stringContaining("llmgw ctl model scale big --min 1"),
+    });
+    expect(await refusal(() => fleet.startReplica({ model: "tiny", node: "node-a", id: "mine.rank1" }))).toMatchObject({ code: "invalid_input", message: expect.stringContaining("mine.rank1") });
+  });
+
+  it("places no gang whose leader's node reports no address on its fabric, and says which agent needs --fabric-address", async () => {
+    const catalog = new CatalogService(store, [], "server.yaml");
+    await catalog.add(modelEntrySchema.parse({ name: "big", profiles: [{ name: "two-nodes", engine: "vllm", source: "x", gpu_class: "l40s", gpus: 2, nodes: 2 }] }), { token: "admin", user: null });
+    await joinAs("node-b", "http://10.0.0.7:7070");
+    const members = [
+      { node: "node-a", cards: [0, 1] },
+      { node: "node-b", cards: [0, 1] },
+    ];
+    const refused = await refusal(() => fleet.startPlaced({ model: "big", profile: "two-nodes", node: "node-a", cards: [0, 1], members }));
+    expect(refused).toMatchObject({ code: "fabric_address_missing", message: expect.stringContaining("node node-a reports no address on its fabric (node-a)"), hint: expect.stringContaining("--fabric-address") });
+    // Refused before anything was written: no member's row is left behind.
+    expect(await fleet.listReplicas()).toEqual([]);
+  });
+
   it("refuses a replica id that already exists on any node, before asking an agent", async () => {
     await beat([status("r1", "ready", { cards: [2] })]);
     await joinAs("node-b", "http://10.0.0.7:7070");

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { Migrator, type Kysely } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { storesUnderTest } from "../../test/support/postgres.js";
-import { findReplica, readFleetRevisions } from "./fleet-rows.js";
+import { findNode, findReplica, readFleetRevisions, touchNode } from "./fleet-rows.js";
 import { migrationProvider } from "./migrations.js";
 import { listModelEntries } from "./model-rows.js";
 import { insertGatewayKey, listGatewayKeys } from "./gateway-key-rows.js";
@@ -77,6 +77,8 @@ const rowsAt: Record<string, (db: Kysely<Database>) => Promise<void>> = {
   "0011_replica_progress": async () => {},
   // 0012 keeps the planner's figures of each source as last read; a store of before it has none, and a change reads the files as before.
   "0012_source_facts": async () => {},
+  // 0013 keeps where a node is reached on its fabric; a node of before it has none until its agent says.
+  "0013_node_fabric_network": async () => {},
 };
 
 const levels = Object.keys(rowsAt);
@@ -121,6 +123,14 @@ async function expectRowsFrom(store: Store, level: number): Promise<void> {
   if (reached("0008_canaries")) {
     expect(await store.db.selectFrom("canaries").select(["model", "state", "weight"]).execute()).toEqual([{ model: "chat", state: "running", weight: 0.1 }]);
     expect(await store.db.selectFrom("arm_counts").select("requests").execute()).toEqual([{ requests: 3 }]);
+  }
+  if (reached("0002_nodes_replicas")) {
+    // A node joined before 0013 reports no fabric address; one written now raises the fleet's revision.
+    expect((await findNode(store.db, "gpu-1"))?.fabricNetwork).toBeUndefined();
+    const beforeFabric = await revision();
+    await touchNode(store.db, "gpu-1", { address: "http://10.0.0.1:7700", last_seen_at: at, fabric_network: { address: "10.1.0.1", interface: "ib0" } });
+    expect((await findNode(store.db, "gpu-1"))?.fabricNetwork).toEqual({ address: "10.1.0.1", interface: "ib0" });
+    expect(await revision()).toBeGreaterThan(beforeFabric);
   }
   // Whatever the level, a key made now keeps its own cap.
   await insertGatewayKey(store.db, { id: "k2", name: "batch", hash: sha256("llmgw_key_y"), models: null, rpm: null, tpm: null, maxInFlight: 1000, expiresAt: null, createdAt: at, revokedAt: null });

@@ -40,6 +40,8 @@ export class Cluster {
   readonly agents = new Map<string, ChildProcess>();
   readonly enginePids = new Set<number>();
   joinToken = "";
+  /** Given to every agent this cluster starts (e.g. `--fabric-address 127.0.0.1` for replicas over several nodes). */
+  agentArgs: readonly string[] = [];
 
   constructor(
     readonly directory: string,
@@ -95,7 +97,7 @@ export class Cluster {
   }
 
   startAgent(name: string, simulate = "2xH100-80GB@nvl0,cpu:16c/64g"): void {
-    const child = spawn(process.execPath, [llmgwBin, "agent", "--server", `http://127.0.0.1:${this.port}`, "--name", name, "--data-dir", path.join(this.directory, name), "--simulate", simulate], {
+    const child = spawn(process.execPath, [llmgwBin, "agent", "--server", `http://127.0.0.1:${this.port}`, "--name", name, "--data-dir", path.join(this.directory, name), "--simulate", simulate, ...this.agentArgs], {
       detached: true,
       stdio: ["ignore", "ignore", "ignore"],
       env: { ...process.env, LLMGW_JOIN_TOKEN: this.joinToken, LLMGW_SERVER: undefined, LLMGW_TOKEN: undefined },
@@ -144,10 +146,11 @@ export class Cluster {
  * Starts a server and one agent per node, each with 2 H100s and a 16-core 64 GiB host unless `simulate` names its hardware.
  * `yaml` replaces the short pacing of serverYaml (the chaos suite gives an agent's restart more room than 4 s).
  */
-export async function startCluster(prefix: string, nodes: readonly string[], simulate: Readonly<Record<string, string>> = {}, yaml = serverYaml): Promise<Cluster> {
+export async function startCluster(prefix: string, nodes: readonly string[], simulate: Readonly<Record<string, string>> = {}, yaml = serverYaml, agentArgs: readonly string[] = []): Promise<Cluster> {
   const directory = temporaryDirectory(prefix);
   writeFileSync(path.join(directory, "server.yaml"), yaml);
   const cluster = new Cluster(directory, await freePort());
+  cluster.agentArgs = agentArgs;
   await cluster.startServer();
   cluster.joinToken = (JSON.parse(await cluster.ctl("node", "token", "--json")) as { token: string }).token;
   for (const node of nodes) cluster.startAgent(node, simulate[node]);
