@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeDeepSeekV3Checkpoint } from "../../src/demo/deepseek-v3-checkpoint.js";
@@ -144,4 +145,50 @@ describe("a replica over two nodes", () => {
     expect(failed?.message).toContain(`member rank 1 on ${worker.node} failed`);
     expect(await chat(cluster.server.url, model)).not.toBe("");
   });
+
+  it("under steady load on two gangs, a worker killed with -9 fails only the streams its gang had started", async () => {
+    await cluster.ctl("scale", model, "--min", "2", "--max", "2");
+    const gangs = await waitFor(
+      async () => {
+        const ready = (await replicasOf()).filter((replica) => replica.state === "ready" && replica.members?.length === 2);
+        return ready.length === 2 ? ready : undefined;
+      },
+      120_000,
+      "two ready gangs",
+      250,
+    );
+    // The gateway's routing table follows the fleet within a second: both gangs are routed to after it.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const client = new OpenAI({ baseURL: `${cluster.server.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 60_000 });
+    const steady = steadyStream(cluster.server.url, model);
+    // Streams spread over both gangs by the gateway.
+    // Each its own prompt: cache-aware routing would send one prompt's streams all to the gang that holds its prefix.
+    const began = Date.now();
+    const streams = Array.from({ length: 6 }, async (_, index) => {
+      try {
+        // vLLM's ignore_eos: every stream runs its whole max_tokens (about four seconds at the pipeline's pace).
+        const body = { model, messages: [{ role: "user", content: `${index} ${randomUUID()}: count slowly.` }], max_tokens: 150, stream: true, ignore_eos: true };
+        const stream = await client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsStreaming);
+        let chunks = 0;
+        for await (const chunk of stream) chunks += chunk.choices.length;
+        return `completed ${chunks} in ${Date.now() - began} ms`;
+      } catch (error) {
+        return `failed ${(error as Error).message} in ${Date.now() - began} ms`;
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const victim = gangs[0]?.members?.[1];
+    if (!victim?.pid) throw new Error("the gang's worker has no pid");
+    process.kill(victim.pid, "SIGKILL");
+    const outcomes = await Promise.all(streams);
+    // The broken gang's streams end with an error; the other gang's run to their end.
+    expect(outcomes.some((outcome) => outcome.startsWith("failed")), outcomes.join("; ")).toBe(true);
+    for (const outcome of outcomes.filter((each) => each.startsWith("failed"))) expect(outcome).toContain("the gang is broken");
+    expect(outcomes.some((outcome) => outcome.startsWith("completed")), outcomes.join("; ")).toBe(true);
+    await readyGang(gangs[0]?.id);
+    const { served, errors } = await steady.stop();
+    // A request fails only where the broken gang was answering it; those on the other gang never do.
+    for (const error of errors) expect(error).toContain("the gang is broken");
+    expect(served).toBeGreaterThan(0);
+  }, 180_000);
 });
