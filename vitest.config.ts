@@ -30,7 +30,7 @@ export default defineConfig({
     setupFiles: ["test/support/remove-temporary-directories.ts"],
     projects: [
       // Threads start faster than forks; nothing in the unit project changes process-wide state.
-      { extends: true, test: { name: "unit", include: ["src/**/*.test.ts", "bench/**/*.test.ts", "test/architecture/**/*.test.ts"], pool: "threads" } },
+      { extends: true, test: { name: "unit", include: ["src/**/*.test.ts", "console/src/**/*.test.ts", "bench/**/*.test.ts", "test/architecture/**/*.test.ts"], pool: "threads" } },
       { extends: true, test: { name: "integration", include: ["test/integration/**/*.test.ts"] } },
       { extends: true, test: { name: "e2e", include: ["test/e2e/**/*.test.ts"] } },
       // The official clients (openai, the AI SDK, LangChain, Anthropic's SDK) unchanged against a real server

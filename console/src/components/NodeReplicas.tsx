@@ -5,10 +5,11 @@ import { StopReplica } from "./StopReplica.tsx";
 import { ScrollTable } from "./ScrollTable.tsx";
 import { StateBadge } from "./StateBadge.tsx";
 import { useHeldReplicas } from "../held-rows.ts";
+import { replicaCards, runsOn } from "../replica-place.ts";
 
 /** `ctl replicas --node NAME`: what runs on one node, each with its stop (drained first), as on the model page. */
 export function NodeReplicas({ node, replicas }: { node: string; replicas: readonly ReplicaView[] }) {
-  const { rows: live, hold } = useHeldReplicas(replicas.filter((replica) => replica.node === node && replica.state !== "stopped"));
+  const { rows: live, hold } = useHeldReplicas(replicas.filter((replica) => runsOn(replica, node) && replica.state !== "stopped"));
   if (live.length === 0) return <Text size="sm">No replica runs here.</Text>;
   return (
     <ScrollTable label={`replicas on ${node}`} minWidth={560}>
@@ -32,7 +33,7 @@ export function NodeReplicas({ node, replicas }: { node: string; replicas: reado
                   {replica.model}
                 </Anchor>
               </Table.Td>
-              <Table.Td>{replica.gpus.length > 0 ? replica.gpus.join(", ") : "CPU"}</Table.Td>
+              <Table.Td>{replicaCards(replica, node)}</Table.Td>
               <Table.Td>
                 <StateBadge state={replica.state} />
               </Table.Td>

@@ -17,6 +17,7 @@ import { StopReplica } from "../components/StopReplica.tsx";
 import { ScrollTable } from "../components/ScrollTable.tsx";
 import { StartReplica } from "../components/StartReplica.tsx";
 import { useHeldReplicas } from "../held-rows.ts";
+import { replicaCards, replicaNodes } from "../replica-place.ts";
 
 function Arm({ name, arm }: { name: string; arm: ArmView }) {
   return (
@@ -114,8 +115,8 @@ export default function ModelPage() {
               return (
                 <Table.Tr key={replica.id}>
                   <Table.Td>{replica.id}</Table.Td>
-                  <Table.Td>{replica.node}</Table.Td>
-                  <Table.Td>{replica.gpus.length > 0 ? replica.gpus.join(", ") : "CPU"}</Table.Td>
+                  <Table.Td>{replicaNodes(replica)}</Table.Td>
+                  <Table.Td>{replicaCards(replica)}</Table.Td>
                   <Table.Td>
                     <StateBadge state={replica.state} />
                     {replica.progress ? ` ${Math.round(replica.progress.fraction * 100)} %` : ""}
