@@ -48,6 +48,12 @@ describe("diff with replicas over several nodes", () => {
     expect(actions.find((action) => action.kind === "placement" && action.model === "small")).toMatchObject({ state: "unplaceable" });
   });
 
+  it("waits, not refuses, while a stopped gang's last members still hold the cards its replacement needs", () => {
+    const strays = [{ id: "big-1.rank1", model: "big", node: "b", cards: [0, 1, 2, 3, 4, 5, 6, 7] }];
+    const actions = diff({ models: [{ ...big, placement: { state: "placed", reason: null } }] }, { ...observed([eightCards("a"), eightCards("b")]), strays }, settings);
+    expect(actions.find((action) => action.kind === "placement")).toMatchObject({ state: "waiting", reason: expect.stringContaining("waiting for its stopping replicas") });
+  });
+
   it("stops a member whose leader is gone, without a drain", () => {
     const actions = diff({ models: [] }, { ...observed([eightCards("a"), eightCards("b")]), strays: [{ id: "big-1.rank1", model: "big", node: "b", cards: [0] }] }, settings);
     expect(actions).toContainEqual({ kind: "stop-member", id: "big-1.rank1", model: "big", node: "b" });

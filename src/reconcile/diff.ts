@@ -41,6 +41,7 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
 
   // A member whose leader is gone cannot serve and must not hold its cards: stopped, without a drain (it serves nothing).
   for (const stray of observed.strays ?? []) actions.push({ kind: "stop-member", id: stray.id, model: stray.model, node: stray.node });
+  const strayModels = new Set((observed.strays ?? []).filter((stray) => stray.cards.length > 0).map((stray) => stray.model));
 
   for (const replica of observed.replicas) {
     const node = nodes.get(replica.node);
@@ -111,7 +112,8 @@ export function diff(desired: Desired, observed: Observed, settings: ReconcileSe
     if ((inFlight > 0 || (model.min === 0 && startingForDemand(load))) && !model.canary) actions.push({ kind: "demand-seen", model: model.name });
     const { count, busy } = desiredCount(model, load, now, settings.scaleDownCooldownMs);
     if (busy && !model.canary) actions.push({ kind: "busy", model: model.name });
-    const withdrawing = ofModel.some((replica) => withdrawn.has(replica.id) && !isTerminal(replica));
+    // A gang's members left after its leader stopped (being stopped now) free cards it may need too.
+    const withdrawing = ofModel.some((replica) => withdrawn.has(replica.id) && !isTerminal(replica)) || (!model.canary && strayModels.has(model.name));
 
     // Too many: give up managed replicas (never one started by hand). A replica on its way up to take
     // a worse-placed one's place is not surplus: the worse one is, once it serves.

@@ -46,4 +46,20 @@ describe("llmgw demo --large", () => {
     expect(answer.model).toBe("deepseek-v3");
     expect(answer.choices[0]?.message.content).not.toBe("");
   }, 200_000);
+
+  it("refuses a surge restart with no room for a second gang, and restarts it in place", async () => {
+    const exported = demo.output().split("\n").map((line) => line.trim()).find((line) => line.startsWith("export LLMGW_SERVER=")) as string;
+    const paste = async (command: string) => await pasteInShell(`${exported}\n${command}`, temporaryDirectory("llmgw-demo-large-paste-"), pathWithLlmgw(), 150_000);
+    const before = (JSON.parse((await paste("llmgw ctl replicas --model deepseek-v3 --json")).stdout) as { replicas: ReplicaView[] }).replicas[0];
+    const refused = await paste("llmgw ctl restart --model deepseek-v3");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("no room to start a replica of deepseek-v3 on its profile two-nodes beside the ones it replaces");
+    expect(refused.stderr).toContain("llmgw ctl restart --model deepseek-v3 --in-place");
+    const inPlace = await paste("llmgw ctl restart --model deepseek-v3 --in-place --wait --timeout 120s");
+    expect(inPlace.code, `${inPlace.stdout}\n${inPlace.stderr}`).toBe(0);
+    const after = (JSON.parse((await paste("llmgw ctl replicas --model deepseek-v3 --json")).stdout) as { replicas: ReplicaView[] }).replicas.filter((replica) => replica.state === "ready");
+    expect(after).toHaveLength(1);
+    expect(after[0]?.id).not.toBe(before?.id);
+    expect(after[0]?.members?.map((member) => member.node).sort()).toEqual(["gpu-node-3", "gpu-node-4"]);
+  }, 200_000);
 });
