@@ -239,6 +239,33 @@ describe.each(engines)("fleet over $kind", (engine) => {
     expect(await fleet.listReplicas()).toEqual([]);
   });
 
+  it("shows a replica over two nodes once, with its members, in the list and when read by id (a fetch's progress rebuilds it so)", async () => {
+    await joinAs("node-b", "http://10.0.0.7:7070");
+    const at = new Date(clock).toISOString();
+    for (const [rank, node] of [[0, "node-a"], [1, "node-b"]] as const) {
+      const id = rank === 0 ? "big" : "big.rank1";
+      const spec = { id, model: "tiny", profile: "pair", engine: "vllm" as const, source: "hf://org/tiny@main", cards: [0, 1], slots: 1, gpu_memory_utilization: 0.9, args: [], env: {}, adapters: [] };
+      await upsertReplica(store.db, {
+        id,
+        node,
+        status: status(id, "fetching", { cards: [0, 1], progress: { fraction: 0.5, bytes_done: 5, bytes_total: 10 } }),
+        pending: false,
+        spec: { ...spec, distributed: { nodes: 2, rank, leader_address: "10.0.0.5", replica: "big" } },
+        stop_requested: false,
+        created_at: at,
+        updated_at: at,
+      });
+    }
+    const members = (view: { members: { rank: number; node: string }[] | null } | undefined) => view?.members?.map((member) => [member.rank, member.node]);
+    const listed = await fleet.listReplicas();
+    expect(listed.map((view) => view.id)).toEqual(["big"]);
+    expect(members(listed[0])).toEqual([[0, "node-a"], [1, "node-b"]]);
+    const byId = await fleet.replicasById(["big", "big.rank1"]);
+    expect(byId.map((view) => [view.id, view.state])).toEqual([["big", "fetching"]]);
+    expect(members(byId[0])).toEqual([[0, "node-a"], [1, "node-b"]]);
+    expect(members(await fleet.getReplica("big"))).toEqual([[0, "node-a"], [1, "node-b"]]);
+  });
+
   it("refuses a replica id that already exists on any node, before asking an agent", async () => {
     await beat([status("r1", "ready", { cards: [2] })]);
     await joinAs("node-b", "http://10.0.0.7:7070");

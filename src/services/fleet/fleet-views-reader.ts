@@ -147,6 +147,11 @@ export class FleetViewsReader {
   /** The views of these replicas as they are now; an id with no row is left out. */
   async replicasById(ids: readonly string[]): Promise<ReplicaView[]> {
     const rows = await findReplicas(this.store.db, ids);
+    // A gang's view is built from all its members' rows: read with the rest (a member's own id is not a replica's).
+    if (rows.some((row) => gangPlace(row.id, row.spec) !== undefined)) {
+      const wanted = new Set(ids);
+      return (await this.replicaRowsWithViews()).filter((entry) => wanted.has(entry.view.id)).map((entry) => entry.view);
+    }
     const names = [...new Set(rows.map((row) => row.node))];
     const [nodes, times, intents] = await Promise.all([Promise.all(names.map(async (name) => await findNode(this.store.db, name))), this.nodeTimes(), this.replicaIntents()]);
     const byName = new Map(nodes.filter((node) => node !== undefined).map((node) => [node.name, this.heard.seen(node)]));

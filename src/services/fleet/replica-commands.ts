@@ -267,14 +267,15 @@ export class ReplicaCommands {
         `Start the agent on ${leader.node.name} with --fabric-address (its address on the fabric the members share); every node a replica over several nodes may use needs one.`,
       );
     }
-    const specs = members.map((member, rank) => {
-      const networkInterface = agents[rank]?.node.fabricNetwork?.interface;
+    const launches = agents.map((agent, rank) => {
+      const networkInterface = agent.node.fabricNetwork?.interface;
       const distributed = { nodes: members.length, rank, leader_address: fabric.address, replica: id, ...(networkInterface !== undefined ? { network_interface: networkInterface } : {}) };
-      return this.specs.forNew(memberId(id, rank), model, profile, member.cards, { ...extras, distributed });
+      const spec = this.specs.forNew(memberId(id, rank), model, profile, members[rank]?.cards ?? [], { ...extras, distributed });
+      return { spec, address: agent.address, pending: true };
     });
-    for (const [rank, spec] of specs.entries()) await this.record((agents[rank] as (typeof agents)[number]).address, spec, profile);
+    for (const launch of launches) await this.record(launch.address, launch.spec, profile);
     await insertReplicaIntent(this.store.db, { id, model: model.name, managed: 1, placed_at: this.iso(), withdrawn_at: null, withdraw_reason: null, arm });
-    await this.sendGangStarts(specs.map((spec, rank) => ({ spec, address: (agents[rank] as (typeof agents)[number]).address, pending: true })));
+    await this.sendGangStarts(launches);
   }
 
   /** The leader's start (when still pending), then every pending member's with the port its answer carries. */
