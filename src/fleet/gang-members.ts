@@ -35,6 +35,25 @@ export function gangPlace(id: string, spec: Pick<ReplicaSpec, "distributed"> | n
   return { replica, rank: distributed.rank, nodes: distributed.nodes };
 }
 
+/**
+ * Each item's place in its gang (undefined for a replica on one node), and
+ * each gang's members sorted by rank: what folding a gang into one replica
+ * starts from, for the reconciler's observation and the API's views alike.
+ */
+export function groupByGang<Item>(items: readonly Item[], placeOf: (item: Item) => GangPlace | undefined): { places: (GangPlace | undefined)[]; membersOf: Map<string, { rank: number; item: Item }[]> } {
+  const places = items.map(placeOf);
+  const membersOf = new Map<string, { rank: number; item: Item }[]>();
+  places.forEach((place, index) => {
+    const item = items[index];
+    if (place === undefined || item === undefined) return;
+    const members = membersOf.get(place.replica) ?? [];
+    members.push({ rank: place.rank, item });
+    membersOf.set(place.replica, members);
+  });
+  for (const members of membersOf.values()) members.sort((a, b) => a.rank - b.rank);
+  return { places, membersOf };
+}
+
 /** One member's standing, as a view or the reconciler reads it. */
 export interface MemberStanding<State extends string> {
   readonly rank: number;

@@ -18,4 +18,4 @@ export {
 } from "./pools.js";
 export { holdsCards, countsTowardModel } from "./replica-life.js";
 export { buildReplicaSpec, storableReplicaSpec } from "./replica-spec.js";
-export { gangPlace, gangStanding, isFollowerId, memberId, type GangPlace, type MemberStanding } from "./gang-members.js";
+export { gangPlace, gangStanding, groupByGang, isFollowerId, memberId, type GangPlace, type MemberStanding } from "./gang-members.js";

@@ -2,7 +2,7 @@ import type { CatalogModel } from "../catalog/index.js";
 import { demandProfile, snapshotCard } from "../placement/index.js";
 import type { NodeView } from "../protocol/index.js";
 import type { CanaryRow, StoredReplica, ModelStatusRow, ReplicaIntentRow } from "../store/index.js";
-import { gangPlace, gangStanding } from "../fleet/index.js";
+import { gangPlace, gangStanding, groupByGang } from "../fleet/index.js";
 import type { Observed, ObservedMember, ObservedNode, ObservedReplica, StrayMember } from "./types.js";
 
 /** What the store and the fleet registry hold, read once for one pass (or one question about the fleet). */
@@ -33,6 +33,29 @@ export function observe(state: FleetState, nowMs: number): Observation {
   const intentOf = new Map(state.intents.map((intent) => [intent.id, intent]));
   const nodeOf = new Map(state.nodes.map((node) => [node.name, node]));
   const modelOf = new Map(state.models.map((model) => [model.name, model]));
+  const replicas = state.rows.map((row): ObservedReplica => {
+    const status = row.status;
+    const intent = intentOf.get(row.id);
+    const nodeState = nodeOf.get(row.node)?.state;
+    const terminal = row.state === "failed" || row.state === "stopped";
+    const profile = modelOf.get(row.model)?.profiles.find((candidate) => candidate.name === row.profile);
+    return {
+      id: row.id,
+      model: row.model,
+      profile: row.profile,
+      node: row.node,
+      cards: row.cards,
+      state: nodeState === "lost" && !terminal ? "lost" : row.pending ? "pending" : row.state,
+      managed: intent?.managed === 1,
+      placedAtMs: Date.parse(intent?.placed_at ?? row.created_at),
+      withdrawnAtMs: intent?.withdrawn_at ? Date.parse(intent.withdrawn_at) : undefined,
+      inFlight: status.load ? status.load.running + status.load.waiting : undefined,
+      reason: status.reason ?? null,
+      memoryBytes: profile ? demandProfile(profile, undefined).memoryBytes : 0,
+      cpuCores: profile?.cpu_cores ?? 0,
+      ...(intent?.arm === "canary" ? { arm: "canary" as const } : {}),
+    };
+  });
   const observed: Observed = {
     nowMs,
     nodes: state.nodes.map(
@@ -48,32 +71,7 @@ export function observe(state: FleetState, nowMs: number): Observation {
         cpuCores: node.cpu_cores,
       }),
     ),
-    ...foldGangs(
-      state.rows,
-      state.rows.map((row): ObservedReplica => {
-      const status = row.status;
-      const intent = intentOf.get(row.id);
-      const nodeState = nodeOf.get(row.node)?.state;
-      const terminal = row.state === "failed" || row.state === "stopped";
-      const profile = modelOf.get(row.model)?.profiles.find((candidate) => candidate.name === row.profile);
-      return {
-        id: row.id,
-        model: row.model,
-        profile: row.profile,
-        node: row.node,
-        cards: row.cards,
-        state: nodeState === "lost" && !terminal ? "lost" : row.pending ? "pending" : row.state,
-        managed: intent?.managed === 1,
-        placedAtMs: Date.parse(intent?.placed_at ?? row.created_at),
-        withdrawnAtMs: intent?.withdrawn_at ? Date.parse(intent.withdrawn_at) : undefined,
-        inFlight: status.load ? status.load.running + status.load.waiting : undefined,
-        reason: status.reason ?? null,
-        memoryBytes: profile ? demandProfile(profile, undefined).memoryBytes : 0,
-        cpuCores: profile?.cpu_cores ?? 0,
-        ...(intent?.arm === "canary" ? { arm: "canary" as const } : {}),
-      };
-      }),
-    ),
+    ...foldGangs(state.rows, replicas),
   };
   const simulatedNodes = new Set(state.nodes.filter((node) => node.simulated).map((node) => node.name));
   return { ...state, observed, modelOf, simulatedNodes };
@@ -91,16 +89,9 @@ export function replacedByRestart(replica: ObservedReplica, model: string): bool
  * leader row is gone are strays, to be stopped.
  */
 function foldGangs(rows: readonly StoredReplica[], replicas: readonly ObservedReplica[]): { replicas: ObservedReplica[]; strays: StrayMember[] } {
-  const places = rows.map((row) => gangPlace(row.id, row.spec));
-  if (places.every((place) => place === undefined)) return { replicas: [...replicas], strays: [] };
-  const membersOf = new Map<string, { replica: ObservedReplica; rank: number }[]>();
-  places.forEach((place, index) => {
-    const replica = replicas[index];
-    if (place === undefined || replica === undefined) return;
-    const list = membersOf.get(place.replica) ?? [];
-    list.push({ replica, rank: place.rank });
-    membersOf.set(place.replica, list);
-  });
+  const { places, membersOf } = groupByGang(rows, (row) => gangPlace(row.id, row.spec));
+  if (membersOf.size === 0) return { replicas: [...replicas], strays: [] };
+  const observedOf = new Map(replicas.map((replica) => [replica.id, replica]));
   const folded: ObservedReplica[] = [];
   const strays: StrayMember[] = [];
   places.forEach((place, index) => {
@@ -110,7 +101,10 @@ function foldGangs(rows: readonly StoredReplica[], replicas: readonly ObservedRe
       folded.push(replica);
       return;
     }
-    const members = (membersOf.get(place.replica) ?? []).sort((a, b) => a.rank - b.rank);
+    const members = (membersOf.get(place.replica) ?? []).flatMap(({ rank, item }) => {
+      const observed = observedOf.get(item.id);
+      return observed === undefined ? [] : [{ rank, replica: observed }];
+    });
     const leaderPresent = members.some((member) => member.rank === 0);
     if (!leaderPresent) {
       strays.push({ id: replica.id, model: replica.model, node: replica.node, cards: replica.state === "failed" || replica.state === "stopped" ? [] : replica.cards });

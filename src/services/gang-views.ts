@@ -1,4 +1,4 @@
-import { gangPlace, gangStanding } from "../fleet/index.js";
+import { gangPlace, gangStanding, groupByGang } from "../fleet/index.js";
 import type { ReplicaMemberView, ReplicaView } from "../protocol/index.js";
 import type { StoredReplica } from "../store/index.js";
 
@@ -9,18 +9,12 @@ import type { StoredReplica } from "../store/index.js";
  * whose leader row is gone shows on its own while it is being stopped.
  */
 export function foldGangViews<Entry extends { readonly row: StoredReplica; readonly view: ReplicaView }>(entries: readonly Entry[]): Entry[] {
-  const places = entries.map((entry) => gangPlace(entry.row.id, entry.row.spec));
-  if (places.every((place) => place === undefined)) return [...entries];
-  const membersOf = new Map<string, { rank: number; view: ReplicaView }[]>();
-  places.forEach((place, index) => {
-    const entry = entries[index];
-    if (place === undefined || entry === undefined) return;
-    membersOf.set(place.replica, [...(membersOf.get(place.replica) ?? []), { rank: place.rank, view: entry.view }]);
-  });
+  const { places, membersOf } = groupByGang(entries, (entry) => gangPlace(entry.row.id, entry.row.spec));
+  if (membersOf.size === 0) return [...entries];
   return entries.flatMap((entry, index) => {
     const place = places[index];
     if (place === undefined) return [entry];
-    const members = (membersOf.get(place.replica) ?? []).sort((a, b) => a.rank - b.rank);
+    const members = (membersOf.get(place.replica) ?? []).map(({ rank, item }) => ({ rank, view: item.view }));
     if (!members.some((member) => member.rank === 0)) return [entry];
     if (place.rank !== 0) return [];
     const standing = gangStanding(
