@@ -3,13 +3,12 @@ import net from "node:net";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EngineName } from "../../src/catalog/schema.js";
 import type { EngineDriver } from "../../src/engines/driver.js";
 import { isPortFree, isProcessAlive } from "../../src/agent/engine-process.js";
-import { defaultLogRotation } from "../../src/agent/replica-log.js";
 import { ReplicaSupervisor } from "../../src/agent/replica-supervisor.js";
+import { supervisorTestOptions } from "../support/supervisor-options.js";
 import type { ReplicaSupervisorOptions } from "../../src/agent/replicas/supervisor-options.js";
 import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "../../src/protocol/agent-protocol.js";
 import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../support/fake-engine.js";
@@ -51,25 +50,7 @@ function headlessWorkersDriver(engineScript: string): (engine: EngineName) => En
 }
 
 async function makeSupervisor(overrides: Partial<ReplicaSupervisorOptions> = {}): Promise<ReplicaSupervisor> {
-  const supervisor = new ReplicaSupervisor({
-    nodeName: "node-a",
-    dataDirectory: directory,
-    driverFor: headlessWorkersDriver(await writeFakeEngine(directory)),
-    simulation: undefined,
-    enginePaths: {},
-    hubUrl: "http://127.0.0.1:1",
-    hubToken: undefined,
-    startupTimeoutMs: 10_000,
-    stopGraceMs: 2000,
-    drainTimeoutMs: 5000,
-    healthPollMs: 100,
-    headlessSettleMs: 1500,
-    logRotation: defaultLogRotation,
-    terminalRetentionMs: 60_000,
-    onChange: () => undefined,
-    logger: pino({ level: "silent" }),
-    ...overrides,
-  });
+  const supervisor = new ReplicaSupervisor(supervisorTestOptions(directory, headlessWorkersDriver(await writeFakeEngine(directory)), { headlessSettleMs: 1500, ...overrides }));
   supervisors.push(supervisor);
   return supervisor;
 }

@@ -4,15 +4,14 @@ import net from "node:net";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import pino from "pino";
 import { request } from "undici";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { killGroup, standInDriverFor, waitFor, writeFakeEngine } from "../support/fake-engine.js";
 import { isProcessAlive, isProcessGroupAlive } from "../../src/agent/engine-process.js";
 import { findMarkedProcesses } from "../../src/agent/find-marked-processes.js";
 import { replicaSpecSchema, type ReplicaSpecInput, type ReplicaStatus } from "../../src/protocol/agent-protocol.js";
-import { defaultLogRotation } from "../../src/agent/replica-log.js";
 import { ReplicaSupervisor } from "../../src/agent/replica-supervisor.js";
+import { supervisorTestOptions } from "../support/supervisor-options.js";
 import type { ReplicaSupervisorOptions } from "../../src/agent/replicas/supervisor-options.js";
 
 let directory: string;
@@ -39,25 +38,7 @@ afterEach(async () => {
 });
 
 function makeSupervisor(overrides: Partial<ReplicaSupervisorOptions> = {}): ReplicaSupervisor {
-  const supervisor = new ReplicaSupervisor({
-    nodeName: "node-a",
-    dataDirectory: directory,
-    driverFor: standInDriverFor(process.execPath, [engineScript]),
-    simulation: undefined,
-    enginePaths: {},
-    hubUrl: "http://127.0.0.1:1",
-    hubToken: undefined,
-    startupTimeoutMs: 10_000,
-    stopGraceMs: 2000,
-    drainTimeoutMs: 5000,
-    healthPollMs: 100,
-    headlessSettleMs: 300,
-    logRotation: defaultLogRotation,
-    terminalRetentionMs: 60_000,
-    onChange: () => undefined,
-    logger: pino({ level: "silent" }),
-    ...overrides,
-  });
+  const supervisor = new ReplicaSupervisor(supervisorTestOptions(directory, standInDriverFor(process.execPath, [engineScript]), overrides));
   supervisors.push(supervisor);
   return supervisor;
 }

@@ -1,11 +1,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pino from "pino";
 import { request } from "undici";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ReplicaSupervisor } from "../../src/agent/replica-supervisor.js";
-import { defaultLogRotation } from "../../src/agent/replica-log.js";
+import { supervisorTestOptions } from "../support/supervisor-options.js";
 import { driverFor } from "../../src/engines/drivers/index.js";
 import { replicaSpecSchema, type ReplicaSpecInput } from "../../src/protocol/agent-protocol.js";
 import { killGroup, waitFor } from "../support/fake-engine.js";
@@ -18,24 +17,13 @@ const apiKey = "replica-key-0123456789abcdef";
 beforeEach(async () => {
   directory = await mkdtemp(path.join(os.tmpdir(), "llmgw-runtime-adapters-"));
   // The real drivers and the simulated engine (`llmgw sim-engine`), as an agent started with --simulate runs them.
-  supervisor = new ReplicaSupervisor({
-    nodeName: "node-a",
-    dataDirectory: directory,
-    driverFor,
-    simulation: { llmgwCommand: [process.execPath, llmgwBin], fetch: false, cardClass: () => "h100" },
-    enginePaths: {},
-    hubUrl: "http://127.0.0.1:1",
-    hubToken: undefined,
-    startupTimeoutMs: 20_000,
-    stopGraceMs: 2000,
-    drainTimeoutMs: 2000,
-    healthPollMs: 100,
-    headlessSettleMs: 300,
-    logRotation: defaultLogRotation,
-    terminalRetentionMs: 60_000,
-    onChange: () => undefined,
-    logger: pino({ level: "silent" }),
-  });
+  supervisor = new ReplicaSupervisor(
+    supervisorTestOptions(directory, driverFor, {
+      simulation: { llmgwCommand: [process.execPath, llmgwBin], fetch: false, cardClass: () => "h100" },
+      startupTimeoutMs: 20_000,
+      drainTimeoutMs: 2000,
+    }),
+  );
 });
 
 afterEach(async () => {

@@ -1,27 +1,11 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../errors/light.js";
 import { replicaSpecSchema } from "../../protocol/agent-protocol.js";
 import { waitReady, type ReadinessSteps } from "./engine-readiness.js";
 import { newReplica, type Replica } from "./replica-record.js";
+import { closeCountingServers, countingServer } from "../../../test/support/counting-server.js";
 
-const servers: http.Server[] = [];
-afterEach(() => {
-  for (const server of servers.splice(0)) server.close();
-});
-
-/** An HTTP server that answers 200 to everything and counts what it was asked. */
-async function countingServer(): Promise<{ port: number; asked: () => number }> {
-  let asked = 0;
-  const server = http.createServer((_request, response) => {
-    asked += 1;
-    response.end("ok");
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { port: (server.address() as AddressInfo).port, asked: () => asked };
-}
+afterEach(closeCountingServers);
 
 const steps: ReadinessSteps = {
   options: { nodeName: "node-b", healthPollMs: 20, headlessSettleMs: 300 },

@@ -1,5 +1,3 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -12,23 +10,9 @@ import { adoptReplicas, type AdoptionSteps } from "./replica-adoption.js";
 import { ReplicaFiles } from "./replica-files.js";
 import { replicaStatus, type Replica } from "./replica-record.js";
 import type { ReplicaSupervisorOptions } from "./supervisor-options.js";
+import { closeCountingServers, countingServer } from "../../../test/support/counting-server.js";
 
-const servers: http.Server[] = [];
-afterEach(() => {
-  for (const server of servers.splice(0)) server.close();
-});
-
-/** Where a probe would go: answers 200 to anything, and counts what it was asked. */
-async function countingServer(): Promise<{ port: number; asked: () => number }> {
-  let asked = 0;
-  const server = http.createServer((_request, response) => {
-    asked += 1;
-    response.end("ok");
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { port: (server.address() as AddressInfo).port, asked: () => asked };
-}
+afterEach(closeCountingServers);
 
 function member(rank: number) {
   return replicaSpecSchema.parse({
